@@ -1,0 +1,33 @@
+"""``kernsolve.show_config()``: how this copy was built and how it will run."""
+import platform
+import sys
+
+from ._core import _parallel
+from ._threads import cpu_count, resolve_n_jobs
+
+
+def config():
+    """Return the build and runtime configuration as a dict."""
+    from . import __version__
+    try:
+        from . import _build_config as build
+        compiler, args, debug = build.COMPILER, build.COMPILE_ARGS, build.DEBUG
+    except ImportError:  # pragma: no cover - built without setup.py
+        compiler, args, debug = "unknown", [], False
+    return {
+        "version": __version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "openmp": _parallel.openmp_enabled(),
+        "cores": cpu_count(),
+        "default_threads": resolve_n_jobs(None),
+        "compiler": compiler,
+        "compile_args": " ".join(args),
+        "debug_checks": debug,
+    }
+
+
+def show_config(file=None):
+    """Print version, OpenMP on/off, thread count and compiler flags."""
+    for key, value in config().items():
+        print(f"{key:>16}: {value}", file=file or sys.stdout)

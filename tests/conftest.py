@@ -1,0 +1,37 @@
+"""Shared fixtures: the real datasets of ../shared/data, read in small slices."""
+import lzma
+import os
+
+import pytest
+
+SHARED_DATA = os.environ.get(
+    "KERNSOLVE_SHARED_DATA",
+    os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
+
+
+def shared_path(name):
+    """Path of ``name.xz`` in the shared data folder; skip the test if absent."""
+    path = os.path.join(SHARED_DATA, name + ".xz")
+    if not os.path.exists(path):
+        pytest.skip(f"shared dataset {name} not found at {path}")
+    return path
+
+
+def shared_lines(name, n_lines=None):
+    """The first ``n_lines`` lines of a shared dataset, as bytes."""
+    out = []
+    with lzma.open(shared_path(name), "rb") as f:
+        for line in f:
+            out.append(line)
+            if n_lines is not None and len(out) >= n_lines:
+                break
+    return b"".join(out)
+
+
+@pytest.fixture
+def shared():
+    """Access to the shared datasets: ``shared.path(name)``, ``shared.lines(name, n)``."""
+    class Shared:
+        path = staticmethod(shared_path)
+        lines = staticmethod(shared_lines)
+    return Shared
