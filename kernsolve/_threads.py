@@ -19,13 +19,10 @@ def resolve_n_jobs(n_jobs):
     backs off from all cores (-1 = all, -2 = all but one); 0 is an error.
     Without OpenMP the answer is always 1.
     """
-    if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, int)):
-        try:
-            if int(n_jobs) != n_jobs:
-                raise ValueError
-            n_jobs = int(n_jobs)
-        except (TypeError, ValueError):
-            raise ValueError(f"n_jobs must be an integer or None, got {n_jobs!r}") from None
+    if n_jobs is not None:
+        if isinstance(n_jobs, bool) or not hasattr(n_jobs, "__index__"):
+            raise ValueError(f"n_jobs must be an integer or None, got {n_jobs!r}")
+        n_jobs = n_jobs.__index__()
     if n_jobs == 0:
         raise ValueError("n_jobs == 0 has no meaning; use None for all cores or a "
                          "positive count")
