@@ -1,8 +1,41 @@
-"""kernsolve: kernel machines in the LIBSVM tradition, compiled with Cython/OpenMP."""
+"""kernsolve: kernel machines in the LIBSVM tradition, compiled with Cython/OpenMP.
+
+Public names are imported lazily from the private modules listed in
+``_EXPORTS`` so ``import kernsolve`` stays cheap.
+"""
+import importlib
+
 __version__ = "0.1.0"
 
-from ._config import show_config
-from ._threads import resolve_n_jobs
-from .datasets import dataset_path
+_EXPORTS = {
+    "show_config": "._config",
+    "resolve_n_jobs": "._threads",
+    "dataset_path": ".datasets",
+    "DataFormatError": "._errors",
+    "ModelFormatError": "._errors",
+    "read_problem": "._io",
+    "write_problem": "._io",
+    "kernel_matrix": "._kernels",
+    "Parameters": "._params",
+    "parse_options": "._params",
+    "Model": "._model",
+    "save_model": "._model",
+    "load_model": "._model",
+    "train": "._svm",
+    "predict": "._predict",
+}
 
-__all__ = ["show_config", "resolve_n_jobs", "dataset_path", "__version__"]
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kernsolve' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__
