@@ -1,0 +1,13 @@
+"""kernsolve's command-line tools, drop-in replacements for LIBSVM's.
+
+=====================  =======================  ==============================
+command                LIBSVM tool              module
+=====================  =======================  ==============================
+``kernsolve-train``    ``svm-train``            :mod:`kernsolve.cli.train`
+``kernsolve-predict``  ``svm-predict``          :mod:`kernsolve.cli.predict`
+``kernsolve-scale``    ``svm-scale``            :mod:`kernsolve.cli.scale`
+=====================  =======================  ==============================
+
+Each also runs as ``python -m kernsolve.cli.train`` (etc.). See ``doc/cli.md``.
+The submodules are not imported here, so ``python -m`` runs them cleanly.
+"""

@@ -1,0 +1,240 @@
+"""What the three commands share: error handling, option splitting, atomic output.
+
+Every user error ends the same way: one line ``prog: what is wrong`` on stderr
+(followed by the usage text when the command line itself was wrong) and exit
+status 1. Ctrl-C exits with 130. No traceback reaches the user unless
+``KERNSOLVE_DEBUG_CLI=1`` is set in the environment (for reporting a bug).
+"""
+import contextlib
+import os
+import sys
+import tempfile
+
+EXIT_USER_ERROR = 1
+EXIT_INTERRUPTED = 130
+
+
+class UsageError(Exception):
+    """The command line is wrong: print the message, then the usage, exit 1."""
+
+
+class CommandError(Exception):
+    """A user error found after the command line was parsed: one line, exit 1."""
+
+
+class HelpRequested(Exception):
+    """``--help``: print the usage on stdout and exit 0."""
+
+
+def _one_line(text):
+    """Collapse a message onto one line (messages from deep layers may wrap)."""
+    return " ".join(str(text).split()) or "unknown error"
+
+
+def os_error_message(exc, what="open"):
+    """``can't open input file NAME: No such file or directory`` for an OSError."""
+    name = exc.filename if exc.filename is not None else ""
+    reason = exc.strerror or str(exc)
+    if name:
+        return f"can't {what} {name}: {reason}"
+    return f"can't {what}: {reason}"
+
+
+def run(main, argv, prog, usage):
+    """Call ``main(argv)`` and turn every way it can end into an exit status.
+
+    Parameters
+    ----------
+    main : callable
+        Takes the argument list (without the program name), returns 0 or None.
+    argv : list of str or None
+        Arguments; ``sys.argv[1:]`` when None.
+    prog : str
+        Name used as the prefix of error lines.
+    usage : str
+        The usage text printed after command-line errors.
+    """
+    if argv is None:
+        argv = sys.argv[1:]
+    debug = os.environ.get("KERNSOLVE_DEBUG_CLI", "") not in ("", "0")
+    try:
+        status = main(list(argv))
+        _flush_stdout()
+        return 0 if status is None else int(status)
+    except HelpRequested:
+        sys.stdout.write(usage)
+        _flush_stdout()
+        return 0
+    except UsageError as exc:
+        _flush_stdout_quietly()
+        sys.stderr.write(f"{prog}: {_one_line(exc)}\n{usage}")
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        _flush_stdout_quietly()
+        sys.stderr.write(f"{prog}: interrupted\n")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # the reader of our stdout went away (e.g. ``| head``): nothing to report
+        _silence_stdout()
+        return EXIT_USER_ERROR
+    except (CommandError, ValueError, OSError, MemoryError) as exc:
+        if debug:
+            raise
+        _flush_stdout_quietly()
+        if isinstance(exc, MemoryError):
+            msg = "out of memory"
+        elif isinstance(exc, OSError) and not isinstance(exc, CommandError):
+            msg = os_error_message(exc)
+        else:
+            msg = _one_line(exc)
+        sys.stderr.write(f"{prog}: {msg}\n")
+        return EXIT_USER_ERROR
+    except Exception as exc:  # a bug in kernsolve: still no traceback by default
+        if debug:
+            raise
+        _flush_stdout_quietly()
+        sys.stderr.write(f"{prog}: internal error: {type(exc).__name__}: "
+                         f"{_one_line(exc)} (set KERNSOLVE_DEBUG_CLI=1 for details)\n")
+        return EXIT_USER_ERROR
+
+
+def _flush_stdout():
+    sys.stdout.flush()
+
+
+def _flush_stdout_quietly():
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _silence_stdout():
+    # Python flushes stdout again at exit; point it at /dev/null so that flush
+    # cannot raise a second BrokenPipeError.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def split_options(argv, flags=(), n_values=None):
+    """Split LIBSVM-style arguments into option tokens and positional arguments.
+
+    As in LIBSVM's tools, options come first and every argument that starts
+    with ``-`` is an option; its value is the next argument whatever it looks
+    like (so ``-r -1`` works). ``--`` ends the options (a kernsolve addition,
+    for file names that start with ``-``). ``--name=value`` is one token.
+
+    Parameters
+    ----------
+    argv : list of str
+    flags : iterable of str
+        Options that take no value (``-q``).
+    n_values : dict, optional
+        Options that take more than one value (``{"-y": 2}`` for svm-scale).
+
+    Returns
+    -------
+    options : list of (name, values) pairs, in command-line order
+    positional : list of str
+    """
+    flags = set(flags)
+    n_values = dict(n_values or {})
+    options = []
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "--":
+            i += 1
+            break
+        if not tok.startswith("-") or tok == "-":
+            break
+        if tok == "--help":
+            raise HelpRequested()
+        if tok in flags:
+            options.append((tok, []))
+            i += 1
+            continue
+        if tok.startswith("--") and "=" in tok:
+            name, value = tok.split("=", 1)
+            options.append((name, [value]))
+            i += 1
+            continue
+        k = n_values.get(tok, 1)
+        if i + k >= len(argv):
+            raise UsageError(f"option {tok} needs {'a value' if k == 1 else f'{k} values'}")
+        options.append((tok, argv[i + 1:i + 1 + k]))
+        i += 1 + k
+    return options, argv[i:]
+
+
+def parse_float(name, text):
+    """A finite float option value, or a UsageError naming the option."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"bad value for {name}: {text!r} is not a number") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise UsageError(f"bad value for {name}: {text!r} is not a finite number")
+    return value
+
+
+def parse_int(name, text):
+    """An integer option value, or a UsageError naming the option."""
+    try:
+        return int(text)
+    except ValueError:
+        raise UsageError(f"bad value for {name}: {text!r} is not an integer") from None
+
+
+@contextlib.contextmanager
+def atomic_output(path, mode="w"):
+    """Write ``path`` through a temporary file in the same folder, renamed at the end.
+
+    If the block raises (including KeyboardInterrupt), the temporary file is
+    removed and ``path`` is left as it was: an output file is either complete
+    or untouched, never half-written.
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    base = os.path.basename(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp", dir=folder)
+    try:
+        kwargs = {} if "b" in mode else {"encoding": "ascii", "newline": "\n"}
+        with os.fdopen(fd, mode, **kwargs) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        # mkstemp creates 0600; give the file the permissions a plain open() would
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def check_output_path(path):
+    """Fail early (before any long computation) if ``path`` cannot be written."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise CommandError(f"can't open output file {path}: Is a directory")
+    if not os.path.isdir(folder):
+        raise CommandError(f"can't open output file {path}: No such file or directory")
+    if not os.access(folder, os.W_OK):
+        raise CommandError(f"can't open output file {path}: Permission denied")
+
+
+def check_input_path(path, what="input file"):
+    """Fail with ``can't open input file NAME: reason`` if ``path`` is not readable."""
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        raise CommandError(f"can't open {what} {path}: {exc.strerror or exc}") from None
+    if os.path.isdir(path):
+        raise CommandError(f"can't open {what} {path}: Is a directory")

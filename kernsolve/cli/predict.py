@@ -1,0 +1,202 @@
+"""``kernsolve-predict``: LIBSVM's svm-predict, for LIBSVM and kernsolve model files.
+
+The output file is svm-predict's: one predicted label per line (``%g``); with
+``-b 1`` a header (``labels L1 L2 ...`` for classification, ``label normal
+outlier`` for one-class) and then the label and one probability per class.
+It is written to a temporary file and renamed, so it is never half-written.
+"""
+import sys
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._common import (CommandError, UsageError, atomic_output, check_input_path,
+                      check_output_path, parse_int, run, split_options)
+
+PROG = "kernsolve-predict"
+
+USAGE = """\
+Usage: kernsolve-predict [options] test_file model_file output_file
+options:
+-b probability_estimates: whether to predict probability estimates, 0 or 1 (default 0)
+-q : quiet mode (no outputs)
+kernsolve options:
+--threads n : number of threads; negative counts back from all cores (default: all cores)
+"""
+
+_SVR = (3, 4)
+_ONE_CLASS = 2
+
+
+def supports_probability(model):
+    """LIBSVM's svm_check_probability_model on a kernsolve Model."""
+    svm_type = model.param.svm_type
+    if svm_type in (0, 1):
+        return model.prob_a is not None and model.prob_b is not None \
+            and len(model.prob_a) > 0
+    if svm_type in _SVR:
+        return model.prob_a is not None and len(model.prob_a) > 0
+    if svm_type == _ONE_CLASS:
+        return model.prob_density_marks is not None and len(model.prob_density_marks) > 0
+    return False
+
+
+def _n_features(model):
+    sv = model.support_vectors
+    shape = getattr(sv, "shape", None)
+    if shape is not None and len(shape) == 2:
+        return int(shape[1])
+    return 0
+
+
+def format_predictions(labels, probabilities=None, header=None):
+    """The output file's text: svm-predict's lines, ``%g`` everywhere."""
+    lines = []
+    if header is not None:
+        lines.append(header + "\n")
+    if probabilities is None:
+        lines.extend("%g\n" % v for v in np.asarray(labels, dtype=np.float64).tolist())
+    else:
+        probabilities = np.asarray(probabilities, dtype=np.float64)
+        for v, row in zip(np.asarray(labels, dtype=np.float64).tolist(),
+                          probabilities.tolist()):
+            lines.append("%g" % v + "".join(" %g" % p for p in row) + "\n")
+    return "".join(lines)
+
+
+def summary_lines(y, labels, svm_type):
+    """svm-predict's Accuracy / Mean squared error / Squared correlation lines.
+
+    Sums run in row order, as svm-predict accumulates them, so the printed
+    numbers are the same to the last digit.
+    """
+    y = np.asarray(y, dtype=np.float64).tolist()
+    v = np.asarray(labels, dtype=np.float64).tolist()
+    total = len(y)
+    if svm_type in _SVR:
+        error = sump = sumt = sumpp = sumtt = sumpt = 0.0
+        for p, t in zip(v, y):
+            error += (p - t) * (p - t)
+            sump += p
+            sumt += t
+            sumpp += p * p
+            sumtt += t * t
+            sumpt += p * t
+        mse = _div(error, total)
+        scc = _div((total * sumpt - sump * sumt) * (total * sumpt - sump * sumt),
+                   (total * sumpp - sump * sump) * (total * sumtt - sumt * sumt))
+        return ["Mean squared error = %g (regression)\n" % mse,
+                "Squared correlation coefficient = %g (regression)\n" % scc]
+    correct = sum(1 for p, t in zip(v, y) if p == t)
+    return ["Accuracy = %g%% (%d/%d) (classification)\n"
+            % (_div(float(correct), total) * 100, correct, total)]
+
+
+def _div(a, b):
+    try:
+        return a / b
+    except ZeroDivisionError:
+        if a != a or a == 0:
+            return float("nan")
+        return float("inf") if a > 0 else float("-inf")
+
+
+def main(argv):
+    if not argv:
+        raise UsageError("expected test_file model_file output_file")
+    options, positional = split_options(argv, flags=("-q",))
+    probability = False
+    quiet = False
+    threads = None
+    for name, values in options:
+        if name == "-b":
+            b = parse_int(name, values[0])
+            if b not in (0, 1):
+                raise UsageError(f"bad value for -b: {values[0]!r} (must be 0 or 1)")
+            probability = b == 1
+        elif name == "-q":
+            quiet = True
+        elif name == "--threads":
+            threads = parse_int(name, values[0])
+            if threads == 0:
+                raise UsageError("bad value for --threads: 0 (use a positive count, "
+                                 "or a negative one to count back from all cores)")
+        else:
+            raise UsageError(f"unknown option: {name}")
+    if len(positional) != 3:
+        raise UsageError("expected test_file model_file output_file"
+                         + (f", got {len(positional)} file names" if positional else ""))
+    test_path, model_path, output_path = positional
+
+    check_input_path(test_path)
+    check_output_path(output_path)
+    check_input_path(model_path, "model file")
+
+    from .._model import load_model
+    model = load_model(model_path)
+    svm_type = model.param.svm_type
+    has_probability = supports_probability(model)
+
+    def say(text):
+        if not quiet:
+            sys.stdout.write(text)
+
+    if probability:
+        if not has_probability:
+            raise CommandError(f"model file {model_path} does not support probability "
+                               "estimates (train it with -b 1)")
+    elif has_probability:
+        say("Model supports probability estimates, but disabled in prediction.\n")
+
+    from .._io import read_problem
+    y, X = read_problem(test_path)
+    y = np.asarray(y, dtype=np.float64)
+    width = _n_features(model)
+    if X.shape[1] < width:
+        # features the test file never mentions are zeros; keep the model's width
+        X = sp.csr_matrix(X)
+        X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], width))
+
+    predict_options = ["-q"]
+    if probability:
+        predict_options += ["-b", "1"]
+    if threads is not None:
+        predict_options += ["--threads", str(threads)]
+    from .._predict import predict
+    labels, _, values = predict(y, X, model, " ".join(predict_options))
+
+    header = None
+    probabilities = None
+    if probability:
+        if svm_type in _SVR:
+            say("Prob. model for test data: target value = predicted value + z,\n"
+                "z: Laplace distribution e^(-|z|/sigma)/(2sigma),sigma=%g\n"
+                % float(model.prob_a[0]))
+        else:
+            probabilities = values
+            if svm_type == _ONE_CLASS:
+                header = "label normal outlier"
+            else:
+                header = "labels" + "".join(" %d" % int(l) for l in
+                                            np.asarray(model.labels).tolist())
+
+    text = format_predictions(labels, probabilities, header)
+    try:
+        with atomic_output(output_path) as f:
+            f.write(text)
+    except OSError as exc:
+        raise CommandError(f"can't open output file {output_path}: "
+                           f"{exc.strerror or exc}") from None
+
+    for line in summary_lines(y, labels, svm_type):
+        say(line)
+    return 0
+
+
+def cli(argv=None):
+    """Console-script entry point."""
+    return run(main, argv, PROG, USAGE)
+
+
+if __name__ == "__main__":
+    sys.exit(cli())

@@ -1,0 +1,238 @@
+"""``kernsolve-train``: LIBSVM's svm-train, reaching every kernsolve solver.
+
+Same option letters, defaults and output lines as svm-train; the model file is
+LIBSVM's format (written by :func:`kernsolve.save_model`, atomically).
+"""
+import os
+import sys
+
+import numpy as np
+
+from ._common import (CommandError, UsageError, check_input_path, check_output_path,
+                      parse_int, run, split_options)
+
+PROG = "kernsolve-train"
+
+USAGE = """\
+Usage: kernsolve-train [options] training_set_file [model_file]
+options:
+-s svm_type : set type of SVM (default 0)
+	0 -- C-SVC		(multi-class classification)
+	1 -- nu-SVC		(multi-class classification)
+	2 -- one-class SVM
+	3 -- epsilon-SVR	(regression)
+	4 -- nu-SVR		(regression)
+-t kernel_type : set type of kernel function (default 2)
+	0 -- linear: u'*v
+	1 -- polynomial: (gamma*u'*v + coef0)^degree
+	2 -- radial basis function: exp(-gamma*|u-v|^2)
+	3 -- sigmoid: tanh(gamma*u'*v + coef0)
+	4 -- precomputed kernel (kernel values in training_set_file)
+	5 -- laplacian: exp(-gamma*|u-v|_1) (kernsolve)
+-d degree : set degree in kernel function (default 3)
+-g gamma : set gamma in kernel function (default 1/num_features)
+-r coef0 : set coef0 in kernel function (default 0)
+-c cost : set the parameter C of C-SVC, epsilon-SVR, and nu-SVR (default 1)
+-n nu : set the parameter nu of nu-SVC, one-class SVM, and nu-SVR (default 0.5)
+-p epsilon : set the epsilon in loss function of epsilon-SVR (default 0.1)
+-m cachesize : set cache memory size in MB (default 100)
+-e epsilon : set tolerance of termination criterion (default 0.001)
+-h shrinking : whether to use the shrinking heuristics, 0 or 1 (default 1)
+-b probability_estimates : whether to train a model for probability estimates, 0 or 1 (default 0)
+-wi weight : set the parameter C of class i to weight*C, for C-SVC (default 1)
+-v n: n-fold cross validation mode
+-q : quiet mode (no outputs)
+kernsolve options:
+--solver name : smo, sbp, dsg, udsg, cdsg, pegasos, sdca or perceptron (default smo)
+--threads n : number of threads; negative counts back from all cores (default: all cores)
+--seed s : seed of the random numbers (folds, probability CV, sampling) (default 0)
+--bias 0|1 : whether the decision function has a bias term (default 1)
+--name value : solver options of the chosen solver (see the documentation)
+"""
+
+
+def _option_tokens(options):
+    """Flatten ``split_options`` pairs back into an option list for parse_options."""
+    tokens = []
+    for name, values in options:
+        for value in values:
+            if not value or any(c.isspace() for c in value):
+                raise UsageError(f"bad value for {name}: {value!r}")
+        tokens.append(name)
+        tokens.extend(values)
+    return tokens
+
+
+def _parse(tokens):
+    """Validate the options with the library's own parser (one grammar for all)."""
+    from .._params import parse_options
+    try:
+        return parse_options(" ".join(tokens))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def default_model_path(training_path):
+    """svm-train's rule: the training file's base name plus ``.model``, in the cwd."""
+    return os.path.basename(training_path) + ".model"
+
+
+# ---------------------------------------------------------------------------
+# -v n: cross-validation.  Private stand-in until kernsolve.cross_validation
+# exists (the cross-validation issue replaces it); the folds come from
+# kernsolve's seeded RNG, so the result is reproducible, and stratified for
+# classification as LIBSVM does.
+
+def _class_order(y):
+    """Distinct labels in order of first appearance."""
+    _, first = np.unique(y, return_index=True)
+    return y[np.sort(first)]
+
+
+def cv_folds(y, n_folds, seed, classification):
+    """Fold index arrays, drawn as LIBSVM draws them but from kernsolve's RNG.
+
+    One permutation of all rows comes from stream ``"folds"``. For
+    classification (and ``n_folds < n``) the permuted rows are grouped by
+    class (order of first appearance, keeping the random order inside each
+    class) and class ``c``'s rows are cut into ``n_folds`` consecutive pieces
+    ``[i*count_c/n_folds, (i+1)*count_c/n_folds)``; fold ``i`` is the union of
+    the pieces ``i``. Otherwise fold ``i`` is ``perm[i*n/n_folds : (i+1)*n/n_folds]``.
+    """
+    from .._random import permutation
+    n = len(y)
+    perm = np.asarray(permutation(n, seed, "folds"), dtype=np.intp)
+    if classification and n_folds < n:
+        classes = _class_order(y)
+        pieces = [[] for _ in range(n_folds)]
+        py = y[perm]
+        for c in classes:
+            members = perm[py == c]
+            count = len(members)
+            for i in range(n_folds):
+                pieces[i].append(members[i * count // n_folds:(i + 1) * count // n_folds])
+        return [np.concatenate(p) for p in pieces]
+    return [perm[i * n // n_folds:(i + 1) * n // n_folds] for i in range(n_folds)]
+
+
+def cross_validation_targets(y, X, train_tokens, params):
+    """Predicted target of every row when its fold was held out."""
+    from .._predict import predict
+    from .._svm import train
+    n = len(y)
+    n_folds = params.n_folds
+    if n_folds > n:
+        sys.stderr.write("WARNING: # folds > # data. Will use # folds = # data instead "
+                         "(i.e., leave-one-out cross validation)\n")
+        n_folds = n
+    classification = params.svm_type in (0, 1)
+    folds = cv_folds(y, n_folds, params.seed, classification)
+    target = np.empty(n, dtype=np.float64)
+    options = " ".join(train_tokens)
+    predict_options = "-q"
+    if params.probability and classification:
+        predict_options += " -b 1"
+    for i, test in enumerate(folds):
+        if len(test) == 0:
+            continue
+        train_rows = np.concatenate([f for k, f in enumerate(folds) if k != i])
+        model = train(y[train_rows], X[train_rows], options)
+        labels, _, _ = predict(y[test], X[test], model, predict_options)
+        target[test] = np.asarray(labels, dtype=np.float64)
+    return target
+
+
+def report_cross_validation(y, target, svm_type, out=None):
+    """svm-train's summary lines (printed even with -q, as svm-train does)."""
+    out = sys.stdout if out is None else out
+    n = len(y)
+    if svm_type in (3, 4):
+        total_error = sumv = sumy = sumvv = sumyy = sumvy = 0.0
+        for yi, vi in zip(y.tolist(), target.tolist()):
+            total_error += (vi - yi) * (vi - yi)
+            sumv += vi
+            sumy += yi
+            sumvv += vi * vi
+            sumyy += yi * yi
+            sumvy += vi * yi
+        out.write("Cross Validation Mean squared error = %g\n" % _div(total_error, n))
+        out.write("Cross Validation Squared correlation coefficient = %g\n" % _div(
+            (n * sumvy - sumv * sumy) * (n * sumvy - sumv * sumy),
+            (n * sumvv - sumv * sumv) * (n * sumyy - sumy * sumy)))
+    else:
+        correct = int(np.count_nonzero(target == y))
+        out.write("Cross Validation Accuracy = %g%%\n" % _div(100.0 * correct, n))
+
+
+def _div(a, b):
+    """C's double division: x/0 is inf or nan instead of an exception."""
+    try:
+        return a / b
+    except ZeroDivisionError:
+        if a != a or a == 0:
+            return float("nan")
+        return float("inf") if a > 0 else float("-inf")
+
+
+def main(argv):
+    if not argv:
+        raise UsageError("no training set file given")
+    options, positional = split_options(argv, flags=("-q",))
+    tokens = _option_tokens(options)
+    for name, values in options:
+        if name == "-v":
+            n_folds = parse_int(name, values[0])
+            if n_folds < 2:
+                raise UsageError("n-fold cross validation: n must >= 2")
+    params = _parse(tokens)
+    if not positional:
+        raise UsageError("no training set file given")
+    if len(positional) > 2:
+        raise UsageError(f"unexpected arguments after the model file: "
+                         f"{' '.join(positional[2:])}")
+    data_path = positional[0]
+    model_path = positional[1] if len(positional) > 1 else default_model_path(data_path)
+
+    check_input_path(data_path)
+    if not params.n_folds:
+        check_output_path(model_path)
+
+    from .._io import read_problem
+    y, X = read_problem(data_path)
+    y = np.asarray(y, dtype=np.float64)
+
+    if params.n_folds:
+        train_tokens = []
+        skip = False
+        for tok in tokens:
+            if skip:
+                skip = False
+                continue
+            if tok == "-v":
+                skip = True
+                continue
+            train_tokens.append(tok)
+        target = cross_validation_targets(y, X, train_tokens, params)
+        sys.stdout.flush()
+        report_cross_validation(y, target, params.svm_type)
+        return 0
+
+    from .._model import save_model
+    from .._svm import train
+    model = train(y, X, " ".join(tokens))
+    sys.stdout.flush()
+    try:
+        save_model(model_path, model)
+    except OSError as exc:
+        raise CommandError(f"can't save model to file {model_path}: "
+                           f"{exc.strerror or exc}") from None
+    return 0
+
+
+def cli(argv=None):
+    """Console-script entry point."""
+    return run(main, argv, PROG, USAGE)
+
+
+if __name__ == "__main__":
+    sys.exit(cli())
