@@ -2,15 +2,125 @@
 
 ``parse_options("-s 0 -t 2 -c 10 --threads 2")`` and ``Parameters(...)`` are the
 two spellings of the same thing; every solver reads a ``Parameters``.
+
+The one-letter options, their meaning and their defaults are those of LIBSVM
+3.37's ``svm-train``.  kernsolve adds long options: ``--solver NAME``,
+``--threads N``, ``--seed S``, ``--bias 0|1`` and the options a solver declares
+in :data:`SOLVER_OPTIONS` (stored in ``Parameters.extra``).
 """
-from dataclasses import dataclass, field
+import math
+import re
+import shlex
+from dataclasses import dataclass, field, fields, replace
 
 SVM_TYPES = ("c_svc", "nu_svc", "one_class", "epsilon_svr", "nu_svr")  # -s 0..4
 KERNELS = ("linear", "polynomial", "rbf", "sigmoid", "precomputed", "laplacian")  # -t 0..5
 
+# Solver-specific long options, spelled as on the command line (``--max-kernel-evals``).
+# A solver issue that adds options extends its entry here.  Values are stored in
+# ``Parameters.extra`` under the Python spelling (dashes -> underscores), typed
+# int, float or str by their look; the solver validates their ranges.
+SOLVER_OPTIONS = {
+    "smo": set(),
+    "sbp": {"epochs", "max-kernel-evals", "time-limit", "validation-fraction"},
+    "dsg": {"batch-size", "block-size", "iterations", "loss", "lambda", "step", "t0"},
+    "udsg": {"batch-size", "block-size", "iterations", "loss", "lambda", "step", "t0"},
+    "cdsg": {"batch-size", "block-size", "iterations", "loss", "lambda", "step", "t0"},
+    "pegasos": set(),
+    "sdca": set(),
+    "perceptron": set(),
+    "eigenpro": set(),
+}
+
+# Letter -> (field, kind).  Kinds: "int", "float", "flag01" (0 or 1), "none" (no value).
+_LETTERS = {
+    "s": ("svm_type", "int"),
+    "t": ("kernel_type", "int"),
+    "d": ("degree", "int"),
+    "g": ("gamma", "float"),
+    "r": ("coef0", "float"),
+    "c": ("C", "float"),
+    "n": ("nu", "float"),
+    "p": ("p", "float"),
+    "m": ("cache_size", "float"),
+    "e": ("eps", "float"),
+    "h": ("shrinking", "flag01"),
+    "b": ("probability", "flag01"),
+    "v": ("n_folds", "int"),
+    "q": ("quiet", "none"),
+}
+_LONG = {
+    "solver": ("solver", "str"),
+    "threads": ("n_jobs", "int"),
+    "seed": ("seed", "int"),
+    "bias": ("bias", "flag01"),
+}
+# Field -> the option that sets it, for messages about a Parameters built in Python.
+_FIELD_OPTION = {f: "-" + k for k, (f, _) in _LETTERS.items()}
+_FIELD_OPTION.update({f: "--" + k for k, (f, _) in _LONG.items()})
+_FIELD_OPTION["weight"] = "-w"
+
+_INT_RE = re.compile(r"^[+-]?\d+$")
+
+
+def option_key(name):
+    """The ``Parameters.extra`` key of a solver option (``max-kernel-evals`` -> ``max_kernel_evals``)."""
+    return name.replace("-", "_")
+
+
+def _option_name(key):
+    return key.replace("_", "-")
+
 
 @dataclass
 class Parameters:
+    """Training parameters (LIBSVM's ``svm_parameter`` plus kernsolve's options).
+
+    Attributes
+    ----------
+    svm_type : int
+        ``-s``: 0 C-SVC, 1 nu-SVC, 2 one-class SVM, 3 epsilon-SVR, 4 nu-SVR.
+    kernel_type : int
+        ``-t``: 0 linear, 1 polynomial, 2 RBF, 3 sigmoid, 4 precomputed,
+        5 Laplacian (kernsolve's; LIBSVM cannot read such models).
+    degree : int
+        ``-d``, polynomial degree (default 3).
+    gamma : float or None
+        ``-g``; None (or ``-g 0``, as in LIBSVM) means 1/num_features at training.
+    coef0 : float
+        ``-r`` (default 0).
+    C : float
+        ``-c``, cost of C-SVC, epsilon-SVR and nu-SVR (default 1).
+    nu : float
+        ``-n``, nu of nu-SVC, one-class SVM and nu-SVR (default 0.5).
+    p : float
+        ``-p``, epsilon of epsilon-SVR (default 0.1).
+    cache_size : float
+        ``-m``, kernel cache in MB (default 100).
+    eps : float
+        ``-e``, stopping tolerance (default 0.001).
+    shrinking : bool
+        ``-h`` 0|1 (default 1).
+    probability : bool
+        ``-b`` 0|1: train a probability model (default 0).
+    weight : dict
+        ``-wi w``: {label: weight}; C of class ``label`` becomes ``weight * C``.
+        Repeating a label multiplies the weights, as LIBSVM does.
+    quiet : bool
+        ``-q``.
+    n_folds : int
+        ``-v n``: n-fold cross-validation instead of a model (0 = off).
+    solver : str
+        ``--solver``: one of :data:`SOLVER_OPTIONS` (default ``"smo"``).
+    bias : bool
+        ``--bias 0|1``: train with the unregularised bias term (default 1).
+    n_jobs : int or None
+        ``--threads``: thread count, scikit-learn's ``n_jobs`` rule.
+    seed : int
+        ``--seed``: seed of kernsolve's counter-based RNG (default 0).
+    extra : dict
+        Solver-specific options, keys in Python spelling (``max_kernel_evals``).
+    """
     svm_type: int = 0            # -s, index into SVM_TYPES
     kernel_type: int = 2         # -t, index into KERNELS
     degree: int = 3              # -d
@@ -31,3 +141,473 @@ class Parameters:
     n_jobs: int = None           # --threads
     seed: int = 0                # --seed
     extra: dict = field(default_factory=dict)  # solver-specific long options
+
+    @property
+    def svm_type_name(self):
+        """LIBSVM's name of the SVM type (``"c_svc"``, ...), as in model files."""
+        return SVM_TYPES[self.svm_type]
+
+    @property
+    def kernel_name(self):
+        """LIBSVM's name of the kernel (``"rbf"``, ...), as in model files."""
+        return KERNELS[self.kernel_type]
+
+    def resolved_gamma(self, n_features):
+        """gamma, or LIBSVM's default 1/n_features when it is None (0 if no features)."""
+        if self.gamma is not None:
+            return float(self.gamma)
+        return 1.0 / n_features if n_features and n_features > 0 else 0.0
+
+    def copy(self, **changes):
+        """A copy (dicts copied too) with some fields changed."""
+        out = replace(self, **changes)
+        if "weight" not in changes:
+            out.weight = dict(self.weight)
+        if "extra" not in changes:
+            out.extra = dict(self.extra)
+        return out
+
+    def to_options(self):
+        """The canonical option string: only non-default values, in a fixed order.
+
+        ``parse_options(p.to_options()) == p`` for every valid ``p``.
+        """
+        default = Parameters()
+        out = []
+        for letter, (name, kind) in _LETTERS.items():
+            value = getattr(self, name)
+            if value == getattr(default, name) or (name == "gamma" and value is None):
+                continue
+            if kind == "none":
+                out.append("-" + letter)
+            elif kind == "flag01":
+                out.append(f"-{letter} {int(bool(value))}")
+            elif kind == "int":
+                out.append(f"-{letter} {int(value)}")
+            else:
+                out.append(f"-{letter} {_fmt_float(value)}")
+        for label, w in self.weight.items():
+            out.append(f"-w{_fmt_label(label)} {_fmt_float(w)}")
+        for name, (attr, kind) in _LONG.items():
+            value = getattr(self, attr)
+            if value == getattr(default, attr):
+                continue
+            if kind == "flag01":
+                value = int(bool(value))
+            out.append(f"--{name} {value}")
+        for key in sorted(self.extra):
+            value = self.extra[key]
+            text = _fmt_float(value) if isinstance(value, float) else str(value)
+            out.append(f"--{_option_name(key)} {shlex.quote(text)}")
+        return " ".join(out)
+
+    def check(self, n_features=None):
+        """Raise ValueError with :func:`check_parameters`' message if invalid."""
+        message = check_parameters(self, n_features)
+        if message is not None:
+            raise ValueError(message)
+        return self
+
+
+def _fmt_float(value):
+    value = float(value)
+    if value.is_integer() and abs(value) < 1e16:
+        return str(int(value))
+    return repr(value)
+
+
+def _fmt_label(label):
+    if isinstance(label, float) and label.is_integer():
+        return str(int(label))
+    return str(label)
+
+
+def _parse_number(option, text, kind):
+    """Convert an option value, or raise ValueError naming the option and value."""
+    if kind == "int":
+        if not _INT_RE.match(text.strip()):
+            raise ValueError(f"{option}: expected an integer, got {text!r}")
+        return int(text)
+    if kind == "flag01":
+        if text.strip() not in ("0", "1"):
+            raise ValueError(f"{option}: expected 0 or 1, got {text!r}")
+        return text.strip() == "1"
+    if kind == "float":
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(f"{option}: expected a number, got {text!r}") from None
+        if not math.isfinite(value):
+            raise ValueError(f"{option}: expected a finite number, got {text!r}")
+        return value
+    return text
+
+
+def _typed_extra(text):
+    """Solver option values: int, float or string, by their look."""
+    t = text.strip()
+    if _INT_RE.match(t):
+        return int(t)
+    try:
+        value = float(t)
+    except ValueError:
+        return text
+    if not math.isfinite(value):
+        raise ValueError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def _tokens(options):
+    if isinstance(options, str):
+        try:
+            return shlex.split(options)
+        except ValueError as exc:
+            raise ValueError(f"cannot split the option string: {exc}") from None
+    out = []
+    for tok in options:
+        if not isinstance(tok, str):
+            tok = str(tok)
+        out.append(tok)
+    return out
+
+
+def split_arguments(argv):
+    """Split a command line into (option tokens, positional arguments).
+
+    Options come first, as in LIBSVM's tools: the first token that does not
+    start with ``-`` (and is not an option's value) starts the positional
+    arguments.  A lone ``--`` also ends the options.
+    """
+    argv = _tokens(argv)
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "--":
+            return argv[:i], argv[i + 1:]
+        if not tok.startswith("-") or tok == "-":
+            break
+        if tok == "-q" or (tok.startswith("--") and "=" in tok):
+            i += 1
+        else:
+            i += 2
+    i = min(i, len(argv))
+    return argv[:i], argv[i:]
+
+
+def parse_options(options=None):
+    """Build :class:`Parameters` from an option string, a token list, a dict or Parameters.
+
+    Parameters
+    ----------
+    options : str, list of str, dict, Parameters or None
+        ``"-s 0 -t 2 -c 10 --threads 2"``; ``["-c", "10"]``;
+        ``{"C": 10, "kernel_type": "rbf", "batch_size": 64}`` (field names of
+        :class:`Parameters`, svm/kernel types as numbers or LIBSVM names, and
+        solver options by name); a ``Parameters`` (copied).
+
+    Returns
+    -------
+    Parameters
+        Checked with :func:`check_parameters`.
+
+    Raises
+    ------
+    ValueError
+        One line naming the option and the value, e.g.
+        ``-c: C must be > 0, got -1``.
+    """
+    if options is None:
+        param = Parameters()
+    elif isinstance(options, Parameters):
+        param = options.copy()
+    elif isinstance(options, dict):
+        param = _from_dict(options)
+    elif isinstance(options, (str, list, tuple)):
+        param = _from_tokens(_tokens(options))
+    else:
+        raise ValueError(f"options must be a string, a list of tokens, a dict or "
+                         f"Parameters, got {type(options).__name__}")
+    param.check()
+    return _normalize(param)
+
+
+def _normalize(param):
+    """Give every field its canonical Python type (after the checks passed)."""
+    for attr in ("svm_type", "kernel_type", "degree", "n_folds"):
+        setattr(param, attr, int(getattr(param, attr)))
+    for attr in ("coef0", "C", "nu", "p", "cache_size", "eps"):
+        setattr(param, attr, float(getattr(param, attr)))
+    if param.gamma is not None:
+        param.gamma = float(param.gamma)
+    for attr in ("shrinking", "probability", "quiet", "bias"):
+        setattr(param, attr, bool(getattr(param, attr)))
+    if param.n_jobs is not None:
+        param.n_jobs = int(param.n_jobs)
+    param.seed = int(param.seed)
+    param.weight = {_label_key(float(k) if not isinstance(k, int) else k): float(w)
+                    for k, w in param.weight.items()}
+    return param
+
+
+def _from_tokens(argv):
+    param = Parameters()
+    long_values = {}
+    i = 0
+    n = len(argv)
+    while i < n:
+        tok = argv[i]
+        if tok.startswith("--") and len(tok) > 2:
+            name, eq, value = tok[2:].partition("=")
+            if not eq:
+                if i + 1 >= n:
+                    raise ValueError(f"--{name}: missing value")
+                value = argv[i + 1]
+                i += 2
+            else:
+                i += 1
+            long_values[name] = value
+            continue
+        if not tok.startswith("-") or len(tok) < 2:
+            raise ValueError(f"unexpected argument {tok!r} (options start with '-')")
+        letter = tok[1]
+        if letter == "q" and tok == "-q":
+            param.quiet = True
+            i += 1
+            continue
+        if letter == "w":
+            label_text = tok[2:]
+            if i + 1 >= n:
+                raise ValueError(f"{tok}: missing value")
+            label = _parse_label(tok, label_text)
+            w = _parse_number(tok, argv[i + 1], "float")
+            key = _label_key(label)
+            param.weight[key] = param.weight.get(key, 1.0) * w
+            i += 2
+            continue
+        if letter not in _LETTERS or len(tok) != 2:
+            raise ValueError(f"unknown option: {tok}")
+        name, kind = _LETTERS[letter]
+        if i + 1 >= n:
+            raise ValueError(f"{tok}: missing value")
+        value = _parse_number(tok, argv[i + 1], kind)
+        if name == "gamma" and value == 0:
+            value = None  # LIBSVM: -g 0 means 1/num_features
+        setattr(param, name, value)
+        i += 2
+    # --solver first, so that the solver's options are known.
+    if "solver" in long_values:
+        param.solver = long_values.pop("solver").strip().lower()
+        if param.solver not in SOLVER_OPTIONS:
+            raise ValueError(f"--solver: unknown solver {param.solver!r} "
+                             f"(known: {', '.join(SOLVER_OPTIONS)})")
+    for name, value in long_values.items():
+        if name in _LONG:
+            attr, kind = _LONG[name]
+            setattr(param, attr, _parse_number("--" + name, value, kind))
+            continue
+        _set_extra(param, name, value)
+    return param
+
+
+def _set_extra(param, name, value):
+    dashed = _option_name(name)
+    declared = SOLVER_OPTIONS.get(param.solver, set())
+    if dashed not in declared:
+        owners = sorted(s for s, opts in SOLVER_OPTIONS.items() if dashed in opts)
+        if owners:
+            raise ValueError(f"--{dashed}: not an option of solver {param.solver!r} "
+                             f"(it belongs to {', '.join(owners)})")
+        raise ValueError(f"unknown option: --{dashed}")
+    if isinstance(value, str):
+        try:
+            value = _typed_extra(value)
+        except ValueError as exc:
+            raise ValueError(f"--{dashed}: {exc}") from None
+    param.extra[option_key(dashed)] = value
+
+
+def _parse_label(option, text):
+    if not text:
+        raise ValueError(f"{option}: missing class label (write -w<label> <weight>, e.g. -w1 2)")
+    t = text.strip()
+    if _INT_RE.match(t):
+        return int(t)
+    try:
+        value = float(t)
+    except ValueError:
+        raise ValueError(f"{option}: class label must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{option}: class label must be finite, got {text!r}")
+    return value
+
+
+def _label_key(label):
+    if isinstance(label, float) and label.is_integer():
+        return int(label)
+    return label
+
+
+_NAMED = {"svm_type": SVM_TYPES, "kernel_type": KERNELS}
+_ALIASES = {"kernel": "kernel_type", "threads": "n_jobs", "cache": "cache_size",
+            "c": "C", "epsilon": "p", "tol": "eps", "class_weight": "weight",
+            "n_fold": "n_folds", "nr_fold": "n_folds"}
+
+
+def _from_dict(d):
+    param = Parameters()
+    names = {f.name for f in fields(Parameters)}
+    pending = dict(d)
+    if "solver" in pending:
+        param.solver = str(pending.pop("solver")).strip().lower()
+        if param.solver not in SOLVER_OPTIONS:
+            raise ValueError(f"--solver: unknown solver {param.solver!r} "
+                             f"(known: {', '.join(SOLVER_OPTIONS)})")
+    for key, value in pending.items():
+        if not isinstance(key, str):
+            raise ValueError(f"option names must be strings, got {key!r}")
+        attr = _ALIASES.get(key, key)
+        if attr == "kernel_type" and key == "kernel" and value == "poly":
+            value = "polynomial"
+        if attr in _NAMED and isinstance(value, str):
+            table = _NAMED[attr]
+            v = value.strip().lower()
+            if v == "poly":
+                v = "polynomial"
+            if v not in table:
+                raise ValueError(f"{_FIELD_OPTION[attr]}: unknown {attr.replace('_', ' ')} "
+                                 f"{value!r} (known: {', '.join(table)})")
+            value = table.index(v)
+        if attr == "extra":
+            for k, v in dict(value).items():
+                _set_extra(param, k, v)
+            continue
+        if attr == "weight":
+            value = {_label_key(k): v for k, v in dict(value or {}).items()}
+        elif attr == "gamma" and value is not None and not isinstance(value, str) \
+                and _is_number(value) and float(value) == 0:
+            value = None
+        if attr in names:
+            setattr(param, attr, value)
+        else:
+            _set_extra(param, key, value)
+    return param
+
+
+def _is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) or \
+        (hasattr(v, "dtype") and getattr(v.dtype, "kind", "") in "iuf")
+
+
+def check_parameters(param, n_features=None):
+    """Return None if ``param`` is valid, else a one-line message naming the problem.
+
+    The checks are LIBSVM 3.37's ``svm_check_parameter`` (C, nu, p only for the
+    SVM types that use them) plus kernsolve's: finite numbers, the solver
+    name, thread count, seed, fold count, solver options and ``n_features``.
+    Data-dependent checks (infeasible nu, one class only) belong to training.
+    """
+    if not isinstance(param, Parameters):
+        return f"expected Parameters, got {type(param).__name__}"
+
+    def num(attr, integer=False):
+        v = getattr(param, attr)
+        opt = _FIELD_OPTION.get(attr, attr)
+        if isinstance(v, bool) or not _is_number(v):
+            kind = "an integer" if integer else "a number"
+            raise _Bad(f"{opt}: expected {kind}, got {v!r}")
+        if integer:
+            if float(v) != int(v):
+                raise _Bad(f"{opt}: expected an integer, got {v!r}")
+            return int(v)
+        v = float(v)
+        if not math.isfinite(v):
+            raise _Bad(f"{opt}: expected a finite number, got {v!r}")
+        return v
+
+    try:
+        s = num("svm_type", True)
+        if not 0 <= s < len(SVM_TYPES):
+            return f"-s: unknown svm type {s} (0..{len(SVM_TYPES) - 1})"
+        t = num("kernel_type", True)
+        if not 0 <= t < len(KERNELS):
+            return f"-t: unknown kernel type {t} (0..{len(KERNELS) - 1})"
+        degree = num("degree", True)
+        if degree < 0:
+            return f"-d: degree must be >= 0, got {degree}"
+        if param.gamma is not None:
+            gamma = num("gamma")
+            if gamma < 0:
+                return f"-g: gamma must be >= 0, got {_fmt_float(gamma)}"
+        num("coef0")
+        cache = num("cache_size")
+        if cache <= 0:
+            return f"-m: cache size must be > 0 MB, got {_fmt_float(cache)}"
+        eps = num("eps")
+        if eps <= 0:
+            return f"-e: eps must be > 0, got {_fmt_float(eps)}"
+        C = num("C")
+        if s in (0, 3, 4) and C <= 0:
+            return f"-c: C must be > 0, got {_fmt_float(C)}"
+        nu = num("nu")
+        if s in (1, 2, 4) and not 0 < nu <= 1:
+            return f"-n: nu must be in (0, 1], got {_fmt_float(nu)}"
+        p = num("p")
+        if s == 3 and p < 0:
+            return f"-p: epsilon must be >= 0, got {_fmt_float(p)}"
+        for attr, opt in (("shrinking", "-h"), ("probability", "-b"), ("quiet", "-q"),
+                          ("bias", "--bias")):
+            v = getattr(param, attr)
+            if isinstance(v, str) or not _is_number(v) and not isinstance(v, bool) \
+                    or v not in (0, 1):
+                return f"{opt}: expected 0 or 1, got {v!r}"
+        folds = num("n_folds", True)
+        if folds != 0 and folds < 2:
+            return f"-v: n-fold cross validation needs n >= 2, got {folds}"
+        if not isinstance(param.weight, dict):
+            return f"-w: weights must be a dict {{label: weight}}, got {type(param.weight).__name__}"
+        for label, w in param.weight.items():
+            if isinstance(label, bool) or not _is_number(label) or not math.isfinite(float(label)):
+                return f"-w: class label must be a finite number, got {label!r}"
+            if isinstance(w, bool) or not _is_number(w) or not math.isfinite(float(w)):
+                return f"-w{_fmt_label(label)}: weight must be a finite number, got {w!r}"
+            if float(w) < 0:
+                return f"-w{_fmt_label(label)}: weight must be >= 0, got {_fmt_float(w)}"
+        if param.solver not in SOLVER_OPTIONS:
+            return (f"--solver: unknown solver {param.solver!r} "
+                    f"(known: {', '.join(SOLVER_OPTIONS)})")
+        if param.n_jobs is not None:
+            nj = param.n_jobs
+            if isinstance(nj, bool) or not hasattr(nj, "__index__"):
+                return f"--threads: expected an integer, got {nj!r}"
+            if nj == 0:
+                return "--threads: must be a positive count or negative (back from all cores), got 0"
+        seed = param.seed
+        if isinstance(seed, bool) or not hasattr(seed, "__index__"):
+            return f"--seed: expected an integer, got {seed!r}"
+        if not 0 <= int(seed) < 2 ** 64:
+            return f"--seed: must be in [0, 2**64), got {seed}"
+        if not isinstance(param.extra, dict):
+            return f"extra: expected a dict of solver options, got {type(param.extra).__name__}"
+        declared = SOLVER_OPTIONS[param.solver]
+        for key in param.extra:
+            if _option_name(key) not in declared:
+                return f"--{_option_name(key)}: not an option of solver {param.solver!r}"
+        if n_features is not None:
+            if isinstance(n_features, bool) or not hasattr(n_features, "__index__") \
+                    or n_features < 0:
+                return f"n_features must be a non-negative integer, got {n_features!r}"
+    except _Bad as exc:
+        return str(exc)
+    return None
+
+
+class _Bad(Exception):
+    pass
+
+
+def check_parameters_or_raise(param, n_features=None):
+    """:func:`check_parameters`, raising ValueError with its message."""
+    message = check_parameters(param, n_features)
+    if message is not None:
+        raise ValueError(message)
+    return param
