@@ -32,6 +32,9 @@ cdef class KernelRows:
     the row in an LRU cache whose total size stays within the byte budget.
     The budget always holds at least two full rows, so the two most recently
     returned rows stay valid together.
+
+    ``get_row`` and ``eval`` update the counters without atomics: call them
+    from one thread at a time (they parallelise internally).
     """
     cdef Rows X
     cdef KernelParams params
@@ -40,11 +43,38 @@ cdef class KernelRows:
     cdef double* sq_norms             # ||x_i||^2 (or sum|x_i| pieces) by data row
     cdef double* diag                 # K(x[perm[p]], x[perm[p]]) by position
     cdef int n_threads
-    cdef long long n_kernel_evals     # every kernel value computed, rows and eval()
-    cdef long long n_cache_hits       # get_row calls fully served from the cache
-    cdef long long n_cache_misses     # get_row calls that computed anything
+    cdef readonly long long n_kernel_evals     # every kernel value computed, rows and eval()
+    cdef readonly long long n_cache_hits       # get_row calls fully served from the cache
+    cdef readonly long long n_cache_misses     # get_row calls that computed anything
     cdef object _keepalive            # the arrays X points into
+
+    # The cache (LIBSVM's Cache): one slot per position, a circular doubly
+    # linked LRU list through the slots that hold data (index n is the list
+    # head; next of the head is the oldest row).
+    cdef kfloat** cache_data          # by position; NULL when nothing cached
+    cdef Py_ssize_t* cache_len        # entries held by each slot
+    cdef Py_ssize_t* lru_prev         # n + 1 links
+    cdef Py_ssize_t* lru_next
+    cdef Py_ssize_t budget            # cache budget in kfloat entries
+    cdef Py_ssize_t free_entries      # budget minus entries held
+    cdef double* work                 # x_i scattered densely (sparse X), zero outside its nonzeros
+    cdef bint use_scatter             # sparse X with few enough features to scatter
+    cdef double row_cost              # mean multiply-adds per kernel value (parallel threshold)
 
     cdef const kfloat* get_row(self, Py_ssize_t p, Py_ssize_t length) noexcept nogil
     cdef void swap(self, Py_ssize_t p, Py_ssize_t q) noexcept nogil
     cdef double eval(self, Py_ssize_t p, Py_ssize_t q) noexcept nogil
+    # internals
+    cdef void _lru_remove(self, Py_ssize_t h) noexcept nogil
+    cdef void _lru_insert(self, Py_ssize_t h) noexcept nogil
+    cdef void _drop(self, Py_ssize_t h) noexcept nogil
+    cdef void _fill(self, Py_ssize_t p, Py_ssize_t start, Py_ssize_t end,
+                    kfloat* out) noexcept nogil
+
+
+# c[k] += coef * y[k] * row[k] for start <= k < end (y NULL means all +1): the
+# response update shared by SBP, Pegasos, SDCA and the Perceptron. Parallel
+# over k only for long ranges; every c[k] gets the same arithmetic either way.
+cdef void add_scaled_row(double* c, const kfloat* row, const signed char* y,
+                         double coef, Py_ssize_t start, Py_ssize_t end,
+                         int n_threads) noexcept nogil

@@ -1,0 +1,274 @@
+"""Kernel functions: data canonicalisation, parameter checks and kernel_matrix.
+
+The hot loops live in ``kernsolve/_core/_kernel.pyx``; this module turns user
+input into what they expect (dense C-order float64 or CSR with sorted int32
+indices and int64 row pointers) and checks kernel parameters with one message
+style.
+"""
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._threads import resolve_n_jobs
+
+# LIBSVM's -t codes; 5 (laplacian) is kernsolve's.
+KERNEL_CODES = {
+    "linear": 0,
+    "poly": 1,
+    "polynomial": 1,
+    "rbf": 2,
+    "sigmoid": 3,
+    "precomputed": 4,
+    "laplacian": 5,
+}
+KERNEL_NAMES = {0: "linear", 1: "polynomial", 2: "rbf", 3: "sigmoid",
+                4: "precomputed", 5: "laplacian"}
+
+_INT32_MAX = 2**31 - 1
+
+
+def kernel_code(kernel, allow_precomputed=True):
+    """LIBSVM's integer code of a kernel given by name or code.
+
+    Parameters
+    ----------
+    kernel : str or int
+        ``"linear"``, ``"poly"``/``"polynomial"``, ``"rbf"``, ``"sigmoid"``,
+        ``"precomputed"``, ``"laplacian"``, or the codes 0-5.
+    allow_precomputed : bool
+        Whether ``"precomputed"`` (4) is acceptable here.
+
+    Returns
+    -------
+    int
+    """
+    if isinstance(kernel, str):
+        code = KERNEL_CODES.get(kernel.strip().lower())
+    elif isinstance(kernel, numbers.Integral) and not isinstance(kernel, bool):
+        code = int(kernel) if int(kernel) in KERNEL_NAMES else None
+    else:
+        code = None
+    if code is None:
+        raise ValueError(f"unknown kernel {kernel!r}; expected one of "
+                         "'linear', 'poly', 'rbf', 'sigmoid', 'laplacian', "
+                         "'precomputed' or LIBSVM's codes 0-5")
+    if code == 4 and not allow_precomputed:
+        raise ValueError("kernel 'precomputed' has no kernel function; pass the "
+                         "kernel values themselves")
+    return code
+
+
+def check_kernel_params(gamma, degree, coef0, n_features):
+    """Validate gamma, degree, coef0 (gamma None means 1/n_features, as LIBSVM).
+
+    Returns
+    -------
+    (gamma, degree, coef0) : (float, int, float)
+    """
+    if gamma is None:
+        gamma = 1.0 / max(int(n_features), 1)
+    if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real):
+        raise ValueError(f"gamma must be a real number or None, got {gamma!r}")
+    gamma = float(gamma)
+    if not np.isfinite(gamma) or gamma < 0:
+        raise ValueError(f"gamma must be a finite number >= 0, got {gamma!r}")
+    if isinstance(degree, bool) or not isinstance(degree, numbers.Integral):
+        if isinstance(degree, numbers.Real) and float(degree).is_integer():
+            degree = int(degree)
+        else:
+            raise ValueError(f"degree must be an integer, got {degree!r}")
+    degree = int(degree)
+    if degree < 0:
+        raise ValueError(f"degree must be >= 0, got {degree}")
+    if degree > _INT32_MAX:
+        raise ValueError(f"degree is too large: {degree}")
+    if isinstance(coef0, bool) or not isinstance(coef0, numbers.Real):
+        raise ValueError(f"coef0 must be a real number, got {coef0!r}")
+    coef0 = float(coef0)
+    if not np.isfinite(coef0):
+        raise ValueError(f"coef0 must be finite, got {coef0!r}")
+    return gamma, degree, coef0
+
+
+def _csr_base(X, name):
+    """CSR copy-if-needed with float64 data, summed duplicates, sorted indices."""
+    X = X.tocsr()
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be 2-D, got {X.ndim}-D")
+    if not (np.issubdtype(X.dtype, np.floating) or np.issubdtype(X.dtype, np.integer)
+            or X.dtype == np.bool_):
+        raise ValueError(f"{name} must hold real numbers, got dtype {X.dtype}")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"{name} is empty (shape {X.shape})")
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()   # also sorts the indices
+    data = np.ascontiguousarray(X.data, dtype=np.float64)
+    if not np.all(np.isfinite(data)):
+        raise ValueError(f"{name} contains NaN or infinity")
+    return X.shape, data, np.asarray(X.indices), np.asarray(X.indptr)
+
+
+def _build_csr(shape, data, indices, indptr):
+    out = sp.csr_matrix((data, indices.astype(np.int32, copy=False),
+                         indptr.astype(np.int64, copy=False)),
+                        shape=shape, copy=False)
+    # scipy may narrow the row pointers; the core wants int64 (nnz may pass 2**31).
+    out.indices = np.ascontiguousarray(indices, dtype=np.int32)
+    out.indptr = np.ascontiguousarray(indptr, dtype=np.int64)
+    out.has_sorted_indices = True
+    return out
+
+
+def _dense(X, name):
+    arr = np.asarray(X)
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.floating)
+                                   or np.issubdtype(arr.dtype, np.integer)
+                                   or arr.dtype == np.bool_):
+        raise ValueError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n_samples, n_features), got "
+                         f"{arr.ndim}-D with shape {arr.shape}")
+    if arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise ValueError(f"{name} is empty (shape {arr.shape})")
+    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinity")
+    return arr
+
+
+def as_canonical(X, name="X"):
+    """Convert X to the form the compiled core reads.
+
+    Parameters
+    ----------
+    X : array-like or scipy sparse matrix, shape (n_samples, n_features)
+    name : str
+        Used in error messages.
+
+    Returns
+    -------
+    ndarray or csr_matrix
+        A C-contiguous float64 ndarray, or a CSR matrix with float64 data,
+        sorted int32 column indices and int64 row pointers. If the matrix has
+        2**31 columns or more, its columns are renumbered to the used ones
+        (unused columns change no kernel value).
+
+    Raises
+    ------
+    ValueError
+        On non-finite values, a shape that is not 2-D, or an empty matrix.
+    """
+    if sp.issparse(X):
+        shape, data, indices, indptr = _csr_base(X, name)
+        if shape[1] > _INT32_MAX:
+            used, indices = np.unique(indices, return_inverse=True)
+            shape = (shape[0], max(len(used), 1))
+        return _build_csr(shape, data, indices, indptr)
+    return _dense(X, name)
+
+
+def _canonical_pair(X, Y):
+    """Canonical X and Y with matching widths, renumbering huge widths jointly."""
+    n_features = X.shape[1] if hasattr(X, "shape") and len(X.shape) == 2 else None
+    if not (sp.issparse(X) or sp.issparse(Y)):
+        Xc = _dense(X, "X")
+        Yc = Xc if Y is None else _dense(Y, "Y")
+        if Xc.shape[1] != Yc.shape[1]:
+            raise ValueError(f"X has {Xc.shape[1]} features but Y has {Yc.shape[1]}")
+        return Xc, Yc, Xc.shape[1]
+    parts = []
+    for M, name in ((X, "X"), (Y, "Y")):
+        if M is None:
+            parts.append(None)
+        elif sp.issparse(M):
+            parts.append(("csr",) + _csr_base(M, name))
+        else:
+            parts.append(("dense", _dense(M, name)))
+    widths = [p[1].shape[1] if p[0] == "dense" else p[1][1]
+              for p in parts if p is not None]
+    if len(widths) == 2 and widths[0] != widths[1]:
+        raise ValueError(f"X has {widths[0]} features but Y has {widths[1]}")
+    n_features = widths[0]
+    if n_features > _INT32_MAX:
+        sparse_parts = [p for p in parts if p is not None and p[0] == "csr"]
+        if len(sparse_parts) != sum(p is not None for p in parts):
+            raise ValueError("a dense matrix with 2**31 or more columns is not supported")
+        used = np.unique(np.concatenate([p[3] for p in sparse_parts]))
+        width = max(len(used), 1)
+        parts = [None if p is None else
+                 ("csr", (p[1][0], width), p[2], np.searchsorted(used, p[3]), p[4])
+                 for p in parts]
+    out = []
+    for p in parts:
+        if p is None:
+            out.append(None)
+        elif p[0] == "dense":
+            out.append(p[1])
+        else:
+            out.append(_build_csr(*p[1:]))
+    Xc, Yc = out
+    return Xc, (Xc if Yc is None else Yc), n_features
+
+
+def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=0.0,
+                  n_jobs=None):
+    """The kernel matrix K[i, j] = k(X[i], Y[j]) in double precision.
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix, shape (n_X, n_features)
+    Y : array-like or sparse matrix, shape (n_Y, n_features), optional
+        Defaults to X. Dense and sparse may be mixed.
+    kernel : str or int
+        ``"linear"`` <x,y>; ``"poly"`` (gamma <x,y> + coef0)^degree;
+        ``"rbf"`` exp(-gamma ||x-y||^2); ``"sigmoid"`` tanh(gamma <x,y> + coef0);
+        ``"laplacian"`` exp(-gamma ||x-y||_1); or LIBSVM's codes 0, 1, 2, 3, 5.
+    gamma : float or None
+        None means 1 / n_features (LIBSVM's default).
+    degree : int
+        Degree of the polynomial kernel (>= 0).
+    coef0 : float
+        Offset of the polynomial and sigmoid kernels.
+    n_jobs : int or None
+        Threads (scikit-learn's rule, see ``kernsolve.resolve_n_jobs``).
+
+    Returns
+    -------
+    ndarray of float64, shape (n_X, n_Y)
+
+    Raises
+    ------
+    ValueError
+        Unknown kernel, bad parameters, NaN/inf, empty or mismatched inputs.
+    """
+    code = kernel_code(kernel, allow_precomputed=False)
+    n_threads = resolve_n_jobs(n_jobs)
+    Xc, Yc, n_features = _canonical_pair(X, Y)
+    gamma, degree, coef0 = check_kernel_params(gamma, degree, coef0, n_features)
+    from ._core import _kernel
+    return _kernel._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads)
+
+
+def kernel_rows(X, kernel="rbf", gamma=None, degree=3, coef0=0.0, cache_mb=100.0,
+                n_jobs=None):
+    """A ``KernelRows`` engine over X (validated), for solvers and tests.
+
+    ``kernel="precomputed"`` expects X to be the square training kernel matrix.
+    """
+    from ._core import _kernel
+    code = kernel_code(kernel)
+    Xc = as_canonical(X)
+    if code == 4:
+        if sp.issparse(Xc):
+            Xc = np.ascontiguousarray(Xc.toarray())
+        if Xc.shape[0] != Xc.shape[1]:
+            raise ValueError(f"a precomputed kernel must be square, got shape {Xc.shape}")
+    width = X.shape[1] if sp.issparse(X) else Xc.shape[1]
+    gamma, degree, coef0 = check_kernel_params(gamma, degree, coef0, width)
+    if isinstance(cache_mb, bool) or not isinstance(cache_mb, numbers.Real) \
+            or not np.isfinite(cache_mb) or cache_mb < 0:
+        raise ValueError(f"cache size must be a finite number of MB >= 0, got {cache_mb!r}")
+    return _kernel.KernelRows(Xc, code, degree, gamma, coef0, float(cache_mb),
+                              resolve_n_jobs(n_jobs))
