@@ -122,6 +122,30 @@ def test_literal_golden_values():
     np.testing.assert_allclose(R.cauchy(3, "phases", 0, 3), GOLDEN_CAUCHY, rtol=1e-13)
 
 
+def test_doc_table_values():
+    # The seed-0 table of doc/random.md.
+    table = {
+        "features": (0x9c671392b5e36cb0, 0x1dcb34c1594f170e, 0x5aad153e907ba8dc),
+        "phases": (0xd7cef4b1549ef64f, 0xbd9b12434722a066, 0xdea23b7465053d58),
+        "sampling": (0x61215257ed55cc9d, 0x68dd105159f516c6, 0x6ed1ee9a3b741205),
+        "folds": (0x96d6522511e6fac5, 0x1d3b95ef2dd99371, 0x5d9dd89fd6f3f803),
+        "probability": (0x226a0b198ae13f9a, 0x4886964e0ba458de, 0x0c769bfdcabafb40),
+        "shuffle": (0x82fb071ed92a32c3, 0xe4c343752f2af7eb, 0x8c752af58aa7ce33),
+    }
+    for name, (key, d0, d1) in table.items():
+        assert R.stream_key(0, name) == key == ref_key(0, R.STREAMS[name])
+        assert R.random_u64(0, name, 0, 2).tolist() == [d0, d1]
+    assert R.stream_key(2**64 - 1, "features") == 0x79ca8376e79bf275
+    assert R.uniform(0, "features", 0, 2).tolist() == [0.11638192863875596,
+                                                       0.35420353677225924]
+    np.testing.assert_allclose(R.normal(0, "features", 0, 2),
+                               [0.7119845920990621, 1.4062702244475687], rtol=1e-13)
+    np.testing.assert_allclose(R.cauchy(0, "features", 0, 2),
+                               [-2.612070590852846, -0.49300143421841347], rtol=1e-13)
+    assert R.integers(10, 0, "features", 0, 2).tolist() == [1, 3]
+    assert R.permutation(10, 0, "probability").tolist() == [2, 1, 3, 8, 5, 9, 0, 4, 7, 6]
+
+
 GOLDEN_UNIFORM = [0.3783838284126869, 0.810039029146712, 0.19595139114631221]
 GOLDEN_NORMAL = [-0.8401132330897794, 0.1612727521180534, -2.3819381145432077]
 GOLDEN_CAUCHY = [-0.8880314038470162, 2.853001236607216, 6.0144216883537]
