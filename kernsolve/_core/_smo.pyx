@@ -1,0 +1,1059 @@
+"""SMO: LIBSVM's decomposition solver for the SVM dual, on kernsolve's kernel engine.
+
+Solves
+
+    min_a  0.5 a'Qa + p'a   subject to  y'a = Delta,  0 <= a_i <= C_i,
+
+with Q_ij = y_i y_j K(x_row(i), x_row(j)), following LIBSVM's ``Solver`` (and
+``Solver_NU`` for the nu formulations) step for step: second-order working-set
+selection (Fan, Chen & Lin 2005), the tau guard for non-PSD kernels,
+shrinking every min(l, 1000) iterations with gradient reconstruction from
+G_bar, and LIBSVM's rho rule.  A no-bias variant (no equality constraint,
+one-variable updates) serves the SBP paper's comparisons.
+
+Every floating-point expression that decides the path is evaluated with the
+same operands in the same order as LIBSVM (the signs y_i y_j are applied by
+exact multiplications by +-1), so with the same single-precision kernel values
+the iterates are LIBSVM's bit for bit.  Parallel loops are either element-wise
+or exact argmax reductions combined in a fixed order with LIBSVM's tie rule
+(the last index wins), so the result does not depend on the thread count.
+"""
+from libc.stdlib cimport malloc, free
+from libc.math cimport INFINITY
+from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
+from cpython.exc cimport PyErr_CheckSignals
+from cython.parallel cimport prange
+
+import time
+
+import numpy as np
+
+from ._kernel cimport KernelRows, kfloat
+
+cdef enum:
+    LOWER_BOUND = 0
+    UPPER_BOUND = 1
+    FREE = 2
+
+cdef enum:
+    ST_OK = 0
+    ST_MAX_ITER = 1
+    ST_NOMEM = -1
+    ST_ABORT = -2
+
+cdef double TAU = 1e-12
+# Below this length a loop runs serially: an OpenMP fork/join costs about as
+# much as a few thousand element updates.
+cdef Py_ssize_t PAR_MIN = 4096
+cdef int MAX_CHUNKS = 64
+# Wall-clock seconds between two visits to Python (progress, Ctrl-C).
+cdef double POLL_SECONDS = 2.0
+
+
+cdef struct UpPick:
+    double gp          # max -G[t] over y_t = +1, t not at upper bound
+    Py_ssize_t ip
+    double gn          # max  G[t] over y_t = -1, t not at lower bound
+    Py_ssize_t in_
+
+
+cdef struct LowPick:
+    double g2p         # max  G[t] over y_t = +1, t not at lower bound
+    double g2n         # max -G[t] over y_t = -1, t not at upper bound
+    double obj         # smallest second-order objective change
+    Py_ssize_t j
+
+
+cdef struct OnePick:
+    double viol        # largest projected-gradient violation
+    double obj
+    Py_ssize_t i
+
+
+cdef inline double _now() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return ts.tv_sec + 1e-9 * ts.tv_nsec
+
+
+cdef void _up_chunk(const double* G, const double* ys, const char* st,
+                    Py_ssize_t lo, Py_ssize_t hi, UpPick* r) noexcept nogil:
+    # ">=" keeps LIBSVM's rule that the last maximiser wins.
+    cdef double gp = -INFINITY, gn = -INFINITY
+    cdef Py_ssize_t ip = -1, in_ = -1, t
+    for t in range(lo, hi):
+        if ys[t] > 0:
+            if st[t] != UPPER_BOUND and -G[t] >= gp:
+                gp = -G[t]
+                ip = t
+        else:
+            if st[t] != LOWER_BOUND and G[t] >= gn:
+                gn = G[t]
+                in_ = t
+    r.gp = gp
+    r.ip = ip
+    r.gn = gn
+    r.in_ = in_
+
+
+cdef void _low_chunk(const double* G, const double* ys, const char* st,
+                     const double* QD,
+                     double gp, const kfloat* Kp, double qdp,
+                     double gn, const kfloat* Kn, double qdn,
+                     Py_ssize_t lo, Py_ssize_t hi, LowPick* r) noexcept nogil:
+    # K rows are unsigned kernel values: for every admissible j of either
+    # class, LIBSVM's quad_coef QD_i + QD_j -+ 2 y_i Q_ij equals
+    # QD_i + QD_j - 2 K_ij exactly.  Kp/Kn are only read when the matching
+    # G bound is finite (grad_diff > 0 is impossible otherwise).
+    cdef double g2p = -INFINITY, g2n = -INFINITY, obj = INFINITY
+    cdef double gd, quad, od
+    cdef Py_ssize_t j = -1, t
+    for t in range(lo, hi):
+        if ys[t] > 0:
+            if st[t] != LOWER_BOUND:
+                gd = gp + G[t]
+                if G[t] >= g2p:
+                    g2p = G[t]
+                if gd > 0:
+                    quad = qdp + QD[t] - 2.0 * Kp[t]
+                    if quad > 0:
+                        od = -(gd * gd) / quad
+                    else:
+                        od = -(gd * gd) / TAU
+                    if od <= obj:
+                        obj = od
+                        j = t
+        else:
+            if st[t] != UPPER_BOUND:
+                gd = gn - G[t]
+                if -G[t] >= g2n:
+                    g2n = -G[t]
+                if gd > 0:
+                    quad = qdn + QD[t] - 2.0 * Kn[t]
+                    if quad > 0:
+                        od = -(gd * gd) / quad
+                    else:
+                        od = -(gd * gd) / TAU
+                    if od <= obj:
+                        obj = od
+                        j = t
+    r.g2p = g2p
+    r.g2n = g2n
+    r.obj = obj
+    r.j = j
+
+
+cdef void _one_chunk(const double* G, const char* st, const double* QD,
+                     Py_ssize_t lo, Py_ssize_t hi, OnePick* r) noexcept nogil:
+    # No-bias selection: the coordinate with the largest unconstrained
+    # decrease G_t^2 / Q_tt among KKT violators (bounds ignored, as WSS2 does).
+    cdef double viol = 0.0, obj = INFINITY, g, v, q, od
+    cdef Py_ssize_t i = -1, t
+    for t in range(lo, hi):
+        g = G[t]
+        if g < 0 and st[t] != UPPER_BOUND:
+            v = -g
+        elif g > 0 and st[t] != LOWER_BOUND:
+            v = g
+        else:
+            continue
+        if v >= viol:
+            viol = v
+        q = QD[t]
+        if q > 0:
+            od = -(g * g) / q
+        else:
+            od = -(g * g) / TAU
+        if od <= obj:
+            obj = od
+            i = t
+    r.viol = viol
+    r.obj = obj
+    r.i = i
+
+
+cdef void _axpy1(double* out, const double* ys, const kfloat* K, double a,
+                 Py_ssize_t lo, Py_ssize_t hi, int nt) noexcept nogil:
+    """out[k] += y_k * K[k] * a: LIBSVM's ``out[k] += a' * Q_ik`` with a = y_i a'."""
+    cdef Py_ssize_t k
+    if nt > 1 and hi - lo >= PAR_MIN:
+        for k in prange(lo, hi, num_threads=nt, schedule='static'):
+            out[k] += ys[k] * (K[k] * a)
+    else:
+        for k in range(lo, hi):
+            out[k] += ys[k] * (K[k] * a)
+
+
+cdef void _axpy2(double* out, const double* ys, const kfloat* Ki, double a,
+                 const kfloat* Kj, double b, Py_ssize_t n, int nt) noexcept nogil:
+    """The SMO gradient update G[k] += Q_ik da_i + Q_jk da_j, in LIBSVM's order."""
+    cdef Py_ssize_t k
+    if nt > 1 and n >= PAR_MIN:
+        for k in prange(n, num_threads=nt, schedule='static'):
+            out[k] += ys[k] * (Ki[k] * a + Kj[k] * b)
+    else:
+        for k in range(n):
+            out[k] += ys[k] * (Ki[k] * a + Kj[k] * b)
+
+
+cdef class _SMO:
+    """Working state of one solve (LIBSVM's Solver members), by position."""
+    cdef KernelRows kr
+    cdef Py_ssize_t l, n, active_size
+    cdef double* G
+    cdef double* G_bar
+    cdef double* alpha
+    cdef double* p
+    cdef double* C
+    cdef double* ys
+    cdef double* QD
+    cdef char* status
+    cdef Py_ssize_t* active_set
+    cdef Py_ssize_t* index        # SVR: position -> data row
+    cdef kfloat* buf[2]            # SVR: Q rows gathered in position order
+    cdef int next_buf
+    cdef UpPick* up
+    cdef LowPick* low
+    cdef OnePick* one
+    cdef bint svr, nu, bias, shrinking, unshrink
+    cdef double eps
+    cdef int n_threads
+    cdef long long max_iter, n_iter
+    cdef double rho, obj, r, gap
+    cdef double t_start, t_poll
+    cdef object progress
+    cdef object error
+
+    def __cinit__(self):
+        self.G = NULL
+        self.G_bar = NULL
+        self.alpha = NULL
+        self.p = NULL
+        self.C = NULL
+        self.ys = NULL
+        self.QD = NULL
+        self.status = NULL
+        self.active_set = NULL
+        self.index = NULL
+        self.buf[0] = NULL
+        self.buf[1] = NULL
+        self.up = NULL
+        self.low = NULL
+        self.one = NULL
+
+    def __dealloc__(self):
+        free(self.G)
+        free(self.G_bar)
+        free(self.alpha)
+        free(self.p)
+        free(self.C)
+        free(self.ys)
+        free(self.QD)
+        free(self.status)
+        free(self.active_set)
+        free(self.index)
+        free(self.buf[0])
+        free(self.buf[1])
+        free(self.up)
+        free(self.low)
+        free(self.one)
+
+    cdef int setup(self, KernelRows kr, const signed char[::1] y,
+                   const double[::1] p, const double[::1] alpha,
+                   const double[::1] C, bint svr, bint nu, bint bias,
+                   bint shrinking, double eps, int n_threads,
+                   long long max_iter) except -1:
+        cdef Py_ssize_t l = y.shape[0], i, n = kr.n
+        cdef size_t dsz = l * sizeof(double)
+        self.kr = kr
+        self.l = l
+        self.n = n
+        self.svr = svr
+        self.nu = nu
+        self.bias = bias
+        self.shrinking = shrinking
+        self.eps = eps
+        self.n_threads = n_threads if n_threads > 0 else 1
+        self.max_iter = max_iter
+        self.unshrink = False
+        self.G = <double*>malloc(dsz)
+        self.G_bar = <double*>malloc(dsz)
+        self.alpha = <double*>malloc(dsz)
+        self.p = <double*>malloc(dsz)
+        self.C = <double*>malloc(dsz)
+        self.ys = <double*>malloc(dsz)
+        self.QD = <double*>malloc(dsz)
+        self.status = <char*>malloc(l * sizeof(char))
+        self.active_set = <Py_ssize_t*>malloc(l * sizeof(Py_ssize_t))
+        self.up = <UpPick*>malloc(MAX_CHUNKS * sizeof(UpPick))
+        self.low = <LowPick*>malloc(MAX_CHUNKS * sizeof(LowPick))
+        self.one = <OnePick*>malloc(MAX_CHUNKS * sizeof(OnePick))
+        if (self.G == NULL or self.G_bar == NULL or self.alpha == NULL
+                or self.p == NULL or self.C == NULL or self.ys == NULL
+                or self.QD == NULL or self.status == NULL
+                or self.active_set == NULL or self.up == NULL
+                or self.low == NULL or self.one == NULL):
+            raise MemoryError("SMO: cannot allocate the solver state "
+                              f"for {l} variables")
+        if svr:
+            self.index = <Py_ssize_t*>malloc(l * sizeof(Py_ssize_t))
+            self.buf[0] = <kfloat*>malloc(l * sizeof(kfloat))
+            self.buf[1] = <kfloat*>malloc(l * sizeof(kfloat))
+            if self.index == NULL or self.buf[0] == NULL or self.buf[1] == NULL:
+                raise MemoryError("SMO: cannot allocate the SVR row buffers")
+        self.next_buf = 0
+        for i in range(l):
+            self.alpha[i] = alpha[i]
+            self.p[i] = p[i]
+            self.C[i] = C[i]
+            self.ys[i] = 1.0 if y[i] > 0 else -1.0
+            self.active_set[i] = i
+            if svr:
+                self.index[i] = i % n
+                self.QD[i] = kr.diag[i % n]
+            else:
+                self.QD[i] = kr.diag[i]
+            self.update_status(i)
+        self.active_size = l
+        self.n_iter = 0
+        self.rho = 0.0
+        self.obj = 0.0
+        self.r = float("nan")
+        self.gap = INFINITY
+        return 0
+
+    # ------------------------------------------------------------------
+    # rows, swaps, bookkeeping
+
+    cdef const kfloat* krow(self, Py_ssize_t i, Py_ssize_t length) noexcept nogil:
+        """Unsigned kernel values K(row(i), row(k)) for positions k < length.
+
+        Q_ik = y_i y_k krow(i)[k].  For SVR the data row is fetched whole and
+        gathered into one of two alternating buffers (LIBSVM's SVR_Q), so the
+        two most recent rows stay valid together.
+        """
+        cdef const kfloat* data
+        cdef kfloat* b
+        cdef const Py_ssize_t* index = self.index
+        cdef Py_ssize_t k
+        cdef int nt = self.n_threads
+        if not self.svr:
+            return self.kr.get_row(i, length)
+        data = self.kr.get_row(index[i], self.n)
+        if data == NULL:
+            return NULL
+        b = self.buf[self.next_buf]
+        self.next_buf = 1 - self.next_buf
+        if nt > 1 and length >= PAR_MIN:
+            for k in prange(length, num_threads=nt, schedule='static'):
+                b[k] = data[index[k]]
+        else:
+            for k in range(length):
+                b[k] = data[index[k]]
+        return b
+
+    cdef inline void update_status(self, Py_ssize_t i) noexcept nogil:
+        if self.alpha[i] >= self.C[i]:
+            self.status[i] = UPPER_BOUND
+        elif self.alpha[i] <= 0:
+            self.status[i] = LOWER_BOUND
+        else:
+            self.status[i] = FREE
+
+    cdef void swap_index(self, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
+        if self.svr:
+            self.index[i], self.index[j] = self.index[j], self.index[i]
+        else:
+            self.kr.swap(i, j)
+        self.ys[i], self.ys[j] = self.ys[j], self.ys[i]
+        self.G[i], self.G[j] = self.G[j], self.G[i]
+        self.status[i], self.status[j] = self.status[j], self.status[i]
+        self.alpha[i], self.alpha[j] = self.alpha[j], self.alpha[i]
+        self.p[i], self.p[j] = self.p[j], self.p[i]
+        self.C[i], self.C[j] = self.C[j], self.C[i]
+        self.QD[i], self.QD[j] = self.QD[j], self.QD[i]
+        self.active_set[i], self.active_set[j] = self.active_set[j], self.active_set[i]
+        self.G_bar[i], self.G_bar[j] = self.G_bar[j], self.G_bar[i]
+
+    cdef int n_chunks(self, Py_ssize_t length) noexcept nogil:
+        cdef int c = self.n_threads
+        if c <= 1 or length < PAR_MIN:
+            return 1
+        if c > MAX_CHUNKS:
+            c = MAX_CHUNKS
+        return c
+
+    cdef int reconstruct_gradient(self) noexcept nogil:
+        """Rebuild G of the inactive variables from G_bar and the free alphas."""
+        cdef Py_ssize_t l = self.l, act = self.active_size, i, j, nr_free = 0
+        cdef double* G = self.G
+        cdef const double* ys = self.ys
+        cdef const double* alpha = self.alpha
+        cdef const kfloat* Ki
+        cdef double s, yi
+        if act == l:
+            return 0
+        for j in range(act, l):
+            G[j] = self.G_bar[j] + self.p[j]
+        for j in range(act):
+            if self.status[j] == FREE:
+                nr_free += 1
+        if <double>nr_free * l > 2.0 * act * (l - act):
+            for i in range(act, l):
+                Ki = self.krow(i, act)
+                if Ki == NULL:
+                    return ST_NOMEM
+                # alpha_j Q_ij = y_i (y_j alpha_j K_ij) exactly; summed in j order.
+                s = G[i]
+                yi = ys[i]
+                for j in range(act):
+                    if self.status[j] == FREE:
+                        s += yi * (ys[j] * (alpha[j] * Ki[j]))
+                G[i] = s
+        else:
+            for i in range(act):
+                if self.status[i] == FREE:
+                    Ki = self.krow(i, l)
+                    if Ki == NULL:
+                        return ST_NOMEM
+                    _axpy1(G, ys, Ki, ys[i] * alpha[i], act, l, self.n_threads)
+        return 0
+
+    # ------------------------------------------------------------------
+    # working-set selection
+
+    cdef void pick_up(self, UpPick* r) noexcept nogil:
+        """First pass of WSS: the maximal violators of each class."""
+        cdef Py_ssize_t act = self.active_size, lo, hi
+        cdef int nc = self.n_chunks(act), c
+        cdef UpPick* u = self.up
+        cdef const double* G = self.G
+        cdef const double* ys = self.ys
+        cdef const char* st = self.status
+        if nc == 1:
+            _up_chunk(G, ys, st, 0, act, r)
+            return
+        for c in prange(nc, num_threads=nc, schedule='static', chunksize=1):
+            lo = (act * c) // nc
+            hi = (act * (c + 1)) // nc
+            _up_chunk(G, ys, st, lo, hi, &u[c])
+        r[0] = u[0]
+        for c in range(1, nc):
+            if u[c].ip != -1 and u[c].gp >= r.gp:
+                r.gp = u[c].gp
+                r.ip = u[c].ip
+            if u[c].in_ != -1 and u[c].gn >= r.gn:
+                r.gn = u[c].gn
+                r.in_ = u[c].in_
+
+    cdef void pick_low(self, double gp, const kfloat* Kp, double qdp,
+                       double gn, const kfloat* Kn, double qdn,
+                       LowPick* r) noexcept nogil:
+        """Second pass of WSS: the partner with the best second-order decrease."""
+        cdef Py_ssize_t act = self.active_size, lo, hi
+        cdef int nc = self.n_chunks(act), c
+        cdef LowPick* w = self.low
+        cdef const double* G = self.G
+        cdef const double* ys = self.ys
+        cdef const char* st = self.status
+        cdef const double* QD = self.QD
+        if nc == 1:
+            _low_chunk(G, ys, st, QD, gp, Kp, qdp, gn, Kn, qdn, 0, act, r)
+            return
+        for c in prange(nc, num_threads=nc, schedule='static', chunksize=1):
+            lo = (act * c) // nc
+            hi = (act * (c + 1)) // nc
+            _low_chunk(G, ys, st, QD, gp, Kp, qdp, gn, Kn, qdn, lo, hi, &w[c])
+        r[0] = w[0]
+        for c in range(1, nc):
+            if w[c].g2p > r.g2p:
+                r.g2p = w[c].g2p
+            if w[c].g2n > r.g2n:
+                r.g2n = w[c].g2n
+            if w[c].j != -1 and w[c].obj <= r.obj:
+                r.obj = w[c].obj
+                r.j = w[c].j
+
+    cdef int select_working_set(self, Py_ssize_t* out_i, Py_ssize_t* out_j) noexcept nogil:
+        """LIBSVM's WSS2; returns 1 when optimal, 0 with a pair, <0 on error."""
+        cdef UpPick u
+        cdef LowPick w
+        cdef double gmax
+        cdef Py_ssize_t i
+        cdef const kfloat* Ki = NULL
+        cdef double qdi = 0.0
+        self.pick_up(&u)
+        if u.gp > u.gn or (u.gp == u.gn and u.ip > u.in_):
+            gmax = u.gp
+            i = u.ip
+        else:
+            gmax = u.gn
+            i = u.in_
+        if i != -1:
+            Ki = self.krow(i, self.active_size)
+            if Ki == NULL:
+                return ST_NOMEM
+            qdi = self.QD[i]
+        self.pick_low(gmax, Ki, qdi, gmax, Ki, qdi, &w)
+        if w.g2n > w.g2p:
+            w.g2p = w.g2n
+        self.gap = gmax + w.g2p
+        if gmax + w.g2p < self.eps or w.j == -1:
+            return 1
+        out_i[0] = i
+        out_j[0] = w.j
+        return 0
+
+    cdef int select_working_set_nu(self, Py_ssize_t* out_i, Py_ssize_t* out_j) noexcept nogil:
+        """Solver_NU's WSS: both variables from one class."""
+        cdef UpPick u
+        cdef LowPick w
+        cdef const kfloat* Kp = NULL
+        cdef const kfloat* Kn = NULL
+        cdef double qdp = 0.0, qdn = 0.0, gp, gn
+        self.pick_up(&u)
+        if u.ip != -1:
+            Kp = self.krow(u.ip, self.active_size)
+            if Kp == NULL:
+                return ST_NOMEM
+            qdp = self.QD[u.ip]
+        if u.in_ != -1:
+            Kn = self.krow(u.in_, self.active_size)
+            if Kn == NULL:
+                return ST_NOMEM
+            qdn = self.QD[u.in_]
+        self.pick_low(u.gp, Kp, qdp, u.gn, Kn, qdn, &w)
+        gp = u.gp + w.g2p
+        gn = u.gn + w.g2n
+        self.gap = gp if gp > gn else gn
+        if self.gap < self.eps or w.j == -1:
+            return 1
+        out_i[0] = u.ip if self.ys[w.j] > 0 else u.in_
+        out_j[0] = w.j
+        return 0
+
+    cdef int select_one(self, Py_ssize_t* out_i) noexcept nogil:
+        """No-bias selection; returns 1 when every |projected gradient| < eps."""
+        cdef Py_ssize_t act = self.active_size, lo, hi
+        cdef int nc = self.n_chunks(act), c
+        cdef OnePick r
+        cdef OnePick* o = self.one
+        cdef const double* G = self.G
+        cdef const char* st = self.status
+        cdef const double* QD = self.QD
+        if nc == 1:
+            _one_chunk(G, st, QD, 0, act, &r)
+        else:
+            for c in prange(nc, num_threads=nc, schedule='static', chunksize=1):
+                lo = (act * c) // nc
+                hi = (act * (c + 1)) // nc
+                _one_chunk(G, st, QD, lo, hi, &o[c])
+            r = o[0]
+            for c in range(1, nc):
+                if o[c].viol > r.viol:
+                    r.viol = o[c].viol
+                if o[c].i != -1 and o[c].obj <= r.obj:
+                    r.obj = o[c].obj
+                    r.i = o[c].i
+        self.gap = r.viol
+        if r.viol < self.eps or r.i == -1:
+            return 1
+        out_i[0] = r.i
+        return 0
+
+    cdef int select(self, Py_ssize_t* i, Py_ssize_t* j) noexcept nogil:
+        if not self.bias:
+            return self.select_one(i)
+        if self.nu:
+            return self.select_working_set_nu(i, j)
+        return self.select_working_set(i, j)
+
+    # ------------------------------------------------------------------
+    # shrinking
+
+    cdef inline bint be_shrunk(self, Py_ssize_t i, double g1, double g2,
+                               double g3, double g4) noexcept nogil:
+        # g1..g4 as in Solver_NU; the plain solver passes g3 = g2, g4 = g1 and
+        # the no-bias solver g1 = g2 = g3 = g4 = the largest violation.
+        cdef double g = self.G[i]
+        if self.status[i] == UPPER_BOUND:
+            if self.ys[i] > 0:
+                return -g > g1
+            return -g > g4
+        if self.status[i] == LOWER_BOUND:
+            if self.ys[i] > 0:
+                return g > g2
+            return g > g3
+        return False
+
+    cdef int do_shrinking(self) noexcept nogil:
+        cdef double g1 = -INFINITY, g2 = -INFINITY, g3 = -INFINITY, g4 = -INFINITY
+        cdef double gap, g
+        cdef Py_ssize_t i, act = self.active_size
+        cdef const double* G = self.G
+        cdef OnePick one
+        cdef int rc
+        if not self.bias:
+            _one_chunk(G, self.status, self.QD, 0, act, &one)
+            g1 = g2 = g3 = g4 = one.viol
+            gap = one.viol
+        else:
+            for i in range(act):
+                g = G[i]
+                if self.ys[i] > 0:
+                    if self.status[i] != UPPER_BOUND and -g >= g1:
+                        g1 = -g
+                    if self.status[i] != LOWER_BOUND and g >= g2:
+                        g2 = g
+                else:
+                    if self.status[i] != UPPER_BOUND and -g >= g4:
+                        g4 = -g
+                    if self.status[i] != LOWER_BOUND and g >= g3:
+                        g3 = g
+            if self.nu:
+                gap = g1 + g2
+                if g3 + g4 > gap:
+                    gap = g3 + g4
+            else:
+                # Solver's Gmax1 / Gmax2 pool both classes.
+                if g3 > g1:
+                    g1 = g3
+                if g4 > g2:
+                    g2 = g4
+                g3 = g1
+                g4 = g2
+                gap = g1 + g2
+        if not self.unshrink and gap <= self.eps * 10:
+            self.unshrink = True
+            rc = self.reconstruct_gradient()
+            if rc < 0:
+                return rc
+            self.active_size = self.l
+        i = 0
+        while i < self.active_size:
+            if self.be_shrunk(i, g1, g2, g3, g4):
+                self.active_size -= 1
+                while self.active_size > i:
+                    if not self.be_shrunk(self.active_size, g1, g2, g3, g4):
+                        self.swap_index(i, self.active_size)
+                        break
+                    self.active_size -= 1
+            i += 1
+        return 0
+
+    # ------------------------------------------------------------------
+    # rho
+
+    cdef double calculate_rho(self) noexcept nogil:
+        cdef double ub = INFINITY, lb = -INFINITY, sum_free = 0.0, yG
+        cdef Py_ssize_t i, nr_free = 0
+        for i in range(self.active_size):
+            yG = self.ys[i] * self.G[i]
+            if self.status[i] == UPPER_BOUND:
+                if self.ys[i] < 0:
+                    ub = min(ub, yG)
+                else:
+                    lb = max(lb, yG)
+            elif self.status[i] == LOWER_BOUND:
+                if self.ys[i] > 0:
+                    ub = min(ub, yG)
+                else:
+                    lb = max(lb, yG)
+            else:
+                nr_free += 1
+                sum_free += yG
+        if nr_free > 0:
+            return sum_free / nr_free
+        return (ub + lb) / 2
+
+    cdef double calculate_rho_nu(self) noexcept nogil:
+        cdef double ub1 = INFINITY, ub2 = INFINITY, lb1 = -INFINITY, lb2 = -INFINITY
+        cdef double s1 = 0.0, s2 = 0.0, r1, r2, g
+        cdef Py_ssize_t i, nf1 = 0, nf2 = 0
+        for i in range(self.active_size):
+            g = self.G[i]
+            if self.ys[i] > 0:
+                if self.status[i] == UPPER_BOUND:
+                    lb1 = max(lb1, g)
+                elif self.status[i] == LOWER_BOUND:
+                    ub1 = min(ub1, g)
+                else:
+                    nf1 += 1
+                    s1 += g
+            else:
+                if self.status[i] == UPPER_BOUND:
+                    lb2 = max(lb2, g)
+                elif self.status[i] == LOWER_BOUND:
+                    ub2 = min(ub2, g)
+                else:
+                    nf2 += 1
+                    s2 += g
+        r1 = s1 / nf1 if nf1 > 0 else (ub1 + lb1) / 2
+        r2 = s2 / nf2 if nf2 > 0 else (ub2 + lb2) / 2
+        self.r = (r1 + r2) / 2
+        return (r1 - r2) / 2
+
+    # ------------------------------------------------------------------
+    # Python visits (progress, Ctrl-C): the only places the GIL is taken
+
+    cdef int poll(self) noexcept with gil:
+        try:
+            PyErr_CheckSignals()
+            if self.progress is not None:
+                self.progress({"n_iter": self.n_iter, "gap": self.gap,
+                               "n_kernel_evals": self.kr.n_kernel_evals,
+                               "seconds": _now() - self.t_start})
+        except BaseException as e:
+            self.error = e
+            return -1
+        return 0
+
+    # ------------------------------------------------------------------
+    # the solver
+
+    cdef int update_G_bar(self, Py_ssize_t i, bint was_upper) noexcept nogil:
+        cdef const kfloat* Ki
+        cdef double c
+        if was_upper == (self.status[i] == UPPER_BOUND):
+            return 0
+        Ki = self.krow(i, self.l)
+        if Ki == NULL:
+            return ST_NOMEM
+        c = self.C[i] * self.ys[i]
+        if was_upper:
+            c = -c
+        _axpy1(self.G_bar, self.ys, Ki, c, 0, self.l, self.n_threads)
+        return 0
+
+    cdef int two_variable_step(self, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
+        cdef double* alpha = self.alpha
+        cdef double* G = self.G
+        cdef const kfloat* Ki
+        cdef const kfloat* Kj
+        cdef double C_i = self.C[i], C_j = self.C[j]
+        cdef double old_i = alpha[i], old_j = alpha[j]
+        cdef double quad, delta, diff, total
+        cdef bint ui, uj
+        cdef int rc
+        Ki = self.krow(i, self.active_size)
+        if Ki == NULL:
+            return ST_NOMEM
+        Kj = self.krow(j, self.active_size)
+        if Kj == NULL:
+            return ST_NOMEM
+        # Q_ij = -K_ij when the labels differ, +K_ij otherwise.
+        if self.ys[i] != self.ys[j]:
+            quad = self.QD[i] + self.QD[j] - 2.0 * Ki[j]
+            if quad <= 0:
+                quad = TAU
+            delta = (-G[i] - G[j]) / quad
+            diff = alpha[i] - alpha[j]
+            alpha[i] += delta
+            alpha[j] += delta
+            if diff > 0:
+                if alpha[j] < 0:
+                    alpha[j] = 0
+                    alpha[i] = diff
+            else:
+                if alpha[i] < 0:
+                    alpha[i] = 0
+                    alpha[j] = -diff
+            if diff > C_i - C_j:
+                if alpha[i] > C_i:
+                    alpha[i] = C_i
+                    alpha[j] = C_i - diff
+            else:
+                if alpha[j] > C_j:
+                    alpha[j] = C_j
+                    alpha[i] = C_j + diff
+        else:
+            quad = self.QD[i] + self.QD[j] - 2.0 * Ki[j]
+            if quad <= 0:
+                quad = TAU
+            delta = (G[i] - G[j]) / quad
+            total = alpha[i] + alpha[j]
+            alpha[i] -= delta
+            alpha[j] += delta
+            if total > C_i:
+                if alpha[i] > C_i:
+                    alpha[i] = C_i
+                    alpha[j] = total - C_i
+            else:
+                if alpha[j] < 0:
+                    alpha[j] = 0
+                    alpha[i] = total
+            if total > C_j:
+                if alpha[j] > C_j:
+                    alpha[j] = C_j
+                    alpha[i] = total - C_j
+            else:
+                if alpha[i] < 0:
+                    alpha[i] = 0
+                    alpha[j] = total
+        _axpy2(G, self.ys, Ki, self.ys[i] * (alpha[i] - old_i),
+               Kj, self.ys[j] * (alpha[j] - old_j), self.active_size,
+               self.n_threads)
+        ui = self.status[i] == UPPER_BOUND
+        uj = self.status[j] == UPPER_BOUND
+        self.update_status(i)
+        self.update_status(j)
+        rc = self.update_G_bar(i, ui)
+        if rc < 0:
+            return rc
+        return self.update_G_bar(j, uj)
+
+    cdef int one_variable_step(self, Py_ssize_t i) noexcept nogil:
+        cdef const kfloat* Ki
+        cdef double quad = self.QD[i], old = self.alpha[i], a
+        cdef bint ui
+        Ki = self.krow(i, self.active_size)
+        if Ki == NULL:
+            return ST_NOMEM
+        if quad <= 0:
+            quad = TAU
+        a = old - self.G[i] / quad
+        if a < 0:
+            a = 0
+        elif a > self.C[i]:
+            a = self.C[i]
+        self.alpha[i] = a
+        _axpy1(self.G, self.ys, Ki, self.ys[i] * (a - old), 0,
+               self.active_size, self.n_threads)
+        ui = self.status[i] == UPPER_BOUND
+        self.update_status(i)
+        return self.update_G_bar(i, ui)
+
+    cdef int init_gradient(self) noexcept nogil:
+        cdef Py_ssize_t i, l = self.l
+        cdef const kfloat* Ki
+        for i in range(l):
+            self.G[i] = self.p[i]
+            self.G_bar[i] = 0.0
+        for i in range(l):
+            if self.status[i] != LOWER_BOUND:
+                Ki = self.krow(i, l)
+                if Ki == NULL:
+                    return ST_NOMEM
+                _axpy1(self.G, self.ys, Ki, self.ys[i] * self.alpha[i], 0, l,
+                       self.n_threads)
+                if self.status[i] == UPPER_BOUND:
+                    _axpy1(self.G_bar, self.ys, Ki, self.ys[i] * self.C[i], 0, l,
+                           self.n_threads)
+        return 0
+
+    cdef int run(self) noexcept nogil:
+        cdef Py_ssize_t i = 0, j = 0, l = self.l, k
+        cdef long long counter
+        cdef int rc, status = ST_OK
+        cdef double now, v
+        self.t_start = _now()
+        self.t_poll = self.t_start
+        rc = self.init_gradient()
+        if rc < 0:
+            return rc
+        counter = min(l, 1000) + 1
+        while self.n_iter < self.max_iter:
+            counter -= 1
+            if counter == 0:
+                counter = min(l, 1000)
+                if self.shrinking:
+                    rc = self.do_shrinking()
+                    if rc < 0:
+                        return rc
+            rc = self.select(&i, &j)
+            if rc < 0:
+                return rc
+            if rc != 0:
+                # Optimal on the active set: check it on all variables.
+                rc = self.reconstruct_gradient()
+                if rc < 0:
+                    return rc
+                self.active_size = l
+                rc = self.select(&i, &j)
+                if rc < 0:
+                    return rc
+                if rc != 0:
+                    break
+                counter = 1
+            self.n_iter += 1
+            if (self.n_iter & 15) == 0:
+                now = _now()
+                if now - self.t_poll >= POLL_SECONDS:
+                    self.t_poll = now
+                    if self.poll() != 0:
+                        return ST_ABORT
+            if self.bias:
+                rc = self.two_variable_step(i, j)
+            else:
+                rc = self.one_variable_step(i)
+            if rc < 0:
+                return rc
+        if self.n_iter >= self.max_iter:
+            if self.active_size < l:
+                rc = self.reconstruct_gradient()
+                if rc < 0:
+                    return rc
+                self.active_size = l
+            status = ST_MAX_ITER
+        if not self.bias:
+            self.rho = 0.0
+        elif self.nu:
+            self.rho = self.calculate_rho_nu()
+        else:
+            self.rho = self.calculate_rho()
+        v = 0.0
+        for k in range(l):
+            v += self.alpha[k] * (self.G[k] + self.p[k])
+        self.obj = v / 2
+        return status
+
+    cdef void put_back(self, double[::1] out) noexcept nogil:
+        cdef Py_ssize_t k
+        for k in range(self.l):
+            out[self.active_set[k]] = self.alpha[k]
+
+
+def _as_vector(name, a, dtype, m=None):
+    a = np.asarray(a)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}")
+    if m is not None and a.shape[0] != m:
+        raise ValueError(f"{name} has length {a.shape[0]}, expected {m}")
+    return np.ascontiguousarray(a, dtype=dtype)
+
+
+def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alpha, C,
+          *, bint svr=False, double eps=1e-3, bint shrinking=True, bint nu=False,
+          bint bias=True, double cache_mb=100.0, int n_threads=1, max_iter=None,
+          progress=None):
+    """Solve LIBSVM's dual problem with SMO.
+
+    Minimises ``0.5 a'Qa + p'a`` subject to ``y'a = Delta`` (the initial
+    ``y'alpha``) and ``0 <= a_i <= C_i``, where ``Q_ij = y_i y_j K(x_row(i),
+    x_row(j))``.
+
+    Parameters
+    ----------
+    X : ndarray or scipy.sparse.csr_matrix
+        Canonical training data (``kernsolve._kernels.as_canonical``); for
+        ``kernel_type == 4`` the dense n x n kernel matrix itself.
+    kernel_type, degree, gamma, coef0
+        LIBSVM's ``-t``, ``-d``, ``-g`` (resolved) and ``-r``.
+    y : ndarray of int8, shape (m,)
+        +1 / -1 for each variable.
+    p : ndarray of float64, shape (m,)
+        The linear term.
+    alpha : ndarray of float64, shape (m,)
+        A feasible starting point; overwritten in place with the solution
+        (also when the solve is interrupted).
+    C : ndarray of float64, shape (m,)
+        Upper bound of each variable (LIBSVM's ``get_C(i)``).
+    svr : bool
+        False: m = n and row(i) = i.  True: m = 2n and row(i) = i mod n
+        (LIBSVM's SVR_Q).
+    eps : float
+        Stopping tolerance on the maximal violating pair (LIBSVM's ``-e``).
+    shrinking : bool
+        LIBSVM's ``-h``.
+    nu : bool
+        Use Solver_NU (two equality constraints); fills ``r``.
+    bias : bool
+        False solves without the equality constraint (one-variable updates,
+        stopping when every projected gradient is below eps; rho = 0).
+    cache_mb : float
+        Kernel cache budget in MB (LIBSVM's ``-m``).
+    n_threads : int
+        Threads for kernel rows, gradient updates and selection; the result
+        is bit-identical for any value.
+    max_iter : int or None
+        None uses LIBSVM's ``max(10_000_000, 100 * m)``.
+    progress : callable or None
+        Called with a dict (n_iter, gap, n_kernel_evals, seconds) about
+        every 2 s; an exception it raises (or Ctrl-C) stops the solve.
+
+    Returns
+    -------
+    dict
+        rho, obj, r, n_iter, n_kernel_evals, n_cache_hits, n_cache_misses,
+        seconds, status ("ok" or "max_iter"), gap.
+    """
+    if not isinstance(alpha, np.ndarray) or alpha.dtype != np.float64 \
+            or alpha.ndim != 1 or not alpha.flags.c_contiguous \
+            or not alpha.flags.writeable:
+        raise ValueError("alpha must be a writable one-dimensional C-contiguous "
+                         "float64 ndarray (it receives the solution in place)")
+    m = alpha.shape[0]
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != m:
+        raise ValueError(f"y has shape {y.shape}, expected ({m},)")
+    if not np.all((y == 1) | (y == -1)):
+        raise ValueError("y must contain only +1 and -1")
+    y = np.ascontiguousarray(y, dtype=np.int8)
+    p = _as_vector("p", p, np.float64, m)
+    C = _as_vector("C", C, np.float64, m)
+    if not np.all(np.isfinite(p)):
+        raise ValueError("p contains non-finite values")
+    if not np.all(np.isfinite(C)) or not np.all(C > 0):
+        raise ValueError("every C_i must be finite and > 0")
+    if not np.all(np.isfinite(alpha)) or np.any(alpha < 0) or np.any(alpha > C):
+        raise ValueError("alpha must be a feasible start: 0 <= alpha_i <= C_i")
+    if not (eps > 0):
+        raise ValueError(f"eps must be > 0, got {eps}")
+    if not (cache_mb > 0):
+        raise ValueError(f"cache_mb must be > 0, got {cache_mb}")
+    if n_threads < 1:
+        raise ValueError(f"n_threads must be >= 1, got {n_threads}")
+    if nu and not bias:
+        raise ValueError("bias=False is only available with nu=False")
+    if kernel_type < 0 or kernel_type > 5:
+        raise ValueError(f"unknown kernel_type {kernel_type} (expected 0..5)")
+    if progress is not None and not callable(progress):
+        raise ValueError("progress must be None or a callable")
+    if max_iter is None:
+        max_iter = max(10_000_000, min(100 * m, 2**31 - 1))
+    else:
+        if isinstance(max_iter, bool) or not hasattr(max_iter, "__index__") \
+                or max_iter.__index__() < 1:
+            raise ValueError(f"max_iter must be a positive integer or None, got {max_iter!r}")
+        max_iter = max_iter.__index__()
+    if not hasattr(X, "shape") or len(X.shape) != 2:
+        raise ValueError("X must be a two-dimensional array or CSR matrix")
+    n = X.shape[0]
+    if n == 0:
+        raise ValueError("X has no rows")
+    if kernel_type == 4 and X.shape[1] != n:
+        raise ValueError(f"a precomputed kernel must be n x n, got {X.shape}")
+    expected = 2 * n if svr else n
+    if m != expected:
+        raise ValueError(f"{m} variables for {n} rows: expected {expected} "
+                         f"({'2n for svr' if svr else 'n'})")
+
+    cdef KernelRows kr = KernelRows(X, kernel_type, degree, gamma, coef0,
+                                    cache_mb, n_threads)
+    cdef _SMO s = _SMO()
+    s.setup(kr, y, p, alpha, C, svr, nu, bias, shrinking, eps, n_threads, max_iter)
+    s.progress = progress
+    cdef double[::1] out = alpha
+    cdef int status
+    t0 = time.perf_counter()
+    with nogil:
+        status = s.run()
+        s.put_back(out)
+    seconds = time.perf_counter() - t0
+    if status == ST_NOMEM:
+        raise MemoryError("SMO: the kernel engine could not allocate a row "
+                          f"(cache_mb={cache_mb})")
+    if status == ST_ABORT:
+        raise s.error
+    return {
+        "rho": s.rho,
+        "obj": s.obj,
+        "r": s.r,
+        "n_iter": int(s.n_iter),
+        "n_kernel_evals": int(kr.n_kernel_evals),
+        "n_cache_hits": int(kr.n_cache_hits),
+        "n_cache_misses": int(kr.n_cache_misses),
+        "seconds": seconds,
+        "status": "max_iter" if status == ST_MAX_ITER else "ok",
+        "gap": s.gap,
+    }
