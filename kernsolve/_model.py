@@ -1,9 +1,28 @@
-"""A trained kernel expansion and its LIBSVM-format model file."""
+"""A trained kernel expansion and its LIBSVM-format model file.
+
+The file format is LIBSVM 3.37's (``svm_save_model``/``svm_load_model``):
+header lines ``svm_type``, ``kernel_type``, ``degree`` (polynomial only),
+``gamma``, ``coef0``, ``nr_class``, ``total_sv``, ``rho``, ``label``,
+``probA``, ``probB``, ``prob_density_marks``, ``nr_sv``, then ``SV`` and one
+line per support vector: its coefficients, then ``index:value`` pairs
+(``0:serial`` for a precomputed kernel).  Every float is written with
+``%.17g``, so save/load is exact.  LIBSVM's reader rejects unknown header
+keywords, so training statistics (``Model.stats``) are not written.
+"""
+import math
+import os
+import re
+import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
-from ._params import Parameters
+from ._errors import ModelFormatError
+from ._params import KERNELS, SVM_TYPES, Parameters
+
+N_MARKS = 10  # LIBSVM's number of one-class probability density marks
+_MAX_INDEX = 2 ** 31 - 1  # LIBSVM stores feature indices in a C int
 
 
 @dataclass
@@ -18,7 +37,10 @@ class Model:
         Class labels in LIBSVM's order (first appearance, +1/-1 swap rule);
         empty for regression and one-class.
     support_vectors : ndarray or scipy.sparse.csr_matrix, shape (n_SV, n_features)
-        Grouped by class in ``labels`` order, as LIBSVM stores them.
+        Grouped by class in ``labels`` order, as LIBSVM stores them.  Column j
+        is feature index j+1 of the LIBSVM file; for a precomputed kernel,
+        column 0 holds the serial number (the ``0:`` value) of each SV.
+        ``load_model`` gives a CSR matrix.
     support_indices : ndarray of int, shape (n_SV,)
         1-based row numbers of the support vectors in the training data
         (0 when unknown, e.g. a model loaded from a file).
@@ -31,9 +53,10 @@ class Model:
     prob_a, prob_b : ndarray or None
         Platt sigmoid parameters (pairwise), or SVR's Laplace scale in prob_a.
     prob_density_marks : ndarray or None
-        One-class probability marks.
+        One-class probability marks (10 of them).
     stats : dict
         Training statistics: n_iter, objective, n_kernel_evals, seconds, ...
+        Not written to the model file.
     """
     param: Parameters
     labels: np.ndarray
@@ -50,3 +73,457 @@ class Model:
     @property
     def n_classes(self):
         return max(len(self.labels), 2) if self.param.svm_type in (0, 1) else 2
+
+    @property
+    def nr_class(self):
+        """LIBSVM's nr_class: number of labels for classification, 2 otherwise."""
+        return len(self.labels) if self.param.svm_type in (0, 1) else 2
+
+    @property
+    def n_sv(self):
+        """Total number of support vectors (LIBSVM's total_sv)."""
+        return int(self.support_vectors.shape[0])
+
+    @property
+    def n_features(self):
+        """Width of the support-vector matrix (largest feature index in the SVs)."""
+        return int(self.support_vectors.shape[1])
+
+    @property
+    def is_probability_model(self):
+        """True when the model can give probabilities (LIBSVM's svm_check_probability_model)."""
+        s = self.param.svm_type
+        if s in (0, 1):
+            return self.prob_a is not None and self.prob_b is not None
+        if s in (3, 4):
+            return self.prob_a is not None
+        return self.prob_density_marks is not None
+
+    def save(self, path):
+        """Write the model in LIBSVM's format (see :func:`save_model`)."""
+        save_model(path, self)
+
+    @classmethod
+    def load(cls, path):
+        """Read a LIBSVM-format model file (see :func:`load_model`)."""
+        return load_model(path)
+
+
+# ---------------------------------------------------------------- writing
+
+def _g(x):
+    return "%.17g" % x
+
+
+def _label_text(v):
+    v = float(v)
+    if v.is_integer() and abs(v) <= _MAX_INDEX:
+        return "%d" % int(v)
+    return _g(v)
+
+
+def _check_model(model):
+    """Validate the shapes before writing; raise ValueError naming the field."""
+    if not isinstance(model, Model):
+        raise ValueError(f"expected a Model, got {type(model).__name__}")
+    param = model.param
+    s, t = int(param.svm_type), int(param.kernel_type)
+    if not 0 <= s < len(SVM_TYPES):
+        raise ValueError(f"model: unknown svm type {s}")
+    if not 0 <= t < len(KERNELS):
+        raise ValueError(f"model: unknown kernel type {t}")
+    if t in (1, 2, 3, 5) and param.gamma is None:
+        raise ValueError("model: param.gamma is None; training must resolve it")
+    sv = model.support_vectors
+    if sv is None or len(getattr(sv, "shape", ())) != 2:
+        raise ValueError("model: support_vectors must be a 2-D array or CSR matrix")
+    l = sv.shape[0]
+    nr_class = model.nr_class
+    classification = s in (0, 1)
+    if classification and nr_class < 1:
+        raise ValueError("model: a classification model needs at least one label")
+    m = max(nr_class - 1, 1) if not classification else nr_class - 1
+    coef = np.asarray(model.dual_coef, dtype=np.float64)
+    if coef.ndim == 1:
+        coef = coef.reshape(1, -1)
+    if l and coef.shape != (m, l):
+        raise ValueError(f"model: dual_coef has shape {coef.shape}, expected {(m, l)}")
+    n_pairs = nr_class * (nr_class - 1) // 2
+    rho = np.atleast_1d(np.asarray(model.rho, dtype=np.float64))
+    if rho.shape != (n_pairs,):
+        raise ValueError(f"model: rho has {rho.size} values, expected {n_pairs}")
+    if classification:
+        ns = np.asarray(model.n_support, dtype=np.int64).ravel()
+        if ns.shape != (nr_class,) or ns.sum() != l or (ns < 0).any():
+            raise ValueError(f"model: n_support {ns.tolist()} does not match "
+                             f"{nr_class} classes and {l} support vectors")
+    for name, arr, want in (("prob_a", model.prob_a, n_pairs), ("prob_b", model.prob_b, n_pairs),
+                            ("prob_density_marks", model.prob_density_marks, N_MARKS)):
+        if arr is not None and np.asarray(arr).size != want:
+            raise ValueError(f"model: {name} has {np.asarray(arr).size} values, expected {want}")
+    return coef, rho
+
+
+def _format_model(model):
+    """The model file's text, as a list of lines (without newlines)."""
+    coef, rho = _check_model(model)
+    param = model.param
+    s, t = int(param.svm_type), int(param.kernel_type)
+    nr_class = model.nr_class
+    lines = [f"svm_type {SVM_TYPES[s]}", f"kernel_type {KERNELS[t]}"]
+    if t == 1:
+        lines.append("degree %d" % int(param.degree))
+    if t in (1, 2, 3, 5):
+        lines.append("gamma " + _g(param.gamma))
+    if t in (1, 3):
+        lines.append("coef0 " + _g(param.coef0))
+    sv = model.support_vectors
+    l = sv.shape[0]
+    lines.append("nr_class %d" % nr_class)
+    lines.append("total_sv %d" % l)
+    lines.append(" ".join(["rho"] + [_g(v) for v in rho]))
+    if s in (0, 1):
+        lines.append(" ".join(["label"] + [_label_text(v) for v in np.asarray(model.labels)]))
+    if model.prob_a is not None:
+        lines.append(" ".join(["probA"] + [_g(v) for v in np.ravel(model.prob_a)]))
+    if model.prob_b is not None:
+        lines.append(" ".join(["probB"] + [_g(v) for v in np.ravel(model.prob_b)]))
+    if model.prob_density_marks is not None:
+        lines.append(" ".join(["prob_density_marks"] +
+                              [_g(v) for v in np.ravel(model.prob_density_marks)]))
+    if s in (0, 1):
+        lines.append(" ".join(["nr_sv"] + ["%d" % v for v in np.ravel(model.n_support)]))
+    lines.append("SV")
+    if sp.issparse(sv):
+        sv = sp.csr_matrix(sv)
+        indptr, indices, data = sv.indptr, sv.indices, np.asarray(sv.data, dtype=np.float64)
+        if not sv.has_sorted_indices:
+            sv = sv.sorted_indices()
+            indptr, indices, data = sv.indptr, sv.indices, np.asarray(sv.data, np.float64)
+    else:
+        dense = np.asarray(sv, dtype=np.float64)
+    coef_t = coef.T
+    for i in range(l):
+        parts = [_g(c) for c in coef_t[i]] if coef_t.shape[1] else []
+        if sp.issparse(sv):
+            idx = indices[indptr[i]:indptr[i + 1]]
+            val = data[indptr[i]:indptr[i + 1]]
+        else:
+            row = dense[i]
+            idx = np.flatnonzero(row)
+            val = row[idx]
+        if t == 4:
+            serial = val[0] if len(idx) and idx[0] == 0 else 0.0
+            parts.append("0:%d" % int(serial))
+        else:
+            if not np.all(np.isfinite(val)):
+                raise ValueError(f"model: support vector {i + 1} has non-finite values")
+            parts.extend("%d:%s" % (j + 1, _g(v)) for j, v in zip(idx.tolist(), val.tolist()))
+        lines.append(" ".join(parts) + " ")
+    return lines
+
+
+def _umask():
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    return 0o022
+
+
+def save_model(path, model):
+    """Write ``model`` to ``path`` in LIBSVM's model file format.
+
+    The text goes to a temporary file in the same directory, which is then
+    renamed over ``path`` (``os.replace``), so an interrupted save never
+    leaves half a model.  LIBSVM (``svm_load_model``) reads the result;
+    ``load_model(path)`` gives back the same numbers exactly.
+
+    Raises
+    ------
+    ValueError
+        The model's arrays are inconsistent (named in the message).
+    OSError
+        The file cannot be written.
+    """
+    text = "\n".join(_format_model(model)) + "\n"
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".",
+                               suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="ascii", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+        except OSError:
+            os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# ---------------------------------------------------------------- reading
+
+class _Reader:
+    def __init__(self, name):
+        self.name = name
+
+    def fail(self, lineno, problem):
+        raise ModelFormatError(f"{self.name}:{lineno}: {problem}")
+
+
+_FLOAT_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
+_INT_RE = re.compile(r"[+-]?\d+\Z")
+
+
+def _float(reader, lineno, text, what):
+    if not _FLOAT_RE.match(text):
+        low = text.lower().lstrip("+-")
+        if low in ("inf", "infinity", "nan"):
+            reader.fail(lineno, f"{what}: {text[:40]!r} is not a finite number")
+        reader.fail(lineno, f"{what}: {text[:40]!r} is not a number")
+    v = float(text)
+    if not math.isfinite(v):
+        reader.fail(lineno, f"{what}: {text[:40]!r} is not a finite number")
+    return v
+
+
+def _int(reader, lineno, text, what):
+    if not _INT_RE.match(text) or len(text) > 20:
+        reader.fail(lineno, f"{what}: {text[:40]!r} is not an integer")
+    return int(text)
+
+
+_HEADER_KEYS = ("svm_type", "kernel_type", "degree", "gamma", "coef0", "nr_class",
+                "total_sv", "rho", "label", "probA", "probB", "prob_density_marks", "nr_sv")
+
+
+def load_model(path):
+    """Read a LIBSVM-format model file (LIBSVM's own or kernsolve's).
+
+    Returns
+    -------
+    Model
+        Support vectors as a CSR matrix (column j = feature index j+1; for a
+        precomputed kernel column 0 holds the serial numbers).
+
+    Raises
+    ------
+    ModelFormatError
+        ``"<file>:<line>: <problem>"`` for anything corrupt, truncated or
+        inconsistent (never a crash).
+    OSError
+        The file cannot be opened.
+    """
+    name = os.fspath(path) if not hasattr(path, "read") else getattr(path, "name", "<model>")
+    if hasattr(path, "read"):
+        raw = path.read()
+    else:
+        with open(path, "rb") as f:
+            raw = f.read()
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "replace")
+    r = _Reader(name)
+    if b"\0" in raw:
+        lineno = raw[:raw.index(b"\0")].count(b"\n") + 1
+        r.fail(lineno, "binary data (NUL byte) in a model file")
+    try:
+        text = raw.decode("ascii")
+    except UnicodeDecodeError as exc:
+        lineno = raw[:exc.start].count(b"\n") + 1
+        r.fail(lineno, "non-ASCII byte in a model file")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+    if not lines:
+        r.fail(1, "empty model file")
+
+    header = {}
+    where = {}
+    sv_line = None
+    for k, line in enumerate(lines):
+        lineno = k + 1
+        tokens = line.split()
+        if not tokens:
+            continue  # LIBSVM's reader skips blank space between header items
+        key = tokens[0]
+        if key == "SV":
+            if len(tokens) != 1:
+                r.fail(lineno, "unexpected text after 'SV'")
+            sv_line = k
+            break
+        if key not in _HEADER_KEYS:
+            r.fail(lineno, f"unknown keyword {key[:40]!r} in the model header")
+        if key in header:
+            r.fail(lineno, f"{key} given twice")
+        header[key] = tokens[1:]
+        where[key] = lineno
+    if sv_line is None:
+        r.fail(len(lines), "truncated model file: no 'SV' line")
+
+    def need(key):
+        if key not in header:
+            r.fail(sv_line + 1, f"missing '{key}' line in the model header")
+        return header[key]
+
+    def one(key):
+        vals = need(key)
+        if len(vals) != 1:
+            r.fail(where[key], f"{key} takes one value, got {len(vals)}")
+        return vals[0]
+
+    svm_name = one("svm_type")
+    if svm_name not in SVM_TYPES:
+        r.fail(where["svm_type"], f"unknown svm_type {svm_name[:40]!r}")
+    s = SVM_TYPES.index(svm_name)
+    kernel_name = one("kernel_type")
+    if kernel_name not in KERNELS:
+        r.fail(where["kernel_type"], f"unknown kernel_type {kernel_name[:40]!r}")
+    t = KERNELS.index(kernel_name)
+    param = Parameters(svm_type=s, kernel_type=t)
+    if t == 1:
+        d = _int(r, where.get("degree", sv_line + 1), one("degree"), "degree")
+        if d < 0:
+            r.fail(where["degree"], f"degree must be >= 0, got {d}")
+        param.degree = d
+    elif "degree" in header:
+        param.degree = _int(r, where["degree"], one("degree"), "degree")
+    if t in (1, 2, 3, 5):
+        param.gamma = _float(r, where.get("gamma", sv_line + 1), one("gamma"), "gamma")
+    elif "gamma" in header:
+        param.gamma = _float(r, where["gamma"], one("gamma"), "gamma")
+    if t in (1, 3):
+        param.coef0 = _float(r, where.get("coef0", sv_line + 1), one("coef0"), "coef0")
+    elif "coef0" in header:
+        param.coef0 = _float(r, where["coef0"], one("coef0"), "coef0")
+
+    nr_class = _int(r, where.get("nr_class", sv_line + 1), one("nr_class"), "nr_class")
+    classification = s in (0, 1)
+    if classification and nr_class < 1:
+        r.fail(where["nr_class"], f"nr_class must be >= 1, got {nr_class}")
+    if not classification and nr_class != 2:
+        r.fail(where["nr_class"], f"nr_class must be 2 for {svm_name}, got {nr_class}")
+    if nr_class > 65536:
+        r.fail(where["nr_class"], f"nr_class {nr_class} is implausibly large")
+    l = _int(r, where.get("total_sv", sv_line + 1), one("total_sv"), "total_sv")
+    if l < 0:
+        r.fail(where["total_sv"], f"total_sv must be >= 0, got {l}")
+    n_pairs = nr_class * (nr_class - 1) // 2
+
+    def floats(key, count):
+        vals = need(key)
+        if len(vals) != count:
+            r.fail(where[key], f"{key} needs {count} values, got {len(vals)}")
+        return np.array([_float(r, where[key], v, key) for v in vals], dtype=np.float64)
+
+    rho = floats("rho", n_pairs)
+    labels = np.empty(0, dtype=np.float64)
+    n_support = np.empty(0, dtype=np.int64)
+    if classification:
+        vals = need("label")
+        if len(vals) != nr_class:
+            r.fail(where["label"], f"label needs {nr_class} values, got {len(vals)}")
+        labels = np.array([_float(r, where["label"], v, "label") for v in vals])
+        if len(np.unique(labels)) != nr_class:
+            r.fail(where["label"], "duplicate class labels")
+        vals = need("nr_sv")
+        if len(vals) != nr_class:
+            r.fail(where["nr_sv"], f"nr_sv needs {nr_class} values, got {len(vals)}")
+        n_support = np.array([_int(r, where["nr_sv"], v, "nr_sv") for v in vals], dtype=np.int64)
+        if (n_support < 0).any():
+            r.fail(where["nr_sv"], "nr_sv values must be >= 0")
+        if int(n_support.sum()) != l:
+            r.fail(where["nr_sv"], f"nr_sv adds up to {int(n_support.sum())}, "
+                                   f"but total_sv is {l}")
+    else:
+        for key in ("label", "nr_sv"):
+            if key in header:
+                r.fail(where[key], f"'{key}' is not allowed for {svm_name}")
+    prob_a = prob_b = marks = None
+    if "probA" in header:
+        if s == 2:
+            r.fail(where["probA"], "probA is not allowed for one_class")
+        prob_a = floats("probA", n_pairs)
+    if "probB" in header:
+        if s not in (0, 1):
+            r.fail(where["probB"], f"probB is not allowed for {svm_name}")
+        prob_b = floats("probB", n_pairs)
+    if "prob_density_marks" in header:
+        if s != 2:
+            r.fail(where["prob_density_marks"], f"prob_density_marks is only for one_class")
+        marks = floats("prob_density_marks", N_MARKS)
+
+    # support vectors
+    m = nr_class - 1 if classification else 1
+    body = lines[sv_line + 1:]
+    if len(body) < l:
+        r.fail(len(lines) + 1, f"truncated model file: total_sv is {l} but only "
+                               f"{len(body)} support vector lines follow")
+    for k in range(l, len(body)):
+        if body[k].strip():
+            r.fail(sv_line + 2 + k, f"unexpected text after the {l} support vectors")
+    coef = np.empty((m, l), dtype=np.float64)
+    indptr = np.zeros(l + 1, dtype=np.int64)
+    all_idx = []
+    all_val = []
+    width = 1 if t == 4 else 0
+    for i in range(l):
+        lineno = sv_line + 2 + i
+        tokens = body[i].split()
+        if len(tokens) < m:
+            r.fail(lineno, f"expected {m} coefficient(s), got {len(tokens)}")
+        for c in range(m):
+            coef[c, i] = _float(r, lineno, tokens[c], "coefficient")
+        pairs = tokens[m:]
+        idx = np.empty(len(pairs), dtype=np.int64)
+        val = np.empty(len(pairs), dtype=np.float64)
+        prev = -1
+        for q, tok in enumerate(pairs):
+            a, colon, b = tok.partition(":")
+            if not colon:
+                r.fail(lineno, f"expected index:value, got {tok[:40]!r}")
+            j = _int(r, lineno, a, "feature index")
+            v = _float(r, lineno, b, "feature value")
+            if j > _MAX_INDEX:
+                r.fail(lineno, f"feature index {j} is too large")
+            if t == 4:
+                if q > 0 or j != 0:
+                    r.fail(lineno, "a precomputed-kernel support vector is one '0:serial' pair")
+                if v < 0 or not float(v).is_integer():
+                    r.fail(lineno, f"serial number must be a non-negative integer, got {b!r}")
+            else:
+                if j < 1:
+                    r.fail(lineno, f"feature indices start at 1, got {j}")
+                if j <= prev:
+                    r.fail(lineno, f"feature indices must be strictly increasing ({j} after {prev})")
+                prev = j
+                j -= 1
+            idx[q] = j
+            val[q] = v
+        if t == 4 and len(pairs) != 1:
+            r.fail(lineno, "a precomputed-kernel support vector needs its '0:serial' pair")
+        if len(idx):
+            width = max(width, int(idx[-1]) + 1)
+        all_idx.append(idx)
+        all_val.append(val)
+        indptr[i + 1] = indptr[i] + len(idx)
+    indices = np.concatenate(all_idx) if all_idx else np.empty(0, np.int64)
+    data = np.concatenate(all_val) if all_val else np.empty(0, np.float64)
+    index_dtype = np.int32 if width < 2 ** 31 else np.int64
+    sv = sp.csr_matrix((data, indices.astype(index_dtype), indptr.astype(index_dtype)),
+                       shape=(l, width))
+    return Model(param=param, labels=labels, support_vectors=sv,
+                 support_indices=np.zeros(l, dtype=np.int64), n_support=n_support,
+                 dual_coef=coef, rho=rho, prob_a=prob_a, prob_b=prob_b,
+                 prob_density_marks=marks)
