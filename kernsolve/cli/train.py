@@ -55,9 +55,6 @@ def _option_tokens(options):
     """Flatten ``split_options`` pairs back into an option list for parse_options."""
     tokens = []
     for name, values in options:
-        for value in values:
-            if not value or any(c.isspace() for c in value):
-                raise UsageError(f"bad value for {name}: {value!r}")
         tokens.append(name)
         tokens.extend(values)
     return tokens
@@ -67,7 +64,7 @@ def _parse(tokens):
     """Validate the options with the library's own parser (one grammar for all)."""
     from .._params import parse_options
     try:
-        return parse_options(" ".join(tokens))
+        return parse_options(list(tokens))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
@@ -128,7 +125,7 @@ def cross_validation_targets(y, X, train_tokens, params):
     classification = params.svm_type in (0, 1)
     folds = cv_folds(y, n_folds, params.seed, classification)
     target = np.empty(n, dtype=np.float64)
-    options = " ".join(train_tokens)
+    options = list(train_tokens)
     predict_options = "-q"
     if params.probability and classification:
         predict_options += " -b 1"
@@ -219,7 +216,7 @@ def main(argv):
 
     from .._model import save_model
     from .._svm import train
-    model = train(y, X, " ".join(tokens))
+    model = train(y, X, list(tokens))
     sys.stdout.flush()
     try:
         save_model(model_path, model)

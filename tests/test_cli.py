@@ -1,0 +1,402 @@
+"""End-to-end tests of kernsolve-train / kernsolve-predict / kernsolve-scale.
+
+The commands run as subprocesses (``python -m kernsolve.cli.NAME``), the way a
+user's script runs them. Oracles: libsvm-official (training, prediction and
+its printed lines), svm-scale's documented range-file format and formula
+(expected files written by hand), and LIBSVM's own svm-scale binary when it
+is installed (those comparisons skip cleanly when it is not).
+"""
+import contextlib
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_cli(tool, *args, cwd=None, input=None):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("KERNSOLVE_DEBUG_CLI", None)
+    return subprocess.run([sys.executable, "-m", f"kernsolve.cli.{tool}", *map(str, args)],
+                          cwd=cwd, env=env, capture_output=True, text=True, input=input,
+                          timeout=120)
+
+
+def assert_user_error(proc, *needles):
+    """Exit 1, no traceback, the first stderr line names the problem."""
+    assert proc.returncode == 1, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+    first = proc.stderr.splitlines()[0] if proc.stderr else ""
+    for needle in needles:
+        assert needle in first, (needle, proc.stderr)
+    return first
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    return str(path)
+
+
+def parse_libsvm(text):
+    """Hand parser of LIBSVM lines -> (labels, list of {index: value})."""
+    labels, rows = [], []
+    for line in text.splitlines():
+        fields = line.split()
+        labels.append(float(fields[0]))
+        rows.append({int(k): float(v) for k, v in (f.split(":") for f in fields[1:])})
+    return np.array(labels), rows
+
+
+@pytest.fixture
+def heart(tmp_path, shared):
+    return write(tmp_path / "heart", shared.lines("heart_scale").decode())
+
+
+def libsvm_util():
+    return pytest.importorskip("libsvm.svmutil")
+
+
+def libsvm_predict_quietly(svmutil, y, x, model, options=""):
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        out = svmutil.svm_predict(y, x, model, options)
+    return out, buf.getvalue()
+
+
+# ---------------------------------------------------------------------------
+# kernsolve-scale
+
+SMALL = "1 1:2 3:-4\n-1 2:0.5 3:4\n2 1:6 2:1.5\n"
+# By hand, from svm-scale's rule: feature 1 ranges over {2, 0, 6}, feature 2
+# over {0, 0.5, 1.5}, feature 3 over {-4, 4, 0} (absent features count as 0).
+SMALL_RANGE = "x\n-1 1\n1 0 6\n2 0 1.5\n3 -4 4\n"
+# min -> lower, max -> upper exactly, otherwise lower + (upper-lower)*(v-min)/(max-min),
+# "%g" values; a scaled 0 is left out (row 3, feature 3).
+SMALL_SCALED = ("1 1:0.333333 2:-1 3:-1 \n"
+                "-1 1:-1 2:-0.333333 3:1 \n"
+                "2 1:1 2:1 \n")
+
+
+def test_scale_small_file_by_hand(tmp_path):
+    data = write(tmp_path / "small", SMALL)
+    rng = tmp_path / "small.range"
+    proc = run_cli("scale", "-s", rng, data)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == SMALL_SCALED
+    assert rng.read_text() == SMALL_RANGE
+    # 6 stored values became 8: svm-scale's warning
+    assert proc.stderr == ("WARNING: original #nonzeros 6\n"
+                           "       > new      #nonzeros 8\n"
+                           "If feature values are non-negative and sparse, use -l 0 "
+                           "rather than the default -l -1\n")
+
+
+def test_scale_y_and_limits_by_hand(tmp_path):
+    data = write(tmp_path / "small", SMALL)
+    rng = tmp_path / "r"
+    proc = run_cli("scale", "-l", "0", "-u", "1", "-y", "0", "1", "-s", rng, data)
+    assert proc.returncode == 0, proc.stderr
+    # y: min -1 -> 0, max 2 -> 1, 1 -> (1+1)/3 printed with %.17g
+    assert proc.stdout == ("0.66666666666666663 1:0.333333 \n"
+                           "0 2:0.333333 3:1 \n"
+                           "1 1:1 2:1 3:0.5 \n")
+    assert rng.read_text() == "y\n0 1\n-1 2\nx\n0 1\n1 0 6\n2 0 1.5\n3 -4 4\n"
+    assert proc.stderr == ""
+
+
+def test_scale_matches_numpy_formula_on_heart(tmp_path, heart):
+    rng = tmp_path / "heart.range"
+    proc = run_cli("scale", "-l", "-1", "-u", "1", "-s", rng, heart)
+    assert proc.returncode == 0, proc.stderr
+    y, rows = parse_libsvm(open(heart).read())
+    n_features = max(max(r) for r in rows if r)
+    dense = np.zeros((len(rows), n_features))
+    for i, r in enumerate(rows):
+        for k, v in r.items():
+            dense[i, k - 1] = v
+    fmin, fmax = dense.min(axis=0), dense.max(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scaled = -1 + 2 * (dense - fmin) / (fmax - fmin)
+    scaled[dense == fmin] = -1
+    scaled[dense == fmax] = 1
+    lines = []
+    for i in range(len(rows)):
+        parts = ["%.17g " % y[i]]
+        for j in range(n_features):
+            if fmin[j] != fmax[j] and scaled[i, j] != 0:
+                parts.append("%d:%g " % (j + 1, scaled[i, j]))
+        lines.append("".join(parts) + "\n")
+    assert proc.stdout == "".join(lines)
+    expected_range = "x\n-1 1\n" + "".join(
+        "%d %.17g %.17g\n" % (j + 1, fmin[j], fmax[j])
+        for j in range(n_features) if fmin[j] != fmax[j])
+    assert rng.read_text() == expected_range
+
+
+def test_scale_restore_reproduces_and_warns(tmp_path, heart):
+    rng = tmp_path / "heart.range"
+    first = run_cli("scale", "-l", "0", "-s", rng, heart)
+    again = run_cli("scale", "-r", rng, heart)
+    assert first.returncode == 0 and again.returncode == 0, again.stderr
+    assert again.stdout == first.stdout
+    # a range file that lacks feature 2: svm-scale's warning, feature 2 dropped
+    lines = rng.read_text().splitlines(True)
+    partial = tmp_path / "partial.range"
+    partial.write_text("".join(l for l in lines if not l.startswith("2 ")))
+    proc = run_cli("scale", "-r", partial, heart)
+    assert proc.returncode == 0
+    assert proc.stderr == (f"WARNING: feature index 2 appeared in file {heart} was not seen "
+                           f"in the scaling factor file {partial}. The feature is scaled to 0.\n")
+    assert " 2:" not in proc.stdout
+    # a hand-written range with a y section: the restored limits are used
+    data = write(tmp_path / "small", SMALL)
+    hand = write(tmp_path / "hand.range", "y\n0 1\n-1 2\nx\n0 1\n1 0 6\n2 0 1.5\n3 -4 4\n")
+    proc = run_cli("scale", "-r", hand, data)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[1] == "0 2:0.333333 3:1 "
+
+
+@pytest.mark.parametrize("args", [[], ["-l", "0"], ["-y", "-1", "1"], ["-l", "-2", "-u", "3"]])
+def test_scale_same_bytes_as_svm_scale(tmp_path, shared, args):
+    exe = shutil.which("svm-scale")
+    if exe is None:
+        pytest.skip("LIBSVM's svm-scale is not installed")
+    data = write(tmp_path / "housing", shared.lines("housing_scale", 120).decode())
+    ours = run_cli("scale", *args, "-s", tmp_path / "ours.range", data)
+    theirs = subprocess.run([exe, *args, "-s", str(tmp_path / "theirs.range"), data],
+                            capture_output=True, text=True)
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout == theirs.stdout
+    assert ours.stderr == theirs.stderr
+    assert (tmp_path / "ours.range").read_text() == (tmp_path / "theirs.range").read_text()
+    # restoring LIBSVM's range file on another slice gives LIBSVM's bytes too
+    other = write(tmp_path / "other", shared.lines("housing_scale", 200).decode())
+    ours = run_cli("scale", "-r", tmp_path / "theirs.range", other)
+    theirs = subprocess.run([exe, "-r", str(tmp_path / "theirs.range"), other],
+                            capture_output=True, text=True)
+    assert ours.stdout == theirs.stdout
+    assert ours.stderr == theirs.stderr
+
+
+# ---------------------------------------------------------------------------
+# kernsolve-train / kernsolve-predict against libsvm-official
+
+def test_train_model_loads_in_libsvm_and_predicts_like_libsvm(tmp_path, heart):
+    svmutil = libsvm_util()
+    model_path = tmp_path / "heart.model"
+    proc = run_cli("train", "-c", "4", "-g", "0.1", heart, model_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "optimization finished, #iter = " in proc.stdout
+    y, x = svmutil.svm_read_problem(heart)
+    ours = svmutil.svm_load_model(str(model_path))
+    theirs = svmutil.svm_train(y, x, "-c 4 -g 0.1 -q")
+    (p_ours, _, _), _ = libsvm_predict_quietly(svmutil, y, x, ours)
+    (p_theirs, _, _), _ = libsvm_predict_quietly(svmutil, y, x, theirs)
+    assert ours.get_nr_sv() == pytest.approx(theirs.get_nr_sv(), rel=0.02)
+    agree = np.mean(np.array(p_ours) == np.array(p_theirs))
+    assert agree >= 0.99
+
+
+def test_predict_accuracy_line_and_output_like_libsvm(tmp_path, heart):
+    svmutil = libsvm_util()
+    y, x = svmutil.svm_read_problem(heart)
+    model_path = str(tmp_path / "libsvm.model")
+    svmutil.svm_save_model(model_path, svmutil.svm_train(y[:150], x[:150], "-c 2 -q"))
+    test = write(tmp_path / "test", "".join(open(heart).readlines()[150:]))
+    out = tmp_path / "out"
+    proc = run_cli("predict", test, model_path, out)
+    assert proc.returncode == 0, proc.stderr
+    (labels, _, _), printed = libsvm_predict_quietly(
+        svmutil, y[150:], x[150:], svmutil.svm_load_model(model_path))
+    assert proc.stdout == printed
+    assert re.fullmatch(r"Accuracy = [0-9.]+% \(\d+/120\) \(classification\)\n", proc.stdout)
+    assert out.read_text() == "".join("%g\n" % v for v in labels)
+    # -q: nothing on stdout, same file
+    out_q = tmp_path / "out_q"
+    quiet = run_cli("predict", "-q", test, model_path, out_q)
+    assert quiet.returncode == 0 and quiet.stdout == "" and quiet.stderr == ""
+    assert out_q.read_text() == out.read_text()
+
+
+def test_predict_probability_output_like_libsvm(tmp_path, heart):
+    svmutil = libsvm_util()
+    y, x = svmutil.svm_read_problem(heart)
+    model_path = str(tmp_path / "prob.model")
+    svmutil.svm_save_model(model_path, svmutil.svm_train(y, x, "-b 1 -q"))
+    out = tmp_path / "out"
+    proc = run_cli("predict", "-b", "1", heart, model_path, out)
+    assert proc.returncode == 0, proc.stderr
+    model = svmutil.svm_load_model(model_path)
+    (labels, _, probs), printed = libsvm_predict_quietly(svmutil, y, x, model, "-b 1")
+    assert proc.stdout == printed
+    lines = out.read_text().splitlines()
+    assert lines[0] == "labels " + " ".join("%d" % l for l in model.get_labels())
+    body = np.array([[float(v) for v in line.split()] for line in lines[1:]])
+    assert np.array_equal(body[:, 0], labels)
+    np.testing.assert_allclose(body[:, 1:], np.array(probs), atol=2e-5)
+    # without -b the model's probability support is mentioned, as svm-predict does
+    plain = run_cli("predict", heart, model_path, tmp_path / "plain")
+    assert plain.stdout.startswith("Model supports probability estimates, but disabled "
+                                   "in prediction.\n")
+
+
+def test_predict_regression_lines_like_libsvm(tmp_path, shared):
+    svmutil = libsvm_util()
+    data = write(tmp_path / "housing", shared.lines("housing_scale", 200).decode())
+    y, x = svmutil.svm_read_problem(data)
+    model_path = str(tmp_path / "svr.model")
+    svmutil.svm_save_model(model_path, svmutil.svm_train(y, x, "-s 3 -c 10 -p 0.5 -q"))
+    out = tmp_path / "out"
+    proc = run_cli("predict", data, model_path, out)
+    assert proc.returncode == 0, proc.stderr
+    (labels, _, _), printed = libsvm_predict_quietly(
+        svmutil, y, x, svmutil.svm_load_model(model_path))
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("Mean squared error = ") and lines[0].endswith(" (regression)")
+    assert lines[1].startswith("Squared correlation coefficient = ")
+    ours = [float(v) for v in out.read_text().split()]
+    np.testing.assert_allclose(ours, labels, rtol=1e-5, atol=1e-5)
+    expected = printed.splitlines()
+    for mine, theirs in zip(lines, expected):
+        a = float(mine.split("=")[1].split()[0])
+        b = float(theirs.split("=")[1].split()[0])
+        assert a == pytest.approx(b, rel=1e-5)
+
+
+def test_train_then_predict_end_to_end_quiet_and_default_name(tmp_path, heart):
+    work = tmp_path / "cwd"
+    work.mkdir()
+    proc = run_cli("train", "-q", "-c", "2", heart, cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "" and proc.stderr == ""
+    model = work / (os.path.basename(heart) + ".model")
+    assert model.exists()
+    assert model.read_text().startswith("svm_type c_svc\nkernel_type rbf\n")
+    proc = run_cli("predict", heart, model, work / "pred")
+    assert proc.returncode == 0, proc.stderr
+    acc = float(re.match(r"Accuracy = ([0-9.]+)%", proc.stdout).group(1))
+    assert acc > 85
+
+
+def test_train_cross_validation_lines(tmp_path, heart, shared):
+    first = run_cli("train", "-v", "5", "-q", heart, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    m = re.fullmatch(r"Cross Validation Accuracy = ([0-9.]+)%\n", first.stdout)
+    assert m and 70 < float(m.group(1)) <= 100
+    assert not any(p.suffix == ".model" for p in tmp_path.iterdir())
+    again = run_cli("train", "-v", "5", "-q", heart, cwd=tmp_path)
+    assert again.stdout == first.stdout  # seeded folds: reproducible
+    data = write(tmp_path / "housing", shared.lines("housing_scale", 150).decode())
+    reg = run_cli("train", "-s", "3", "-v", "3", "-q", data)
+    assert reg.returncode == 0, reg.stderr
+    lines = reg.stdout.splitlines()
+    assert re.fullmatch(r"Cross Validation Mean squared error = \S+", lines[0])
+    assert re.fullmatch(r"Cross Validation Squared correlation coefficient = \S+", lines[1])
+
+
+# ---------------------------------------------------------------------------
+# user errors: exit 1, one line naming the problem, never a traceback
+
+def test_usage_without_arguments():
+    for tool, text in (("train", "Usage: kernsolve-train [options] training_set_file"),
+                       ("predict", "Usage: kernsolve-predict [options] test_file"),
+                       ("scale", "Usage: kernsolve-scale [options] data_filename")):
+        proc = run_cli(tool)
+        assert_user_error(proc)
+        assert text in proc.stderr
+    helped = run_cli("train", "--help")
+    assert helped.returncode == 0 and "-wi weight" in helped.stdout
+
+
+def test_option_errors_name_the_option_and_show_usage(tmp_path, heart):
+    first = assert_user_error(run_cli("train", "-z", "1", heart), "-z")
+    assert "unknown option" in first
+    proc = run_cli("train", "-c", "abc", heart)
+    assert_user_error(proc, "-c", "abc")
+    assert "Usage: kernsolve-train" in proc.stderr
+    assert_user_error(run_cli("train", "-c", "-1", heart), "-c")
+    assert_user_error(run_cli("train", "-v", "1", heart), "n must >= 2")
+    assert_user_error(run_cli("train", "--solver", "nope", heart), "nope")
+    assert_user_error(run_cli("predict", "-b", "2", heart, "m", "o"), "-b")
+    assert_user_error(run_cli("scale", "-x", "1", heart), "unknown option")
+    assert_user_error(run_cli("scale", "-l", "1", "-u", "0", heart),
+                      "inconsistent lower/upper specification")
+    assert_user_error(run_cli("scale", "-s", "a", "-r", "b", heart),
+                      "cannot use -r and -s simultaneously")
+
+
+def test_file_errors(tmp_path, heart):
+    missing = tmp_path / "missing"
+    assert_user_error(run_cli("train", missing), "can't open", str(missing))
+    assert_user_error(run_cli("scale", missing), "can't open", str(missing))
+    assert_user_error(run_cli("train", tmp_path), "can't open")  # a directory
+    bad = write(tmp_path / "bad", "1 1:0.5\n+1 2:abc\n")
+    first = assert_user_error(run_cli("train", bad, tmp_path / "m"), "bad")
+    assert ":2" in first  # file:line
+    assert not (tmp_path / "m").exists()
+    assert_user_error(run_cli("scale", bad), "bad")
+    bad_range = write(tmp_path / "bad.range", "x\n-1 1\n1 zero 2\n")
+    assert_user_error(run_cli("scale", "-r", bad_range, heart), "bad.range:3")
+    assert_user_error(run_cli("train", heart, tmp_path / "no" / "such" / "dir.model"),
+                      "can't open output file")
+
+
+def test_model_errors_leave_no_output(tmp_path, heart):
+    out = tmp_path / "out"
+    out.write_text("previous contents\n")
+    corrupt = write(tmp_path / "corrupt.model", "svm_type c_svc\nkernel_type banana\n")
+    assert_user_error(run_cli("predict", heart, corrupt, out), "corrupt.model")
+    truncated = write(tmp_path / "trunc.model",
+                      "svm_type c_svc\nkernel_type rbf\ngamma 0.5\nnr_class 2\n"
+                      "total_sv 3\nrho 0.1\nlabel 1 -1\nnr_sv 2 1\nSV\n1 1:0.5\n")
+    assert_user_error(run_cli("predict", heart, truncated, out), "trunc.model")
+    assert_user_error(run_cli("predict", heart, tmp_path / "none.model", out), "none.model")
+    assert out.read_text() == "previous contents\n"
+    svmutil = libsvm_util()
+    y, x = svmutil.svm_read_problem(heart)
+    plain = str(tmp_path / "plain.model")
+    svmutil.svm_save_model(plain, svmutil.svm_train(y, x, "-q"))
+    assert_user_error(run_cli("predict", "-b", "1", heart, plain, out), "probability")
+    assert out.read_text() == "previous contents\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+# ---------------------------------------------------------------------------
+# in-process checks of the shared error handling
+
+def test_interrupt_exits_130_and_partial_output_is_removed(tmp_path, capsys):
+    from kernsolve.cli import _common
+
+    target = tmp_path / "out"
+
+    def main(argv):
+        with _common.atomic_output(str(target)) as f:
+            f.write("half a file")
+            raise KeyboardInterrupt
+
+    assert _common.run(main, [], "prog", "usage\n") == 130
+    assert not target.exists() and list(tmp_path.iterdir()) == []
+    err = capsys.readouterr().err
+    assert err == "prog: interrupted\n"
+
+    def buggy(argv):
+        raise TypeError("oops\nsecond line")
+
+    assert _common.run(buggy, [], "prog", "usage\n") == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_python_dash_m_runs_the_modules():
+    for tool in ("train", "predict", "scale"):
+        proc = run_cli(tool, "--help")
+        assert proc.returncode == 0 and proc.stdout.startswith("Usage: kernsolve-" + tool)
+        assert proc.stderr == ""
