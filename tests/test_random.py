@@ -205,6 +205,27 @@ def test_compiled_scalar_and_array_paths_agree():
         R.integers(1000, 17, "sampling", start, n).tolist()
 
 
+def test_normal_pair():
+    key = R.stream_key(4, "features")
+    pairs = np.array([C.normal_pair1(key, c) for c in range(20_000)])
+    # The cosine branch is rng_normal itself, bit for bit.
+    np.testing.assert_array_equal(pairs[:, 0], R.normal(4, "features", 0, 20_000))
+    ref_sin = []
+    for c in range(50):
+        y = ref_words(key, c)
+        u1 = (((y[0] | (y[1] << 32)) >> 11) + 1) * 2.0 ** -53
+        u2 = ((y[2] | (y[3] << 32)) >> 11) * 2.0 ** -53
+        ref_sin.append(math.sqrt(-2.0 * math.log(u1)) * math.sin(2.0 * math.pi * u2))
+    np.testing.assert_array_max_ulp(pairs[:50, 1], np.array(ref_sin), maxulp=4)
+    z1 = pairs[:, 1]
+    n = len(z1)
+    assert abs(z1.mean()) < 5 / math.sqrt(n)
+    assert abs(z1.var() - 1) < 5 * math.sqrt(2 / n)
+    assert abs(np.corrcoef(pairs[:, 0], z1)[0, 1]) < 5 / math.sqrt(n)
+    # Independent, not merely uncorrelated: z0**2 and z1**2 are uncorrelated too.
+    assert abs(np.corrcoef(pairs[:, 0] ** 2, z1 ** 2)[0, 1]) < 5 / math.sqrt(n)
+
+
 def test_counter_addressing_is_stateless():
     whole = R.random_u64(3, "features", 100, 50)
     parts = np.concatenate([R.random_u64(3, "features", 100 + s, 10)

@@ -10,7 +10,7 @@
 #     cdef uint64_t key = rng_key(seed, STREAM_FEATURES)
 #     z = rng_normal(key, counter)          # counter: any uint64 you address by
 from libc.stdint cimport uint32_t, uint64_t, int64_t
-from libc.math cimport log, sqrt, cos, tan
+from libc.math cimport log, sqrt, cos, sin, tan
 
 # Stream numbers (the fixed table of doc/random.md).  Never renumber: model
 # files and golden vectors depend on them.  New streams take the next number.
@@ -105,6 +105,23 @@ cdef inline double rng_normal(uint64_t key, uint64_t counter) noexcept nogil:
     cdef double u1 = <double>((a >> 11) + 1) * 1.1102230246251565e-16
     cdef double u2 = <double>(b >> 11) * 1.1102230246251565e-16
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2)
+
+
+cdef inline void rng_normal_pair(uint64_t key, uint64_t counter, double* z0,
+                                 double* z1) noexcept nogil:
+    """Both Box-Muller branches of one counter: z0 = rng_normal(key, counter) and
+    z1 = sqrt(-2 log u1) * sin(2 pi u2), independent of z0.  Half the libm
+    work per normal, for callers that can address normals in pairs.
+    """
+    cdef philox_out o = rng_block(key, counter, 0)
+    cdef uint64_t a = <uint64_t>o.v0 | (<uint64_t>o.v1 << 32)
+    cdef uint64_t b = <uint64_t>o.v2 | (<uint64_t>o.v3 << 32)
+    cdef double u1 = <double>((a >> 11) + 1) * 1.1102230246251565e-16
+    cdef double u2 = <double>(b >> 11) * 1.1102230246251565e-16
+    cdef double r = sqrt(-2.0 * log(u1))
+    cdef double angle = 6.283185307179586 * u2
+    z0[0] = r * cos(angle)
+    z1[0] = r * sin(angle)
 
 
 cdef inline double rng_cauchy(uint64_t key, uint64_t counter) noexcept nogil:

@@ -8,7 +8,8 @@ from cython.parallel cimport prange
 from libc.stdint cimport uint32_t, uint64_t, int64_t
 
 from ._random cimport (philox_out, philox4x32_10, rng_key, rng_u64, rng_uniform,
-                       rng_normal, rng_cauchy, rng_integer, rng_permutation,
+                       rng_normal, rng_normal_pair, rng_cauchy, rng_integer,
+                       rng_permutation,
                        STREAM_FEATURES, STREAM_PHASES, STREAM_SAMPLING,
                        STREAM_FOLDS, STREAM_PROBABILITY, STREAM_SHUFFLE)
 
@@ -47,6 +48,13 @@ def uniform1(uint64_t key, uint64_t counter):
 def normal1(uint64_t key, uint64_t counter):
     """rng_normal(key, counter)."""
     return rng_normal(key, counter)
+
+
+def normal_pair1(uint64_t key, uint64_t counter):
+    """rng_normal_pair(key, counter) as a tuple."""
+    cdef double z0, z1
+    rng_normal_pair(key, counter, &z0, &z1)
+    return (z0, z1)
 
 
 def cauchy1(uint64_t key, uint64_t counter):
