@@ -1,0 +1,471 @@
+"""Prediction with a trained :class:`~kernsolve.Model`, as LIBSVM's ``svm_predict``.
+
+Decision values are LIBSVM's ``svm_predict_values``: for classification the
+one-vs-one values of the pairs (0,1), (0,2), ..., (1,2), ... in label order,
+each ``sum(coef * K(x, SV)) - rho``; for regression the value; for one-class
+the value, whose sign is the label.  They are computed block by block: one
+kernel block ``K(X_block, SV)`` for all pairs (the SVs are shared between the
+pairs), then one dense product with a (n_SV, n_pairs) coefficient matrix, so
+memory stays within the block budget however many rows are predicted.
+
+Probabilities follow LIBSVM 3.37's ``svm_predict_probability``: Platt's
+sigmoid in its cancellation-free form, clipped to [1e-7, 1 - 1e-7], the two
+values directly for two classes and LIBSVM's ``multiclass_probability``
+(pairwise coupling, same iteration and stopping rule) for more; one-class
+probabilities from the ten density marks.
+"""
+import math
+import shlex
+import sys
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._kernels import as_canonical, kernel_matrix
+from ._model import Model, _check_model
+
+# Bytes of kernel values per block (K block plus the product): bounds memory.
+BLOCK_BYTES = 32 * 2 ** 20
+MIN_PROB = 1e-7  # LIBSVM's clip of pairwise probabilities
+
+
+# ---------------------------------------------------------------- options
+
+def _parse_predict_options(options):
+    """``-b 0|1``, ``-q``, ``--threads N`` -> (probability, quiet, n_jobs)."""
+    if options is None:
+        options = ""
+    if isinstance(options, str):
+        try:
+            argv = shlex.split(options)
+        except ValueError as exc:
+            raise ValueError(f"cannot split the option string: {exc}") from None
+    else:
+        argv = [str(t) for t in options]
+    probability, quiet, n_jobs = False, False, None
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "-q":
+            quiet = True
+            i += 1
+            continue
+        name, eq, value = tok.partition("=") if tok.startswith("--") else (tok, "", "")
+        if name in ("-b", "--threads"):
+            if not eq:
+                if i + 1 >= len(argv):
+                    raise ValueError(f"{name}: missing value")
+                value = argv[i + 1]
+                i += 2
+            else:
+                i += 1
+            v = value.strip()
+            if name == "-b":
+                if v not in ("0", "1"):
+                    raise ValueError(f"-b: expected 0 or 1, got {value!r}")
+                probability = v == "1"
+            else:
+                if not v.lstrip("+-").isdigit() or v.count("-") + v.count("+") > 1:
+                    raise ValueError(f"--threads: expected an integer, got {value!r}")
+                n_jobs = int(v)
+                if n_jobs == 0:
+                    raise ValueError("--threads: must be a positive count or negative "
+                                     "(back from all cores), got 0")
+            continue
+        raise ValueError(f"unknown option: {tok}")
+    return probability, quiet, n_jobs
+
+
+# ---------------------------------------------------------------- kernel block
+
+def _prepare_X(X):
+    """Canonical X (dense float64 or CSR) with finite values, or ValueError."""
+    if X is None:
+        raise ValueError("X is None")
+    if not sp.issparse(X):
+        arr = np.asarray(X)
+        if arr.ndim == 1:
+            raise ValueError(f"X must be 2-D (n_samples, n_features), got 1-D with "
+                             f"shape {arr.shape}")
+        if arr.ndim == 2 and arr.shape[1] == 0:
+            # Rows without features: LIBSVM reads them as all-zero vectors.
+            return sp.csr_matrix((arr.shape[0], 1), dtype=np.float64)
+        if arr.ndim == 2 and arr.shape[0] == 0:
+            return np.zeros((0, max(arr.shape[1], 1)))
+        X = arr
+    elif X.shape[0] == 0 or X.shape[1] == 0:
+        return sp.csr_matrix((X.shape[0], max(X.shape[1], 1)), dtype=np.float64)
+    return as_canonical(X)
+
+
+def _widen(M, width):
+    """M as CSR with ``width`` columns (extra columns are zeros)."""
+    M = sp.csr_matrix(M)
+    if M.shape[1] != width:
+        M = M.copy()
+        M.resize((M.shape[0], width))
+    return M
+
+
+class _KernelBlocks:
+    """K(X_block, SV) for blocks of rows, with LIBSVM's width rule.
+
+    LIBSVM's kernels run over the union of the indices of the two sparse
+    vectors, so a feature that only the test data has still counts (RBF) and
+    one that only the SVs have counts too: both sides are padded with zero
+    columns to the common width.
+    """
+
+    def __init__(self, X, model, n_jobs):
+        self.model = model
+        self.param = model.param
+        self.n_jobs = n_jobs
+        self.l = model.support_vectors.shape[0]
+        t = int(self.param.kernel_type)
+        if t == 4:
+            sv = model.support_vectors
+            col0 = sv[:, [0]].toarray().ravel() if sp.issparse(sv) else \
+                np.asarray(sv, dtype=np.float64)[:, 0]
+            self.serials = col0.astype(np.int64)
+            if self.l and (self.serials < 0).any():
+                raise ValueError("precomputed kernel: negative serial number in the model")
+            need = int(self.serials.max()) + 1 if self.l else 1
+            if X.shape[1] < need:
+                raise ValueError(
+                    f"precomputed kernel: test rows have {X.shape[1]} columns (index 0 is "
+                    f"the serial number) but a support vector has serial number {need - 1}")
+            self.X = X
+            self.SV = None
+            return
+        sv = model.support_vectors
+        if not sp.issparse(sv):
+            sv = np.asarray(sv, dtype=np.float64)
+        width = max(X.shape[1], sv.shape[1], 1)
+        if X.shape[1] != width:
+            X = _widen(X, width)
+        if sv.shape[1] != width:
+            sv = _widen(sv, width)
+        self.X = X
+        self.SV = as_canonical(sv, name="support vectors") if self.l else None
+
+    def block(self, start, stop):
+        Xb = self.X[start:stop]
+        if self.l == 0:
+            return np.zeros((stop - start, 0))
+        p = self.param
+        if int(p.kernel_type) == 4:
+            K = Xb[:, self.serials]
+            return K.toarray() if sp.issparse(K) else np.asarray(K, dtype=np.float64)
+        return kernel_matrix(Xb, self.SV, kernel=int(p.kernel_type), gamma=p.gamma,
+                             degree=int(p.degree), coef0=float(p.coef0), n_jobs=self.n_jobs)
+
+
+def _coef_matrix(model, coef):
+    """(n_SV, n_values) matrix W so that decision values = K @ W - rho."""
+    s = int(model.param.svm_type)
+    l = model.support_vectors.shape[0]
+    if s not in (0, 1):
+        return coef[0].reshape(l, 1).copy()
+    k = model.nr_class
+    ns = np.asarray(model.n_support, dtype=np.int64).ravel()
+    start = np.concatenate([[0], np.cumsum(ns)])
+    W = np.zeros((l, k * (k - 1) // 2))
+    p = 0
+    for i in range(k):
+        for j in range(i + 1, k):
+            # LIBSVM: coefficients of class i's SVs in sv_coef[j-1], of j's in sv_coef[i].
+            W[start[i]:start[i + 1], p] = coef[j - 1, start[i]:start[i + 1]]
+            W[start[j]:start[j + 1], p] = coef[i, start[j]:start[j + 1]]
+            p += 1
+    return W
+
+
+def _decision_values(X, model, n_jobs):
+    coef, rho = _check_model(model)
+    if model.support_vectors.shape[0] == 0:
+        coef = np.zeros((max(model.nr_class - 1, 1), 0))
+    W = _coef_matrix(model, coef)
+    n = X.shape[0]
+    blocks = _KernelBlocks(X, model, n_jobs)
+    out = np.empty((n, W.shape[1]))
+    l = max(W.shape[0], 1)
+    rows = max(1, BLOCK_BYTES // (8 * (l + W.shape[1])))
+    for start in range(0, n, rows):
+        stop = min(n, start + rows)
+        K = blocks.block(start, stop)
+        out[start:stop] = K @ W - rho
+    return out
+
+
+# ---------------------------------------------------------------- probabilities
+
+def _sigmoid_predict(f, A, B):
+    """LIBSVM's sigmoid_predict: 1/(1+exp(fA+B)) without cancellation."""
+    fApB = f * A + B
+    with np.errstate(over="ignore"):
+        e_neg = np.exp(-fApB)
+        e_pos = np.exp(fApB)
+    return np.where(fApB >= 0, e_neg / (1.0 + e_neg), 1.0 / (1.0 + e_pos))
+
+
+def multiclass_probability(r):
+    """LIBSVM's ``multiclass_probability`` (Wu, Lin and Weng 2004, method 2), vectorised.
+
+    Parameters
+    ----------
+    r : ndarray of shape (n, k, k)
+        ``r[:, i, j]`` estimates P(class i | class i or j).
+
+    Returns
+    -------
+    ndarray of shape (n, k)
+        Each sample follows LIBSVM's iteration on its own: the same updates in
+        the same order, stopping when ``max |Qp - pQp| < 0.005 / k`` or after
+        ``max(100, k)`` rounds.
+    """
+    r = np.asarray(r, dtype=np.float64)
+    n, k = r.shape[0], r.shape[1]
+    Q = np.empty((n, k, k))
+    for t in range(k):
+        diag = np.zeros(n)
+        for j in range(t):
+            diag += r[:, j, t] * r[:, j, t]
+            Q[:, t, j] = Q[:, j, t]
+        for j in range(t + 1, k):
+            diag += r[:, j, t] * r[:, j, t]
+            Q[:, t, j] = -r[:, j, t] * r[:, t, j]
+        Q[:, t, t] = diag
+    p = np.full((n, k), 1.0 / k)
+    eps = 0.005 / k
+    active = np.arange(n)
+    for _ in range(max(100, k)):
+        if active.size == 0:
+            break
+        Qa = Q[active]
+        pa = p[active]
+        Qp = np.zeros((active.size, k))
+        pQp = np.zeros(active.size)
+        for t in range(k):
+            for j in range(k):
+                Qp[:, t] += Qa[:, t, j] * pa[:, j]
+            pQp += pa[:, t] * Qp[:, t]
+        max_error = np.zeros(active.size)
+        for t in range(k):
+            max_error = np.maximum(max_error, np.abs(Qp[:, t] - pQp))
+        go = ~(max_error < eps)
+        if not go.all():
+            active, Qa, pa, Qp, pQp = (active[go], Qa[go], pa[go], Qp[go], pQp[go])
+            if active.size == 0:
+                break
+        for t in range(k):
+            Qtt = Qa[:, t, t]
+            diff = (-Qp[:, t] + pQp) / Qtt
+            pa[:, t] += diff
+            pQp = (pQp + diff * (diff * Qtt + 2 * Qp[:, t])) / (1 + diff) / (1 + diff)
+            for j in range(k):
+                Qp[:, j] = (Qp[:, j] + diff * Qa[:, t, j]) / (1 + diff)
+                pa[:, j] /= (1 + diff)
+        p[active] = pa
+    return p
+
+
+def _classification_probabilities(dec, model):
+    k = model.nr_class
+    A = np.asarray(model.prob_a, dtype=np.float64).ravel()
+    B = np.asarray(model.prob_b, dtype=np.float64).ravel()
+    n = dec.shape[0]
+    r = np.zeros((n, k, k))
+    p = 0
+    for i in range(k):
+        for j in range(i + 1, k):
+            s = _sigmoid_predict(dec[:, p], A[p], B[p])
+            s = np.minimum(np.maximum(s, MIN_PROB), 1 - MIN_PROB)
+            r[:, i, j] = s
+            r[:, j, i] = 1 - s
+            p += 1
+    if k == 2:
+        return np.column_stack([r[:, 0, 1], r[:, 1, 0]])
+    if k == 1:
+        return np.ones((n, 1))
+    return multiclass_probability(r)
+
+
+def _one_class_probability(dec, marks):
+    """LIBSVM 3.37's predict_one_class_probability, element by element."""
+    marks = np.asarray(marks, dtype=np.float64).ravel()
+    nr_marks = marks.size
+    out = np.zeros(dec.shape)
+    low = dec < marks[0]
+    high = ~low & (dec > marks[nr_marks - 1])
+    out[low] = 0.001
+    out[high] = 0.999
+    todo = ~low & ~high
+    for i in range(1, nr_marks):
+        hit = todo & (dec < marks[i])
+        out[hit] = i / nr_marks
+        todo &= ~hit
+    return out
+
+
+# ---------------------------------------------------------------- public API
+
+def _labels_from_values(dec, model):
+    s = int(model.param.svm_type)
+    if s in (3, 4):
+        return dec[:, 0].copy()
+    if s == 2:
+        return np.where(dec[:, 0] > 0, 1.0, -1.0)
+    k = model.nr_class
+    labels = np.asarray(model.labels, dtype=np.float64)
+    votes = np.zeros((dec.shape[0], k), dtype=np.int64)
+    p = 0
+    for i in range(k):
+        for j in range(i + 1, k):
+            pos = dec[:, p] > 0
+            votes[:, i] += pos
+            votes[:, j] += ~pos
+            p += 1
+    return labels[np.argmax(votes, axis=1)]  # argmax takes the first maximum, as LIBSVM
+
+
+def _check_predictable(model):
+    if not isinstance(model, Model):
+        raise ValueError(f"model must be a kernsolve Model, got {type(model).__name__}")
+    _check_model(model)
+
+
+def _predict_arrays(X, model, probability=False, n_jobs=None):
+    """(labels, values) for canonical-able X; values as ``predict`` describes."""
+    _check_predictable(model)
+    Xc = _prepare_X(X)
+    dec = _decision_values(Xc, model, n_jobs)
+    s = int(model.param.svm_type)
+    if not probability:
+        return _labels_from_values(dec, model), dec
+    if not model.is_probability_model:
+        raise ValueError("model does not support probability estimates (train it with -b 1)")
+    if s in (0, 1):
+        prob = _classification_probabilities(dec, model)
+        labels = np.asarray(model.labels, dtype=np.float64)[np.argmax(prob, axis=1)]
+        return labels, prob
+    if s == 2:
+        p1 = _one_class_probability(dec[:, 0], model.prob_density_marks)
+        return _labels_from_values(dec, model), np.column_stack([p1, 1 - p1])
+    return dec[:, 0].copy(), dec
+
+
+def decision_function(X, model, n_jobs=None):
+    """LIBSVM's decision values of every row of X.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_values)
+        Classification: the k(k-1)/2 one-vs-one values in LIBSVM's pair order
+        ((0,1), (0,2), ..., (1,2), ...; positive favours the first class of the
+        pair, classes in ``model.labels`` order).  Regression and one-class:
+        one column.
+    """
+    _check_predictable(model)
+    return _decision_values(_prepare_X(X), model, n_jobs)
+
+
+def predict_probability(X, model, n_jobs=None):
+    """Probability estimates of every row of X.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_classes)
+        Classification: one column per class in ``model.labels`` order.
+        One-class: [P(normal), 1 - P(normal)].  SVR: the predicted value (the
+        Laplace scale of the noise is ``model.prob_a[0]``).
+    """
+    return _predict_arrays(X, model, probability=True, n_jobs=n_jobs)[1]
+
+
+def evaluations(y, predicted):
+    """(accuracy in %, mean squared error, squared correlation), as LIBSVM's.
+
+    Computed exactly like ``libsvm.commonutil.evaluations`` (numpy path):
+    the squared correlation is NaN when it is undefined.
+    """
+    ty = np.asarray(y, dtype=np.float64)
+    pv = np.asarray(predicted, dtype=np.float64)
+    if ty.shape != pv.shape:
+        raise ValueError(f"y has {ty.size} values but there are {pv.size} predictions")
+    if ty.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    acc = 100.0 * (ty == pv).mean()
+    mse = ((ty - pv) ** 2).mean()
+    n = len(ty)
+    sumv, sumy = pv.sum(), ty.sum()
+    sumvy, sumvv, sumyy = (pv * ty).sum(), (pv * pv).sum(), (ty * ty).sum()
+    with np.errstate(all="raise"):
+        try:
+            scc = ((n * sumvy - sumv * sumy) * (n * sumvy - sumv * sumy)) / \
+                  ((n * sumvv - sumv * sumv) * (n * sumyy - sumy * sumy))
+        except FloatingPointError:
+            scc = float("nan")
+    return float(acc), float(mse), float(scc)
+
+
+def predict(y, X, model, options=""):
+    """Predict the rows of X, like ``libsvm.svmutil.svm_predict``.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,) or None
+        True labels or targets, for the accuracy tuple (None: no evaluation).
+    X : array-like or scipy sparse matrix, shape (n_samples, n_features)
+        Columns as ``read_problem`` gives them (column j = feature j+1).  Extra
+        columns and missing ones are treated as LIBSVM treats them: absent
+        features are zeros.  For a precomputed kernel, column 0 is the serial
+        number and column s holds K(x, training row s).
+    model : Model
+    options : str or list of str
+        ``-b 1`` probability estimates (the model must have them);
+        ``-q`` quiet; ``--threads N`` threads for the kernel values.
+
+    Returns
+    -------
+    labels : ndarray of float64, shape (n_samples,)
+    (accuracy, mse, scc) : tuple of float
+        Accuracy in percent (classification), mean squared error and squared
+        correlation coefficient (regression), as LIBSVM computes them; NaNs
+        when ``y`` is None.
+    values : ndarray of shape (n_samples, n_values)
+        Decision values (see :func:`decision_function`) or, with ``-b 1``,
+        probabilities (see :func:`predict_probability`).
+    """
+    probability, quiet, n_jobs = _parse_predict_options(options)
+    _check_predictable(model)
+    info = (lambda *a: None) if quiet else (lambda s: print(s, file=sys.stdout))
+    Xc = _prepare_X(X)
+    if y is not None:
+        y = np.asarray(y, dtype=np.float64).ravel() if not sp.issparse(y) else None
+        if y is None:
+            raise ValueError("y must be a 1-D array of labels, not a sparse matrix")
+        if y.size != Xc.shape[0]:
+            raise ValueError(f"y has {y.size} labels but X has {Xc.shape[0]} rows")
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y contains NaN or infinity")
+    s = int(model.param.svm_type)
+    if probability:
+        if not model.is_probability_model:
+            raise ValueError("model does not support probability estimates (train it with -b 1)")
+        if s in (3, 4):
+            info("Prob. model for test data: target value = predicted value + z,\n"
+                 "z: Laplace distribution e^(-|z|/sigma)/(2sigma),sigma=%g"
+                 % float(np.ravel(model.prob_a)[0]))
+    elif model.is_probability_model:
+        info("Model supports probability estimates, but disabled in prediction.")
+    labels, values = _predict_arrays(Xc, model, probability, n_jobs)
+    if y is None:
+        return labels, (float("nan"),) * 3, values
+    acc, mse, scc = evaluations(y, labels)
+    n = len(y)
+    if s in (3, 4):
+        info("Mean squared error = %g (regression)" % mse)
+        info("Squared correlation coefficient = %g (regression)" % scc)
+    else:
+        info("Accuracy = %g%% (%d/%d) (classification)" % (acc, int(round(n * acc / 100)), n))
+    return labels, (acc, mse, scc), values
