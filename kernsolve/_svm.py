@@ -1,0 +1,792 @@
+"""SVM training: LIBSVM's five formulations on kernsolve's SMO core.
+
+``train(y, X, "-s 0 -t 2 -c 10")`` follows LIBSVM 3.37's ``svm_train`` step by
+step, so that a model trained here matches one trained by LIBSVM on the same
+data: the same label order (``svm_group_classes``), the same one-vs-one
+sub-problems and data order inside them, the same initial points, linear terms
+and scalings for each formulation (``solve_c_svc`` ... ``solve_nu_svr``), the
+same bookkeeping of support vectors and coefficients, and the same printed
+lines.  What LIBSVM lacks is added on top: sample weights, the no-bias C-SVC,
+seeded probability folds, and training statistics.
+
+The numerical work is in ``kernsolve._core._smo.solve``; this module only
+builds its inputs and reads its outputs.
+"""
+import sys
+import time
+import warnings
+import numpy as np
+import scipy.sparse as sp
+
+from . import _probability
+from ._model import Model
+from ._params import Parameters
+from ._threads import resolve_n_jobs
+
+C_SVC, NU_SVC, ONE_CLASS, EPSILON_SVR, NU_SVR = range(5)
+PRECOMPUTED = 4
+N_PROB_FOLDS = 5          # LIBSVM's internal folds for probability models
+_DECISION_BLOCK = 1 << 22  # kernel values per block when computing decision values
+
+__all__ = ["train"]
+
+
+# --------------------------------------------------------------------------
+# public entry point
+# --------------------------------------------------------------------------
+
+def train(y, X, options="", *, sample_weight=None, n_jobs=None, _folds=None,
+          _max_iter=None):
+    """Train an SVM the way LIBSVM's ``svm-train`` does.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        Targets: class labels (integers) for ``-s 0/1``, real values for
+        ``-s 3/4``; ignored (but still required) for one-class ``-s 2``.
+    X : ndarray or scipy.sparse matrix of shape (n_samples, n_features)
+        Training data.  For a precomputed kernel (``-t 4``), column 0 holds the
+        1-based serial number of each row and column ``k`` holds
+        ``K(x, x_k)``, LIBSVM's convention.
+    options : str, list of str, dict or Parameters
+        LIBSVM's option letters (``"-s 0 -t 2 -c 10 -g 0.5 -b 1 -w1 2 -q"``),
+        plus kernsolve's long options (``--threads N``, ``--bias 0``,
+        ``--seed S``); see ``kernsolve.parse_options``.
+    sample_weight : array-like of shape (n_samples,), optional
+        Per-row weights >= 0: the row's bound becomes ``C_class * weight``
+        (LIBSVM has no sample weights).  Rows of weight 0 are left out.
+    n_jobs : int, optional
+        Threads for the kernel computations; overrides ``--threads``.  None
+        means ``--threads`` if given, else all cores (``resolve_n_jobs``).
+    _folds : private
+        Explicit orders for the internal probability folds, instead of
+        ``kernsolve._random.permutation(l, seed, "probability")``: one
+        permutation of ``range(l_pair)`` per one-vs-one pair (in LIBSVM's pair
+        order, rows of the pair in grouped order: class i's rows, then class
+        j's), or one permutation of ``range(n)`` for SVR.  Fold ``f`` is
+        ``perm[f*l//5:(f+1)*l//5]``, as in LIBSVM.  For comparisons with LIBSVM.
+    _max_iter : private
+        Iteration limit of the SMO core (default: LIBSVM's rule).
+
+    Returns
+    -------
+    model : Model
+        With LIBSVM's layout (``labels``, ``support_vectors`` grouped by class,
+        ``dual_coef`` = sv_coef, ``rho``, ``n_support``) and ``stats``.
+
+    Raises
+    ------
+    ValueError
+        For invalid parameters or data, with one message naming the problem.
+    """
+    t_start = time.perf_counter()
+    param = _as_parameters(options)
+    if n_jobs is None:
+        n_jobs = param.n_jobs
+    n_threads = resolve_n_jobs(n_jobs)
+    _check_parameters(param)
+
+    y = _as_targets(y, param.svm_type)
+    data = _Data(X, y.shape[0], param)
+    sw = _as_sample_weight(sample_weight, y.shape[0])
+
+    gamma = param.gamma
+    if gamma is None or gamma == 0:
+        # LIBSVM: -g 0 (or no -g) means 1/num_features
+        gamma = 1.0 / data.n_features if data.n_features > 0 else 0.0
+    param = param.copy(gamma=float(gamma))
+    data.param = param
+
+    # Rows of weight 0 take no part (their bound would be 0).
+    kept = np.flatnonzero(sw > 0) if sw is not None else None
+    if kept is not None and kept.size < y.shape[0]:
+        if kept.size == 0:
+            raise ValueError("sample_weight is zero for every row: nothing to train on")
+        data = data.take(kept)
+        y = y[kept]
+        sw = sw[kept]
+        orig_index = kept
+    else:
+        orig_index = np.arange(y.shape[0])
+
+    if param.svm_type == NU_SVC:
+        _check_nu_feasible(param.nu, y, sw)
+
+    ctx = _Context(param, n_threads, data)
+    ctx.max_iter = _max_iter
+    if param.svm_type in (C_SVC, NU_SVC):
+        model = _train_classification(ctx, y, sw, orig_index, _folds)
+    else:
+        model = _train_single(ctx, y, sw, orig_index, _folds)
+    model.stats["wall_seconds"] = time.perf_counter() - t_start
+    model.stats["n_threads"] = n_threads
+    return model
+
+
+# --------------------------------------------------------------------------
+# parameters and data checks
+# --------------------------------------------------------------------------
+
+def _as_parameters(options):
+    if isinstance(options, Parameters):
+        return options.copy()
+    from ._params import parse_options
+    return parse_options(options)
+
+
+def _is_real(value):
+    return (isinstance(value, (int, float, np.integer, np.floating))
+            and not isinstance(value, (bool, np.bool_)))
+
+
+def _check_parameters(param):
+    """The option checks (``Parameters.check``) plus those of SMO training."""
+    param.check()
+    for label, w in param.weight.items():
+        if w == 0:
+            raise ValueError(f"-w{label} 0: a class weight of 0 makes C = 0 for class "
+                             f"{label}; leave that class out of the data instead")
+    if param.solver != "smo":
+        raise ValueError(f"kernsolve.train trains the SMO solver; --solver {param.solver!r} "
+                         "is not handled here")
+    if not param.bias and param.svm_type != C_SVC:
+        raise ValueError("--bias 0 (the SVM without bias) is only available for C-SVC (-s 0)")
+
+
+def _as_targets(y, svm_type):
+    arr = np.asarray(y) if not isinstance(y, np.ndarray) else y
+    if arr.dtype.kind not in "biuf":
+        if arr.dtype.kind == "O" and all(_is_real(v) for v in arr.ravel()):
+            arr = arr.astype(np.float64)
+        else:
+            raise ValueError(f"labels must be numbers, got an array of dtype {arr.dtype}"
+                             + (f" (first entry {arr.ravel()[0]!r})" if arr.size else ""))
+    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    if arr.ndim != 1:
+        raise ValueError(f"y must be one-dimensional, got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError("empty training data: y has no entries")
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if bad.size:
+        raise ValueError(f"label of row {bad[0] + 1} is not finite ({arr[bad[0]]!r})")
+    if svm_type in (C_SVC, NU_SVC):
+        frac = np.flatnonzero(arr != np.round(arr))
+        if frac.size:
+            raise ValueError(f"classification labels must be integers (LIBSVM stores "
+                             f"them as int); row {frac[0] + 1} has {arr[frac[0]]!r}")
+        big = np.flatnonzero(np.abs(arr) >= 2 ** 31)
+        if big.size:
+            raise ValueError(f"classification label {arr[big[0]]!r} (row {big[0] + 1}) "
+                             "does not fit a 32-bit integer")
+    return arr
+
+
+def _as_sample_weight(sample_weight, n):
+    if sample_weight is None:
+        return None
+    arr = np.asarray(sample_weight)
+    if arr.dtype.kind not in "biuf":
+        raise ValueError(f"sample_weight must be numbers, got dtype {arr.dtype}")
+    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    if arr.ndim != 1 or arr.shape[0] != n:
+        raise ValueError(f"sample_weight has shape {arr.shape}; expected ({n},), "
+                         "one weight per row")
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if bad.size:
+        raise ValueError(f"sample_weight of row {bad[0] + 1} is not finite ({arr[bad[0]]!r})")
+    neg = np.flatnonzero(arr < 0)
+    if neg.size:
+        raise ValueError(f"sample_weight of row {neg[0] + 1} is negative ({arr[neg[0]]!r}); "
+                         "weights must be >= 0")
+    return arr
+
+
+def _check_nu_feasible(nu, y, sw):
+    """LIBSVM's nu-SVC feasibility test, on weighted class sizes."""
+    labels, inverse = np.unique(y, return_inverse=True)
+    sizes = np.bincount(inverse, weights=sw, minlength=labels.size)
+    for a in range(labels.size):
+        for b in range(a + 1, labels.size):
+            n1, n2 = sizes[a], sizes[b]
+            if nu * (n1 + n2) / 2 > min(n1, n2):
+                raise ValueError(
+                    f"specified nu is infeasible: nu = {nu:g} needs "
+                    f"nu * (n1 + n2) / 2 <= min(n1, n2) for every pair of classes, "
+                    f"but classes {labels[a]:g} and {labels[b]:g} have "
+                    f"{n1:g} and {n2:g} rows; use nu <= {2 * min(n1, n2) / (n1 + n2):.6g}")
+
+
+# --------------------------------------------------------------------------
+# training data: rows for the solver, kernel blocks for decision values
+# --------------------------------------------------------------------------
+
+class _Data:
+    """The training rows in canonical form, and kernel values between them."""
+
+    def __init__(self, X, n_rows, param):
+        self.param = param
+        if X is None:
+            raise ValueError("X is None; expected an (n_samples, n_features) matrix")
+        if param.kernel_type == PRECOMPUTED:
+            self._init_precomputed(X, n_rows)
+            return
+        from ._kernels import as_canonical
+        Xc = as_canonical(X)
+        if Xc.ndim != 2:
+            raise ValueError(f"X must be two-dimensional, got shape {Xc.shape}")
+        if Xc.shape[0] != n_rows:
+            raise ValueError(f"X has {Xc.shape[0]} rows but y has {n_rows} entries")
+        values = Xc.data if sp.issparse(Xc) else Xc
+        if not np.all(np.isfinite(values)):
+            raise ValueError("X contains non-finite values (NaN or infinity)")
+        self.X = Xc
+        self.K = None
+        self.serial = None
+        self.n_features = Xc.shape[1]
+
+    def _init_precomputed(self, X, n_rows):
+        try:
+            Xd = X.toarray() if sp.issparse(X) else np.asarray(X)
+            Xd = np.ascontiguousarray(Xd, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"precomputed kernel rows must be numbers: {exc}") from None
+        if Xd.ndim != 2:
+            raise ValueError(f"X must be two-dimensional, got shape {Xd.shape}")
+        if Xd.shape[0] != n_rows:
+            raise ValueError(f"X has {Xd.shape[0]} rows but y has {n_rows} entries")
+        if not np.all(np.isfinite(Xd)):
+            raise ValueError("X contains non-finite values (NaN or infinity)")
+        n_cols = Xd.shape[1] - 1
+        serial = Xd[:, 0]
+        bad = np.flatnonzero((serial != np.round(serial)) | (serial < 1) | (serial > n_cols))
+        if bad.size:
+            raise ValueError(
+                f"precomputed kernel (-t 4): column 0 must hold the sample serial number "
+                f"1..{n_cols}; row {bad[0] + 1} has {serial[bad[0]]!r}")
+        serial = serial.astype(np.intp)
+        # LIBSVM: K(x_i, x_j) = x_i[serial of x_j]
+        self.K = np.ascontiguousarray(Xd[:, serial])
+        self.serial = Xd[:, :1].copy()
+        self.X = None
+        self.n_features = n_cols
+
+    def take(self, rows):
+        """The same data restricted to ``rows`` (for dropped zero-weight rows)."""
+        out = _Data.__new__(_Data)
+        out.param = self.param
+        out.n_features = self.n_features
+        if self.K is not None:
+            out.K = np.ascontiguousarray(self.K[np.ix_(rows, rows)])
+            out.serial = self.serial[rows]
+            out.X = None
+        else:
+            out.K = None
+            out.serial = None
+            out.X = _canonical(self.X[rows])
+        return out
+
+    @property
+    def n_rows(self):
+        return self.K.shape[0] if self.K is not None else self.X.shape[0]
+
+    def solver_input(self, rows):
+        """What the SMO core takes for the sub-problem on ``rows`` (in that order)."""
+        if rows is None:
+            return self.K if self.K is not None else self.X
+        if self.K is not None:
+            return np.ascontiguousarray(self.K[np.ix_(rows, rows)])
+        return _canonical(self.X[rows])
+
+    def support_vectors(self, rows):
+        """Support vectors as stored in the model (precomputed: the serial column)."""
+        if self.K is not None:
+            return self.serial[rows]
+        return self.X[rows]
+
+    def kernel(self, rows_a, rows_b, n_threads):
+        if self.K is not None:
+            return self.K[np.ix_(rows_a, rows_b)]
+        return _kernel_block(self.X[rows_a], self.X[rows_b], self.param, n_threads)
+
+    def decision(self, rows_q, rows_sv, coef, rho, n_threads):
+        """``sum_j coef_j K(x_q, x_sv_j) - rho`` for each query row."""
+        rows_q = np.asarray(rows_q, dtype=np.intp)
+        out = np.empty(rows_q.size)
+        if rows_sv.size == 0:
+            out.fill(-rho)
+            return out
+        step = max(1, _DECISION_BLOCK // rows_sv.size)
+        for s in range(0, rows_q.size, step):
+            block = self.kernel(rows_q[s:s + step], rows_sv, n_threads)
+            out[s:s + step] = block @ coef - rho
+        return out
+
+
+def _canonical(X):
+    from ._kernels import as_canonical
+    return as_canonical(X)
+
+
+def _kernel_block(A, B, param, n_threads):
+    from ._kernels import kernel_matrix
+    return kernel_matrix(A, B, kernel=int(param.kernel_type), gamma=float(param.gamma),
+                         degree=int(param.degree), coef0=float(param.coef0),
+                         n_jobs=n_threads)
+
+
+# --------------------------------------------------------------------------
+# one call of the SMO core, and LIBSVM's five formulations around it
+# --------------------------------------------------------------------------
+
+class _Context:
+    """What every sub-problem needs: parameters, threads, printing, totals."""
+
+    def __init__(self, param, n_threads, data):
+        self.param = param
+        self.n_threads = n_threads
+        self.data = data
+        self.quiet = bool(param.quiet)
+        self.max_iter = None
+
+    def info(self, text):
+        # LIBSVM's info(): stdout, silenced by -q
+        if not self.quiet:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+    def progress(self):
+        if self.quiet:
+            return None
+
+        def report(state):
+            parts = []
+            for key, value in state.items():
+                if isinstance(value, float):
+                    parts.append(f"{key} = {value:.6g}")
+                else:
+                    parts.append(f"{key} = {value}")
+            sys.stderr.write("kernsolve smo: " + ", ".join(parts) + "\n")
+            sys.stderr.flush()
+        return report
+
+
+def _smo(ctx, rows, y_pm, p, alpha, C, *, svr=False, nu=False):
+    from ._core._smo import solve
+    param = ctx.param
+    Xs = ctx.data.solver_input(rows)
+    info = solve(Xs, int(param.kernel_type), int(param.degree), float(param.gamma),
+                 float(param.coef0), np.ascontiguousarray(y_pm, dtype=np.int8),
+                 np.ascontiguousarray(p, dtype=np.float64), alpha,
+                 np.ascontiguousarray(C, dtype=np.float64),
+                 svr=svr, eps=float(param.eps), shrinking=bool(param.shrinking), nu=nu,
+                 bias=bool(param.bias), cache_mb=float(param.cache_size),
+                 n_threads=ctx.n_threads, max_iter=ctx.max_iter,
+                 progress=ctx.progress())
+    info = dict(info)
+    n_iter = int(info.get("n_iter", 0))
+    # LIBSVM prints a dot every min(l, 1000) iterations, then the summary.
+    ctx.info("." * (n_iter // max(1, min(alpha.size, 1000)))
+             + f"\noptimization finished, #iter = {n_iter}\n")
+    if info.get("status", "ok") != "ok":
+        warnings.warn(f"WARNING: reaching max number of iterations ({n_iter}); "
+                      "the solution may not be optimal", RuntimeWarning, stacklevel=4)
+    return info
+
+
+def _train_one(ctx, rows, target, C, cp=None, cn=None):
+    """LIBSVM's ``svm_train_one`` on the data rows ``rows`` (in that order).
+
+    ``target`` is +-1 for classification, the regression target for SVR;
+    ``C`` is each row's upper bound (class C times sample weight; for nu-SVC
+    and one-class, the sample weight alone).  Returns the signed coefficients,
+    rho and the solver's statistics (objective in LIBSVM's scaling).
+    """
+    param = ctx.param
+    l = rows.size if rows is not None else ctx.data.n_rows
+    svm_type = param.svm_type
+    uniform = bool(np.all(C == C[0])) if l else True
+
+    if svm_type == C_SVC:
+        y_pm = np.where(target > 0, 1, -1).astype(np.int8)
+        alpha = np.zeros(l)
+        info = _smo(ctx, rows, y_pm, np.full(l, -1.0), alpha, C)
+        if cp is not None and cp == cn:
+            ctx.info(f"nu = {alpha.sum() / C.sum():f}\n")
+        coef = alpha * y_pm
+        rho, obj = info["rho"], info["obj"]
+        if not param.bias:
+            rho = 0.0
+        upper = C
+    elif svm_type == NU_SVC:
+        y_pm = np.where(target > 0, 1, -1).astype(np.int8)
+        alpha = np.empty(l)
+        sum_pos = sum_neg = param.nu * (l if uniform and C[0] == 1 else C.sum()) / 2
+        for i in range(l):
+            if y_pm[i] == 1:
+                alpha[i] = min(C[i], sum_pos)
+                sum_pos -= alpha[i]
+            else:
+                alpha[i] = min(C[i], sum_neg)
+                sum_neg -= alpha[i]
+        info = _smo(ctx, rows, y_pm, np.zeros(l), alpha, C, nu=True)
+        r = info["r"]
+        ctx.info(f"C = {1 / r:f}\n")
+        coef = alpha * y_pm / r
+        rho, obj = info["rho"] / r, info["obj"] / (r * r)
+        upper = C / r
+    elif svm_type == ONE_CLASS:
+        alpha = np.zeros(l)
+        if uniform and C[0] == 1:
+            n = int(param.nu * l)            # alphas at the upper bound
+            alpha[:n] = 1.0
+            if n < l:
+                alpha[n] = param.nu * l - n
+        else:
+            rest = param.nu * C.sum()
+            for i in range(l):
+                alpha[i] = min(C[i], rest)
+                rest -= alpha[i]
+        info = _smo(ctx, rows, np.ones(l, dtype=np.int8), np.zeros(l), alpha, C)
+        coef = alpha
+        rho, obj = info["rho"], info["obj"]
+        upper = C
+    elif svm_type == EPSILON_SVR:
+        alpha2 = np.zeros(2 * l)
+        p = np.concatenate([param.p - target, param.p + target])
+        y_pm = np.concatenate([np.ones(l, np.int8), -np.ones(l, np.int8)])
+        info = _smo(ctx, rows, y_pm, p, alpha2, np.concatenate([C, C]), svr=True)
+        coef = alpha2[:l] - alpha2[l:]
+        ctx.info(f"nu = {np.abs(coef).sum() / C.sum():f}\n")
+        rho, obj = info["rho"], info["obj"]
+        upper = C
+    else:  # NU_SVR
+        alpha2 = np.empty(2 * l)
+        if uniform:
+            total = C[0] * param.nu * l / 2
+        else:
+            total = param.nu * C.sum() / 2
+        for i in range(l):
+            alpha2[i] = alpha2[i + l] = min(total, C[i])
+            total -= alpha2[i]
+        p = np.concatenate([-target, target])
+        y_pm = np.concatenate([np.ones(l, np.int8), -np.ones(l, np.int8)])
+        info = _smo(ctx, rows, y_pm, p, alpha2, np.concatenate([C, C]), svr=True, nu=True)
+        ctx.info(f"epsilon = {-info['r']:f}\n")
+        coef = alpha2[:l] - alpha2[l:]
+        rho, obj = info["rho"], info["obj"]
+        upper = C
+
+    ctx.info(f"obj = {obj:f}, rho = {rho:f}\n")
+    nz = coef != 0
+    n_sv = int(np.count_nonzero(nz))
+    n_bsv = int(np.count_nonzero(nz & (np.abs(coef) >= upper)))
+    ctx.info(f"nSV = {n_sv}, nBSV = {n_bsv}\n")
+    stats = {
+        "n_iter": int(info.get("n_iter", 0)),
+        "objective": float(obj),
+        "rho": float(rho),
+        "n_SV": n_sv,
+        "n_BSV": n_bsv,
+        "n_kernel_evals": int(info.get("n_kernel_evals", 0)),
+        "n_cache_hits": int(info.get("n_cache_hits", 0)),
+        "n_cache_misses": int(info.get("n_cache_misses", 0)),
+        "seconds": float(info.get("seconds", 0.0)),
+        "status": info.get("status", "ok"),
+    }
+    if "r" in info:
+        stats["r"] = float(info["r"])
+    return coef, float(rho), stats
+
+
+_COUNTERS = ("n_iter", "n_kernel_evals", "n_cache_hits", "n_cache_misses", "seconds")
+
+
+def _summed(parts):
+    total = {key: sum(part[key] for part in parts) for key in _COUNTERS}
+    total["status"] = "ok" if all(p["status"] == "ok" for p in parts) else "max_iter"
+    return total
+
+
+class _ProbabilityWork:
+    """Totals of the solver work spent on the internal probability folds."""
+
+    def __init__(self):
+        self.parts = []
+
+    def stats(self):
+        out = _summed(self.parts) if self.parts else {k: 0 for k in _COUNTERS}
+        out["n_fits"] = len(self.parts)
+        return out
+
+
+# --------------------------------------------------------------------------
+# classification: C-SVC and nu-SVC, one-vs-one
+# --------------------------------------------------------------------------
+
+def _group_classes(y):
+    """LIBSVM's ``svm_group_classes``: labels by first appearance, +1/-1 swap.
+
+    Returns labels, start, count and perm (data rows grouped by class, stable).
+    """
+    ints = y.astype(np.int64)
+    uniq, first, inverse = np.unique(ints, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")        # classes by first appearance
+    labels = uniq[order]
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    data_label = rank[inverse]
+    # Two classes -1/+1 with -1 first: swap, so the binary SVM's positive
+    # class is +1 (LIBSVM 3.37).
+    if labels.size == 2 and labels[0] == -1 and labels[1] == 1:
+        labels = labels[::-1].copy()
+        data_label = 1 - data_label
+    count = np.bincount(data_label, minlength=labels.size)
+    start = np.concatenate([[0], np.cumsum(count)[:-1]]).astype(np.intp)
+    perm = np.argsort(data_label, kind="stable").astype(np.intp)
+    return labels, start, count, perm
+
+
+def _train_classification(ctx, y, sw, orig_index, folds):
+    param = ctx.param
+    labels, start, count, perm = _group_classes(y)
+    k = labels.size
+    if k == 1:
+        ctx.info("WARNING: training data in only one class. See README for details.\n")
+        warnings.warn(f"training data has only one class (label {labels[0]}); like "
+                      "LIBSVM, the model predicts that label for every input and has "
+                      "no decision values", UserWarning, stacklevel=3)
+
+    weighted_C = np.full(k, float(param.C))
+    for wlabel, w in param.weight.items():
+        hit = np.flatnonzero(labels == float(wlabel))
+        if hit.size == 0:
+            warnings.warn(f"WARNING: class label {wlabel} specified in weight is not found",
+                          UserWarning, stacklevel=3)
+        else:
+            weighted_C[hit[0]] *= w
+    if param.svm_type == NU_SVC and param.weight:
+        # LIBSVM's solve_nu_svc does not use C, so -wi has no effect there.
+        pass
+
+    n_pairs = k * (k - 1) // 2
+    if folds is not None and param.probability and len(folds) != n_pairs:
+        raise ValueError(f"_folds must hold one permutation per pair ({n_pairs}), "
+                         f"got {len(folds)}")
+
+    l = y.size
+    nonzero = np.zeros(l, dtype=bool)          # by grouped position
+    coefs, rhos, pair_stats = [], [], []
+    prob_a = np.empty(n_pairs) if param.probability else None
+    prob_b = np.empty(n_pairs) if param.probability else None
+    prob_work = _ProbabilityWork()
+    sw_grouped = sw[perm] if sw is not None else None
+
+    p = 0
+    for i in range(k):
+        for j in range(i + 1, k):
+            si, sj, ci, cj = start[i], start[j], count[i], count[j]
+            pos = np.concatenate([np.arange(si, si + ci), np.arange(sj, sj + cj)])
+            rows = perm[pos]
+            target = np.concatenate([np.ones(ci), -np.ones(cj)])
+            C = np.where(target > 0, weighted_C[i], weighted_C[j])
+            if param.svm_type == NU_SVC:
+                C = np.ones(ci + cj)
+            if sw_grouped is not None:
+                C = C * sw_grouped[pos]
+            if param.probability:
+                fold_perm = None if folds is None else _check_perm(folds[p], ci + cj)
+                prob_a[p], prob_b[p] = _binary_probability(
+                    ctx, rows, target, weighted_C[i], weighted_C[j],
+                    None if sw_grouped is None else sw_grouped[pos], fold_perm, prob_work)
+            coef, rho, stats = _train_one(ctx, rows, target, C, weighted_C[i], weighted_C[j])
+            stats["labels"] = (int(labels[i]), int(labels[j]))
+            nonzero[si:si + ci] |= coef[:ci] != 0
+            nonzero[sj:sj + cj] |= coef[ci:] != 0
+            coefs.append(coef)
+            rhos.append(rho)
+            pair_stats.append(stats)
+            p += 1
+
+    n_support = np.array([int(np.count_nonzero(nonzero[start[c]:start[c] + count[c]]))
+                          for c in range(k)], dtype=np.int64)
+    total_sv = int(n_support.sum())
+    ctx.info(f"Total nSV = {total_sv}\n")
+
+    sv_pos = np.flatnonzero(nonzero)
+    sv_rows = perm[sv_pos]
+    nz_start = np.concatenate([[0], np.cumsum(n_support)[:-1]]).astype(np.intp)
+    dual_coef = np.zeros((k - 1, total_sv)) if k > 1 else np.zeros((0, 0))
+    p = 0
+    for i in range(k):
+        for j in range(i + 1, k):
+            si, sj, ci, cj = start[i], start[j], count[i], count[j]
+            coef = coefs[p]
+            # classifier (i, j): class i's coefficients go to row j-1,
+            # class j's to row i (LIBSVM's sv_coef layout)
+            sel_i = nonzero[si:si + ci]
+            dual_coef[j - 1, nz_start[i]:nz_start[i] + n_support[i]] = coef[:ci][sel_i]
+            sel_j = nonzero[sj:sj + cj]
+            dual_coef[i, nz_start[j]:nz_start[j] + n_support[j]] = coef[ci:][sel_j]
+            p += 1
+
+    stats = _summed(pair_stats) if pair_stats else {key: 0 for key in _COUNTERS}
+    if not pair_stats:
+        stats["status"] = "ok"
+    stats.update({
+        "objective": [s["objective"] for s in pair_stats],
+        "n_SV": total_sv,
+        "pairs": pair_stats,
+    })
+    if param.probability:
+        stats["probability"] = prob_work.stats()
+
+    return Model(
+        param=ctx.param,
+        labels=labels.astype(np.int64),
+        support_vectors=ctx.data.support_vectors(sv_rows),
+        support_indices=(orig_index[sv_rows] + 1).astype(np.int64),
+        n_support=n_support,
+        dual_coef=dual_coef,
+        rho=np.array(rhos, dtype=np.float64),
+        prob_a=prob_a,
+        prob_b=prob_b,
+        prob_density_marks=None,
+        stats=stats,
+    )
+
+
+def _check_perm(perm, n):
+    perm = np.asarray(perm)
+    if perm.shape != (n,) or not np.array_equal(np.sort(perm), np.arange(n)):
+        raise ValueError(f"_folds entry must be a permutation of 0..{n - 1}")
+    return perm.astype(np.intp)
+
+
+def _fold_permutation(ctx, n):
+    from ._random import permutation
+    return permutation(n, ctx.param.seed, "probability").astype(np.intp)
+
+
+def _binary_probability(ctx, rows, target, cp, cn, sw, perm, work):
+    """LIBSVM's ``svm_binary_svc_probability``: 5-fold decision values, then Platt.
+
+    ``perm`` orders the pair's rows; fold ``f`` is ``perm[f*l//5:(f+1)*l//5]``.
+    """
+    l = rows.size
+    if perm is None:
+        perm = _fold_permutation(ctx, l)
+    dec = np.empty(l)
+    for f in range(N_PROB_FOLDS):
+        begin, end = f * l // N_PROB_FOLDS, (f + 1) * l // N_PROB_FOLDS
+        train_pos = np.concatenate([perm[:begin], perm[end:]])
+        held = perm[begin:end]
+        positive = target[train_pos] > 0
+        n_pos = int(np.count_nonzero(positive))
+        n_neg = train_pos.size - n_pos
+        if n_pos == 0 and n_neg == 0:
+            dec[held] = 0.0
+        elif n_neg == 0:
+            dec[held] = 1.0
+        elif n_pos == 0:
+            dec[held] = -1.0
+        else:
+            # LIBSVM trains the fold with svm_train, which groups the rows by
+            # class (+1 first, by the swap rule) with weights Cp, Cn.
+            order = np.concatenate([train_pos[positive], train_pos[~positive]])
+            t = target[order]
+            if ctx.param.svm_type == NU_SVC:
+                C = np.ones(order.size)
+            else:
+                C = np.where(t > 0, cp, cn)
+            if sw is not None:
+                C = C * sw[order]
+            coef, rho, stats = _train_one(ctx, rows[order], t, C, cp, cn)
+            work.parts.append(stats)
+            sv = coef != 0
+            ctx.info(f"Total nSV = {int(np.count_nonzero(sv))}\n")
+            dec[held] = ctx.data.decision(rows[held], rows[order][sv], coef[sv], rho,
+                                          ctx.n_threads)
+    return _probability.sigmoid_train(dec, target, ctx.info)
+
+
+# --------------------------------------------------------------------------
+# one-class SVM and regression
+# --------------------------------------------------------------------------
+
+def _train_single(ctx, y, sw, orig_index, folds):
+    param = ctx.param
+    l = y.size
+    if param.svm_type == ONE_CLASS:
+        C = np.ones(l)
+    else:
+        C = np.full(l, float(param.C))
+    if sw is not None:
+        C = C * sw
+    all_rows = np.arange(l, dtype=np.intp)
+    coef, rho, stats = _train_one(ctx, None, y, C)
+    sv = np.flatnonzero(coef != 0)
+
+    prob_a = None
+    marks = None
+    prob_work = _ProbabilityWork()
+    if param.probability and param.svm_type in (EPSILON_SVR, NU_SVR):
+        perm = None if folds is None else _check_perm(
+            folds[0] if isinstance(folds, (list, tuple)) else folds, l)
+        prob_a = np.array([_svr_probability(ctx, y, C, perm, prob_work)])
+    elif param.probability and param.svm_type == ONE_CLASS:
+        dec = ctx.data.decision(all_rows, sv, coef[sv], rho, ctx.n_threads)
+        marks = _probability.one_class_density_marks(dec)
+        if marks is None:
+            warnings.warn(
+                f"WARNING: number of positive or negative decision values "
+                f"<{_probability.N_MARKS // 2}; too few to do a probability estimation.",
+                UserWarning, stacklevel=3)
+
+    out_stats = {key: stats[key] for key in _COUNTERS}
+    out_stats.update({"status": stats["status"], "objective": [stats["objective"]],
+                      "n_SV": int(sv.size), "pairs": [stats]})
+    if param.probability and param.svm_type in (EPSILON_SVR, NU_SVR):
+        out_stats["probability"] = prob_work.stats()
+
+    return Model(
+        param=param,
+        labels=np.zeros(0, dtype=np.int64),
+        support_vectors=ctx.data.support_vectors(sv),
+        support_indices=(orig_index[sv] + 1).astype(np.int64),
+        n_support=np.zeros(0, dtype=np.int64),
+        dual_coef=coef[sv].reshape(1, -1),
+        rho=np.array([rho]),
+        prob_a=prob_a,
+        prob_b=None,
+        prob_density_marks=marks,
+        stats=out_stats,
+    )
+
+
+def _svr_probability(ctx, y, C, perm, work):
+    """LIBSVM's ``svm_svr_probability``: 5-fold residuals, Laplace scale."""
+    l = y.size
+    if l < 2:
+        raise ValueError("probability estimates (-b 1) for SVR need at least 2 "
+                         "training rows for the internal cross-validation")
+    nr_fold = N_PROB_FOLDS
+    if nr_fold > l:
+        warnings.warn(f"WARNING: # folds ({nr_fold}) > # data ({l}). Will use # folds = "
+                      "# data instead (i.e., leave-one-out cross validation)",
+                      UserWarning, stacklevel=4)
+        nr_fold = l
+    if perm is None:
+        perm = _fold_permutation(ctx, l)
+    pred = np.empty(l)
+    for f in range(nr_fold):
+        begin, end = f * l // nr_fold, (f + 1) * l // nr_fold
+        train_rows = np.concatenate([perm[:begin], perm[end:]])
+        held = perm[begin:end]
+        coef, rho, stats = _train_one(ctx, train_rows, y[train_rows], C[train_rows])
+        work.parts.append(stats)
+        sv = coef != 0
+        pred[held] = ctx.data.decision(held, train_rows[sv], coef[sv], rho, ctx.n_threads)
+    sigma = _probability.svr_laplace_scale(y - pred)
+    ctx.info("Prob. model for test data: target value = predicted value + z,\n"
+             f"z: Laplace distribution e^(-|z|/sigma)/(2sigma),sigma= {sigma:g}\n")
+    return sigma
