@@ -8,7 +8,6 @@ It is written to a temporary file and renamed, so it is never half-written.
 import sys
 
 import numpy as np
-import scipy.sparse as sp
 
 from ._common import (CommandError, UsageError, atomic_output, check_input_path,
                       check_output_path, parse_int, run, split_options)
@@ -30,6 +29,9 @@ _ONE_CLASS = 2
 
 def supports_probability(model):
     """LIBSVM's svm_check_probability_model on a kernsolve Model."""
+    flag = getattr(model, "is_probability_model", None)
+    if isinstance(flag, bool):
+        return flag
     svm_type = model.param.svm_type
     if svm_type in (0, 1):
         return model.prob_a is not None and model.prob_b is not None \
@@ -39,14 +41,6 @@ def supports_probability(model):
     if svm_type == _ONE_CLASS:
         return model.prob_density_marks is not None and len(model.prob_density_marks) > 0
     return False
-
-
-def _n_features(model):
-    sv = model.support_vectors
-    shape = getattr(sv, "shape", None)
-    if shape is not None and len(shape) == 2:
-        return int(shape[1])
-    return 0
 
 
 def format_predictions(labels, probabilities=None, header=None):
@@ -151,11 +145,7 @@ def main(argv):
     from .._io import read_problem
     y, X = read_problem(test_path)
     y = np.asarray(y, dtype=np.float64)
-    width = _n_features(model)
-    if X.shape[1] < width:
-        # features the test file never mentions are zeros; keep the model's width
-        X = sp.csr_matrix(X)
-        X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], width))
+    # predict() applies LIBSVM's width rule: features only one side has are zeros
 
     predict_options = ["-q"]
     if probability:
