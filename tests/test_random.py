@@ -273,6 +273,20 @@ def test_uniform_moments_and_chi_square():
     assert 99 - 5 * 14 < chi2 < 99 + 5 * 14
 
 
+def test_raw_bits_balanced():
+    # Uniforms only see the top 53 bits; integers and keys use all 64.
+    n = 200_000
+    x = R.random_u64(77, "shuffle", 0, n)
+    bits = (x[:, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)
+    ones = bits.sum(axis=0)
+    assert np.all(np.abs(ones - n / 2) < 5.5 * math.sqrt(n / 4))
+    for shift in (0, 24, 56):
+        byte = ((x >> np.uint64(shift)) & np.uint64(255)).astype(np.int64)
+        counts = np.bincount(byte, minlength=256)
+        chi2 = ((counts - n / 256) ** 2 / (n / 256)).sum()
+        assert stats.chi2.sf(chi2, 255) > 1e-4
+
+
 def test_uniform_interval():
     u = R.uniform(5, "phases", 0, 100_000, low=0.0, high=2 * math.pi)
     assert u.min() >= 0.0 and u.max() < 2 * math.pi
