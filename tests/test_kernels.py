@@ -47,14 +47,14 @@ def sparse_random(rng, n, d, density):
 
 @pytest.fixture(scope="module")
 def a9a_slice():
-    from tests.conftest import shared_lines
+    from conftest import shared_lines
     X, y = load_svmlight_file(io.BytesIO(shared_lines("a9a", 400)), n_features=123)
     return X.tocsr(), y
 
 
 @pytest.fixture(scope="module")
 def heart():
-    from tests.conftest import shared_lines
+    from conftest import shared_lines
     X, y = load_svmlight_file(io.BytesIO(shared_lines("heart_scale")), n_features=13)
     return X.tocsr(), y
 
@@ -264,7 +264,7 @@ def test_precomputed_rows(heart):
 
 
 def test_kernel_rows_threads_identical_bits(a9a_slice):
-    from tests.conftest import shared_lines
+    from conftest import shared_lines
     X, _ = load_svmlight_file(io.BytesIO(shared_lines("a9a", 4000)), n_features=123)
     D = np.random.default_rng(5).random((1500, 64))
     for data in (X.tocsr(), D):

@@ -1,0 +1,295 @@
+"""KernelRows' cache (LRU order, byte budget, counters, swap) and Responses.
+
+Oracles: a brute-force Python model of LIBSVM's Cache (get_data and
+swap_index semantics), freshly computed rows of an unswapped engine, and the
+dense response formula c = c0 + sum_t eta_t y_p y K(x_p, .).
+"""
+import io
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_svmlight_file
+
+from kernsolve._core._kernel import KernelRows, Responses
+from kernsolve._kernels import kernel_rows
+
+KFLOAT = 4  # bytes per cached kernel value
+
+
+class CacheModel:
+    """LIBSVM's Cache, written plainly: per-position lengths and an LRU list."""
+
+    def __init__(self, n, budget_entries):
+        self.n = n
+        self.length = [0] * n
+        self.lru = []          # oldest first
+        self.free = budget_entries
+        self.perm = list(range(n))
+        self.evals = self.hits = self.misses = 0
+
+    def _drop(self, h):
+        self.lru.remove(h)
+        self.free += self.length[h]
+        self.length[h] = 0
+
+    def get(self, p, length):
+        length = min(max(length, 1), self.n)
+        old = self.length[p]
+        if old:
+            self.lru.remove(p)
+        if length <= old:
+            self.hits += 1
+        else:
+            more = length - old
+            while self.free < more:
+                self._drop(self.lru[0])
+            self.length[p] = length
+            self.free -= more
+            self.evals += more
+            self.misses += 1
+        self.lru.append(p)
+
+    def swap(self, p, q):
+        if p == q:
+            return
+        self.perm[p], self.perm[q] = self.perm[q], self.perm[p]
+        for h in (p, q):
+            if self.length[h]:
+                self.lru.remove(h)
+        self.length[p], self.length[q] = self.length[q], self.length[p]
+        for h in (p, q):
+            if self.length[h]:
+                self.lru.append(h)
+        lo, hi = min(p, q), max(p, q)
+        for h in list(self.lru):
+            if lo < self.length[h] <= hi:
+                self._drop(h)
+
+
+def data(n=60, d=5, seed=0, sparse=False):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    if sparse:
+        X[rng.random((n, d)) < 0.5] = 0.0
+        return sp.csr_matrix(X)
+    return X
+
+
+def engine(X, cache_mb, n_jobs=1, kernel="rbf"):
+    return kernel_rows(X, kernel=kernel, gamma=0.5, coef0=0.1, cache_mb=cache_mb,
+                       n_jobs=n_jobs)
+
+
+def check_state(kr, model):
+    assert kr.lru_positions() == model.lru
+    assert kr.cached_lengths().tolist() == model.length
+    assert kr.permutation.tolist() == model.perm
+    assert kr.n_kernel_evals == model.evals
+    assert kr.n_cache_hits == model.hits
+    assert kr.n_cache_misses == model.misses
+    assert kr.cached_bytes == KFLOAT * sum(model.length)
+    assert kr.cached_bytes <= kr.budget_bytes
+
+
+def test_lru_eviction_order_by_hand():
+    n = 10
+    # 25 entries: two full rows plus five
+    kr = engine(data(n), cache_mb=100 / 2**20)
+    assert kr.budget_bytes == 100
+    kr.row(0, 10)
+    kr.row(1, 5)
+    kr.row(2, 5)
+    assert kr.lru_positions() == [0, 1, 2] and kr.cached_bytes == 80
+    kr.row(1, 3)                       # hit: 1 becomes the newest
+    assert kr.lru_positions() == [0, 2, 1] and kr.n_cache_hits == 1
+    kr.row(3, 10)                      # needs 10, 5 free: the oldest (0) goes
+    assert kr.lru_positions() == [2, 1, 3]
+    assert kr.cached_lengths().tolist() == [0, 5, 5, 10, 0, 0, 0, 0, 0, 0]
+    kr.row(1, 10)                      # extend 1 by 5 into the last 5 free entries
+    assert kr.lru_positions() == [2, 3, 1] and kr.cached_bytes == 100
+    kr.row(4, 6)                       # needs 6, none free: evicts 2, then 3
+    assert kr.lru_positions() == [1, 4]
+    assert kr.cached_lengths().tolist() == [0, 10, 0, 0, 6, 0, 0, 0, 0, 0]
+    assert kr.n_kernel_evals == 10 + 5 + 5 + 10 + 5 + 6
+    assert kr.n_cache_misses == 6 and kr.n_cache_hits == 1
+    # the two most recent full rows always fit together
+    kr.row(5)
+    kr.row(6)
+    assert kr.lru_positions() == [5, 6]
+
+
+def test_budget_raised_to_two_rows_and_respected():
+    X = data(40)
+    kr = engine(X, cache_mb=0)
+    assert kr.budget_bytes == 2 * 40 * KFLOAT
+    kr = engine(X, cache_mb=1)
+    assert kr.budget_bytes == 2**20
+    kr = engine(X, cache_mb=0.5 / 1024)     # 512 bytes = 128 entries
+    assert kr.budget_bytes == 512
+
+
+def test_extension_computes_only_the_missing_tail():
+    X = data(30, seed=1)
+    kr = engine(X, cache_mb=1)
+    short = kr.row(4, 7)
+    assert kr.n_kernel_evals == 7 and kr.n_cache_misses == 1
+    full = kr.row(4, 30)
+    assert kr.n_kernel_evals == 30 and kr.n_cache_misses == 2
+    assert np.array_equal(full[:7], short)
+    kr.row(4, 12)
+    assert kr.n_kernel_evals == 30 and kr.n_cache_hits == 1
+    kr.py_eval(1, 2)
+    assert kr.n_kernel_evals == 31
+    kr.reset_counters()
+    assert (kr.n_kernel_evals, kr.n_cache_hits, kr.n_cache_misses) == (0, 0, 0)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("budget_entries", [0, 150, 400, 10_000])
+def test_random_operations_match_model(sparse, budget_entries):
+    n = 50
+    X = data(n, seed=2, sparse=sparse)
+    kr = engine(X, cache_mb=budget_entries * KFLOAT / 2**20)
+    fresh = engine(X, cache_mb=0)
+    model = CacheModel(n, max(budget_entries, 2 * n))
+    assert kr.budget_bytes == KFLOAT * max(budget_entries, 2 * n)
+    rng = np.random.default_rng(budget_entries + sparse)
+    for step in range(400):
+        if rng.random() < 0.25:
+            p, q = rng.integers(n, size=2)
+            kr.py_swap(p, q)
+            model.swap(p, q)
+        else:
+            p = int(rng.integers(n))
+            length = int(rng.integers(1, n + 1))
+            row = kr.row(p, length)
+            model.get(p, length)
+            # Oracle for the values: a fresh, unswapped engine, gathered through perm
+            perm = model.perm
+            expected = fresh.row(perm[p])[perm[:length]]
+            assert row.tobytes() == expected.tobytes(), step
+        check_state(kr, model)
+    diag_fresh = fresh.diagonal
+    assert np.array_equal(kr.diagonal, diag_fresh[model.perm])
+
+
+def test_swap_keeps_rows_consistent_like_libsvm():
+    n = 8
+    X = data(n, seed=3)
+    kr = engine(X, cache_mb=1)
+    kr.row(0, 8)   # long enough for both 2 and 5
+    kr.row(1, 4)   # holds 2 but not 5: dropped by swap(2, 5)
+    kr.row(2, 2)   # holds neither: kept
+    kr.row(5, 6)   # slot 5 moves to slot 2
+    kr.py_swap(2, 5)
+    assert kr.cached_lengths().tolist() == [8, 0, 6, 0, 0, 2, 0, 0]
+    # LIBSVM re-inserts the two swapped slots as the newest, in order (2 then 5)
+    assert kr.lru_positions() == [0, 2, 5]
+    ref = engine(X, cache_mb=0)
+    perm = np.arange(n)
+    perm[[2, 5]] = [5, 2]
+    assert np.array_equal(kr.row(0), ref.row(0)[perm])
+    assert np.array_equal(kr.row(2, 6), ref.row(5)[perm[:6]])
+    assert kr.n_cache_hits == 2
+
+
+def test_responses_equal_dense_formula():
+    n = 70
+    X = data(n, seed=4, sparse=True)
+    kr = engine(X, cache_mb=0.002)   # small: rows get evicted and recomputed
+    rng = np.random.default_rng(5)
+    y = rng.choice([-1, 1], size=n)
+    c0 = rng.standard_normal(n)
+    resp = Responses(kr, y=y, c=c0)
+    D = X.toarray()
+    Kd = np.exp(-0.5 * ((D[:, None, :] - D[None, :, :]) ** 2).sum(axis=2))
+    K32 = Kd.astype(np.float32).astype(np.float64)
+    expected = c0.copy()
+    sequential = c0.copy()
+    perm = np.arange(n)
+    for _ in range(60):
+        if rng.random() < 0.2:
+            p, q = rng.integers(n, size=2)
+            resp.swap(p, q)
+            perm[[p, q]] = perm[[q, p]]
+            continue
+        p = int(rng.integers(n))
+        eta = float(rng.standard_normal())
+        end = int(rng.integers(1, n + 1))
+        start = int(rng.integers(0, end))
+        resp.update(p, eta, start, end)
+        i = perm[p]
+        active = perm[start:end]
+        expected[active] += eta * y[i] * y[active] * Kd[i, active]
+        sequential[active] += eta * y[i] * y[active] * K32[i, active]
+    by_data = np.empty(n)
+    by_data[perm] = resp.c
+    assert np.array_equal(resp.y, y[perm])
+    np.testing.assert_allclose(by_data, sequential, rtol=1e-13, atol=1e-13)
+    # the float32 cache stays within float precision of the exact formula
+    np.testing.assert_allclose(by_data, expected, rtol=0, atol=1e-5)
+
+
+def test_responses_update_many_and_defaults():
+    X = data(40, seed=6)
+    kr = engine(X, cache_mb=1, kernel="linear")
+    resp = Responses(kr)
+    positions = np.array([3, 7, 3, 11])
+    etas = np.array([0.5, -1.0, 0.25, 2.0])
+    resp.update_many(positions, etas)
+    Kd = X @ X.T
+    expected = sum(e * Kd[p] for p, e in zip(positions, etas))
+    np.testing.assert_allclose(resp.c, expected, rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="start <= end"):
+        resp.update(0, 1.0, 5, 3)
+    with pytest.raises(IndexError):
+        resp.update(40, 1.0)
+    with pytest.raises(ValueError, match=r"\+1 or -1"):
+        Responses(kr, y=np.zeros(40))
+    with pytest.raises(ValueError, match="finite"):
+        resp.update(0, np.nan)
+
+
+def test_responses_threads_identical_bits():
+    # Long enough for the parallel update path (>= 2**15 positions).
+    n = 40_000
+    X = np.random.default_rng(7).standard_normal((n, 3))
+    y = np.where(np.arange(n) % 3 == 0, -1, 1)
+    out = []
+    for n_jobs in (1, 2):
+        kr = engine(X, cache_mb=1, n_jobs=n_jobs)
+        resp = Responses(kr, y=y)
+        resp.update_many([5, 17, 5, 39_999], [0.3, -0.7, 1.1, 0.01], 10, n)
+        resp.swap(3, 20_000)
+        resp.update(20_000, 0.5)
+        out.append(resp.c.copy())
+    assert out[0].tobytes() == out[1].tobytes()
+
+
+def test_real_data_rows_and_counters(shared):
+    X, _ = load_svmlight_file(io.BytesIO(shared.lines("a9a", 600)), n_features=123)
+    kr = engine(X.tocsr(), cache_mb=600 * 600 * KFLOAT / 2**20 / 4, n_jobs=2)
+    model = CacheModel(600, 600 * 600 // 4)
+    rng = np.random.default_rng(8)
+    for _ in range(300):
+        p = int(rng.integers(600))
+        length = int(rng.integers(1, 601))
+        kr.row(p, length)
+        model.get(p, length)
+    check_state(kr, model)
+    assert kr.n_cache_hits > 0
+
+
+def test_position_checks():
+    kr = engine(data(5), cache_mb=1)
+    with pytest.raises(IndexError):
+        kr.row(5)
+    with pytest.raises(IndexError):
+        kr.py_swap(-1, 2)
+    with pytest.raises(ValueError, match="length"):
+        kr.row(0, 0)
+    with pytest.raises(ValueError, match="length"):
+        kr.row(0, 6)
+    with pytest.raises(TypeError):
+        KernelRows(np.eye(3), 2, 3, 0.5, 0.0, 1.0)
