@@ -23,6 +23,9 @@ _EXPORTS = {
     "load_model": "._model",
     "train": "._svm",
     "predict": "._predict",
+    "SVC": "._estimators",
+    "SVR": "._estimators",
+    "OneClassSVM": "._estimators",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
