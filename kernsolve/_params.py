@@ -531,12 +531,14 @@ def check_parameters(param, n_features=None):
         t = num("kernel_type", True)
         if not 0 <= t < len(KERNELS):
             return f"-t: unknown kernel type {t} (0..{len(KERNELS) - 1})"
+        # As LIBSVM: degree only matters to the polynomial kernel, gamma to the
+        # kernels that use it (Laplacian is kernsolve's).
         degree = num("degree", True)
-        if degree < 0:
+        if t == 1 and degree < 0:
             return f"-d: degree must be >= 0, got {degree}"
         if param.gamma is not None:
             gamma = num("gamma")
-            if gamma < 0:
+            if t in (1, 2, 3, 5) and gamma < 0:
                 return f"-g: gamma must be >= 0, got {_fmt_float(gamma)}"
         num("coef0")
         cache = num("cache_size")
