@@ -1,6 +1,6 @@
 """``kernsolve-predict``: LIBSVM's svm-predict, for LIBSVM and kernsolve model files.
 
-The output file is svm-predict's: one predicted label per line (``%g``); with
+The output file is svm-predict's: one predicted label per line (``%.17g``); with
 ``-b 1`` a header (``labels L1 L2 ...`` for classification, ``label normal
 outlier`` for one-class) and then the label and one probability per class.
 It is written to a temporary file and renamed, so it is never half-written.
@@ -44,12 +44,17 @@ def supports_probability(model):
 
 
 def format_predictions(labels, probabilities=None, header=None):
-    """The output file's text: svm-predict's lines, ``%g`` everywhere."""
+    """The output file's text, svm-predict's lines.
+
+    Plain predictions are written with ``%.17g`` (LIBSVM >= 3.2x; a class
+    label prints as ``1``, a regression value keeps every digit); rows with
+    probabilities use ``%g`` for the label and the probabilities.
+    """
     lines = []
     if header is not None:
         lines.append(header + "\n")
     if probabilities is None:
-        lines.extend("%g\n" % v for v in np.asarray(labels, dtype=np.float64).tolist())
+        lines.extend("%.17g\n" % v for v in np.asarray(labels, dtype=np.float64).tolist())
     else:
         probabilities = np.asarray(probabilities, dtype=np.float64)
         for v, row in zip(np.asarray(labels, dtype=np.float64).tolist(),
