@@ -77,7 +77,7 @@ def run(main, argv, prog, usage):
         # the reader of our stdout went away (e.g. ``| head``): nothing to report
         _silence_stdout()
         return EXIT_USER_ERROR
-    except (CommandError, ValueError, OSError, MemoryError) as exc:
+    except (CommandError, ValueError, OSError, MemoryError, NotImplementedError) as exc:
         if debug:
             raise
         _flush_stdout_quietly()
