@@ -1,0 +1,1063 @@
+"""scikit-learn-style estimators on kernsolve's SMO solver.
+
+``SVC``, ``NuSVC``, ``SVR``, ``NuSVR`` and ``OneClassSVM`` follow the
+scikit-learn estimator contract (``fit``/``predict``/``decision_function``/
+``score``, ``get_params``/``set_params``, fitted attributes with a trailing
+underscore) without importing scikit-learn: the only place scikit-learn is
+touched is ``__sklearn_tags__``, which scikit-learn itself calls, so it is
+already imported then.  Parameter names and defaults are scikit-learn's, so a
+user can swap ``from sklearn.svm import SVC`` for ``from kernsolve import SVC``.
+
+Both libraries solve the same LIBSVM dual; the estimators reproduce
+scikit-learn's conventions on top of kernsolve's :class:`~kernsolve.Model`:
+
+* Classes are ``np.unique(y)`` (sorted).  Each class is trained as the float
+  label ``0, 1, ..., k-1`` and the rows are stably reordered by class before
+  training, so kernsolve's label order (first appearance) is the sorted order
+  and every one-vs-one sub-problem is the one scikit-learn's LIBSVM solves,
+  with the rows in the same order.
+* Binary problems: ``decision_function`` is positive for ``classes_[1]``, so it
+  is minus LIBSVM's value (whose positive class is ``classes_[0]``);
+  ``dual_coef_`` and ``intercept_`` are flipped likewise.
+* ``decision_function_shape="ovr"`` turns the one-vs-one values into
+  per-class votes plus bounded confidences (scikit-learn's documented
+  transformation).
+"""
+import functools
+import inspect
+import numbers
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._params import Parameters
+
+__all__ = ["SVC", "NuSVC", "SVR", "NuSVR", "OneClassSVM", "NotFittedError",
+           "DataConversionWarning", "ConvergenceWarning"]
+
+_KERNELS = {"linear": 0, "poly": 1, "rbf": 2, "sigmoid": 3, "precomputed": 4,
+            "laplacian": 5}
+_GAMMA_KERNELS = ("poly", "rbf", "sigmoid", "laplacian")
+# LIBSVM (and kernsolve) read gamma = 0 as "1/n_features"; scikit-learn means a
+# constant kernel.  The smallest positive double gives that constant kernel.
+_TINY_GAMMA = float(np.nextafter(0.0, 1.0))
+
+
+class NotFittedError(ValueError, AttributeError):
+    """Raised when an estimator is used before ``fit``.
+
+    Both a ValueError and an AttributeError, as scikit-learn's own.
+    """
+
+
+class DataConversionWarning(UserWarning):
+    """The input had to be reshaped or converted (e.g. a column-vector y)."""
+
+
+class ConvergenceWarning(UserWarning):
+    """The solver stopped at ``max_iter`` before reaching the tolerance."""
+
+
+# --------------------------------------------------------------------------
+# a method that exists only when a condition holds (hasattr() is False otherwise)
+# --------------------------------------------------------------------------
+
+class _AvailableIf:
+    def __init__(self, fn, check):
+        self.fn = fn
+        self.check = check
+        functools.update_wrapper(self, fn)
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self.fn
+        self.check(obj)          # raises AttributeError when unavailable
+
+        @functools.wraps(self.fn)
+        def bound(*args, **kwargs):
+            return self.fn(obj, *args, **kwargs)
+        return bound
+
+
+def _available_if(check):
+    return lambda fn: _AvailableIf(fn, check)
+
+
+# --------------------------------------------------------------------------
+# the estimator base: parameters, repr, tags, fitted state
+# --------------------------------------------------------------------------
+
+class _BaseEstimator:
+    """get_params/set_params from the ``__init__`` signature, as scikit-learn's contract asks."""
+
+    _estimator_type = None
+
+    @classmethod
+    def _get_param_names(cls):
+        init = cls.__init__
+        if init is object.__init__:
+            return []
+        names = []
+        for p in inspect.signature(init).parameters.values():
+            if p.name == "self" or p.kind == p.VAR_KEYWORD:
+                continue
+            if p.kind == p.VAR_POSITIONAL:
+                raise RuntimeError(f"{cls.__name__}.__init__ must not take *args")
+            names.append(p.name)
+        return sorted(names)
+
+    def get_params(self, deep=True):
+        """The constructor parameters (and those of nested estimators when ``deep``)."""
+        out = {}
+        for name in self._get_param_names():
+            value = getattr(self, name)
+            if deep and hasattr(value, "get_params") and not isinstance(value, type):
+                for key, sub in value.get_params().items():
+                    out[f"{name}__{key}"] = sub
+            out[name] = value
+        return out
+
+    def set_params(self, **params):
+        """Set constructor parameters (``name__sub`` reaches nested estimators); returns self."""
+        if not params:
+            return self
+        valid = self.get_params(deep=True)
+        nested = {}
+        for key, value in params.items():
+            name, delim, sub = key.partition("__")
+            if name not in valid:
+                raise ValueError(f"Invalid parameter {name!r} for estimator "
+                                 f"{type(self).__name__}. Valid parameters are: "
+                                 f"{self._get_param_names()!r}.")
+            if delim:
+                nested.setdefault(name, {})[sub] = value
+            else:
+                setattr(self, name, value)
+                valid[name] = value
+        for name, sub in nested.items():
+            valid[name].set_params(**sub)
+        return self
+
+    def __repr__(self):
+        defaults = {name: p.default for name, p in
+                    inspect.signature(type(self).__init__).parameters.items()}
+        parts = []
+        for name in self._get_param_names():
+            value = getattr(self, name, None)
+            default = defaults.get(name, inspect.Parameter.empty)
+            try:
+                same = value is default or (type(value) is type(default) and value == default)
+                same = bool(same)
+            except (TypeError, ValueError):
+                same = False
+            if not same:
+                parts.append(f"{name}={value!r}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    def __sklearn_is_fitted__(self):
+        return hasattr(self, "model_")
+
+    def __sklearn_tags__(self):
+        # Called by scikit-learn only, so importing it here adds no dependency.
+        from sklearn.utils import (ClassifierTags, InputTags, RegressorTags, Tags,
+                                   TargetTags)
+        tags = Tags(estimator_type=self._estimator_type,
+                    target_tags=TargetTags(required=self._estimator_type != "outlier_detector"),
+                    input_tags=InputTags(sparse=True,
+                                         pairwise=self.kernel == "precomputed"))
+        if self._estimator_type == "classifier":
+            tags.classifier_tags = ClassifierTags()
+        elif self._estimator_type == "regressor":
+            tags.regressor_tags = RegressorTags()
+        return tags
+
+    # ---------------------------------------------------------------- checks
+
+    def _check_is_fitted(self):
+        if not hasattr(self, "model_"):
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet. "
+                                 "Call 'fit' with appropriate arguments before using "
+                                 "this estimator.")
+
+
+# --------------------------------------------------------------------------
+# input validation (one message style)
+# --------------------------------------------------------------------------
+
+def _check_X(X, owner):
+    """X as a float64 C-order array or CSR matrix with finite values, or ValueError."""
+    if X is None:
+        raise ValueError(f"{owner}: expected a 2-D array X, got None")
+    if sp.issparse(X):
+        if X.dtype.kind == "c":
+            raise ValueError("Complex data not supported")
+        if X.dtype.kind not in "biuf":
+            raise ValueError(f"sparse X must hold numbers, got dtype {X.dtype}")
+        if len(X.shape) != 2:
+            raise ValueError(f"Expected a 2D sparse matrix, got shape {X.shape}")
+        X = sp.csr_matrix(X, dtype=np.float64)
+        values = X.data
+    else:
+        arr = np.asarray(X)
+        if arr.dtype.kind == "c":
+            raise ValueError("Complex data not supported\n{}\n".format(arr[:2]))
+        if arr.dtype.kind not in "biuf":
+            # TypeError/ValueError of the conversion is the clearest message
+            arr = arr.astype(np.float64)
+        if arr.ndim < 2:
+            raise ValueError(
+                f"Expected 2D array, got {arr.ndim}D array instead (shape {arr.shape}). "
+                "Reshape your data either using array.reshape(-1, 1) if your data has "
+                "a single feature or array.reshape(1, -1) if it contains a single sample.")
+        if arr.ndim > 2:
+            raise ValueError(f"Found array with dim {arr.ndim}; {owner} expected <= 2.")
+        X = np.ascontiguousarray(arr, dtype=np.float64)
+        values = X
+    if X.shape[0] == 0:
+        raise ValueError(f"Found array with 0 sample(s) (shape={X.shape}) while a "
+                         f"minimum of 1 is required by {owner}.")
+    if X.shape[1] == 0:
+        raise ValueError(f"Found array with 0 feature(s) (shape={X.shape}) while a "
+                         f"minimum of 1 is required by {owner}.")
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"Input X contains NaN or infinity; {owner} needs finite values.")
+    return X
+
+
+def _column_or_1d(y, owner, what="y"):
+    if y is None:
+        raise ValueError(f"{owner} requires y to be passed, but the target y is None")
+    if sp.issparse(y):
+        raise ValueError(f"{what} must be a 1-D array, not a sparse matrix")
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        warnings.warn("A column-vector y was passed when a 1d array was expected. "
+                      "Please change the shape of y to (n_samples,), for example "
+                      "using ravel().", DataConversionWarning, stacklevel=3)
+        y = y.ravel()
+    if y.ndim != 1:
+        raise ValueError(f"{what} should be a 1d array, got an array of shape "
+                         f"{y.shape} instead.")
+    return y
+
+
+def _check_lengths(X, y):
+    if X.shape[0] != y.shape[0]:
+        raise ValueError(f"Found input variables with inconsistent numbers of samples: "
+                         f"[{X.shape[0]}, {y.shape[0]}] (X has {X.shape[0]} rows, "
+                         f"y has {y.shape[0]} entries)")
+
+
+def _check_sample_weight(sample_weight, n):
+    if sample_weight is None:
+        return None
+    if isinstance(sample_weight, numbers.Number) and not isinstance(sample_weight, bool):
+        sw = np.full(n, float(sample_weight))
+    else:
+        sw = np.asarray(sample_weight)
+        if sw.dtype.kind not in "biuf":
+            raise ValueError(f"sample_weight must be numbers, got dtype {sw.dtype}")
+        sw = np.ascontiguousarray(sw, dtype=np.float64)
+    if sw.ndim != 1:
+        raise ValueError(f"Sample weights must be 1D array or scalar, got shape {sw.shape}")
+    if sw.shape[0] != n:
+        raise ValueError(f"sample_weight.shape == ({sw.shape[0]},), expected ({n},): "
+                         "one weight per row of X")
+    if not np.all(np.isfinite(sw)):
+        raise ValueError("sample_weight contains NaN or infinity")
+    if (sw < 0).any():
+        raise ValueError("sample_weight must be >= 0 (a negative weight has no meaning "
+                         "as a bound on the dual variables)")
+    if not (sw > 0).any():
+        raise ValueError("Invalid input: sample_weight is zero for every row")
+    return sw
+
+
+def _is_number(v, integral=False):
+    kind = numbers.Integral if integral else numbers.Real
+    return isinstance(v, kind) and not isinstance(v, (bool, np.bool_))
+
+
+def _seed_of(random_state):
+    """An integer seed for kernsolve's RNG from scikit-learn's ``random_state``."""
+    if random_state is None:
+        return 0          # kernsolve is reproducible by default
+    if _is_number(random_state, integral=True):
+        if not 0 <= int(random_state) < 2 ** 64:
+            raise ValueError(f"random_state must be in [0, 2**64), got {random_state}")
+        return int(random_state)
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(np.iinfo(np.int32).max))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(2 ** 63))
+    raise ValueError(f"random_state must be None, an int or a numpy RandomState, "
+                     f"got {random_state!r}")
+
+
+# --------------------------------------------------------------------------
+# the shared SVM machinery
+# --------------------------------------------------------------------------
+
+class _BaseSVM(_BaseEstimator):
+    """What every SMO estimator shares: parameters -> Parameters, data -> train/predict."""
+
+    _svm_type = None
+    _uses_C = True
+
+    # ------------------------------------------------------------ parameters
+
+    def _kernel_code(self):
+        kernel = self.kernel
+        if callable(kernel):
+            return 4
+        if not isinstance(kernel, str) or kernel not in _KERNELS:
+            raise ValueError(f"kernel must be one of {sorted(_KERNELS)} or a callable, "
+                             f"got {kernel!r}")
+        return _KERNELS[kernel]
+
+    def _validate_params(self):
+        name = type(self).__name__
+        t = self._kernel_code()
+        if self._uses_C and (not _is_number(self.C) or not np.isfinite(self.C) or self.C <= 0):
+            raise ValueError(f"{name}: C must be a finite number > 0, got {self.C!r}")
+        if hasattr(self, "nu") and "nu" in self._get_param_names():
+            if not _is_number(self.nu) or not 0 < self.nu <= 1:
+                raise ValueError(f"{name}: nu must be in (0, 1], got {self.nu!r}")
+        if "epsilon" in self._get_param_names():
+            if not _is_number(self.epsilon) or not np.isfinite(self.epsilon) or self.epsilon < 0:
+                raise ValueError(f"{name}: epsilon must be a finite number >= 0, "
+                                 f"got {self.epsilon!r}")
+        if not _is_number(self.degree) or self.degree < 0 or float(self.degree) != int(self.degree):
+            raise ValueError(f"{name}: degree must be an integer >= 0, got {self.degree!r}")
+        if isinstance(self.gamma, str):
+            if self.gamma not in ("scale", "auto"):
+                raise ValueError(f"{name}: gamma must be 'scale', 'auto' or a float >= 0, "
+                                 f"got {self.gamma!r}")
+        elif not _is_number(self.gamma) or not np.isfinite(self.gamma) or self.gamma < 0:
+            raise ValueError(f"{name}: gamma must be 'scale', 'auto' or a float >= 0, "
+                             f"got {self.gamma!r}")
+        if not _is_number(self.coef0) or not np.isfinite(self.coef0):
+            raise ValueError(f"{name}: coef0 must be a finite number, got {self.coef0!r}")
+        if not _is_number(self.tol) or not np.isfinite(self.tol) or self.tol <= 0:
+            raise ValueError(f"{name}: tol must be a number > 0, got {self.tol!r}")
+        if not _is_number(self.cache_size) or not np.isfinite(self.cache_size) \
+                or self.cache_size <= 0:
+            raise ValueError(f"{name}: cache_size must be > 0 (MB), got {self.cache_size!r}")
+        if not _is_number(self.max_iter, integral=True) or (self.max_iter < 1
+                                                            and self.max_iter != -1):
+            raise ValueError(f"{name}: max_iter must be -1 (no limit) or a positive "
+                             f"integer, got {self.max_iter!r}")
+        if self.n_jobs is not None and (not _is_number(self.n_jobs, integral=True)
+                                        or self.n_jobs == 0):
+            raise ValueError(f"{name}: n_jobs must be None or a non-zero integer, "
+                             f"got {self.n_jobs!r}")
+        return t
+
+    def _gamma_value(self, X, t):
+        """The numeric gamma: scikit-learn's 'scale'/'auto' rules, floats as given."""
+        if t not in (1, 2, 3, 5):
+            return 0.0
+        g = self.gamma
+        n_features = X.shape[1]
+        if g == "auto":
+            return 1.0 / n_features
+        if g == "scale":
+            if sp.issparse(X):
+                mean = X.mean()
+                var = X.multiply(X).mean() - mean * mean
+            else:
+                var = X.var()
+            return 1.0 / (n_features * var) if var != 0 else 1.0
+        return float(g)
+
+    def _parameters(self, t, gamma, weight=None, probability=False, seed=0, bias=True,
+                    solver="smo"):
+        if t in (1, 2, 3, 5):
+            gamma = gamma if gamma > 0 else _TINY_GAMMA
+        else:
+            gamma = None
+        return Parameters(
+            svm_type=self._svm_type, kernel_type=t, degree=int(self.degree),
+            gamma=gamma, coef0=float(self.coef0),
+            C=float(getattr(self, "C", 1.0)), nu=float(getattr(self, "nu", 0.5)),
+            p=float(getattr(self, "epsilon", 0.1)), cache_size=float(self.cache_size),
+            eps=float(self.tol), shrinking=bool(self.shrinking),
+            probability=bool(probability), weight=dict(weight or {}),
+            quiet=not bool(getattr(self, "verbose", False)), solver=solver, bias=bool(bias),
+            n_jobs=None, seed=int(seed))
+
+    # ------------------------------------------------------------ data
+
+    def _fit_X(self, X):
+        """Validated training data, and what is handed to ``train`` (LIBSVM's layout)."""
+        name = type(self).__name__
+        if callable(self.kernel):
+            X = _check_X(X, name)
+            K = np.asarray(self.kernel(X, X), dtype=np.float64)
+            if K.shape != (X.shape[0], X.shape[0]):
+                raise ValueError(f"{name}: the kernel callable returned shape {K.shape}, "
+                                 f"expected {(X.shape[0], X.shape[0])}")
+            return X, self._serial_matrix(K, np.arange(1, X.shape[0] + 1))
+        X = _check_X(X, name)
+        if self.kernel == "precomputed":
+            if X.shape[0] != X.shape[1]:
+                raise ValueError(f"Precomputed matrix must be a square matrix. Input is a "
+                                 f"{X.shape[0]}x{X.shape[1]} matrix.")
+            K = X.toarray() if sp.issparse(X) else X
+            return X, self._serial_matrix(K, np.arange(1, X.shape[0] + 1))
+        return X, X
+
+    @staticmethod
+    def _serial_matrix(K, serial):
+        """LIBSVM's precomputed layout: column 0 the serial number, then K."""
+        out = np.empty((K.shape[0], K.shape[1] + 1))
+        out[:, 0] = serial
+        out[:, 1:] = K
+        return out
+
+    def _predict_X(self, X):
+        """Validated prediction data in the layout the model reads."""
+        self._check_is_fitted()
+        name = type(self).__name__
+        X = _check_X(X, name)
+        n_in = self.n_features_in_
+        if callable(self.kernel) and hasattr(self, "_X_fit"):
+            if X.shape[1] != self._X_fit.shape[1]:
+                raise ValueError(f"X has {X.shape[1]} features, but {name} is expecting "
+                                 f"{self._X_fit.shape[1]} features as input.")
+            K = np.asarray(self.kernel(X, self._X_fit), dtype=np.float64)
+            if K.shape != (X.shape[0], self._X_fit.shape[0]):
+                raise ValueError(f"{name}: the kernel callable returned shape {K.shape}, "
+                                 f"expected {(X.shape[0], self._X_fit.shape[0])}")
+            return self._serial_matrix(K, np.zeros(X.shape[0]))
+        if X.shape[1] != n_in:
+            if self.model_.param.kernel_type == 4:
+                raise ValueError(f"X.shape[1] = {X.shape[1]} should be equal to {n_in}, "
+                                 f"the number of samples at training time (X has "
+                                 f"{X.shape[1]} features, but {name} is expecting "
+                                 f"{n_in} features as input).")
+            raise ValueError(f"X has {X.shape[1]} features, but {name} is expecting "
+                             f"{n_in} features as input.")
+        if self.model_.param.kernel_type == 4:
+            K = X.toarray() if sp.issparse(X) else X
+            return self._serial_matrix(K, np.zeros(X.shape[0]))
+        return X
+
+    def _train(self, y, Xt, param, sample_weight):
+        from ._svm import train
+        max_iter = None if self.max_iter == -1 else int(self.max_iter)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = train(y, Xt, param, sample_weight=sample_weight, n_jobs=self.n_jobs,
+                          _max_iter=max_iter)
+        for w in caught:
+            text = str(w.message)
+            if "max number of iterations" in text:
+                warnings.warn(f"Solver terminated early (max_iter={self.max_iter}). "
+                              "Consider pre-processing your data with StandardScaler or "
+                              "MinMaxScaler.", ConvergenceWarning, stacklevel=3)
+            else:
+                warnings.warn(w.message, w.category, stacklevel=3)
+        return model
+
+    def _set_common(self, X, model, support):
+        """Fitted attributes shared by all SVM estimators."""
+        self.model_ = model
+        self.support_ = np.asarray(support, dtype=np.int32)
+        if model.param.kernel_type == 4 and not callable(self.kernel):
+            self.support_vectors_ = np.empty((0, 0))
+        elif callable(self.kernel):
+            self.support_vectors_ = X[self.support_]
+        else:
+            sv = model.support_vectors
+            self.support_vectors_ = sp.csr_matrix(sv) if sp.issparse(sv) else \
+                np.asarray(sv, dtype=np.float64)
+        self.shape_fit_ = tuple(X.shape)
+        self.n_features_in_ = int(X.shape[1])
+        self.fit_status_ = 0 if model.stats.get("status", "ok") == "ok" else 1
+        pairs = model.stats.get("pairs", [])
+        self._n_iter = np.array([int(p.get("n_iter", 0)) for p in pairs], dtype=np.int32)
+        self._sparse = sp.issparse(X)
+        if callable(self.kernel):
+            self._X_fit = X
+        elif hasattr(self, "_X_fit"):
+            del self._X_fit
+
+    def _decision_values(self, X):
+        """LIBSVM's decision values (n, n_values) of validated X."""
+        from ._predict import decision_function
+        return decision_function(self._predict_X(X), self.model_, n_jobs=self.n_jobs)
+
+    @property
+    def coef_(self):
+        """Primal weights, for ``kernel="linear"`` only (as scikit-learn's)."""
+        if self.kernel != "linear":
+            raise AttributeError("coef_ is only available when using a linear kernel")
+        self._check_is_fitted()
+        sv = self.support_vectors_
+        coef = self.dual_coef_
+        if getattr(self, "classes_", None) is None or len(self.classes_) <= 2:
+            out = coef @ sv if not sp.issparse(sv) else (sp.csr_matrix(coef) @ sv).toarray()
+            return np.asarray(out).reshape(1, -1)
+        k = len(self.classes_)
+        start = np.concatenate([[0], np.cumsum(self.n_support_)])
+        rows = []
+        for i in range(k):
+            for j in range(i + 1, k):
+                si = slice(start[i], start[i + 1])
+                sj = slice(start[j], start[j + 1])
+                w = coef[j - 1, si] @ sv[si] + coef[i, sj] @ sv[sj]
+                rows.append(np.asarray(w).ravel())
+        return np.vstack(rows)
+
+    @property
+    def n_iter_(self):
+        """SMO iterations: one per one-vs-one pair (classifiers), else a single int."""
+        self._check_is_fitted()
+        if self._estimator_type == "classifier":
+            return self._n_iter
+        return int(self._n_iter[0]) if self._n_iter.size else 0
+
+
+# --------------------------------------------------------------------------
+# classifiers
+# --------------------------------------------------------------------------
+
+def _check_proba(est):
+    if not est.probability:
+        raise AttributeError("predict_proba is not available when probability=False")
+    return True
+
+
+def _encode_classes(y, owner):
+    """(classes, encoded) with classes sorted; ValueError for non-class targets."""
+    y = _column_or_1d(y, owner)
+    if y.dtype.kind == "c":
+        raise ValueError("Unknown label type: complex. Complex targets are not supported.")
+    if y.dtype.kind == "O":
+        values = y.tolist()
+        if any(isinstance(v, (float, np.floating)) and not np.isfinite(v) for v in values):
+            raise ValueError("Input y contains NaN or infinity.")
+        if all(_is_number(v) for v in values):
+            as_float = np.asarray(values, dtype=np.float64)
+            if np.any(as_float != np.round(as_float)):
+                raise ValueError("Unknown label type: continuous. Maybe you are trying "
+                                 "to fit a classifier, which expects discrete classes "
+                                 "on a regression target with continuous values.")
+        try:
+            classes, encoded = np.unique(y, return_inverse=True)
+        except TypeError:
+            raise ValueError("Unknown label type: mix of label input types (string and "
+                             "number); labels must be of one type") from None
+        return classes, encoded.ravel()
+    if y.dtype.kind == "f":
+        if not np.all(np.isfinite(y)):
+            raise ValueError("Input y contains NaN or infinity.")
+        if np.any(y != np.round(y)):
+            raise ValueError("Unknown label type: continuous. Maybe you are trying to fit "
+                             "a classifier, which expects discrete classes on a "
+                             "regression target with continuous values.")
+    classes, encoded = np.unique(y, return_inverse=True)
+    return classes, encoded.ravel()
+
+
+class _BaseSVC(_BaseSVM):
+    _estimator_type = "classifier"
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit the one-vs-one SVMs.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Training rows; with ``kernel="precomputed"`` the (n_samples, n_samples)
+            kernel matrix.
+        y : array-like of shape (n_samples,)
+            Class labels (numbers, strings, booleans...).
+        sample_weight : array-like of shape (n_samples,), optional
+            Per-row weights >= 0; the row's C becomes ``C * class_weight * weight``.
+
+        Returns
+        -------
+        self
+        """
+        name = type(self).__name__
+        t = self._validate_params()
+        if self.decision_function_shape not in ("ovr", "ovo"):
+            raise ValueError(f"{name}: decision_function_shape must be 'ovr' or 'ovo', "
+                             f"got {self.decision_function_shape!r}")
+        X, Xt = self._fit_X(X)
+        classes, y_enc = _encode_classes(y, name)
+        _check_lengths(X, y_enc)
+        k = len(classes)
+        if k < 2:
+            raise ValueError(f"The number of classes has to be greater than one; got "
+                             f"{k} class")
+        sw = _check_sample_weight(sample_weight, X.shape[0])
+        if sw is not None and np.unique(y_enc[sw > 0]).size < 2:
+            raise ValueError("Invalid input: all samples with positive sample_weight "
+                             "belong to one class; need at least 2 classes")
+        class_weight = self._class_weight(classes, y_enc)
+        seed = _seed_of(self.random_state)
+
+        # Rows grouped by class in sorted order (stable): kernsolve's label
+        # order (first appearance) becomes the sorted order of classes_.
+        order = np.argsort(y_enc, kind="stable")
+        Xo = Xt[order]
+        yo = y_enc[order].astype(np.float64)
+        swo = sw[order] if sw is not None else None
+        weight = {float(i): float(w) for i, w in enumerate(class_weight) if w != 1.0}
+        gamma = self._gamma_value(X, t)
+        param = self._parameters(t, gamma, weight=weight, probability=self.probability,
+                                 seed=seed, bias=getattr(self, "bias", True),
+                                 solver=getattr(self, "solver", "smo"))
+        model = self._train(yo, Xo, param, swo)
+        if not np.array_equal(np.asarray(model.labels, dtype=np.float64),
+                              np.arange(k, dtype=np.float64)):
+            raise RuntimeError(f"internal error: model labels {model.labels} are not "
+                               f"0..{k - 1} in order")
+
+        self._set_common(X, model, order[np.asarray(model.support_indices) - 1])
+        self.classes_ = classes
+        self.class_weight_ = np.asarray(class_weight, dtype=np.float64)
+        self._gamma = gamma
+        self.n_support_ = np.asarray(model.n_support, dtype=np.int32)
+        sv_coef = np.asarray(model.dual_coef, dtype=np.float64).reshape(k - 1, -1)
+        rho = np.asarray(model.rho, dtype=np.float64)
+        self._dual_coef_ = sv_coef
+        self._intercept_ = -rho
+        if k == 2:
+            # positive decision means classes_[1]; LIBSVM's positive class is classes_[0]
+            self.dual_coef_ = -sv_coef
+            self.intercept_ = rho.copy()
+        else:
+            self.dual_coef_ = sv_coef.copy()
+            self.intercept_ = -rho
+        self.probA_ = np.asarray(model.prob_a if model.prob_a is not None else [],
+                                 dtype=np.float64)
+        self.probB_ = np.asarray(model.prob_b if model.prob_b is not None else [],
+                                 dtype=np.float64)
+        return self
+
+    def _class_weight(self, classes, y_enc):
+        cw = self.class_weight
+        k = len(classes)
+        if cw is None:
+            return np.ones(k)
+        if isinstance(cw, str):
+            if cw != "balanced":
+                raise ValueError(f"class_weight must be None, 'balanced' or a dict, "
+                                 f"got {cw!r}")
+            counts = np.bincount(y_enc, minlength=k).astype(np.float64)
+            return y_enc.size / (k * counts)
+        if not isinstance(cw, dict):
+            raise ValueError(f"class_weight must be None, 'balanced' or a dict, got "
+                             f"{type(cw).__name__}")
+        out = np.ones(k)
+        for label, w in cw.items():
+            hit = np.flatnonzero(classes == label)
+            if hit.size == 0:
+                raise ValueError(f"class_weight: label {label!r} is not among the "
+                                 f"classes {classes.tolist()}")
+            if not _is_number(w) or not np.isfinite(w) or w <= 0:
+                raise ValueError(f"class_weight[{label!r}] must be a finite number > 0, "
+                                 f"got {w!r}")
+            out[hit[0]] = float(w)
+        return out
+
+    def decision_function(self, X):
+        """Signed distances.
+
+        Returns
+        -------
+        ndarray
+            Binary: shape (n_samples,), positive for ``classes_[1]``.
+            ``"ovo"``: (n_samples, n_classes*(n_classes-1)/2), pairs (0,1),
+            (0,2), ..., (1,2), ... of ``classes_``, positive for the first.
+            ``"ovr"``: (n_samples, n_classes): votes plus confidences in
+            (-1/3, 1/3).
+        """
+        dec = self._decision_values(X)
+        k = len(self.classes_)
+        if k == 2:
+            return -dec[:, 0]
+        if self.decision_function_shape == "ovo":
+            return dec
+        return _ovr_from_ovo(dec, k)
+
+    def predict(self, X):
+        """Class labels (LIBSVM's one-vs-one vote; ties to the smaller class)."""
+        if self.break_ties and self.decision_function_shape == "ovo":
+            raise ValueError("break_ties must be False when decision_function_shape is 'ovo'")
+        dec = self._decision_values(X)
+        k = len(self.classes_)
+        if self.break_ties and self.decision_function_shape == "ovr" and k > 2:
+            index = np.argmax(_ovr_from_ovo(dec, k), axis=1)
+        else:
+            index = _vote(dec, k)
+        return self.classes_[index]
+
+    @_available_if(_check_proba)
+    def predict_proba(self, X):
+        """Class probabilities (Platt scaling on internal folds), columns in ``classes_`` order."""
+        self._check_is_fitted()
+        if not self.model_.is_probability_model:
+            raise NotFittedError("predict_proba is not available: the model was fitted "
+                                 "with probability=False; fit again")
+        from ._predict import predict_probability
+        return predict_probability(self._predict_X(X), self.model_, n_jobs=self.n_jobs)
+
+    @_available_if(_check_proba)
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        return np.log(self.predict_proba(X))
+
+    def score(self, X, y, sample_weight=None):
+        """Mean accuracy on (X, y), weighted by ``sample_weight``."""
+        y = _column_or_1d(y, type(self).__name__)
+        pred = self.predict(X)
+        return float(np.average(pred == y, weights=sample_weight))
+
+
+def _vote(dec, k):
+    """LIBSVM's one-vs-one vote: pair (i, j) votes i when its value is > 0."""
+    votes = np.zeros((dec.shape[0], k), dtype=np.int64)
+    p = 0
+    for i in range(k):
+        for j in range(i + 1, k):
+            pos = dec[:, p] > 0
+            votes[:, i] += pos
+            votes[:, j] += ~pos
+            p += 1
+    return np.argmax(votes, axis=1)      # first maximum, as LIBSVM
+
+
+def _ovr_from_ovo(dec, k):
+    """One-vs-one values -> (n, k): votes + confidence / (3 (|confidence| + 1)).
+
+    The confidence of class i sums the pair values in its favour (+dec for
+    pairs (i, j), -dec for pairs (j, i)); squashing it into (-1/3, 1/3) keeps
+    the vote count decisive and only breaks ties.
+    """
+    n = dec.shape[0]
+    votes = np.zeros((n, k))
+    conf = np.zeros((n, k))
+    p = 0
+    for i in range(k):
+        for j in range(i + 1, k):
+            d = dec[:, p]
+            win_j = d < 0
+            votes[:, i] += ~win_j
+            votes[:, j] += win_j
+            conf[:, i] += d
+            conf[:, j] -= d
+            p += 1
+    return votes + conf / (3 * (np.abs(conf) + 1))
+
+
+class SVC(_BaseSVC):
+    """C-Support Vector Classification on kernsolve's SMO solver (LIBSVM's C-SVC).
+
+    Drop-in for ``sklearn.svm.SVC``: same parameters, defaults, fitted
+    attributes, decision values (to the solver's tolerance) and predictions.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Regularisation (box constraint of the dual), > 0.
+    kernel : {'linear', 'poly', 'rbf', 'sigmoid', 'laplacian', 'precomputed'} or callable, default='rbf'
+        ``'laplacian'`` is kernsolve's ``exp(-gamma |x - y|_1)``.  A callable
+        ``kernel(A, B)`` returns the kernel matrix (trained as precomputed).
+    degree : int, default=3
+        Polynomial degree.
+    gamma : {'scale', 'auto'} or float, default='scale'
+        'scale': ``1 / (n_features * X.var())``; 'auto': ``1 / n_features``.
+    coef0 : float, default=0.0
+        Independent term of 'poly' and 'sigmoid'.
+    shrinking : bool, default=True
+    probability : bool, default=False
+        Fit Platt sigmoids on 5 internal folds (drawn from kernsolve's seeded
+        RNG with ``random_state``) so ``predict_proba`` is available.
+    tol : float, default=1e-3
+        Stopping tolerance (LIBSVM's ``-e``).
+    cache_size : float, default=200
+        Kernel cache in MB.
+    class_weight : dict or 'balanced', default=None
+        ``C`` of class ``c`` becomes ``class_weight[c] * C``; 'balanced' uses
+        ``n_samples / (n_classes * count(c))``.
+    verbose : bool, default=False
+        Print LIBSVM's training lines.
+    max_iter : int, default=-1
+        SMO iteration limit (-1: LIBSVM's rule).
+    decision_function_shape : {'ovr', 'ovo'}, default='ovr'
+    break_ties : bool, default=False
+        With 'ovr' and more than two classes, predict the argmax of
+        ``decision_function`` instead of the vote.
+    random_state : int, RandomState or None, default=None
+        Seed of the probability folds (None means seed 0: kernsolve is
+        reproducible by default).
+    solver : str, default='smo'
+        kernsolve's solver; only 'smo' trains here.
+    bias : bool, default=True
+        False trains the SVM without the unregularised bias term (rho = 0).
+    n_jobs : int, default=None
+        Threads for kernel computations (None: all cores).
+
+    Attributes
+    ----------
+    classes_, support_, support_vectors_, n_support_, dual_coef_, intercept_,
+    probA_, probB_, class_weight_, fit_status_, shape_fit_, n_features_in_,
+    n_iter_ : as scikit-learn's SVC.
+    coef_ : ndarray, linear kernel only.
+    model_ : kernsolve.Model
+        The trained model (``kernsolve.save_model(path, est.model_)`` writes a
+        LIBSVM model file; its labels are the class indices 0..k-1).
+    """
+
+    _svm_type = 0
+
+    def __init__(self, *, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0,
+                 shrinking=True, probability=False, tol=1e-3, cache_size=200,
+                 class_weight=None, verbose=False, max_iter=-1,
+                 decision_function_shape="ovr", break_ties=False, random_state=None,
+                 solver="smo", bias=True, n_jobs=None):
+        self.C = C
+        self.kernel = kernel
+        self.degree = degree
+        self.gamma = gamma
+        self.coef0 = coef0
+        self.shrinking = shrinking
+        self.probability = probability
+        self.tol = tol
+        self.cache_size = cache_size
+        self.class_weight = class_weight
+        self.verbose = verbose
+        self.max_iter = max_iter
+        self.decision_function_shape = decision_function_shape
+        self.break_ties = break_ties
+        self.random_state = random_state
+        self.solver = solver
+        self.bias = bias
+        self.n_jobs = n_jobs
+
+
+class NuSVC(_BaseSVC):
+    """Nu-Support Vector Classification (LIBSVM's nu-SVC); see :class:`SVC`.
+
+    ``nu`` in (0, 1] bounds the fraction of margin errors from above and of
+    support vectors from below.  As in LIBSVM, ``class_weight`` has no effect
+    on nu-SVC (its dual has no C); sample weights scale each row's bound.
+    """
+
+    _svm_type = 1
+    _uses_C = False
+
+    def __init__(self, *, nu=0.5, kernel="rbf", degree=3, gamma="scale", coef0=0.0,
+                 shrinking=True, probability=False, tol=1e-3, cache_size=200,
+                 class_weight=None, verbose=False, max_iter=-1,
+                 decision_function_shape="ovr", break_ties=False, random_state=None,
+                 n_jobs=None):
+        self.nu = nu
+        self.kernel = kernel
+        self.degree = degree
+        self.gamma = gamma
+        self.coef0 = coef0
+        self.shrinking = shrinking
+        self.probability = probability
+        self.tol = tol
+        self.cache_size = cache_size
+        self.class_weight = class_weight
+        self.verbose = verbose
+        self.max_iter = max_iter
+        self.decision_function_shape = decision_function_shape
+        self.break_ties = break_ties
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+
+# --------------------------------------------------------------------------
+# regression
+# --------------------------------------------------------------------------
+
+class _BaseSVR(_BaseSVM):
+    _estimator_type = "regressor"
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit the support vector regression.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Real-valued targets.
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        self
+        """
+        name = type(self).__name__
+        t = self._validate_params()
+        X, Xt = self._fit_X(X)
+        y = _column_or_1d(y, name)
+        if y.dtype.kind not in "biuf":
+            try:
+                y = y.astype(np.float64)
+            except (TypeError, ValueError):
+                raise ValueError(f"{name}: y must hold numbers, got dtype {y.dtype}") from None
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        _check_lengths(X, y)
+        if not np.all(np.isfinite(y)):
+            raise ValueError("Input y contains NaN or infinity.")
+        sw = _check_sample_weight(sample_weight, X.shape[0])
+        gamma = self._gamma_value(X, t)
+        param = self._parameters(t, gamma)
+        model = self._train(y, Xt, param, sw)
+        self._set_common(X, model, np.asarray(model.support_indices) - 1)
+        self._gamma = gamma
+        self.n_support_ = np.array([model.n_sv], dtype=np.int32)
+        self.dual_coef_ = np.asarray(model.dual_coef, dtype=np.float64).reshape(1, -1)
+        self.intercept_ = -np.asarray(model.rho, dtype=np.float64)
+        self._dual_coef_ = self.dual_coef_
+        self._intercept_ = self.intercept_
+        return self
+
+    def predict(self, X):
+        """Predicted targets."""
+        return self._decision_values(X)[:, 0]
+
+    def score(self, X, y, sample_weight=None):
+        """Coefficient of determination R^2 of the prediction (weighted)."""
+        y = np.asarray(_column_or_1d(y, type(self).__name__), dtype=np.float64)
+        pred = self.predict(X)
+        w = np.ones_like(y) if sample_weight is None else np.asarray(sample_weight, float)
+        num = float(np.sum(w * (y - pred) ** 2))
+        den = float(np.sum(w * (y - np.average(y, weights=w)) ** 2))
+        if den == 0:
+            return 1.0 if num == 0 else 0.0
+        return 1.0 - num / den
+
+
+class SVR(_BaseSVR):
+    """Epsilon-Support Vector Regression on kernsolve's SMO solver (LIBSVM's epsilon-SVR).
+
+    Drop-in for ``sklearn.svm.SVR``; parameters as :class:`SVC` plus
+    ``epsilon`` (width of the insensitive tube, >= 0).  Attributes:
+    ``support_``, ``support_vectors_``, ``n_support_``, ``dual_coef_``
+    (alpha - alpha*), ``intercept_``, ``fit_status_``, ``shape_fit_``,
+    ``n_features_in_``, ``n_iter_``, ``model_``.
+    """
+
+    _svm_type = 3
+
+    def __init__(self, *, kernel="rbf", degree=3, gamma="scale", coef0=0.0, tol=1e-3,
+                 C=1.0, epsilon=0.1, shrinking=True, cache_size=200, verbose=False,
+                 max_iter=-1, n_jobs=None):
+        self.kernel = kernel
+        self.degree = degree
+        self.gamma = gamma
+        self.coef0 = coef0
+        self.tol = tol
+        self.C = C
+        self.epsilon = epsilon
+        self.shrinking = shrinking
+        self.cache_size = cache_size
+        self.verbose = verbose
+        self.max_iter = max_iter
+        self.n_jobs = n_jobs
+
+
+class NuSVR(_BaseSVR):
+    """Nu-Support Vector Regression (LIBSVM's nu-SVR); see :class:`SVR`.
+
+    ``nu`` in (0, 1] replaces ``epsilon``: the tube width is found by the solver.
+    """
+
+    _svm_type = 4
+
+    def __init__(self, *, nu=0.5, C=1.0, kernel="rbf", degree=3, gamma="scale",
+                 coef0=0.0, shrinking=True, tol=1e-3, cache_size=200, verbose=False,
+                 max_iter=-1, n_jobs=None):
+        self.nu = nu
+        self.C = C
+        self.kernel = kernel
+        self.degree = degree
+        self.gamma = gamma
+        self.coef0 = coef0
+        self.shrinking = shrinking
+        self.tol = tol
+        self.cache_size = cache_size
+        self.verbose = verbose
+        self.max_iter = max_iter
+        self.n_jobs = n_jobs
+
+
+# --------------------------------------------------------------------------
+# novelty detection
+# --------------------------------------------------------------------------
+
+class OneClassSVM(_BaseSVM):
+    """Unsupervised outlier detection (LIBSVM's one-class SVM, Schölkopf et al.).
+
+    Drop-in for ``sklearn.svm.OneClassSVM``.  ``predict`` gives +1 (inlier)
+    or -1 (outlier); ``decision_function`` is LIBSVM's value (positive for
+    inliers); ``score_samples`` is ``decision_function + offset_``.
+    Attributes: ``support_``, ``support_vectors_``, ``n_support_``,
+    ``dual_coef_``, ``intercept_``, ``offset_`` (= rho), ``fit_status_``,
+    ``shape_fit_``, ``n_features_in_``, ``n_iter_``, ``model_``.
+    """
+
+    _estimator_type = "outlier_detector"
+    _svm_type = 2
+    _uses_C = False
+
+    def __init__(self, *, kernel="rbf", degree=3, gamma="scale", coef0=0.0, tol=1e-3,
+                 nu=0.5, shrinking=True, cache_size=200, verbose=False, max_iter=-1,
+                 n_jobs=None):
+        self.kernel = kernel
+        self.degree = degree
+        self.gamma = gamma
+        self.coef0 = coef0
+        self.tol = tol
+        self.nu = nu
+        self.shrinking = shrinking
+        self.cache_size = cache_size
+        self.verbose = verbose
+        self.max_iter = max_iter
+        self.n_jobs = n_jobs
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Learn the support of the data distribution (``y`` is ignored)."""
+        t = self._validate_params()
+        X, Xt = self._fit_X(X)
+        sw = _check_sample_weight(sample_weight, X.shape[0])
+        gamma = self._gamma_value(X, t)
+        param = self._parameters(t, gamma)
+        model = self._train(np.ones(X.shape[0]), Xt, param, sw)
+        self._set_common(X, model, np.asarray(model.support_indices) - 1)
+        self._gamma = gamma
+        self.n_support_ = np.array([model.n_sv], dtype=np.int32)
+        self.dual_coef_ = np.asarray(model.dual_coef, dtype=np.float64).reshape(1, -1)
+        rho = np.asarray(model.rho, dtype=np.float64)
+        self.intercept_ = -rho
+        self.offset_ = float(rho[0])
+        self._dual_coef_ = self.dual_coef_
+        self._intercept_ = self.intercept_
+        return self
+
+    def decision_function(self, X):
+        """Signed distance to the separating hyperplane; positive for inliers."""
+        return self._decision_values(X)[:, 0]
+
+    def score_samples(self, X):
+        """Unshifted scoring function: ``decision_function(X) + offset_``."""
+        return self.decision_function(X) + self.offset_
+
+    def predict(self, X):
+        """+1 for inliers, -1 for outliers (LIBSVM's sign rule: 0 is an outlier)."""
+        return np.where(self.decision_function(X) > 0, 1, -1)
+
+    def fit_predict(self, X, y=None, sample_weight=None):
+        """``fit(X)`` then ``predict(X)``."""
+        return self.fit(X, sample_weight=sample_weight).predict(X)
