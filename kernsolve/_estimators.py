@@ -26,6 +26,7 @@ scikit-learn's conventions on top of kernsolve's :class:`~kernsolve.Model`:
 import functools
 import inspect
 import numbers
+import sys
 import warnings
 
 import numpy as np
@@ -49,6 +50,28 @@ class NotFittedError(ValueError, AttributeError):
 
     Both a ValueError and an AttributeError, as scikit-learn's own.
     """
+
+
+_BRIDGED = {}
+
+
+def _not_fitted_error(message):
+    """A NotFittedError that is also scikit-learn's, when scikit-learn is loaded.
+
+    ``except sklearn.exceptions.NotFittedError`` (and scikit-learn's checks)
+    then catch it too.  Nothing is imported: scikit-learn is used only if the
+    program has imported it already.
+    """
+    module = sys.modules.get("sklearn.exceptions")
+    base = getattr(module, "NotFittedError", None)
+    if isinstance(base, type) and issubclass(base, BaseException) \
+            and not issubclass(NotFittedError, base):
+        cls = _BRIDGED.get(base)
+        if cls is None:
+            cls = type("NotFittedError", (NotFittedError, base), {"__module__": __name__})
+            _BRIDGED[base] = cls
+        return cls(message)
+    return NotFittedError(message)
 
 
 class DataConversionWarning(UserWarning):
@@ -176,9 +199,9 @@ class _BaseEstimator:
 
     def _check_is_fitted(self):
         if not hasattr(self, "model_"):
-            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet. "
-                                 "Call 'fit' with appropriate arguments before using "
-                                 "this estimator.")
+            raise _not_fitted_error(f"This {type(self).__name__} instance is not fitted "
+                                    "yet. Call 'fit' with appropriate arguments before "
+                                    "using this estimator.")
 
 
 # --------------------------------------------------------------------------
@@ -703,8 +726,8 @@ class _BaseSVC(_BaseSVM):
         """Class probabilities (Platt scaling on internal folds), columns in ``classes_`` order."""
         self._check_is_fitted()
         if not self.model_.is_probability_model:
-            raise NotFittedError("predict_proba is not available: the model was fitted "
-                                 "with probability=False; fit again")
+            raise _not_fitted_error("predict_proba is not available: the model was "
+                                    "fitted with probability=False; fit again")
         from ._predict import predict_probability
         return predict_probability(self._predict_X(X), self.model_, n_jobs=self.n_jobs)
 
