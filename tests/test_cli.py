@@ -245,8 +245,11 @@ def test_predict_accuracy_line_and_output_like_libsvm(tmp_path, heart):
 def test_predict_probability_output_like_libsvm(tmp_path, heart):
     svmutil = libsvm_util()
     y, x = svmutil.svm_read_problem(heart)
+    # the model comes from kernsolve-train -b 1; the oracle is libsvm's prediction
+    # from that same file
     model_path = str(tmp_path / "prob.model")
-    svmutil.svm_save_model(model_path, svmutil.svm_train(y, x, "-b 1 -q"))
+    trained = run_inproc("train", "-b", "1", "-q", heart, model_path)
+    assert trained.returncode == 0, trained.stderr
     out = tmp_path / "out"
     proc = run_cli("predict", "-b", "1", heart, model_path, out)
     assert proc.returncode == 0, proc.stderr
@@ -396,10 +399,8 @@ def test_model_errors_leave_no_output(tmp_path, heart):
     assert_user_error(run_inproc("predict", heart, tmp_path / "none.model", out),
                       "none.model")
     assert out.read_text() == "previous contents\n"
-    svmutil = libsvm_util()
-    y, x = svmutil.svm_read_problem(heart)
     plain = str(tmp_path / "plain.model")
-    svmutil.svm_save_model(plain, svmutil.svm_train(y, x, "-q"))
+    assert run_inproc("train", "-q", heart, plain).returncode == 0
     assert_user_error(run_inproc("predict", "-b", "1", heart, plain, out), "probability")
     assert out.read_text() == "previous contents\n"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
