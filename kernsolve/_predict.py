@@ -394,11 +394,12 @@ def evaluations(y, predicted):
         raise ValueError(f"y has {ty.size} values but there are {pv.size} predictions")
     if ty.size == 0:
         return float("nan"), float("nan"), float("nan")
-    acc = 100.0 * (ty == pv).mean()
-    mse = ((ty - pv) ** 2).mean()
-    n = len(ty)
-    sumv, sumy = pv.sum(), ty.sum()
-    sumvy, sumvv, sumyy = (pv * ty).sum(), (pv * pv).sum(), (ty * ty).sum()
+    with np.errstate(all="ignore"):  # overflow gives inf/NaN, as in LIBSVM, silently
+        acc = 100.0 * (ty == pv).mean()
+        mse = ((ty - pv) ** 2).mean()
+        n = len(ty)
+        sumv, sumy = pv.sum(), ty.sum()
+        sumvy, sumvv, sumyy = (pv * ty).sum(), (pv * pv).sum(), (ty * ty).sum()
     with np.errstate(all="raise"):
         try:
             scc = ((n * sumvy - sumv * sumy) * (n * sumvy - sumv * sumy)) / \
