@@ -1,0 +1,404 @@
+"""kernsolve's scikit-learn-style estimators.
+
+Oracles: scikit-learn's own SVC/NuSVC/SVR/NuSVR/OneClassSVM (they wrap
+LIBSVM's solver, so decision values agree to rounding and predictions are
+equal), scikit-learn's estimator checks, libsvm-official for the model file.
+scikit-learn is a test-only dependency.
+"""
+import os
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+sklearn = pytest.importorskip("sklearn")
+from sklearn import svm as sk_svm  # noqa: E402
+from sklearn.base import clone  # noqa: E402
+from sklearn.datasets import load_iris  # noqa: E402
+from sklearn.exceptions import NotFittedError as SkNotFittedError  # noqa: E402
+from sklearn.model_selection import GridSearchCV, cross_val_score  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
+
+import kernsolve  # noqa: E402
+from kernsolve._estimators import (SVC, SVR, ConvergenceWarning, NotFittedError,  # noqa: E402
+                                   NuSVC, NuSVR, OneClassSVM)
+
+DATA = "/work/shared/data"
+ATOL = 1e-6
+
+
+def _heart():
+    y, X = kernsolve.read_problem(kernsolve.dataset_path("heart_scale"))
+    return X, y
+
+
+def _housing():
+    path = os.path.join(DATA, "housing_scale.xz")
+    if not os.path.exists(path):
+        pytest.skip("housing_scale not available")
+    y, X = kernsolve.read_problem(path)
+    return X[:250], y[:250]
+
+
+def _iris_strings():
+    """Iris, shuffled so the first class to appear is not the smallest, string labels."""
+    iris = load_iris()
+    rng = np.random.RandomState(3)
+    order = rng.permutation(len(iris.target))
+    names = np.array(["virginica", "setosa", "versicolor"])  # not sorted
+    return iris.data[order], names[iris.target[order]]
+
+
+# --------------------------------------------------------------------------
+# scikit-learn's estimator checks
+# --------------------------------------------------------------------------
+
+_SW_REASON = ("sample_weight is not equivalent to removing/repeating samples at "
+              "rtol 1e-7: weighting scales a row's box bound while repeating adds dual "
+              "variables, so the two SMO runs stop at different points within tol "
+              "(scikit-learn marks the same checks xfail for its own SVMs)")
+
+
+def _expected_failures(est):
+    out = {"check_sample_weight_equivalence_on_dense_data": _SW_REASON,
+           "check_sample_weight_equivalence_on_sparse_data": _SW_REASON}
+    if isinstance(est, NuSVC):
+        out["check_class_weight_classifiers"] = ("class_weight is ignored: nu-SVC's "
+                                                 "dual has no C (as in LIBSVM)")
+    return out
+
+
+@parametrize_with_checks([SVC(), SVR(), OneClassSVM(), NuSVC(), NuSVR(),
+                          SVC(kernel="precomputed")],
+                         expected_failed_checks=_expected_failures)
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+# --------------------------------------------------------------------------
+# same numbers as scikit-learn's LIBSVM
+# --------------------------------------------------------------------------
+
+def _dense(a):
+    return a.toarray() if sp.issparse(a) else np.asarray(a)
+
+
+def _assert_same_classifier(ours, theirs, X, kept=None):
+    np.testing.assert_array_equal(ours.classes_, theirs.classes_)
+    # scikit-learn's support_ indexes the rows left after dropping zero weights
+    their_support = theirs.support_ if kept is None else kept[theirs.support_]
+    np.testing.assert_array_equal(ours.support_, their_support)
+    np.testing.assert_array_equal(ours.n_support_, theirs.n_support_)
+    np.testing.assert_allclose(ours.dual_coef_, _dense(theirs.dual_coef_), rtol=0, atol=ATOL)
+    np.testing.assert_allclose(ours.intercept_, theirs.intercept_, rtol=0, atol=ATOL)
+    np.testing.assert_allclose(ours.decision_function(X), theirs.decision_function(X),
+                               rtol=0, atol=ATOL)
+    np.testing.assert_array_equal(ours.predict(X), theirs.predict(X))
+    np.testing.assert_array_equal(ours.n_iter_, theirs.n_iter_)
+
+
+@pytest.mark.parametrize("params", [
+    {},
+    {"kernel": "linear", "C": 0.5},
+    {"kernel": "poly", "degree": 2, "gamma": "auto", "coef0": 1.0},
+    {"kernel": "sigmoid", "gamma": 0.05, "coef0": -0.5},
+    {"C": 10.0, "gamma": 0.2, "shrinking": False},
+])
+def test_svc_matches_sklearn_heart_scale(params):
+    X, y = _heart()
+    ours = SVC(**params).fit(X, y)
+    theirs = sk_svm.SVC(**params).fit(X, y)
+    _assert_same_classifier(ours, theirs, X)
+    dense = X.toarray()
+    ours_dense = SVC(**params).fit(dense, y)
+    np.testing.assert_allclose(ours_dense.decision_function(dense),
+                               theirs.decision_function(dense), rtol=0, atol=ATOL)
+    assert ours.score(X, y) == pytest.approx(theirs.score(X, y))
+
+
+@pytest.mark.parametrize("shape", ["ovr", "ovo"])
+def test_svc_multiclass_string_labels_match_sklearn(shape):
+    X, y = _iris_strings()
+    ours = SVC(C=3.0, decision_function_shape=shape).fit(X, y)
+    theirs = sk_svm.SVC(C=3.0, decision_function_shape=shape).fit(X, y)
+    assert list(ours.classes_) == ["setosa", "versicolor", "virginica"]
+    _assert_same_classifier(ours, theirs, X)
+    assert ours.decision_function(X).shape == (len(y), 3)
+    assert ours.predict(X).dtype == y.dtype
+
+
+def test_svc_break_ties_and_linear_coef_match_sklearn():
+    X, y = _iris_strings()
+    ours = SVC(kernel="linear", break_ties=True).fit(X, y)
+    theirs = sk_svm.SVC(kernel="linear", break_ties=True).fit(X, y)
+    np.testing.assert_array_equal(ours.predict(X), theirs.predict(X))
+    np.testing.assert_allclose(ours.coef_, _dense(theirs.coef_), rtol=0, atol=1e-6)
+    Xh, yh = _heart()
+    ours = SVC(kernel="linear").fit(Xh, yh)
+    theirs = sk_svm.SVC(kernel="linear").fit(Xh, yh)
+    np.testing.assert_allclose(ours.coef_, _dense(theirs.coef_), rtol=0, atol=1e-6)
+    with pytest.raises(AttributeError, match="linear"):
+        SVC().fit(Xh, yh).coef_
+    with pytest.raises(ValueError, match="break_ties"):
+        SVC(break_ties=True, decision_function_shape="ovo").fit(X, y).predict(X)
+
+
+def test_nusvc_matches_libsvm_official():
+    # scikit-learn bundles an older LIBSVM whose nu-SVC starts from another
+    # point (dual coefficients differ ~1e-3); LIBSVM 3.37 is the oracle here.
+    svmutil = pytest.importorskip("libsvm.svmutil")
+    X, y = _iris_strings()
+    ours = NuSVC(nu=0.3).fit(X, y)
+    codes = np.searchsorted(ours.classes_, y)
+    order = np.argsort(codes, kind="stable")
+    rows = [{j + 1: float(v) for j, v in enumerate(r)} for r in X[order]]
+    m = svmutil.svm_train(codes[order].astype(float).tolist(), rows,
+                          f"-s 1 -n 0.3 -g {float(ours._gamma)!r} -q")
+    assert m.get_labels() == [0, 1, 2]
+    np.testing.assert_allclose(ours.dual_coef_, np.array(m.get_sv_coef()).T, rtol=0, atol=ATOL)
+    np.testing.assert_allclose(ours.intercept_, -np.array(m.rho[:3]), rtol=0, atol=ATOL)
+    np.testing.assert_array_equal(ours.support_,
+                                  order[np.array(m.get_sv_indices()) - 1])
+    rows_all = [{j + 1: float(v) for j, v in enumerate(r)} for r in X]
+    labels, _, values = svmutil.svm_predict([0] * len(y), rows_all, m, "-q")
+    ours.set_params(decision_function_shape="ovo")
+    np.testing.assert_allclose(ours.decision_function(X), np.array(values), rtol=0, atol=ATOL)
+    np.testing.assert_array_equal(ours.predict(X), ours.classes_[np.asarray(labels, int)])
+    theirs = sk_svm.NuSVC(nu=0.3).fit(X, y)
+    assert np.mean(ours.predict(X) == theirs.predict(X)) > 0.98
+
+
+def test_class_weight_and_sample_weight_match_sklearn():
+    X, y = _heart()
+    rng = np.random.RandomState(0)
+    sw = rng.uniform(0.2, 3.0, size=len(y))
+    sw[:10] = 0.0                              # zero weight: row left out
+    for params in ({"class_weight": {1: 3.0}}, {"class_weight": "balanced"}, {}):
+        ours = SVC(**params).fit(X, y, sample_weight=sw)
+        theirs = sk_svm.SVC(**params).fit(X, y, sample_weight=sw)
+        _assert_same_classifier(ours, theirs, X, kept=np.flatnonzero(sw > 0))
+        if "class_weight" in params:
+            np.testing.assert_allclose(ours.class_weight_, theirs.class_weight_)
+    Xi, yi = _iris_strings()
+    cw = {"setosa": 0.5, "virginica": 4.0}
+    ours = SVC(class_weight=cw).fit(Xi, yi)
+    theirs = sk_svm.SVC(class_weight=cw).fit(Xi, yi)
+    _assert_same_classifier(ours, theirs, Xi)
+    with pytest.raises(ValueError, match="not among the classes"):
+        SVC(class_weight={"nope": 2.0}).fit(Xi, yi)
+
+
+@pytest.mark.parametrize("params", [
+    {},
+    {"kernel": "linear", "C": 2.0, "epsilon": 0.5},
+    {"kernel": "poly", "degree": 3, "gamma": 0.3, "coef0": 1.0, "C": 5.0},
+])
+def test_svr_matches_sklearn_housing_scale(params):
+    X, y = _housing()
+    ours = SVR(**params).fit(X, y)
+    theirs = sk_svm.SVR(**params).fit(X, y)
+    np.testing.assert_array_equal(ours.support_, theirs.support_)
+    np.testing.assert_allclose(ours.dual_coef_, _dense(theirs.dual_coef_), rtol=0, atol=ATOL)
+    np.testing.assert_allclose(ours.intercept_, theirs.intercept_, rtol=0, atol=ATOL)
+    np.testing.assert_allclose(ours.predict(X), theirs.predict(X), rtol=0, atol=ATOL)
+    assert ours.n_iter_ == theirs.n_iter_
+    np.testing.assert_array_equal(ours.n_support_, theirs.n_support_)
+    assert ours.score(X, y) == pytest.approx(theirs.score(X, y), abs=1e-9)
+
+
+def test_svr_sample_weight_and_nusvr_match_sklearn():
+    X, y = _housing()
+    sw = np.random.RandomState(1).uniform(0.1, 2.0, size=len(y))
+    ours = SVR(C=3.0).fit(X, y, sample_weight=sw)
+    theirs = sk_svm.SVR(C=3.0).fit(X, y, sample_weight=sw)
+    np.testing.assert_allclose(ours.predict(X), theirs.predict(X), rtol=0, atol=ATOL)
+    ours = NuSVR(nu=0.3, C=4.0).fit(X, y)
+    theirs = sk_svm.NuSVR(nu=0.3, C=4.0).fit(X, y)
+    np.testing.assert_array_equal(ours.support_, theirs.support_)
+    np.testing.assert_allclose(ours.predict(X), theirs.predict(X), rtol=0, atol=ATOL)
+
+
+@pytest.mark.parametrize("nu", [0.1, 0.5])
+def test_one_class_svm_matches_sklearn(nu):
+    X, _ = _heart()
+    ours = OneClassSVM(nu=nu, gamma=0.1).fit(X)
+    theirs = sk_svm.OneClassSVM(nu=nu, gamma=0.1).fit(X)
+    np.testing.assert_array_equal(ours.support_, theirs.support_)
+    np.testing.assert_allclose(ours.dual_coef_, _dense(theirs.dual_coef_), rtol=0, atol=ATOL)
+    np.testing.assert_allclose(ours.intercept_, theirs.intercept_, rtol=0, atol=ATOL)
+    assert ours.offset_ == pytest.approx(theirs.offset_[0] if np.ndim(theirs.offset_)
+                                         else theirs.offset_, abs=ATOL)
+    np.testing.assert_allclose(ours.decision_function(X), theirs.decision_function(X),
+                               rtol=0, atol=ATOL)
+    np.testing.assert_allclose(ours.score_samples(X), theirs.score_samples(X),
+                               rtol=0, atol=ATOL)
+    np.testing.assert_array_equal(ours.predict(X), theirs.predict(X))
+    np.testing.assert_array_equal(ours.fit_predict(X), theirs.fit_predict(X))
+
+
+def test_precomputed_and_callable_kernels_match_sklearn():
+    X, y = _heart()
+    Xd = X.toarray()
+    train, test = slice(0, 200), slice(200, None)
+    K = Xd[train] @ Xd[train].T
+    Kt = Xd[test] @ Xd[train].T
+    ours = SVC(kernel="precomputed").fit(K, y[train])
+    theirs = sk_svm.SVC(kernel="precomputed").fit(K, y[train])
+    np.testing.assert_array_equal(ours.support_, theirs.support_)
+    np.testing.assert_allclose(ours.decision_function(Kt), theirs.decision_function(Kt),
+                               rtol=0, atol=ATOL)
+    assert ours.n_features_in_ == 200 and ours.support_vectors_.shape == (0, 0)
+    with pytest.raises(ValueError, match="200"):
+        ours.predict(Kt[:, :50])
+
+    def kern(A, B):
+        return (A @ B.T + 1.0) ** 2
+
+    ours = SVC(kernel=kern).fit(Xd[train], y[train])
+    theirs = sk_svm.SVC(kernel=kern).fit(Xd[train], y[train])
+    np.testing.assert_allclose(ours.decision_function(Xd[test]),
+                               theirs.decision_function(Xd[test]), rtol=0, atol=ATOL)
+    np.testing.assert_array_equal(ours.support_vectors_, Xd[train][ours.support_])
+    np.testing.assert_array_equal(ours.support_, theirs.support_)
+
+
+def test_max_iter_stops_like_sklearn():
+    X, y = _heart()
+    with pytest.warns(ConvergenceWarning):
+        ours = SVC(kernel="linear", C=100.0, max_iter=20).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = sk_svm.SVC(kernel="linear", C=100.0, max_iter=20).fit(X, y)
+    assert ours.fit_status_ == 1
+    np.testing.assert_array_equal(ours.n_iter_, theirs.n_iter_)
+    np.testing.assert_allclose(ours.decision_function(X), theirs.decision_function(X),
+                               rtol=0, atol=ATOL)
+
+
+# --------------------------------------------------------------------------
+# probabilities
+# --------------------------------------------------------------------------
+
+def test_predict_proba_columns_follow_classes():
+    X, y = _heart()
+    est = SVC(probability=True, random_state=7).fit(X, y)
+    proba = est.predict_proba(X)
+    assert proba.shape == (len(y), 2)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(est.predict_log_proba(X), np.log(proba))
+    # Platt's sigmoid is monotone: the classes_[1] column rises with the decision value
+    dec = est.decision_function(X)
+    p1 = proba[np.argsort(dec), 1]
+    assert np.all(np.diff(p1) >= -1e-12)
+    assert p1[-1] > 0.5 > p1[0]
+    again = SVC(probability=True, random_state=7).fit(X, y).predict_proba(X)
+    np.testing.assert_array_equal(proba, again)        # seeded folds: reproducible
+    # close to scikit-learn's (its internal folds differ, so not equal)
+    theirs = sk_svm.SVC(probability=True, random_state=7).fit(X, y).predict_proba(X)
+    assert np.abs(proba - theirs).mean() < 0.05
+
+    Xi, yi = _iris_strings()
+    est = SVC(probability=True).fit(Xi, yi)
+    proba = est.predict_proba(Xi)
+    assert proba.shape == (len(yi), 3)
+    agree = np.mean(est.classes_[np.argmax(proba, axis=1)] == est.predict(Xi))
+    assert agree > 0.95
+    assert not hasattr(SVC(), "predict_proba")
+    assert not hasattr(SVC().fit(Xi, yi), "predict_log_proba")
+
+
+# --------------------------------------------------------------------------
+# scikit-learn tooling: clone, Pipeline, GridSearchCV, cross_val_score, pickle
+# --------------------------------------------------------------------------
+
+def test_pipeline_grid_search_and_cross_val_score():
+    X, y = _heart()
+    Xd = X.toarray()
+    pipe = make_pipeline(StandardScaler(), SVC(n_jobs=1))
+    grid = GridSearchCV(pipe, {"svc__C": [0.5, 2.0], "svc__gamma": ["scale", 0.01]},
+                        cv=3, n_jobs=2)
+    grid.fit(Xd, y)
+    sk_grid = GridSearchCV(make_pipeline(StandardScaler(), sk_svm.SVC()),
+                           {"svc__C": [0.5, 2.0], "svc__gamma": ["scale", 0.01]}, cv=3)
+    sk_grid.fit(Xd, y)
+    assert grid.best_params_ == sk_grid.best_params_
+    np.testing.assert_allclose(grid.cv_results_["mean_test_score"],
+                               sk_grid.cv_results_["mean_test_score"])
+    scores = cross_val_score(SVR(C=5.0), *_housing(), cv=3)
+    sk_scores = cross_val_score(sk_svm.SVR(C=5.0), *_housing(), cv=3)
+    np.testing.assert_allclose(scores, sk_scores, atol=1e-8)
+
+
+def test_pickle_clone_and_model_file(tmp_path):
+    X, y = _heart()
+    est = SVC(C=2.0, probability=True).fit(X, y)
+    back = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(back.decision_function(X), est.decision_function(X))
+    np.testing.assert_array_equal(back.predict_proba(X), est.predict_proba(X))
+    fresh = clone(est)
+    assert fresh.get_params() == est.get_params()
+    assert not hasattr(fresh, "model_")
+    # model_ is a kernsolve Model: LIBSVM reads it; its labels are class indices
+    path = str(tmp_path / "heart.model")
+    kernsolve.save_model(path, est.model_)
+    svmutil = pytest.importorskip("libsvm.svmutil")
+    m = svmutil.svm_load_model(path)
+    Xd = X.toarray()
+    rows = [{j + 1: v for j, v in enumerate(r) if v != 0} for r in Xd]
+    labels, _, values = svmutil.svm_predict([0] * len(rows), rows, m, "-q")
+    np.testing.assert_array_equal(est.classes_[np.asarray(labels, dtype=int)], est.predict(X))
+    np.testing.assert_allclose(-np.asarray(values)[:, 0], est.decision_function(X),
+                               rtol=0, atol=1e-9)
+
+
+def test_params_repr_and_threads():
+    est = SVC(C=3.0, kernel="poly", n_jobs=1)
+    assert est.get_params()["C"] == 3.0 and est.get_params()["solver"] == "smo"
+    assert repr(est) == "SVC(C=3.0, kernel='poly', n_jobs=1)"
+    assert est.set_params(C=5.0, gamma=0.1) is est and est.C == 5.0
+    with pytest.raises(ValueError, match="Invalid parameter"):
+        est.set_params(bogus=1)
+    X, y = _heart()
+    one = SVC(n_jobs=1).fit(X, y).decision_function(X)
+    two = SVC(n_jobs=2).fit(X, y).decision_function(X)
+    np.testing.assert_array_equal(one, two)
+
+
+# --------------------------------------------------------------------------
+# bad input
+# --------------------------------------------------------------------------
+
+def test_bad_input_messages():
+    X, y = _heart()
+    est = SVC()
+    with pytest.raises(NotFittedError) as info:
+        est.predict(X)
+    assert isinstance(info.value, ValueError) and isinstance(info.value, AttributeError)
+    assert isinstance(info.value, SkNotFittedError)
+    Xd = X.toarray()
+    bad = Xd.copy()
+    bad[3, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        SVC().fit(bad, y)
+    est.fit(Xd, y)
+    with pytest.raises(ValueError, match="X has 5 features, but SVC is expecting 13"):
+        est.predict(Xd[:, :5])
+    with pytest.raises(ValueError, match="infinity"):
+        est.predict(np.full((2, 13), np.inf))
+    with pytest.raises(ValueError, match="Unknown label type: continuous"):
+        SVC().fit(Xd, y + 0.5)
+    with pytest.raises(ValueError, match="greater than one"):
+        SVC().fit(Xd, np.ones(len(y)))
+    with pytest.raises(ValueError, match="C must be"):
+        SVC(C=-1.0).fit(Xd, y)                 # checked in fit, not in __init__
+    with pytest.raises(ValueError, match="nu must be"):
+        OneClassSVM(nu=1.5).fit(Xd)
+    with pytest.raises(ValueError, match="kernel must be"):
+        SVR(kernel="cubic").fit(Xd, y)
+    with pytest.raises(ValueError, match="one class"):
+        SVC().fit(Xd, y, sample_weight=(y > 0).astype(float))
+    assert SVC(kernel="linear").fit(sp.csr_matrix(Xd).tolil(), list(y)).score(Xd, y) > 0.8
