@@ -32,7 +32,6 @@ cdef int64_t I32MAX = 2147483647
 cdef int64_t I64MAX = 9223372036854775807
 # Largest raw feature index accepted: n_features = index + 1 must still fit.
 cdef int64_t MAX_INDEX = 4611686018427387904  # 2**62
-cdef int64_t QID_LIM = 922337203685477580      # int64 max // 10
 cdef uint64_t TWO53 = 9007199254740992
 cdef double TWO53D = 9007199254740992.0
 
@@ -325,7 +324,7 @@ cdef void parse_chunk(Chunk* ch, const Settings* st, Out* o) noexcept nogil:
                 nd = 0
                 big = False
                 while p < end and is_digit(p[0]):
-                    if qv > QID_LIM:
+                    if qv > (I64MAX - (p[0] - 48)) // 10:
                         big = True
                     else:
                         qv = qv * 10 + (p[0] - 48)
@@ -683,7 +682,8 @@ cdef class Builder:
         """
         cdef int64_t i, n = self.nnz, nr = self.n_rows
         cdef int32_t* ip32
-        cdef int nt = max(1, n_threads)
+        # A parallel region costs more than it saves on small outputs.
+        cdef int nt = max(1, n_threads) if self.nnz >= (1 << 20) else 1
         if want64 and not self.st.wide:
             self._widen()
         if shift:
