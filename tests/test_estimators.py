@@ -414,3 +414,42 @@ def test_bad_input_messages():
     with pytest.raises(ValueError, match="one class"):
         SVC().fit(Xd, y, sample_weight=(y > 0).astype(float))
     assert SVC(kernel="linear").fit(sp.csr_matrix(Xd).tolil(), list(y)).score(Xd, y) > 0.8
+
+
+def test_no_bias_and_kernsolve_api_agree():
+    X, y = _heart()
+    est = SVC(C=2.0, gamma=0.1, bias=False).fit(X, y)
+    np.testing.assert_array_equal(est.intercept_, [0.0])
+    # labels as the estimator trains them: class indices, rows grouped by class
+    codes = np.searchsorted(est.classes_, y)
+    order = np.argsort(codes, kind="stable")
+    model = kernsolve.train(codes[order], X[order], "-c 2 -g 0.1 -m 200 --bias 0 -q")
+    from kernsolve._predict import decision_function
+    np.testing.assert_array_equal(est.decision_function(X),
+                                  -decision_function(X, model)[:, 0])
+    with pytest.raises(ValueError, match="solver"):
+        SVC(solver="nope").fit(X, y)
+
+
+def test_one_class_sample_weight_matches_sklearn():
+    X, _ = _heart()
+    sw = np.random.RandomState(5).uniform(0.5, 2.0, size=X.shape[0])
+    ours = OneClassSVM(nu=0.2, gamma="auto").fit(X, sample_weight=sw)
+    theirs = sk_svm.OneClassSVM(nu=0.2, gamma="auto").fit(X, sample_weight=sw)
+    np.testing.assert_allclose(ours.decision_function(X), theirs.decision_function(X),
+                               rtol=0, atol=ATOL)
+
+
+def test_kernsolve_does_not_import_sklearn():
+    import subprocess
+    import sys
+    code = ("import sys, numpy as np, kernsolve\n"
+            "X = np.random.RandomState(0).randn(40, 3); y = (X[:, 0] > 0).astype(int)\n"
+            "kernsolve.SVC(probability=True).fit(X, y).predict_proba(X)\n"
+            "kernsolve.SVR().fit(X, X[:, 1]).score(X, X[:, 1])\n"
+            "kernsolve.OneClassSVM().fit(X).predict(X)\n"
+            "assert not any(m.split('.')[0] == 'sklearn' for m in sys.modules), 'sklearn'\n")
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(kernsolve.__file__)))
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
