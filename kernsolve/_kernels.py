@@ -248,7 +248,31 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=0.0,
     Xc, Yc, n_features = _canonical_pair(X, Y)
     gamma, degree, coef0 = check_kernel_params(gamma, degree, coef0, n_features)
     from ._core import _kernel
+    # Dense inner products go through BLAS dgemm on fixed tiles, each call
+    # single-threaded (our threads run the tiles), so the bits do not depend
+    # on n_jobs; the Laplacian kernel and sparse data use the core's loops.
+    if code != 5 and not sp.issparse(Xc) and not sp.issparse(Yc):
+        controller = _blas_controller()
+        if controller is not None:
+            with controller.limit(limits=1, user_api="blas"):
+                return _kernel._kernel_matrix(Xc, Yc, code, degree, gamma, coef0,
+                                              n_threads, True)
     return _kernel._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads)
+
+
+_CONTROLLER = []
+
+
+def _blas_controller():
+    """A cached threadpoolctl controller (None when threadpoolctl is missing)."""
+    if not _CONTROLLER:
+        try:
+            from threadpoolctl import ThreadpoolController
+            from ._core import _kernel  # noqa: F401  (loads scipy's BLAS first)
+            _CONTROLLER.append(ThreadpoolController())
+        except ImportError:  # pragma: no cover - threadpoolctl ships with sklearn
+            _CONTROLLER.append(None)
+    return _CONTROLLER[0]
 
 
 def kernel_rows(X, kernel="rbf", gamma=None, degree=3, coef0=0.0, cache_mb=100.0,

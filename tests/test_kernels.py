@@ -275,3 +275,27 @@ def test_kernel_rows_threads_identical_bits(a9a_slice):
                 kr.py_swap(0, 17)
                 rows.append(np.concatenate([kr.row(p) for p in (0, 3, 17)]))
             assert rows[0].tobytes() == rows[1].tobytes()
+
+
+def test_large_dense_blocks_match_cdist_and_threads():
+    # Several BLAS tiles (128 x 1024) and Y blocks; oracle: scipy's cdist.
+    from scipy.spatial.distance import cdist
+    rng = np.random.default_rng(9)
+    X = rng.random((300, 20))
+    Y = rng.random((1100, 20))
+    g = 0.2
+    oracle = {
+        "linear": X @ Y.T,
+        "rbf": np.exp(-g * cdist(X, Y, "sqeuclidean")),
+        "laplacian": np.exp(-g * cdist(X, Y, "cityblock")),
+        "sigmoid": np.tanh(g * (X @ Y.T) + 0.5),
+        "poly": (g * (X @ Y.T) + 0.5) ** 3,
+    }
+    for kernel, R in oracle.items():
+        K1 = kernel_matrix(X, Y, kernel=kernel, gamma=g, coef0=0.5, n_jobs=1)
+        K2 = kernel_matrix(X, Y, kernel=kernel, gamma=g, coef0=0.5, n_jobs=2)
+        assert K1.tobytes() == K2.tobytes()
+        assert_close(K1, R)
+        # the sparse path agrees with the dense one
+        K3 = kernel_matrix(sp.csr_matrix(X), Y, kernel=kernel, gamma=g, coef0=0.5, n_jobs=2)
+        assert_close(K3, R)
