@@ -62,7 +62,11 @@ def heart():
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("x_sparse,y_sparse", [(False, False), (True, True),
                                                (True, False), (False, True)])
-def test_kernel_matrix_matches_formula(kernel, x_sparse, y_sparse):
+@pytest.mark.parametrize("densify", [True, False])
+def test_kernel_matrix_matches_formula(kernel, x_sparse, y_sparse, densify, monkeypatch):
+    # densify=False forces the gather/merge loops even for these fairly dense inputs
+    import kernsolve._kernels as kk
+    monkeypatch.setattr(kk, "_DENSIFY_MIN_DENSITY", 0.15 if densify else 2.0)
     rng = np.random.default_rng(1)
     X = sparse_random(rng, 37, 11, 0.4)
     Y = sparse_random(rng, 23, 11, 0.6)
@@ -117,7 +121,10 @@ def test_kernel_matrix_matches_libsvm_rbf(heart):
     np.testing.assert_allclose(K @ coef - rho, np.array(dec)[:, 0], rtol=1e-9, atol=1e-9)
 
 
-def test_one_vs_two_threads_identical_bits(a9a_slice):
+@pytest.mark.parametrize("densify", [True, False])
+def test_one_vs_two_threads_identical_bits(a9a_slice, densify, monkeypatch):
+    import kernsolve._kernels as kk
+    monkeypatch.setattr(kk, "_DENSIFY_MIN_DENSITY", 0.05 if densify else 2.0)
     X = a9a_slice[0]
     rng = np.random.default_rng(3)
     D = rng.random((300, 60))
