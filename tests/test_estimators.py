@@ -455,3 +455,23 @@ def test_kernsolve_does_not_import_sklearn():
     root = os.path.dirname(os.path.dirname(os.path.abspath(kernsolve.__file__)))
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
+
+
+def test_precomputed_multiclass_zero_weights_equal_linear_kernel():
+    # scikit-learn 1.9 gets this case wrong (its precomputed kernel and its
+    # dropping of zero-weight rows disagree on row numbers), so the oracles are
+    # the linear kernel on the raw rows and a fit without the zero-weight rows.
+    X, y = _iris_strings()
+    K = X @ X.T
+    sw = np.random.RandomState(0).uniform(0.1, 2.0, size=len(y))
+    sw[:7] = 0.0
+    kept = sw > 0
+    ours = SVC(kernel="precomputed").fit(K, y, sample_weight=sw)
+    linear = SVC(kernel="linear").fit(X, y, sample_weight=sw)
+    np.testing.assert_allclose(ours.decision_function(K), linear.decision_function(X),
+                               rtol=0, atol=ATOL)
+    np.testing.assert_array_equal(ours.support_, linear.support_)
+    subset = sk_svm.SVC(kernel="precomputed").fit(K[np.ix_(kept, kept)], y[kept],
+                                                  sample_weight=sw[kept])
+    np.testing.assert_allclose(ours.decision_function(K), subset.decision_function(K[:, kept]),
+                               rtol=0, atol=ATOL)
