@@ -473,44 +473,37 @@ def load_model(path):
     for k in range(l, len(body)):
         if body[k].strip():
             r.fail(sv_line + 2 + k, f"unexpected text after the {l} support vectors")
+    sv, coef = _read_support_vectors(r, body[:l], sv_line + 2, m, t)
+    return Model(param=param, labels=labels, support_vectors=sv,
+                 support_indices=np.zeros(l, dtype=np.int64), n_support=n_support,
+                 dual_coef=coef, rho=rho, prob_a=prob_a, prob_b=prob_b,
+                 prob_density_marks=marks)
+
+
+def _read_support_vectors(r, lines, first_lineno, m, t):
+    """The SV section -> (CSR support vectors, (m, l) coefficients).
+
+    Valid files (nearly all) are converted in bulk; any problem sends the
+    reader through the lines one by one, which names the line and the problem.
+    """
+    l = len(lines)
+    if t != 4:
+        bulk = _bulk_support_vectors(lines, m)
+        if bulk is not None:
+            return bulk
     coef = np.empty((m, l), dtype=np.float64)
     indptr = np.zeros(l + 1, dtype=np.int64)
-    all_idx = []
-    all_val = []
+    all_idx, all_val = [], []
     width = 1 if t == 4 else 0
-    for i in range(l):
-        lineno = sv_line + 2 + i
-        tokens = body[i].split()
+    for i, line in enumerate(lines):
+        lineno = first_lineno + i
+        tokens = line.split()
         if len(tokens) < m:
             r.fail(lineno, f"expected {m} coefficient(s), got {len(tokens)}")
         for c in range(m):
             coef[c, i] = _float(r, lineno, tokens[c], "coefficient")
         pairs = tokens[m:]
-        idx = np.empty(len(pairs), dtype=np.int64)
-        val = np.empty(len(pairs), dtype=np.float64)
-        prev = -1
-        for q, tok in enumerate(pairs):
-            a, colon, b = tok.partition(":")
-            if not colon:
-                r.fail(lineno, f"expected index:value, got {tok[:40]!r}")
-            j = _int(r, lineno, a, "feature index")
-            v = _float(r, lineno, b, "feature value")
-            if j > _MAX_INDEX:
-                r.fail(lineno, f"feature index {j} is too large")
-            if t == 4:
-                if q > 0 or j != 0:
-                    r.fail(lineno, "a precomputed-kernel support vector is one '0:serial' pair")
-                if v < 0 or not float(v).is_integer():
-                    r.fail(lineno, f"serial number must be a non-negative integer, got {b!r}")
-            else:
-                if j < 1:
-                    r.fail(lineno, f"feature indices start at 1, got {j}")
-                if j <= prev:
-                    r.fail(lineno, f"feature indices must be strictly increasing ({j} after {prev})")
-                prev = j
-                j -= 1
-            idx[q] = j
-            val[q] = v
+        idx, val = _slow_pairs(r, lineno, pairs, t)
         if t == 4 and len(pairs) != 1:
             r.fail(lineno, "a precomputed-kernel support vector needs its '0:serial' pair")
         if len(idx):
@@ -520,10 +513,108 @@ def load_model(path):
         indptr[i + 1] = indptr[i] + len(idx)
     indices = np.concatenate(all_idx) if all_idx else np.empty(0, np.int64)
     data = np.concatenate(all_val) if all_val else np.empty(0, np.float64)
-    index_dtype = np.int32 if width < 2 ** 31 else np.int64
-    sv = sp.csr_matrix((data, indices.astype(index_dtype), indptr.astype(index_dtype)),
-                       shape=(l, width))
-    return Model(param=param, labels=labels, support_vectors=sv,
-                 support_indices=np.zeros(l, dtype=np.int64), n_support=n_support,
-                 dual_coef=coef, rho=rho, prob_a=prob_a, prob_b=prob_b,
-                 prob_density_marks=marks)
+    return _csr(data, indices, indptr, l, width), coef
+
+
+def _csr(data, indices, indptr, l, width):
+    index_dtype = np.int32 if max(width, len(data)) < 2 ** 31 else np.int64
+    return sp.csr_matrix((data, indices.astype(index_dtype), indptr.astype(index_dtype)),
+                         shape=(l, width))
+
+
+def _bulk_support_vectors(lines, m):
+    """All SV lines at once, or None if anything at all is off."""
+    l = len(lines)
+    coef_tokens, pair_tokens = [], []
+    counts = np.empty(l, dtype=np.int64)
+    for i, line in enumerate(lines):
+        tokens = line.split()
+        if len(tokens) < m:
+            return None
+        coef_tokens.extend(tokens[:m])
+        pair_tokens.extend(tokens[m:])
+        counts[i] = len(tokens) - m
+    if m and l:
+        if not _FLOATS_RE.match(" ".join(coef_tokens)):
+            return None
+        coef = np.array(coef_tokens, dtype=np.float64).reshape(l, m).T.copy()
+        if not np.all(np.isfinite(coef)):
+            return None
+    else:
+        coef = np.empty((m, l), dtype=np.float64)
+    pairs = _fast_pairs(pair_tokens)
+    if pairs is None:
+        return None
+    idx, val = pairs
+    indptr = np.zeros(l + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    if len(idx):
+        if idx.min() < 1 or idx.max() > _MAX_INDEX:
+            return None
+        rising = idx[1:] > idx[:-1]
+        rising[indptr[1:-1][(indptr[1:-1] > 0) & (indptr[1:-1] < len(idx))] - 1] = True
+        if not rising.all():
+            return None
+        idx = idx - 1
+    width = int(idx.max()) + 1 if len(idx) else 0
+    return _csr(val, idx, indptr, l, width), coef
+
+
+_INTS_RE = re.compile(r"[+-]?\d{1,10}(?: [+-]?\d{1,10})*\Z")  # fits int64
+_FLOATS_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
+                        r"(?: [+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)*\Z")
+
+
+def _fast_pairs(pairs):
+    """index:value tokens -> (int64 indices, float64 values) in bulk, or None.
+
+    None means "something is off": the caller re-reads the line token by token
+    to name the problem.  Accepts exactly what the token-by-token reader accepts.
+    """
+    n = len(pairs)
+    if n == 0:
+        return np.empty(0, np.int64), np.empty(0, np.float64)
+    joined = " ".join(pairs)
+    if joined.count(":") != n:
+        return None
+    parts = joined.replace(":", " ").split(" ")
+    if len(parts) != 2 * n:
+        return None
+    idx_text = " ".join(parts[0::2])
+    val_text = " ".join(parts[1::2])
+    if not _INTS_RE.match(idx_text) or not _FLOATS_RE.match(val_text):
+        return None
+    idx = np.array(parts[0::2], dtype=np.int64)
+    val = np.array(parts[1::2], dtype=np.float64)
+    if not np.all(np.isfinite(val)):
+        return None
+    return idx, val
+
+
+def _slow_pairs(r, lineno, pairs, t):
+    idx = np.empty(len(pairs), dtype=np.int64)
+    val = np.empty(len(pairs), dtype=np.float64)
+    prev = -1
+    for q, tok in enumerate(pairs):
+        a, colon, b = tok.partition(":")
+        if not colon:
+            r.fail(lineno, f"expected index:value, got {tok[:40]!r}")
+        j = _int(r, lineno, a, "feature index")
+        v = _float(r, lineno, b, "feature value")
+        if j > _MAX_INDEX:
+            r.fail(lineno, f"feature index {j} is too large")
+        if t == 4:
+            if q > 0 or j != 0:
+                r.fail(lineno, "a precomputed-kernel support vector is one '0:serial' pair")
+            if v < 0 or not float(v).is_integer():
+                r.fail(lineno, f"serial number must be a non-negative integer, got {b!r}")
+        else:
+            if j < 1:
+                r.fail(lineno, f"feature indices start at 1, got {j}")
+            if j <= prev:
+                r.fail(lineno, f"feature indices must be strictly increasing ({j} after {prev})")
+            prev = j
+            j -= 1
+        idx[q] = j
+        val[q] = v
+    return idx, val

@@ -498,3 +498,16 @@ def test_reads_file_objects_and_crlf(libsvm_files):
     a = load_model(libsvm_files["csvc-linear"])
     b = load_model(io.BytesIO(blob.replace(b"\n", b"\r\n")))
     assert_same_fields(our_fields(a), our_fields(b))
+
+
+def test_bulk_reader_equals_line_by_line_reader(libsvm_files, monkeypatch, tmp_path):
+    """The bulk SV conversion (fast path) gives what the careful per-line reader gives."""
+    import kernsolve._model as km
+    text = GOOD.replace("-1 0.25 2:1", "-1 0.25 2:1 3:4e-3") + ""
+    paths = [libsvm_files[c] for c in sorted(CASES)] + [write(tmp_path, text)]
+    fast = [load_model(p) for p in paths]
+    monkeypatch.setattr(km, "_bulk_support_vectors", lambda lines, m: None)
+    slow = [load_model(p) for p in paths]
+    for a, b in zip(fast, slow):
+        assert_same_fields(our_fields(a), our_fields(b))
+        assert a.support_vectors.shape == b.support_vectors.shape
