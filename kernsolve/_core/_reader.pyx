@@ -237,11 +237,22 @@ cdef extern from *:
         int64_t c = 0, l = 0;
         ptrdiff_t i = 0;
     #ifdef __SSE2__
+        /* Byte-wise match counters (cmpeq gives -1 per match), folded into
+           64-bit sums with psadbw before any byte can overflow. */
         const __m128i colon = _mm_set1_epi8(':'), nl = _mm_set1_epi8('\\n');
-        for (; i + 16 <= n; i += 16) {
-            __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
-            c += __builtin_popcount(_mm_movemask_epi8(_mm_cmpeq_epi8(v, colon)));
-            l += __builtin_popcount(_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl)));
+        const __m128i zero = _mm_setzero_si128();
+        while (i + 16 <= n) {
+            __m128i ac = zero, al = zero;
+            int k;
+            for (k = 0; k < 255 && i + 16 <= n; k++, i += 16) {
+                __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+                ac = _mm_sub_epi8(ac, _mm_cmpeq_epi8(v, colon));
+                al = _mm_sub_epi8(al, _mm_cmpeq_epi8(v, nl));
+            }
+            ac = _mm_sad_epu8(ac, zero);
+            al = _mm_sad_epu8(al, zero);
+            c += _mm_cvtsi128_si64(ac) + _mm_cvtsi128_si64(_mm_unpackhi_epi64(ac, ac));
+            l += _mm_cvtsi128_si64(al) + _mm_cvtsi128_si64(_mm_unpackhi_epi64(al, al));
         }
     #endif
         for (; i < n; i++) {
@@ -254,6 +265,7 @@ cdef extern from *:
     """
     void ks_count_marks(const unsigned char* p, Py_ssize_t n, int64_t* colons,
                         int64_t* newlines) noexcept nogil
+
 
 
 cdef void count_chunk(Chunk* ch) noexcept nogil:
@@ -277,6 +289,20 @@ cdef void parse_chunk(Chunk* ch, const Settings* st, Out* o) noexcept nogil:
     cdef int rc, nd
     cdef bint first, has_qid, big, qneg
     cdef unsigned char c
+    # Local copies: stores through the output pointers could alias st/o,
+    # which would force the compiler to reload them for every entry.
+    cdef int mode = st.mode
+    cdef int64_t limit = st.limit, n_features = st.n_features
+    cdef int64_t eq_line = -1, min_idx = I64MAX, max_idx = -1
+    cdef bint wide = st.wide, f32 = st.f32, want_qid = st.want_qid
+    cdef double* labels = o.labels
+    cdef int64_t* qids = o.qids
+    cdef int64_t* indptr = o.indptr
+    cdef int32_t* idx32 = o.idx32
+    cdef int64_t* idx64 = o.idx64
+    cdef double* val64 = o.val64
+    cdef float* val32 = o.val32
+    cdef int64_t nnz_off = ch.nnz_off
     ch.min_idx = I64MAX
     ch.max_idx = -1
     ch.eq_line = -1
@@ -297,7 +323,7 @@ cdef void parse_chunk(Chunk* ch, const Settings* st, Out* o) noexcept nogil:
         # A data line: label, optional qid, then index:value pairs.
         s = p
         ls = p
-        rc = parse_number(&p, end, &o.labels[row])
+        rc = parse_number(&p, end, &labels[row])
         if rc != NUM_OK:
             fail(ch, ST_LOCALE if rc == NUM_LOCALE else
                  (ST_LABEL_INF if rc == NUM_INF else ST_LABEL), line, s, 0, 0)
@@ -334,8 +360,8 @@ cdef void parse_chunk(Chunk* ch, const Settings* st, Out* o) noexcept nogil:
                     fail(ch, ST_QID, line, s, 0, 0)
                     return
                 has_qid = True
-                if st.want_qid:
-                    o.qids[row] = -qv if qneg else qv
+                if want_qid:
+                    qids[row] = -qv if qneg else qv
                 first = False
                 continue
             first = False
@@ -373,51 +399,54 @@ cdef void parse_chunk(Chunk* ch, const Settings* st, Out* o) noexcept nogil:
                 fail(ch, ST_VALUE_EMPTY, line, s, idx, 0)
                 return
             q = p
-            if st.f32:
+            if f32:
                 rc = parse_number(&p, end, &v)
             else:
-                rc = parse_number(&p, end, &o.val64[k])
+                rc = parse_number(&p, end, &val64[k])
             if rc != NUM_OK:
                 fail(ch, ST_LOCALE if rc == NUM_LOCALE else
                      (ST_VALUE_INF if rc == NUM_INF else ST_VALUE), line, q, idx, 0)
                 return
-            if idx == 0 and st.mode == MODE_ONE:
+            if idx == 0 and mode == MODE_ONE:
                 fail(ch, ST_INDEX_ZERO, line, s, 0, 0)
                 return
-            if idx > st.limit:
-                fail(ch, ST_INDEX_BIG, line, s, idx, st.n_features)
+            if idx > limit:
+                fail(ch, ST_INDEX_BIG, line, s, idx, n_features)
                 return
             if idx <= prev:
                 fail(ch, ST_DUP if idx == prev else ST_ORDER, line, s, idx, prev)
                 return
-            if not st.wide and idx >= I32MAX:
+            if not wide and idx >= I32MAX:
                 ch.status = ST_NEED_WIDE
                 return
-            if idx == st.n_features and ch.eq_line < 0:
-                ch.eq_line = line
-            if st.wide:
-                o.idx64[k] = idx
+            if idx == n_features and eq_line < 0:
+                eq_line = line
+            if wide:
+                idx64[k] = idx
             else:
-                o.idx32[k] = <int32_t>idx
-            if st.f32:
-                o.val32[k] = <float>v
+                idx32[k] = <int32_t>idx
+            if f32:
+                val32[k] = <float>v
             if first_idx < 0:
                 first_idx = idx
             prev = idx
             k += 1
-        if st.want_qid and not has_qid:
+        if want_qid and not has_qid:
             fail(ch, ST_QID_MISSING, line, ls, 0, 0)
             return
         if first_idx >= 0:
-            if first_idx < ch.min_idx:
-                ch.min_idx = first_idx
-            if prev > ch.max_idx:
-                ch.max_idx = prev
+            if first_idx < min_idx:
+                min_idx = first_idx
+            if prev > max_idx:
+                max_idx = prev
         row += 1
-        o.indptr[row] = k - ch.nnz_off
+        indptr[row] = k - nnz_off
+    ch.min_idx = min_idx
+    ch.max_idx = max_idx
+    ch.eq_line = eq_line
     ch.n_lines = line
     ch.n_rows = row - ch.row_off
-    ch.nnz = k - ch.nnz_off
+    ch.nnz = k - nnz_off
 
 
 cdef object _wrap(void* ptr, Py_ssize_t n, Py_ssize_t itemsize, str fmt):

@@ -1,0 +1,148 @@
+"""Benchmark kernsolve.read_problem against scikit-learn's and LIBSVM's readers.
+
+Readers: kernsolve (1 and 2 threads), sklearn.datasets.load_svmlight_file,
+libsvm.commonutil.svm_read_problem(path, return_scipy=True).
+
+* Files: the shared fashion-mnist.scale (300 MB) and ijcnn1.t, decompressed
+  once into a temporary directory before any timing.
+* Time: wall clock in this process, median of --repeat runs; the readers are
+  interleaved so machine load drifts hit them alike.
+* Memory: peak resident set (ru_maxrss) of a fresh subprocess per reader and
+  file, minus the same subprocess's peak after its imports, i.e. what the read
+  itself added.
+* LIBSVM's pure-Python reader takes minutes on fashion-mnist.scale, so by
+  default it runs there on the first --libsvm-lines lines only (timed against
+  kernsolve on the same slice); on ijcnn1.t it reads the whole file.
+
+Usage::
+
+    PYTHONPATH=. python benchmarks/bench_reader.py [--repeat 3] [--data DIR]
+"""
+import argparse
+import gc
+import json
+import lzma
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+DEFAULT_DATA = os.path.join(ROOT, "..", "shared", "data")
+
+
+def _readers():
+    from libsvm.commonutil import svm_read_problem
+    from sklearn.datasets import load_svmlight_file
+
+    from kernsolve import read_problem
+    return {
+        "kernsolve n_jobs=1": lambda p: read_problem(p, n_jobs=1),
+        "kernsolve n_jobs=2": lambda p: read_problem(p, n_jobs=2),
+        "sklearn": lambda p: load_svmlight_file(p),
+        "libsvm": lambda p: svm_read_problem(p, return_scipy=True),
+    }
+
+
+def _child(reader, path):
+    readers = _readers()            # all imports happen before the baseline
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    out = readers[reader](path)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    del out
+    print(json.dumps({"peak_mb": peak / 1024, "added_mb": (peak - base) / 1024}))
+
+
+def peak_memory(reader, path):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    res = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", reader, path],
+                         capture_output=True, text=True, env=env, check=True)
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def timed(fn, path, repeat):
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        t = time.perf_counter()
+        out = fn(path)
+        times.append(time.perf_counter() - t)
+        del out
+    return times
+
+
+def decompress(src, dst, n_lines=None):
+    with lzma.open(src, "rb") as f, open(dst, "wb") as g:
+        if n_lines is None:
+            shutil.copyfileobj(f, g, 1 << 24)
+        else:
+            for i, line in enumerate(f):
+                if i >= n_lines:
+                    break
+                g.write(line)
+    return dst
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", default=DEFAULT_DATA, help="folder with the .xz files")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--datasets", nargs="+", default=["fashion-mnist.scale", "ijcnn1.t"])
+    ap.add_argument("--libsvm-lines", type=int, default=5000,
+                    help="lines of fashion-mnist.scale for LIBSVM's reader (0 = whole file)")
+    ap.add_argument("--no-memory", action="store_true")
+    ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        return _child(*args.child)
+
+    import kernsolve
+    from kernsolve._threads import cpu_count
+    readers = _readers()
+    tmp = tempfile.mkdtemp(prefix="kernsolve-bench-reader-")
+    try:
+        print(f"# machine: {cpu_count()} cores, Python {sys.version.split()[0]}, "
+              f"kernsolve {kernsolve.__version__}, median of {args.repeat}")
+        rows = []
+        for name in args.datasets:
+            path = decompress(os.path.join(args.data, name + ".xz"), os.path.join(tmp, name))
+            mb = os.path.getsize(path) / 1e6
+            jobs = [(name, path, mb, list(readers))]
+            if name.startswith("fashion") and args.libsvm_lines:
+                jobs[0][3].remove("libsvm")
+                sl = decompress(os.path.join(args.data, name + ".xz"),
+                                os.path.join(tmp, f"{name}.head{args.libsvm_lines}"),
+                                args.libsvm_lines)
+                jobs.append((f"{name} (first {args.libsvm_lines} lines)", sl,
+                             os.path.getsize(sl) / 1e6,
+                             ["kernsolve n_jobs=1", "kernsolve n_jobs=2", "sklearn", "libsvm"]))
+            for label, p, size, names in jobs:
+                times = {r: [] for r in names}
+                for _ in range(args.repeat):      # interleaved repetitions
+                    for r in names:
+                        times[r] += timed(readers[r], p, 1)
+                med = {r: statistics.median(t) for r, t in times.items()}
+                for r in names:
+                    mem = None if args.no_memory else peak_memory(r, p)
+                    rows.append((label, size, r, med[r], med.get("sklearn"), med.get("libsvm"), mem))
+                    m = "" if mem is None else f"  peak {mem['peak_mb']:.0f} MB (+{mem['added_mb']:.0f})"
+                    print(f"{label:40s} {r:20s} {med[r]:8.3f} s{m}", flush=True)
+        print()
+        print("| file | MB | reader | time (s) | x sklearn | x libsvm | peak RSS MB (added by the read) |")
+        print("|---|---:|---|---:|---:|---:|---:|")
+        for label, size, r, t, tsk, tlib, mem in rows:
+            xs = f"{tsk / t:.2f}" if tsk else ""
+            xl = f"{tlib / t:.1f}" if tlib else ""
+            m = "" if mem is None else f"{mem['peak_mb']:.0f} (+{mem['added_mb']:.0f})"
+            print(f"| {label} | {size:.1f} | {r} | {t:.3f} | {xs} | {xl} | {m} |")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
