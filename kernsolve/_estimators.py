@@ -248,6 +248,33 @@ def _check_X(X, owner):
     return X
 
 
+def _feature_names(X):
+    """Column names of a data frame when they are all strings, else None."""
+    columns = getattr(X, "columns", None)
+    if columns is None or sp.issparse(X) or isinstance(X, np.ndarray):
+        return None
+    names = np.asarray(list(columns), dtype=object)
+    if names.size == 0 or not all(isinstance(n, str) for n in names):
+        return None
+    return names
+
+
+def _check_feature_names(est, X):
+    """scikit-learn's rule: names seen at fit must match those at predict."""
+    seen = getattr(est, "feature_names_in_", None)
+    given = _feature_names(X)
+    name = type(est).__name__
+    if seen is None and given is not None:
+        warnings.warn(f"X has feature names, but {name} was fitted without feature names",
+                      UserWarning, stacklevel=4)
+    elif seen is not None and given is None:
+        warnings.warn(f"X does not have valid feature names, but {name} was fitted with "
+                      "feature names", UserWarning, stacklevel=4)
+    elif seen is not None and (len(seen) != len(given) or np.any(seen != given)):
+        raise ValueError(f"The feature names should match those that were passed during "
+                         f"fit: fitted with {list(seen)[:5]}..., got {list(given)[:5]}...")
+
+
 def _column_or_1d(y, owner, what="y"):
     if y is None:
         raise ValueError(f"{owner} requires y to be passed, but the target y is None")
@@ -415,6 +442,7 @@ class _BaseSVM(_BaseEstimator):
     def _fit_X(self, X):
         """Validated training data, and what is handed to ``train`` (LIBSVM's layout)."""
         name = type(self).__name__
+        self._fit_feature_names = _feature_names(X)
         if callable(self.kernel):
             X = _check_X(X, name)
             K = np.asarray(self.kernel(X, X), dtype=np.float64)
@@ -443,6 +471,7 @@ class _BaseSVM(_BaseEstimator):
         """Validated prediction data in the layout the model reads."""
         self._check_is_fitted()
         name = type(self).__name__
+        _check_feature_names(self, X)
         X = _check_X(X, name)
         n_in = self.n_features_in_
         if callable(self.kernel) and hasattr(self, "_X_fit"):
@@ -498,6 +527,11 @@ class _BaseSVM(_BaseEstimator):
                 np.asarray(sv, dtype=np.float64)
         self.shape_fit_ = tuple(X.shape)
         self.n_features_in_ = int(X.shape[1])
+        names = getattr(self, "_fit_feature_names", None)
+        if names is not None and len(names) == X.shape[1] and self.kernel != "precomputed":
+            self.feature_names_in_ = names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
         self.fit_status_ = 0 if model.stats.get("status", "ok") == "ok" else 1
         pairs = model.stats.get("pairs", [])
         self._n_iter = np.array([int(p.get("n_iter", 0)) for p in pairs], dtype=np.int32)

@@ -475,3 +475,32 @@ def test_precomputed_multiclass_zero_weights_equal_linear_kernel():
                                                   sample_weight=sw[kept])
     np.testing.assert_allclose(ours.decision_function(K), subset.decision_function(K[:, kept]),
                                rtol=0, atol=ATOL)
+
+
+class _Frame:
+    """The parts of a data frame that scikit-learn's feature-name rule reads."""
+
+    def __init__(self, values, columns):
+        self.values = np.asarray(values)
+        self.columns = list(columns)
+        self.shape = self.values.shape
+
+    def __array__(self, dtype=None, copy=None):
+        return self.values if dtype is None else self.values.astype(dtype)
+
+
+def test_feature_names():
+    X, y = _iris_strings()
+    cols = ["sl", "sw", "pl", "pw"]
+    est = SVC().fit(_Frame(X, cols), y)
+    np.testing.assert_array_equal(est.feature_names_in_, cols)
+    np.testing.assert_array_equal(est.predict(_Frame(X, cols)),
+                                  SVC().fit(X, y).predict(X))
+    with pytest.raises(ValueError, match="feature names should match"):
+        est.predict(_Frame(X, ["a", "b", "c", "d"]))
+    with pytest.warns(UserWarning, match="does not have valid feature names"):
+        est.predict(X)
+    est.fit(X, y)
+    assert not hasattr(est, "feature_names_in_")
+    with pytest.warns(UserWarning, match="fitted without feature names"):
+        est.predict(_Frame(X, cols))
