@@ -82,6 +82,8 @@ def _prepare_X(X):
     """Canonical X (dense float64 or CSR) with finite values, or ValueError."""
     if X is None:
         raise ValueError("X is None")
+    if isinstance(X, (list, tuple)) and X and all(isinstance(r, dict) for r in X):
+        X = _dicts_to_csr(X)
     if not sp.issparse(X):
         arr = np.asarray(X)
         if arr.ndim == 1:
@@ -96,6 +98,23 @@ def _prepare_X(X):
     elif X.shape[0] == 0 or X.shape[1] == 0:
         return sp.csr_matrix((X.shape[0], max(X.shape[1], 1)), dtype=np.float64)
     return as_canonical(X)
+
+
+def _dicts_to_csr(rows):
+    """LIBSVM's Python row format, [{index: value}, ...] with 1-based indices."""
+    indptr = [0]
+    indices, data = [], []
+    for i, row in enumerate(rows):
+        keys = sorted(row)
+        for k in keys:
+            if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+                raise ValueError(f"X row {i}: feature indices must be integers >= 1, got {k!r}")
+        indices.extend(int(k) - 1 for k in keys)
+        data.extend(float(row[k]) for k in keys)
+        indptr.append(len(indices))
+    width = max(indices) + 1 if indices else 1
+    return sp.csr_matrix((np.array(data, dtype=np.float64), np.array(indices, dtype=np.int64),
+                          np.array(indptr, dtype=np.int64)), shape=(len(rows), width))
 
 
 def _widen(M, width):
@@ -416,8 +435,9 @@ def predict(y, X, model, options=""):
     ----------
     y : array-like of shape (n_samples,) or None
         True labels or targets, for the accuracy tuple (None: no evaluation).
-    X : array-like or scipy sparse matrix, shape (n_samples, n_features)
-        Columns as ``read_problem`` gives them (column j = feature j+1).  Extra
+    X : array-like, scipy sparse matrix or list of dicts, shape (n_samples, n_features)
+        Columns as ``read_problem`` gives them (column j = feature j+1); or
+        LIBSVM's Python rows ``[{index: value}, ...]`` with 1-based indices.  Extra
         columns and missing ones are treated as LIBSVM treats them: absent
         features are zeros.  For a precomputed kernel, column 0 is the serial
         number and column s holds K(x, training row s).

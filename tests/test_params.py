@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from test_model_io import libsvm_serial
 from kernsolve._params import (KERNELS, SOLVER_OPTIONS, SVM_TYPES, Parameters,
                                check_parameters, check_parameters_or_raise,
                                parse_options, split_arguments)
@@ -178,7 +179,7 @@ def test_libsvm_rejects_what_we_reject(options):
     """LIBSVM's svm_check_parameter (through svm_train) refuses the same values."""
     y = [1, -1, 1, -1]
     x = [{1: 0.1}, {1: -0.2}, {1: 0.3}, {1: -0.4}]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError), libsvm_serial():
         svmutil.svm_train(y, x, options + " -q")
 
 
@@ -191,7 +192,8 @@ def test_accepted_like_libsvm(options):
     assert check_parameters(parse_options(options)) is None
     y = [1, -1, 1, -1, 1, -1]
     x = [{1: 0.1}, {1: -0.2}, {1: 0.3}, {1: -0.4}, {1: 0.5}, {1: -0.6}]
-    svmutil.svm_train(y, x, options + " -q")
+    with libsvm_serial():
+        svmutil.svm_train(y, x, options + " -q")
 
 
 def test_check_parameters_returns_message_and_wrapper_raises():

@@ -208,6 +208,23 @@ def test_width_rule_is_libsvm_s(trained):
         compare(predict(y, Xt, model, "-q"), theirs, 0, False)
 
 
+def test_libsvm_style_rows(trained):
+    """[{index: value}, ...] rows, as svmutil takes them, give the same predictions."""
+    path, m, y, X = trained["heart-poly-prob"]
+    rows = [{int(j) + 1: float(v) for j, v in zip(X[i].indices, X[i].data)}
+            for i in range(X.shape[0])]
+    model = load_model(path)
+    ours = predict(y, rows, model, "-q -b 1")
+    ref = predict(y, X, model, "-q -b 1")
+    np.testing.assert_array_equal(ours[0], ref[0])
+    np.testing.assert_array_equal(ours[2], ref[2])
+    with libsvm_serial():
+        theirs = svmutil.svm_predict(y, rows, m, "-q -b 1")
+    np.testing.assert_array_equal(ours[0], theirs[0])
+    with pytest.raises(ValueError, match="feature indices must be integers >= 1"):
+        predict(None, [{0: 1.0}], model, "-q")
+
+
 def test_helpers_match_predict(trained):
     path, m, y, X = trained["fashion4-nu-poly-prob"]
     model = load_model(path)
