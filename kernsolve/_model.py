@@ -161,6 +161,16 @@ def _check_model(model):
                             ("prob_density_marks", model.prob_density_marks, N_MARKS)):
         if arr is not None and np.asarray(arr).size != want:
             raise ValueError(f"model: {name} has {np.asarray(arr).size} values, expected {want}")
+        if arr is not None and not np.all(np.isfinite(np.asarray(arr, dtype=np.float64))):
+            raise ValueError(f"model: {name} has non-finite values")
+    if not (np.all(np.isfinite(coef)) and np.all(np.isfinite(rho))):
+        raise ValueError("model: dual_coef or rho has non-finite values")
+    if classification and not np.all(np.isfinite(np.asarray(model.labels, dtype=np.float64))):
+        raise ValueError("model: labels must be finite numbers")
+    for name in ("gamma", "coef0"):
+        v = getattr(param, name)
+        if v is not None and not math.isfinite(float(v)):
+            raise ValueError(f"model: param.{name} is not finite")
     return coef, rho
 
 

@@ -310,3 +310,54 @@ def test_bad_input(trained, X_change, options, y_change, message):
 def test_not_a_model():
     with pytest.raises(ValueError, match="model must be a kernsolve Model"):
         predict(None, np.zeros((2, 2)), "model.txt")
+
+
+def test_laplacian_model_against_numpy(tmp_path):
+    """kernsolve's own kernel (-t 5): a hand-built model, numpy formula as oracle."""
+    from kernsolve._model import Model
+    from kernsolve._params import Parameters
+    rng = np.random.default_rng(4)
+    sv = rng.normal(size=(6, 4))
+    coef = np.array([[0.5, -0.2, 0.1, 0.3, -0.4, -0.3], [0.2, 0.1, -0.6, 0.4, 0.3, -0.1]])
+    model = Model(param=Parameters(kernel_type=5, gamma=0.7), labels=np.array([3.0, 1.0, 2.0]),
+                  support_vectors=sv, support_indices=np.arange(1, 7),
+                  n_support=np.array([2, 2, 2]), dual_coef=coef, rho=np.array([0.1, -0.2, 0.3]))
+    path = str(tmp_path / "lap.model")
+    save_model(path, model)
+    back = load_model(path)
+    X = rng.normal(size=(9, 4))
+    K = np.exp(-0.7 * np.abs(X[:, None, :] - sv[None, :, :]).sum(-1))
+    expected = np.column_stack([
+        K[:, 0:2] @ coef[0, 0:2] + K[:, 2:4] @ coef[0, 2:4] - 0.1,    # pair (0, 1)
+        K[:, 0:2] @ coef[1, 0:2] + K[:, 4:6] @ coef[0, 4:6] + 0.2,    # pair (0, 2)
+        K[:, 2:4] @ coef[1, 2:4] + K[:, 4:6] @ coef[1, 4:6] - 0.3])   # pair (1, 2)
+    for m in (model, back):
+        labels, _, values = predict(None, X, m, "-q")
+        np.testing.assert_allclose(values, expected, rtol=1e-12, atol=1e-14)
+        votes = np.zeros((9, 3), int)
+        for p, (i, j) in enumerate([(0, 1), (0, 2), (1, 2)]):
+            votes[:, i] += expected[:, p] > 0
+            votes[:, j] += expected[:, p] <= 0
+        np.testing.assert_array_equal(labels, np.array([3.0, 1.0, 2.0])[votes.argmax(1)])
+
+
+def test_kernsolve_trained_models_in_libsvm(tmp_path):
+    """kernsolve.train's models, saved by kernsolve, predict the same in LIBSVM."""
+    from kernsolve._svm import train
+    y, X = data("heart_scale", 270)
+    for options in ("-c 2 -b 1", "-s 1 -t 1 -g 0.1 -n 0.3", "-s 2 -n 0.2 -b 1"):
+        model = train(y[:150], X[:150], options + " -q")
+        path = str(tmp_path / "ks.model")
+        save_model(path, model)
+        m = svmutil.svm_load_model(path)
+        for probability in (False, True) if "-b 1" in options else (False,):
+            with libsvm_serial():
+                theirs = libsvm_predict(m, X[150:], probability)
+            compare(predict(y[150:], X[150:], model, "-q -b %d" % probability), theirs,
+                    model.param.svm_type, probability)
+    y, X = data("housing_scale", 300)
+    model = train(y[:200], X[:200], "-s 3 -c 10 -q")
+    save_model(str(tmp_path / "svr.model"), model)
+    with libsvm_serial():
+        theirs = libsvm_predict(svmutil.svm_load_model(str(tmp_path / "svr.model")), X[200:])
+    compare(predict(y[200:], X[200:], model, "-q"), theirs, 3, False)
