@@ -515,3 +515,14 @@ def test_bulk_reader_equals_line_by_line_reader(libsvm_files, monkeypatch, tmp_p
     for a, b in zip(fast, slow):
         assert_same_fields(our_fields(a), our_fields(b))
         assert a.support_vectors.shape == b.support_vectors.shape
+
+
+def test_why_stats_stay_out_of_the_file(libsvm_files, tmp_path, capfd):
+    """LIBSVM's reader refuses an unknown header keyword, so statistics cannot go there."""
+    with open(libsvm_files["csvc-linear"]) as f:
+        text = f.read()
+    path = write(tmp_path, text.replace("nr_class", "n_iter 17\nnr_class", 1))
+    assert svmutil.svm_load_model(path) is None
+    capfd.readouterr()
+    with pytest.raises(ModelFormatError, match="unknown keyword 'n_iter'"):
+        load_model(path)
