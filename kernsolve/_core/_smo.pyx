@@ -1057,3 +1057,22 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
         "status": "max_iter" if status == ST_MAX_ITER else "ok",
         "gap": s.gap,
     }
+
+
+def _get_tuning():
+    """The parallel threshold and the polling interval (for tests)."""
+    return {"par_min": PAR_MIN, "poll_seconds": POLL_SECONDS}
+
+
+def _set_tuning(par_min=None, poll_seconds=None):
+    """Change the parallel threshold / polling interval; tests use this to run
+    the chunked reductions and the progress path on small problems."""
+    global PAR_MIN, POLL_SECONDS
+    if par_min is not None:
+        if int(par_min) < 1:
+            raise ValueError("par_min must be >= 1")
+        PAR_MIN = int(par_min)
+    if poll_seconds is not None:
+        if not (poll_seconds >= 0):
+            raise ValueError("poll_seconds must be >= 0")
+        POLL_SECONDS = float(poll_seconds)
