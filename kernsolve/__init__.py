@@ -26,6 +26,9 @@ _EXPORTS = {
     "SVC": "._estimators",
     "SVR": "._estimators",
     "OneClassSVM": "._estimators",
+    "NuSVC": "._estimators",
+    "NuSVR": "._estimators",
+    "NotFittedError": "._estimators",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
