@@ -306,3 +306,15 @@ def test_large_dense_blocks_match_cdist_and_threads():
         # the sparse path agrees with the dense one
         K3 = kernel_matrix(sp.csr_matrix(X), Y, kernel=kernel, gamma=g, coef0=0.5, n_jobs=2)
         assert_close(K3, R)
+
+
+def test_core_refuses_corrupt_csr():
+    good = sp.csr_matrix(np.eye(3))
+    bad_col = sp.csr_matrix((good.data, good.indices.copy(), good.indptr), shape=(3, 3))
+    bad_col.indices[1] = 7
+    with pytest.raises(ValueError, match="column index out of range"):
+        _kernel.KernelRows(bad_col, 2, 3, 0.5, 0.0, 1.0, 1)
+    bad_ptr = sp.csr_matrix((good.data, good.indices, good.indptr), shape=(3, 3))
+    bad_ptr.indptr = np.array([0, 2, 1, 3])
+    with pytest.raises(ValueError, match="row pointers"):
+        _kernel._kernel_matrix(bad_ptr, good, 2, 3, 0.5, 0.0, 1)

@@ -343,8 +343,13 @@ cdef object _as_rows(object X, Rows* out):
         indices = np.ascontiguousarray(X.indices, dtype=np.int32)
         n_rows, n_features = X.shape
         if (indptr.shape[0] != n_rows + 1 or indptr[0] != 0
-                or indptr[n_rows] > data.shape[0] or indices.shape[0] < indptr[n_rows]):
-            raise ValueError("X is not a valid CSR matrix")
+                or indptr[n_rows] > data.shape[0] or indices.shape[0] < indptr[n_rows]
+                or (n_rows > 0 and np.any(indptr[1:] < indptr[:n_rows]))):
+            raise ValueError("X is not a valid CSR matrix (row pointers)")
+        used = indices[:indptr[n_rows]]
+        # A column outside [0, n_features) would write past the work vector.
+        if used.shape[0] and (used.min() < 0 or used.max() >= n_features):
+            raise ValueError("X is not a valid CSR matrix (column index out of range)")
         out.is_sparse = True
         out.values = <const double*>cnp.PyArray_DATA(data)
         out.indices = <const int32_t*>cnp.PyArray_DATA(indices)
