@@ -126,10 +126,14 @@ def test_one_vs_two_threads_identical_bits(a9a_slice, densify, monkeypatch):
     import kernsolve._kernels as kk
     monkeypatch.setattr(kk, "_DENSIFY_MIN_DENSITY", 0.05 if densify else 2.0)
     X = a9a_slice[0]
+    from conftest import shared_lines
+    W, _ = load_svmlight_file(io.BytesIO(shared_lines("a9a", 4000)), n_features=123)
+    W = W.tocsr()
     rng = np.random.default_rng(3)
     D = rng.random((300, 60))
+    # each shape takes a different path: row groups, columns of few rows, mixed, tiles
     for kernel in KERNELS:
-        for A, B in ((X, X[:150]), (X[:1], X), (X.toarray(), X), (D, D[:2]), (D[:3], D)):
+        for A, B in ((X, X[:150]), (W[:2], W), (X.toarray(), X), (D, D[:2]), (D[:3], D)):
             K1 = kernel_matrix(A, B, kernel=kernel, coef0=0.1, n_jobs=1)
             K2 = kernel_matrix(A, B, kernel=kernel, coef0=0.1, n_jobs=2)
             assert K1.tobytes() == K2.tobytes()
