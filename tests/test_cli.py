@@ -409,6 +409,34 @@ def test_model_errors_leave_no_output(tmp_path, heart):
 # ---------------------------------------------------------------------------
 # the shared error handling
 
+def test_ctrl_c_during_training_exits_130_without_a_model(tmp_path, shared):
+    """SIGINT once training is under way (its first progress line): exit 130, no file."""
+    import signal
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               PYTHONUNBUFFERED="1")
+    model = tmp_path / "a9a.model"
+    proc = subprocess.Popen([sys.executable, "-m", "kernsolve.cli.train", "-c", "100",
+                             "-g", "0.005", shared.path("a9a"), str(model)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        # the solver's progress line on stderr says training has started
+        line = proc.stderr.readline()
+        if not line:
+            proc.wait()
+            pytest.skip("training ended before it could be interrupted")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert err.splitlines()[-1] == "kernsolve-train: interrupted"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_interrupt_exits_130_and_partial_output_is_removed(tmp_path, capsys):
     from kernsolve.cli import _common
 
