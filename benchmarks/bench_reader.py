@@ -7,9 +7,9 @@ libsvm.commonutil.svm_read_problem(path, return_scipy=True).
   once into a temporary directory before any timing.
 * Time: wall clock in this process, median of --repeat runs; the readers are
   interleaved so machine load drifts hit them alike.
-* Memory: peak resident set (ru_maxrss) of a fresh subprocess per reader and
-  file, minus the same subprocess's peak after its imports, i.e. what the read
-  itself added.
+* Memory: peak resident set (VmHWM, Linux; else ru_maxrss) of a fresh
+  subprocess per reader and file, and the part of it the read added over the
+  same subprocess's peak after its imports.
 * LIBSVM's pure-Python reader takes minutes on fashion-mnist.scale, so by
   default it runs there on the first --libsvm-lines lines only (timed against
   kernsolve on the same slice); on ijcnn1.t it reads the whole file.
@@ -49,13 +49,29 @@ def _readers():
     }
 
 
+def _peak_rss_mb():
+    """Peak resident set of this process, in MB.
+
+    VmHWM belongs to the address space, so it starts afresh at exec; ru_maxrss
+    would carry over the parent's peak (Linux keeps it across fork + exec).
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def _child(reader, path):
     readers = _readers()            # all imports happen before the baseline
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    base = _peak_rss_mb()
     out = readers[reader](path)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = _peak_rss_mb()
     del out
-    print(json.dumps({"peak_mb": peak / 1024, "added_mb": (peak - base) / 1024}))
+    print(json.dumps({"peak_mb": peak, "added_mb": peak - base}))
 
 
 def peak_memory(reader, path):

@@ -271,6 +271,22 @@ def test_huge_index_does_not_allocate():
     assert X.indices.dtype == np.int64 and X.indptr.dtype == np.int64
     np.testing.assert_array_equal(X.indices, [2, 2 ** 40 - 1, 6])
     np.testing.assert_array_equal(X.data, [1, 2.5, 1])
+    # a declared width past int32 also needs int64 indices
+    assert read_problem(io.BytesIO(b"1 1:1\n"), n_features=2 ** 33)[1].indices.dtype == np.int64
+    # the largest 1-based index whose width still fits int32 stays int32
+    y, X = read_problem(io.BytesIO(b"1 2147483647:1\n"))
+    assert X.shape == (1, 2 ** 31 - 1) and X.indices.dtype == np.int32
+    assert X.indices[0] == 2 ** 31 - 2
+
+
+def test_index_past_int32_in_a_later_chunk(small_blocks):
+    # indices already stored as int32 are widened in place mid-read
+    data = GOOD * 30 + b"2 5:1 3000000000:-4\n" + GOOD * 30
+    ref = ref_parse(data)
+    for n_jobs in (1, 2):
+        y, X = read_problem(io.BytesIO(data), n_jobs=n_jobs)
+        assert X.indices.dtype == np.int64
+        assert_matches_ref(y, X, ref)
 
 
 def test_auto_zero_based_and_explicit_bases():
@@ -581,22 +597,24 @@ ALPHABET = b"0123456789 :.-+eE#\n\r\tqid:xn\x00\xff"
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=120))
 def test_fuzz_arbitrary_bytes(data):
+    saved = _io._BLOCK_SIZE, _io._MIN_CHUNK
     _io._BLOCK_SIZE, _io._MIN_CHUNK = 24, 4
     try:
         _outcome(data)
     finally:
-        _io._BLOCK_SIZE, _io._MIN_CHUNK = 32 << 20, 1 << 20
+        _io._BLOCK_SIZE, _io._MIN_CHUNK = saved
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(alphabet=[chr(c) for c in ALPHABET], max_size=80).map(lambda s: s.encode("latin-1")))
 def test_fuzz_format_alphabet(data):
+    saved = _io._BLOCK_SIZE, _io._MIN_CHUNK
     _io._BLOCK_SIZE, _io._MIN_CHUNK = 24, 4
     try:
         _outcome(data)
         _outcome(data, zero_based=False)
     finally:
-        _io._BLOCK_SIZE, _io._MIN_CHUNK = 32 << 20, 1 << 20
+        _io._BLOCK_SIZE, _io._MIN_CHUNK = saved
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -614,8 +632,9 @@ def test_fuzz_mutations_of_valid_file(seed, edits):
             data[pos] = byte
         else:
             del data[pos]
+    saved = _io._BLOCK_SIZE, _io._MIN_CHUNK
     _io._BLOCK_SIZE, _io._MIN_CHUNK = 40, 8
     try:
         _outcome(bytes(data))
     finally:
-        _io._BLOCK_SIZE, _io._MIN_CHUNK = 32 << 20, 1 << 20
+        _io._BLOCK_SIZE, _io._MIN_CHUNK = saved
