@@ -238,3 +238,25 @@ def check_input_path(path, what="input file"):
         raise CommandError(f"can't open {what} {path}: {exc.strerror or exc}") from None
     if os.path.isdir(path):
         raise CommandError(f"can't open {what} {path}: Is a directory")
+
+
+def read_data(path, precomputed=False):
+    """Read a LIBSVM data file for a command, with command-line wording in errors.
+
+    LIBSVM files are 1-based; only a precomputed kernel (``-t 4``) has the
+    index 0 (the serial number), so only then may indices start at 0.
+    """
+    from .._errors import DataFormatError
+    from .._io import read_problem
+    check_input_path(path)
+    try:
+        return read_problem(path, zero_based="auto" if precomputed else False)
+    except DataFormatError as exc:
+        msg = str(exc)
+        marker = ": feature index 0 in 1-based data"
+        if marker in msg:
+            where = msg.split(marker, 1)[0]
+            raise DataFormatError(f"{where}: feature index 0 (LIBSVM data files are "
+                                  "1-based; index 0 appears only with -t 4, a "
+                                  "precomputed kernel)") from None
+        raise

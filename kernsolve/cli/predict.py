@@ -10,7 +10,7 @@ import sys
 import numpy as np
 
 from ._common import (CommandError, UsageError, atomic_output, check_input_path,
-                      check_output_path, parse_int, run, split_options)
+                      check_output_path, parse_int, read_data, run, split_options)
 
 PROG = "kernsolve-predict"
 
@@ -147,8 +147,7 @@ def main(argv):
     elif has_probability:
         say("Model supports probability estimates, but disabled in prediction.\n")
 
-    from .._io import read_problem
-    y, X = read_problem(test_path)
+    y, X = read_data(test_path, precomputed=int(model.param.kernel_type) == 4)
     y = np.asarray(y, dtype=np.float64)
     # predict() applies LIBSVM's width rule: features only one side has are zeros
 

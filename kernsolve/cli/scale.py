@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._common import (CommandError, UsageError, atomic_output, check_input_path,
-                      parse_float, run, split_options)
+                      parse_float, read_data, run, split_options)
 
 PROG = "kernsolve-scale"
 
@@ -221,9 +221,8 @@ def iter_scaled_lines(y, X, fmin, fmax, lower, upper, y_params=None, counter=Non
 
 
 def _read_data(path):
-    from .._io import read_problem
     check_input_path(path, "file")
-    y, X = read_problem(path, zero_based=False)
+    y, X = read_data(path)
     return np.asarray(y, dtype=np.float64), sp.csr_matrix(X)
 
 

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 
 from ._common import (CommandError, UsageError, check_input_path, check_output_path,
-                      parse_int, run, split_options)
+                      parse_int, read_data, run, split_options)
 
 PROG = "kernsolve-train"
 
@@ -194,8 +194,7 @@ def main(argv):
     if not params.n_folds:
         check_output_path(model_path)
 
-    from .._io import read_problem
-    y, X = read_problem(data_path)
+    y, X = read_data(data_path, precomputed=params.kernel_type == 4)
     y = np.asarray(y, dtype=np.float64)
 
     if params.n_folds:
