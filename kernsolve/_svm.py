@@ -213,7 +213,7 @@ def _check_nu_feasible(nu, y, sw):
                     f"specified nu is infeasible: nu = {nu:g} needs "
                     f"nu * (n1 + n2) / 2 <= min(n1, n2) for every pair of classes, "
                     f"but classes {labels[a]:g} and {labels[b]:g} have "
-                    f"{n1:g} and {n2:g} rows; use nu <= {2 * min(n1, n2) / (n1 + n2):.6g}")
+                    f"{n1:g} and {n2:g} rows; use nu < {2 * min(n1, n2) / (n1 + n2):.6g}")
 
 
 # --------------------------------------------------------------------------
@@ -430,6 +430,14 @@ def _train_one(ctx, rows, target, C, cp=None, cn=None):
                 sum_neg -= alpha[i]
         info = _smo(ctx, rows, y_pm, np.zeros(l), alpha, C, nu=True)
         r = info["r"]
+        if r == 0 or not np.isfinite(r):
+            # LIBSVM goes on with C = 1/r = inf or 0 and rho = nan; refuse instead.
+            # (r < 0 does happen with a non-PSD sigmoid kernel; LIBSVM keeps it.)
+            raise ValueError(
+                f"nu-SVC is degenerate on this data: the solver found r = {r!r}, "
+                "where LIBSVM reports C = 1/r and returns a model with rho = NaN "
+                "(nu at its feasibility limit, or identical rows with different "
+                "labels); try a smaller nu")
         ctx.info(f"C = {1 / r:f}\n")
         coef = alpha * y_pm / r
         rho, obj = info["rho"] / r, info["obj"] / (r * r)
