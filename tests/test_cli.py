@@ -314,6 +314,24 @@ def test_train_cross_validation_lines(tmp_path, heart, shared):
     assert not any(p.suffix == ".model" for p in tmp_path.iterdir())
     again = run_inproc("train", "-v", "5", "-q", heart)
     assert again.stdout == first.stdout  # seeded folds: reproducible
+    # oracle: libsvm-official trained and tested on the same folds
+    svmutil = libsvm_util()
+    from kernsolve.cli.train import cv_folds
+    y, x = svmutil.svm_read_problem(heart)
+    y = np.array(y)
+    folds = cv_folds(y, 5, 0, classification=True)
+    assert sorted(np.concatenate(folds).tolist()) == list(range(len(y)))
+    for c in (-1, 1):  # stratified: every fold holds its share of each class
+        share = np.sum(y == c) / 5
+        assert all(abs(np.sum(y[f] == c) - share) < 1 for f in folds)
+    correct = 0
+    for i, test in enumerate(folds):
+        rows = np.concatenate([f for k, f in enumerate(folds) if k != i])
+        model = svmutil.svm_train(y[rows].tolist(), [x[r] for r in rows], "-q")
+        (pred, _, _), _ = libsvm_predict_quietly(
+            svmutil, y[test].tolist(), [x[r] for r in test], model, "-q")
+        correct += int(np.sum(np.array(pred) == y[test]))
+    assert float(m.group(1)) == pytest.approx(100.0 * correct / len(y), abs=100.0 / len(y))
     data = write(tmp_path / "housing", shared.lines("housing_scale", 150).decode())
     reg = run_inproc("train", "-s", "3", "-v", "3", "-q", data)
     assert reg.returncode == 0, reg.stderr
