@@ -662,3 +662,14 @@ def test_max_iter_warns_and_is_recorded(shared):
         model = train(y, X, "-c 100 -q", n_jobs=1, _max_iter=5)
     assert model.stats["status"] == "max_iter"
     assert model.stats["n_iter"] <= 5
+
+
+def test_progress_callback_prints_to_stderr_unless_quiet(capsys):
+    from kernsolve._params import parse_options
+    from kernsolve._svm import _Context
+    ctx = _Context(parse_options(""), 1, None)
+    report = ctx.progress()
+    report({"n_iter": 120000, "gap": 0.01321, "n_kernel_evals": 312345678, "seconds": 14.2})
+    err = capsys.readouterr().err
+    assert err == "kernsolve smo: iter 120000, gap 0.01321, kernel evals 3.123e+08, 14 s\n"
+    assert _Context(parse_options("-q"), 1, None).progress() is None
