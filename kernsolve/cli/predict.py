@@ -150,14 +150,13 @@ def main(argv):
     y, X = read_data(test_path, precomputed=int(model.param.kernel_type) == 4)
     y = np.asarray(y, dtype=np.float64)
     # predict() applies LIBSVM's width rule: features only one side has are zeros
-
     predict_options = ["-q"]
     if probability:
         predict_options += ["-b", "1"]
     if threads is not None:
         predict_options += ["--threads", str(threads)]
     from .._predict import predict
-    labels, _, values = predict(y, X, model, " ".join(predict_options))
+    labels, _, values = predict(y, X, model, predict_options)
 
     header = None
     probabilities = None
@@ -165,7 +164,7 @@ def main(argv):
         if svm_type in _SVR:
             say("Prob. model for test data: target value = predicted value + z,\n"
                 "z: Laplace distribution e^(-|z|/sigma)/(2sigma),sigma=%g\n"
-                % float(model.prob_a[0]))
+                % float(np.ravel(model.prob_a)[0]))
         else:
             probabilities = values
             if svm_type == _ONE_CLASS:
