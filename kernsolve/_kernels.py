@@ -169,6 +169,19 @@ def as_canonical(X, name="X"):
     return _dense(X, name)
 
 
+def as_operand(X, kernel="rbf", name="X"):
+    """``as_canonical(X)``, made dense when kernel_matrix would densify it anyway.
+
+    For an operand used in many kernel_matrix calls (the support vectors at
+    prediction): converting once saves a conversion per block.
+    """
+    Xc = as_canonical(X, name=name)
+    if (sp.issparse(Xc) and kernel_code(kernel, allow_precomputed=False) != 5
+            and _worth_densifying(Xc, None)):
+        return Xc.toarray()
+    return Xc
+
+
 def _canonical_pair(X, Y):
     """Canonical X and Y with matching widths, renumbering huge widths jointly."""
     n_features = X.shape[1] if hasattr(X, "shape") and len(X.shape) == 2 else None

@@ -322,3 +322,15 @@ def test_core_refuses_corrupt_csr():
     bad_ptr.indptr = np.array([0, 2, 1, 3])
     with pytest.raises(ValueError, match="row pointers"):
         _kernel._kernel_matrix(bad_ptr, good, 2, 3, 0.5, 0.0, 1)
+
+
+def test_as_operand_densifies_only_when_useful(a9a_slice):
+    from kernsolve._kernels import as_operand
+    rng = np.random.default_rng(11)
+    dense_ish = sp.csr_matrix(sparse_random(rng, 30, 8, 0.6))
+    assert isinstance(as_operand(dense_ish, "rbf"), np.ndarray)
+    assert sp.issparse(as_operand(dense_ish, "laplacian"))
+    assert sp.issparse(as_operand(a9a_slice[0], "rbf"))       # 11% nonzeros
+    Q = rng.random((5, 8))
+    np.testing.assert_array_equal(kernel_matrix(Q, as_operand(dense_ish)),
+                                  kernel_matrix(Q, dense_ish))
