@@ -29,6 +29,8 @@ _EXPORTS = {
     "NuSVC": "._estimators",
     "NuSVR": "._estimators",
     "NotFittedError": "._estimators",
+    "cross_validation": "._cv",
+    "grid_search": "._grid",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

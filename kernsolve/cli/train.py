@@ -75,68 +75,27 @@ def default_model_path(training_path):
 
 
 # ---------------------------------------------------------------------------
-# -v n: cross-validation.  Private stand-in until kernsolve.cross_validation
-# exists (the cross-validation issue replaces it); the folds come from
-# kernsolve's seeded RNG, so the result is reproducible, and stratified for
-# classification as LIBSVM does.
-
-def _class_order(y):
-    """Distinct labels in order of first appearance."""
-    _, first = np.unique(y, return_index=True)
-    return y[np.sort(first)]
-
+# -v n: cross-validation, by kernsolve.cross_validation (the same folds and
+# predictions as the Python API).
 
 def cv_folds(y, n_folds, seed, classification):
-    """Fold index arrays, drawn as LIBSVM draws them but from kernsolve's RNG.
-
-    One permutation of all rows comes from stream ``"folds"``. For
-    classification (and ``n_folds < n``) the permuted rows are grouped by
-    class (order of first appearance, keeping the random order inside each
-    class) and class ``c``'s rows are cut into ``n_folds`` consecutive pieces
-    ``[i*count_c/n_folds, (i+1)*count_c/n_folds)``; fold ``i`` is the union of
-    the pieces ``i``. Otherwise fold ``i`` is ``perm[i*n/n_folds : (i+1)*n/n_folds]``.
-    """
-    from .._random import permutation
-    n = len(y)
-    perm = np.asarray(permutation(n, seed, "folds"), dtype=np.intp)
-    if classification and n_folds < n:
-        classes = _class_order(y)
-        pieces = [[] for _ in range(n_folds)]
-        py = y[perm]
-        for c in classes:
-            members = perm[py == c]
-            count = len(members)
-            for i in range(n_folds):
-                pieces[i].append(members[i * count // n_folds:(i + 1) * count // n_folds])
-        return [np.concatenate(p) for p in pieces]
-    return [perm[i * n // n_folds:(i + 1) * n // n_folds] for i in range(n_folds)]
+    """The folds of ``-v`` (:func:`kernsolve._cv.make_folds`), for callers of the old helper."""
+    from .._cv import make_folds
+    return make_folds(y, n_folds, seed, stratified=classification)
 
 
 def cross_validation_targets(y, X, train_tokens, params):
     """Predicted target of every row when its fold was held out."""
-    from .._predict import predict
-    from .._svm import train
+    from .._cv import cross_validation
     n = len(y)
     n_folds = params.n_folds
     if n_folds > n:
         sys.stderr.write("WARNING: # folds > # data. Will use # folds = # data instead "
                          "(i.e., leave-one-out cross validation)\n")
         n_folds = n
-    classification = params.svm_type in (0, 1)
-    folds = cv_folds(y, n_folds, params.seed, classification)
-    target = np.empty(n, dtype=np.float64)
-    options = list(train_tokens)
-    predict_options = "-q"
-    if params.probability and classification:
-        predict_options += " -b 1"
-    for i, test in enumerate(folds):
-        if len(test) == 0:
-            continue
-        train_rows = np.concatenate([f for k, f in enumerate(folds) if k != i])
-        model = train(y[train_rows], X[train_rows], options)
-        labels, _, _ = predict(y[test], X[test], model, predict_options)
-        target[test] = np.asarray(labels, dtype=np.float64)
-    return target
+    result = cross_validation(y, X, list(train_tokens), n_folds=n_folds,
+                              n_jobs=params.n_jobs, seed=params.seed)
+    return result.target
 
 
 def report_cross_validation(y, target, svm_type, out=None):

@@ -1,0 +1,452 @@
+"""Cross-validation, run in parallel with joblib (LIBSVM's ``-v``).
+
+``cross_validation(y, X, "-c 1 -g 0.05", n_folds=5)`` cuts the rows into folds
+as LIBSVM's ``svm_cross_validation`` does -- stratified for classification,
+plain for regression and one-class -- but draws the shuffles from kernsolve's
+counter-based RNG (stream ``"folds"``), so the folds depend on the seed only.
+Each fold is one task: train on the other folds, predict the held-out rows.
+The tasks go through joblib, so they run on local threads, local processes
+or a Dask cluster (``backend="dask"`` or an enclosing
+``joblib.parallel_backend("dask")``).
+
+Thread budget: ``n_jobs`` is the number of cores for the whole run.  The
+tasks are run in "waves" (:func:`plan_waves`): at any moment the threads of
+the fits that run at the same time add up to at most ``n_jobs``.  Every fit
+gives the same model whatever its thread count, so the result is identical
+for every ``n_jobs`` and every backend, and equal to a serial run.
+
+The same task runner serves :func:`kernsolve.grid_search` (``_grid.py``).
+"""
+import contextlib
+import sys
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._threads import resolve_n_jobs
+
+__all__ = ["cross_validation", "CVResult", "make_folds", "plan_waves"]
+
+_REGRESSION = (3, 4)       # epsilon-SVR, nu-SVR: MSE and squared correlation
+_CLASSIFICATION = (0, 1)   # C-SVC, nu-SVC: stratified folds
+
+
+# --------------------------------------------------------------------------
+# folds
+# --------------------------------------------------------------------------
+
+def make_folds(y, n_folds, seed=0, stratified=True):
+    """The held-out rows of each fold, as LIBSVM's ``svm_cross_validation`` orders them.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        Labels (stratified) or targets.
+    n_folds : int
+        Number of folds, ``2 <= n_folds <= n_samples``.
+    seed : int
+        Seed of kernsolve's RNG; the shuffles use stream ``"folds"``.
+    stratified : bool
+        Class-stratified folds (LIBSVM does this for C-SVC and nu-SVC when
+        ``n_folds < n_samples``).
+
+    Returns
+    -------
+    folds : list of int arrays
+        ``folds[i]`` holds the rows of fold ``i``.  Fold ``i`` is trained on
+        ``concatenate(folds[:i] + folds[i+1:])``, in that order, as LIBSVM does.
+
+    Notes
+    -----
+    Stratified: the rows are grouped by class (classes by first appearance,
+    LIBSVM's ``svm_group_classes`` with its -1/+1 swap), then the rows of each
+    class are shuffled by forward Fisher-Yates where the draw for position
+    ``p`` of the grouped array is ``integers(count_c - i, seed, "folds",
+    start=p)`` (``i`` = position inside the class) -- LIBSVM's loop with
+    ``rand()`` replaced by draw ``p`` of the stream.  Class ``c`` is cut into
+    pieces ``[i*count_c//k, (i+1)*count_c//k)`` and fold ``i`` is the union of
+    the pieces ``i`` in class order.  Plain: ``perm = permutation(n, seed,
+    "folds")`` and fold ``i`` is ``perm[i*n//k:(i+1)*n//k]``.
+    """
+    from ._random import permutation
+    y = np.asarray(y)
+    n = y.shape[0]
+    k = _check_n_folds(n_folds, n)
+    if stratified and k < n:
+        from ._core import _random as _c
+        from ._random import stream_key
+        from ._svm import _group_classes
+        _, start, count, grouped = _group_classes(np.asarray(y, dtype=np.float64))
+        index = np.array(grouped, dtype=np.intp)
+        key = stream_key(_seed(seed), "folds")
+        draw = _c.integer1
+        for s, c in zip(start.tolist(), count.tolist()):
+            for i in range(c - 1):
+                j = i + draw(key, s + i, c - i)
+                if j != i:
+                    a, b = s + i, s + j
+                    index[a], index[b] = index[b], index[a]
+        folds = []
+        for f in range(k):
+            pieces = [index[s + f * c // k:s + (f + 1) * c // k]
+                      for s, c in zip(start.tolist(), count.tolist())]
+            folds.append(np.concatenate(pieces).astype(np.intp) if pieces
+                         else np.empty(0, dtype=np.intp))
+        return folds
+    perm = np.asarray(permutation(n, _seed(seed), "folds"), dtype=np.intp)
+    return [perm[f * n // k:(f + 1) * n // k] for f in range(k)]
+
+
+def _seed(seed):
+    if isinstance(seed, (bool, np.bool_)) or not hasattr(seed, "__index__") \
+            or not 0 <= seed.__index__() < 2 ** 64:
+        raise ValueError(f"seed must be an integer in [0, 2**64), got {seed!r}")
+    return seed.__index__()
+
+
+def _check_n_folds(n_folds, n):
+    if isinstance(n_folds, (bool, np.bool_)) or not hasattr(n_folds, "__index__"):
+        raise ValueError(f"n_folds must be an integer, got {n_folds!r}")
+    k = n_folds.__index__()
+    if k < 2:
+        raise ValueError(f"n_folds must be at least 2, got {k}")
+    if k > n:
+        raise ValueError(f"n_folds = {k} is more than the number of samples ({n}); "
+                         f"use at most n_folds = {n} (leave-one-out)")
+    return k
+
+
+def _warn_small_classes(y, k, stacklevel=3):
+    """scikit-learn's warning when a class has fewer members than folds."""
+    _, counts = np.unique(y, return_counts=True)
+    least = int(counts.min())
+    if least < k:
+        warnings.warn(f"The least populated class in y has only {least} members, "
+                      f"which is less than n_folds={k}.", UserWarning,
+                      stacklevel=stacklevel)
+
+
+def train_rows(folds, i):
+    """The training rows of fold ``i``: the other folds, in order (LIBSVM's order)."""
+    rest = [f for j, f in enumerate(folds) if j != i]
+    if not rest:
+        return np.empty(0, dtype=np.intp)
+    return np.concatenate(rest).astype(np.intp)
+
+
+# --------------------------------------------------------------------------
+# thread budget and the task runner (shared with grid search)
+# --------------------------------------------------------------------------
+
+def plan_waves(n_tasks, n_cores):
+    """Split ``n_tasks`` equal tasks over ``n_cores`` cores.
+
+    Returns a list of waves ``(n_tasks_in_wave, n_workers, threads)`` where
+    ``threads`` lists the thread count of each task of the wave.  Inside a
+    wave at most ``n_workers`` tasks run at once; their threads never add up
+    to more than ``n_cores``.  The first wave runs as many tasks as divide
+    evenly over ``min(n_tasks, n_cores)`` workers; the remainder runs last, on
+    all cores (5 folds on 2 cores: 4 folds two at a time with 1 thread each,
+    then the fifth with 2 threads).
+    """
+    if n_tasks <= 0:
+        return []
+    n_cores = max(1, int(n_cores))
+    workers = min(n_tasks, n_cores)
+    waves = []
+    full = (n_tasks // workers) * workers
+    if full == workers:
+        waves.append((workers, workers, _spread(n_cores, workers)))
+    else:
+        waves.append((full, workers, [n_cores // workers] * full))
+    rest = n_tasks - full
+    if rest:
+        waves.append((rest, rest, _spread(n_cores, rest)))
+    return waves
+
+
+def _spread(n_cores, n_tasks):
+    """Threads of ``n_tasks`` tasks that all run at once on ``n_cores`` cores."""
+    base, extra = divmod(n_cores, n_tasks)
+    return [max(1, base + (1 if i < extra else 0)) for i in range(n_tasks)]
+
+
+def _backend_context(backend):
+    if backend is None:
+        return contextlib.nullcontext()
+    import joblib
+    return joblib.parallel_config(backend=backend)
+
+
+def _call_indexed(index, fn, args, n_threads):
+    return index, fn(*args, n_threads)
+
+
+def run_tasks(fn, tasks, n_jobs, backend, on_done):
+    """Run ``fn(*tasks[i], n_threads)`` for every task through joblib.
+
+    ``on_done(i, result)`` is called in this thread as each task finishes (in
+    the order they finish).  Exceptions raised by the runner itself (a worker
+    that died) propagate; ``fn`` should catch its own errors.
+    Returns the waves used (see :func:`plan_waves`).
+    """
+    import joblib
+    total = resolve_n_jobs(n_jobs)
+    waves = plan_waves(len(tasks), total)
+    pos = 0
+    for count, workers, threads in waves:
+        calls = [joblib.delayed(_call_indexed)(pos + t, fn, tasks[pos + t], threads[t])
+                 for t in range(count)]
+        with _backend_context(backend):
+            parallel = joblib.Parallel(n_jobs=workers, prefer="threads",
+                                       return_as="generator_unordered")
+            for index, result in parallel(calls):
+                on_done(index, result)
+        pos += count
+    return waves
+
+
+def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, n_threads):
+    """One task: train on ``train_idx``, predict ``test_idx``.
+
+    Never raises: a failure comes back as ``{"error": "Type: message"}``, so
+    the caller can name the fold and the parameters that failed.
+    """
+    from ._predict import predict
+    from ._svm import train
+    t0 = time.perf_counter()
+    try:
+        if test_idx.size == 0:
+            return {"pred": np.empty(0), "seconds": 0.0, "n_SV": 0, "n_iter": 0,
+                    "n_threads": n_threads, "error": None}
+        sw = None if sample_weight is None else sample_weight[train_idx]
+        model = train(y[train_idx], X[train_idx], param, sample_weight=sw,
+                      n_jobs=n_threads)
+        opts = f"-q --threads {n_threads}" + (" -b 1" if probability else "")
+        pred, _, _ = predict(None, X[test_idx], model, opts)
+        stats = model.stats
+        return {"pred": np.asarray(pred, dtype=np.float64),
+                "seconds": time.perf_counter() - t0,
+                "n_SV": int(stats.get("n_SV", model.support_vectors.shape[0])),
+                "n_iter": int(stats.get("n_iter", 0)),
+                "n_threads": n_threads, "error": None}
+    except Exception as exc:  # reported by the caller, with the fold named
+        return {"pred": None, "seconds": time.perf_counter() - t0,
+                "n_threads": n_threads,
+                "error": f"{type(exc).__name__}: {exc}", "error_type": type(exc).__name__}
+
+
+# --------------------------------------------------------------------------
+# input checks shared with grid search
+# --------------------------------------------------------------------------
+
+def prepare(y, X, options, sample_weight=None):
+    """(y, X, sample_weight, Parameters) checked and in the form the tasks index."""
+    from ._params import Parameters, parse_options
+    from ._svm import _as_sample_weight, _as_targets
+    param = options.copy() if isinstance(options, Parameters) else parse_options(options)
+    if X is None:
+        raise ValueError("X is None; expected an (n_samples, n_features) matrix")
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+    else:
+        X = np.asarray(X)
+        if X.ndim != 2:
+            raise ValueError(f"X must be two-dimensional, got shape {X.shape}")
+    y = _as_targets(y, param.svm_type)
+    if X.shape[0] != y.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} entries")
+    sw = _as_sample_weight(sample_weight, y.shape[0])
+    return y, X, sw, param
+
+
+def fit_parameters(param):
+    """The Parameters each fold trains with: quiet (fits run side by side), no -v."""
+    return param.copy(quiet=True, n_folds=0)
+
+
+def scores(y, target, svm_type):
+    """(accuracy %, MSE, squared correlation) of LIBSVM's ``-v`` summary."""
+    from ._predict import evaluations
+    return evaluations(y, target)
+
+
+# --------------------------------------------------------------------------
+# the public function
+# --------------------------------------------------------------------------
+
+class CVResult:
+    """The result of :func:`cross_validation` (attributes, or ``result["name"]``).
+
+    Attributes
+    ----------
+    target : ndarray of shape (n_samples,)
+        The prediction of every row by the model that did not see it
+        (LIBSVM's ``svm_cross_validation`` target).
+    accuracy : float
+        Percentage of rows with ``target == y`` (what LIBSVM prints for
+        classification and one-class).
+    mean_squared_error, squared_correlation : float
+        LIBSVM's regression summary (computed for every SVM type).
+    score : float
+        ``mean_squared_error`` for regression (-s 3, 4), else ``accuracy``.
+    folds : list of int arrays
+        Held-out rows of each fold (:func:`make_folds`).
+    fold_results : list of dict
+        Per fold: ``n_train``, ``n_test``, ``accuracy``, ``mean_squared_error``,
+        ``squared_correlation``, ``n_SV``, ``n_iter``, ``seconds``, ``n_threads``.
+    n_folds, seed, n_jobs : int
+        As used (``n_jobs`` resolved to a core count).
+    waves : list
+        The schedule (:func:`plan_waves`): (tasks, workers, threads per task).
+    seconds : float
+        Wall time of the whole run.
+    """
+
+    _FIELDS = ("target", "accuracy", "mean_squared_error", "squared_correlation",
+               "score", "folds", "fold_results", "n_folds", "seed", "n_jobs",
+               "waves", "seconds", "svm_type")
+
+    def __init__(self, **values):
+        for name in self._FIELDS:
+            setattr(self, name, values.get(name))
+
+    def __getitem__(self, name):
+        if name not in self._FIELDS:
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def keys(self):
+        return list(self._FIELDS)
+
+    def as_dict(self):
+        return {name: getattr(self, name) for name in self._FIELDS}
+
+    def __repr__(self):
+        if self.svm_type in _REGRESSION:
+            what = (f"mean_squared_error={self.mean_squared_error:.6g}, "
+                    f"squared_correlation={self.squared_correlation:.6g}")
+        else:
+            what = f"accuracy={self.accuracy:.6g}"
+        return f"CVResult(n_folds={self.n_folds}, {what})"
+
+
+def cross_validation(y, X, options="", n_folds=None, n_jobs=None, seed=None,
+                     backend=None, verbose=None, sample_weight=None):
+    """k-fold cross-validation, LIBSVM's ``svm-train -v k``, folds in parallel.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        Class labels (-s 0, 1, 2) or regression targets (-s 3, 4).
+    X : ndarray or scipy.sparse matrix of shape (n_samples, n_features)
+        As for :func:`kernsolve.train` (precomputed kernels included).
+    options : str, list, dict or Parameters
+        Training options, as for :func:`kernsolve.train`; any solver that
+        ``train`` accepts.  ``-b 1`` predicts through probabilities, as LIBSVM.
+    n_folds : int, optional
+        Number of folds, 2..n_samples.  None: the options' ``-v``, else 5.
+    n_jobs : int, optional
+        Cores for the whole run (scikit-learn's rule; None = all cores).
+        Folds run side by side and each fit gets a share of the cores; the
+        result does not depend on it.
+    seed : int, optional
+        Seed of the fold shuffles (stream ``"folds"``).  None: the options'
+        ``--seed`` (default 0).
+    backend : str or joblib backend, optional
+        joblib backend for the folds (``"threading"``, ``"loky"``, ``"dask"``
+        ...).  None: the enclosing ``joblib.parallel_backend`` if any, else
+        threads (the fits release the GIL).
+    verbose : bool, optional
+        A progress line per finished fold on stdout.  None: on unless the
+        options have ``-q``.
+    sample_weight : array-like of shape (n_samples,), optional
+        Per-row weights, passed to each fold's ``train``.
+
+    Returns
+    -------
+    CVResult
+        ``accuracy`` (or ``mean_squared_error``, ``squared_correlation``),
+        ``target`` (per-row predictions), ``fold_results``, ``folds``.
+
+    Raises
+    ------
+    ValueError
+        Bad options or data, ``n_folds`` < 2 or > n_samples, or a fold whose
+        training failed with a ValueError (the fold is named).
+    RuntimeError
+        A fold failed for another reason, or a worker died.
+
+    Warns
+    -----
+    UserWarning
+        When a class has fewer members than ``n_folds`` (as scikit-learn).
+    """
+    t0 = time.perf_counter()
+    y, X, sw, param = prepare(y, X, options, sample_weight)
+    n = y.shape[0]
+    if n_folds is None:
+        n_folds = param.n_folds or 5
+    k = _check_n_folds(n_folds, n)
+    if seed is None:
+        seed = param.seed
+    seed = _seed(seed)
+    if verbose is None:
+        verbose = not param.quiet
+    svm_type = int(param.svm_type)
+    stratified = svm_type in _CLASSIFICATION
+    if stratified:
+        _warn_small_classes(y, k)
+    folds = make_folds(y, k, seed, stratified)
+    fit_param = fit_parameters(param)
+    probability = bool(param.probability) and stratified
+    tasks = [(y, X, sw, fit_param, train_rows(folds, i), folds[i], probability)
+             for i in range(k)]
+    total = resolve_n_jobs(n_jobs if n_jobs is not None else param.n_jobs)
+
+    target = np.full(n, np.nan)
+    fold_results = [None] * k
+    done = []
+
+    def on_done(i, res):
+        if res["error"] is not None:
+            fold_results[i] = res
+            return
+        test = folds[i]
+        target[test] = res["pred"]
+        acc, mse, scc = scores(y[test], res["pred"], svm_type) if test.size else \
+            (float("nan"),) * 3
+        fold_results[i] = {"fold": i, "n_train": int(n - test.size),
+                           "n_test": int(test.size), "accuracy": acc,
+                           "mean_squared_error": mse, "squared_correlation": scc,
+                           "n_SV": res["n_SV"], "n_iter": res["n_iter"],
+                           "seconds": res["seconds"], "n_threads": res["n_threads"]}
+        done.append(i)
+        if verbose:
+            what = (f"mean squared error = {mse:g}" if svm_type in _REGRESSION
+                    else f"accuracy = {acc:g}%")
+            sys.stdout.write(f"cross validation: fold {i + 1}/{k} done ({len(done)}/{k}): "
+                             f"{what} on {test.size} rows, {res['seconds']:.2f} s, "
+                             f"{res['n_threads']} thread(s)\n")
+            sys.stdout.flush()
+
+    try:
+        waves = run_tasks(fit_predict, tasks, total, backend, on_done)
+    except Exception as exc:
+        missing = [i + 1 for i in range(k) if fold_results[i] is None]
+        raise RuntimeError(f"cross_validation: a worker failed ({type(exc).__name__}: "
+                           f"{exc}) before folds {missing} of {k} finished") from exc
+    for i, res in enumerate(fold_results):
+        if res is not None and res.get("error"):
+            cls = ValueError if res.get("error_type") == "ValueError" else RuntimeError
+            raise cls(f"cross_validation: fold {i + 1} of {k} failed: {res['error']}")
+
+    acc, mse, scc = scores(y, target, svm_type)
+    return CVResult(target=target, accuracy=acc, mean_squared_error=mse,
+                    squared_correlation=scc,
+                    score=mse if svm_type in _REGRESSION else acc,
+                    folds=folds, fold_results=fold_results, n_folds=k, seed=seed,
+                    n_jobs=total, waves=waves, seconds=time.perf_counter() - t0,
+                    svm_type=svm_type)
