@@ -146,7 +146,10 @@ def _check_parameters(param):
         if w == 0:
             raise ValueError(f"-w{label} 0: a class weight of 0 makes C = 0 for class "
                              f"{label}; leave that class out of the data instead")
-    if param.solver != "smo":
+    if param.solver == "sbp":
+        from ._sbp import check_parameters as _check_sbp
+        _check_sbp(param)
+    elif param.solver != "smo":
         raise ValueError(f"kernsolve.train trains the SMO solver; --solver {param.solver!r} "
                          "is not handled here")
     if not param.bias and param.svm_type != C_SVC:
@@ -415,6 +418,9 @@ def _train_one(ctx, rows, target, C, cp=None, cn=None):
     svm_type = param.svm_type
     uniform = bool(np.all(C == C[0])) if l else True
 
+    if param.solver == "sbp":   # C-SVC / nu-SVC sub-problem by the SBP (kernsolve._sbp)
+        from ._sbp import train_binary
+        return train_binary(ctx, rows, target, C)
     if svm_type == C_SVC:
         y_pm = np.where(target > 0, 1, -1).astype(np.int8)
         alpha = np.zeros(l)

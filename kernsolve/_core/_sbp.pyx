@@ -1,0 +1,496 @@
+"""The kernelized Stochastic Batch Perceptron (SBP paper, Algorithm 1, and the
+unregularised bias of section 3.6) on kernsolve's kernel engine.
+
+Maximises the slack-constrained margin f(w) (problem 2.3 / 3.9) over ||w|| <= 1
+by projected stochastic supergradient ascent.  Each iteration t = 1..T:
+
+1. water-fill the responses c_j = y_j <w, x_j> to find the covered points
+   (with a bias: the k lowest of each class);
+2. draw i uniformly among them (with a bias: each class with mass 1/2) --
+   draw t-1 of the "sampling" stream, so the path is a function of the seed;
+3. alpha_i += eta_t, eta_t = eta_0 / sqrt(t), eta_0 = 1/sqrt(max_j K_jj);
+   ||w||^2 += 2 eta_t c_i + eta_t^2 K_ii (tracked, no kernel evaluation);
+   c_j += eta_t y_i y_j K_ij for every j (one kernel row, computed in parallel
+   and cached by KernelRows);
+4. if ||w|| > 1, scale alpha and c by 1/||w||.
+
+The averages alpha_bar and c_bar of the iterates are kept alongside; at the end
+the water level gamma (and bias b) of c_bar rescales the model to margin 1.
+
+Held-out points (positions n_train .. n_total-1) get responses too, from the
+same kernel rows, so the held-out error of the averaged iterate costs O(n) to
+evaluate at any time: it drives the validation stopping rule.
+
+Every loop over points is element-wise (the same arithmetic for each element
+whatever the thread count) and the water filling is serial, so the result is
+bit-identical for any number of threads.
+
+Speed-up of step 1 that does not change its result: only points below a
+threshold tau (the previous level plus a margin) are gathered and
+water-filled.  If some gathered point stays uncovered (both classes, with a
+bias), the level found is the level of all points (the excluded points lie
+above it, so they hold no water); otherwise the step is redone on every point.
+"""
+from libc.math cimport sqrt, isfinite, INFINITY
+from libc.stdint cimport uint64_t
+from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
+from cpython.exc cimport PyErr_CheckSignals
+from cython.parallel cimport prange
+
+import time
+
+import numpy as np
+
+from ._kernel cimport KernelRows, kfloat
+from ._random cimport rng_key, rng_integer, STREAM_SAMPLING
+from ._waterfill cimport find_gamma, find_gamma_and_bias, WF_OK
+
+cdef enum:
+    ST_OK = 0
+    ST_NOMEM = -1
+    ST_ABORT = -2
+    ST_NONFINITE = -3
+    ST_EMPTY = -4
+
+cdef enum:
+    STOP_ITERATIONS = 0
+    STOP_KERNEL_EVALS = 1
+    STOP_TIME = 2
+    STOP_VALIDATION = 3
+
+STOP_NAMES = {STOP_ITERATIONS: "epochs", STOP_KERNEL_EVALS: "max_kernel_evals",
+              STOP_TIME: "time_limit", STOP_VALIDATION: "validation"}
+
+# Below this many responses the update loop runs serially (fork/join cost).
+cdef Py_ssize_t PAR_MIN = 32768
+# Wall-clock seconds between two visits to Python (Ctrl-C).
+cdef double POLL_SECONDS = 1.0
+# Pivot draws of the water filling use counters from 2**63 up in the sampling
+# stream; the index draws use counters 0, 1, ... (draw t-1 at iteration t).
+cdef uint64_t PIVOT_COUNTER0 = (<uint64_t>1) << 63
+
+
+cdef inline double _now() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return ts.tv_sec + 1e-9 * ts.tv_nsec
+
+
+cdef class _SBP:
+    cdef KernelRows kr
+    cdef Py_ssize_t n            # training points (positions 0..n-1)
+    cdef Py_ssize_t n_total      # with the held-out points
+    cdef bint bias
+    cdef double volume           # n * nu
+    cdef int n_threads
+    cdef uint64_t key
+    cdef uint64_t pivot_counter
+    # state, by position
+    cdef double[::1] c           # responses of the current iterate
+    cdef double[::1] cbar        # sum over iterations of c
+    cdef double[::1] alpha       # coefficients of the current iterate
+    cdef double[::1] abar        # sum over iterations of alpha
+    cdef const signed char[::1] y
+    cdef Py_ssize_t[::1] support # positions with alpha != 0, in order of arrival
+    cdef Py_ssize_t n_support
+    cdef unsigned char[::1] in_support
+    # water-filling scratch
+    cdef double[::1] vals
+    cdef Py_ssize_t[::1] idx
+    cdef double[::1] vneg
+    cdef Py_ssize_t[::1] ineg
+    cdef Py_ssize_t n_pos_total
+    cdef Py_ssize_t n_neg_total
+    # result of the last water filling
+    cdef double level            # gamma
+    cdef double bias_value       # b
+    cdef Py_ssize_t k            # covered count (per class with a bias)
+    cdef double margin           # threshold margin of the restricted filling
+    cdef long long n_restricted
+    cdef long long n_full
+    # run
+    cdef long long n_iter
+    cdef double r2
+    cdef double eta0
+    cdef public object error
+
+    def __init__(self, KernelRows kr, y, Py_ssize_t n_train, double nu, bint bias,
+                 uint64_t seed, int n_threads):
+        self.kr = kr
+        self.n = n_train
+        self.n_total = kr.n
+        self.bias = bias
+        self.volume = nu * <double>n_train
+        self.n_threads = n_threads
+        self.key = rng_key(seed, STREAM_SAMPLING)
+        self.pivot_counter = PIVOT_COUNTER0
+        self.y = y
+        self.c = np.zeros(self.n_total)
+        self.cbar = np.zeros(self.n_total)
+        self.alpha = np.zeros(n_train)
+        self.abar = np.zeros(n_train)
+        self.support = np.zeros(n_train, dtype=np.intp)
+        self.in_support = np.zeros(n_train, dtype=np.uint8)
+        self.n_support = 0
+        yy = np.asarray(y[:n_train])
+        self.n_pos_total = int(np.count_nonzero(yy == 1))
+        self.n_neg_total = n_train - self.n_pos_total
+        self.vals = np.zeros(n_train)
+        self.idx = np.zeros(n_train, dtype=np.intp)
+        self.vneg = np.zeros(max(self.n_neg_total, 1))
+        self.ineg = np.zeros(max(self.n_neg_total, 1), dtype=np.intp)
+        self.n_iter = 0
+        self.r2 = 0.0
+        self.level = 0.0
+        self.bias_value = 0.0
+        self.k = n_train
+        self.n_restricted = 0
+        self.n_full = 0
+        cdef double kmax = 0.0
+        cdef Py_ssize_t j
+        for j in range(n_train):
+            if kr.diag[j] > kmax:
+                kmax = kr.diag[j]
+        self.eta0 = 1.0 / sqrt(kmax) if kmax > 0.0 else 0.0
+        self.margin = self.eta0 * (kmax if kmax > 0.0 else 1.0)
+
+    # ------------------------------------------------------------ water
+    cdef int _fill_full(self, const double* v, double scale) noexcept nogil:
+        """Water-fill every training point with responses scale * v."""
+        cdef Py_ssize_t j, mp = 0, mn = 0
+        cdef int st
+        self.n_full += 1
+        if not self.bias:
+            for j in range(self.n):
+                self.vals[j] = v[j] * scale
+                self.idx[j] = j
+            st = find_gamma(&self.vals[0], &self.idx[0], self.n, self.volume,
+                            self.key, &self.pivot_counter, &self.level, &self.k)
+            return ST_OK if st == WF_OK else ST_EMPTY
+        for j in range(self.n):
+            if self.y[j] == 1:
+                self.vals[mp] = v[j] * scale
+                self.idx[mp] = j
+                mp += 1
+            else:
+                self.vneg[mn] = v[j] * scale
+                self.ineg[mn] = j
+                mn += 1
+        st = find_gamma_and_bias(&self.vals[0], &self.idx[0], mp, &self.vneg[0],
+                                 &self.ineg[0], mn, self.volume, self.key,
+                                 &self.pivot_counter, &self.level,
+                                 &self.bias_value, &self.k)
+        return ST_OK if st == WF_OK else ST_EMPTY
+
+    cdef int _fill_restricted(self) noexcept nogil:
+        """Water-fill the current responses, first on the points below a threshold."""
+        cdef Py_ssize_t j, m = 0, mp = 0, mn = 0, k_prev = self.k
+        cdef double tau, tau_p, tau_n, level = 0.0, b = 0.0
+        cdef Py_ssize_t k = 0
+        cdef int st
+        cdef const double* c = &self.c[0]
+        # Worth it only while few points are covered.
+        if 4 * k_prev < self.n:
+            if not self.bias:
+                tau = self.level + self.margin
+                for j in range(self.n):
+                    if c[j] < tau:
+                        self.vals[m] = c[j]
+                        self.idx[m] = j
+                        m += 1
+                if m > 0:
+                    find_gamma(&self.vals[0], &self.idx[0], m, self.volume, self.key,
+                               &self.pivot_counter, &level, &k)
+                    if k < m:
+                        self._accept(level, 0.0, k, m)
+                        return ST_OK
+            else:
+                tau_p = self.level - self.bias_value + self.margin
+                tau_n = self.level + self.bias_value + self.margin
+                for j in range(self.n):
+                    if self.y[j] == 1:
+                        if c[j] < tau_p:
+                            self.vals[mp] = c[j]
+                            self.idx[mp] = j
+                            mp += 1
+                    elif c[j] < tau_n:
+                        self.vneg[mn] = c[j]
+                        self.ineg[mn] = j
+                        mn += 1
+                if mp > 0 and mn > 0:
+                    find_gamma_and_bias(&self.vals[0], &self.idx[0], mp, &self.vneg[0],
+                                        &self.ineg[0], mn, self.volume, self.key,
+                                        &self.pivot_counter, &level, &b, &k)
+                    if k < mp and k < mn:
+                        self._accept(level, b, k, mp + mn)
+                        return ST_OK
+            self.margin *= 2.0
+        return self._fill_full(c, 1.0)
+
+    cdef void _accept(self, double level, double b, Py_ssize_t k,
+                      Py_ssize_t m) noexcept nogil:
+        self.level = level
+        self.bias_value = b
+        self.k = k
+        self.n_restricted += 1
+        # Far more candidates than covered points: tighten the threshold.
+        if m > 4 * k + 64:
+            self.margin *= 0.75
+
+    # ------------------------------------------------------------ step
+    cdef int step(self) noexcept nogil:
+        cdef long long t = self.n_iter + 1
+        cdef double eta = self.eta0 / sqrt(<double>t)
+        cdef Py_ssize_t i, j, u, s, n_total = self.n_total
+        cdef double scale, a, cj, r
+        cdef const kfloat* row
+        cdef int st = self._fill_restricted()
+        if st != ST_OK:
+            return st
+        if self.bias:
+            u = <Py_ssize_t>rng_integer(self.key, <uint64_t>(t - 1), <uint64_t>(2 * self.k))
+            i = self.idx[u] if u < self.k else self.ineg[u - self.k]
+        else:
+            u = <Py_ssize_t>rng_integer(self.key, <uint64_t>(t - 1), <uint64_t>self.k)
+            i = self.idx[u]
+        self.r2 = self.r2 + 2.0 * eta * self.c[i] + eta * eta * self.kr.diag[i]
+        if not isfinite(self.r2):
+            return ST_NONFINITE
+        row = self.kr.get_row(i, n_total)
+        if row == NULL:
+            return ST_NOMEM
+        scale = 1.0
+        if self.r2 > 1.0:
+            r = sqrt(self.r2)
+            scale = 1.0 / r
+            self.r2 = 1.0
+        a = eta * self.y[i]
+        cdef double* c = &self.c[0]
+        cdef double* cbar = &self.cbar[0]
+        cdef const signed char* y = &self.y[0]
+        if self.n_threads > 1 and n_total >= PAR_MIN:
+            for j in prange(n_total, schedule="static", num_threads=self.n_threads):
+                cj = (c[j] + a * y[j] * row[j]) * scale
+                c[j] = cj
+                cbar[j] += cj
+        else:
+            for j in range(n_total):
+                cj = (c[j] + a * y[j] * row[j]) * scale
+                c[j] = cj
+                cbar[j] += cj
+        if not self.in_support[i]:
+            self.in_support[i] = 1
+            self.support[self.n_support] = i
+            self.n_support += 1
+        self.alpha[i] += eta
+        for s in range(self.n_support):
+            j = self.support[s]
+            self.alpha[j] *= scale
+            self.abar[j] += self.alpha[j]
+        self.n_iter = t
+        return ST_OK
+
+    cdef int heldout_errors(self, Py_ssize_t* errors) noexcept nogil:
+        """Held-out errors of the averaged iterate (its level and bias from c_bar)."""
+        cdef Py_ssize_t j, e = 0, k_iter = self.k
+        cdef double inv = 1.0 / <double>self.n_iter
+        cdef double b, level_iter = self.level, bias_iter = self.bias_value
+        cdef int st = self._fill_full(&self.cbar[0], inv)
+        if st != ST_OK:
+            return st
+        b = self.bias_value if self.bias else 0.0
+        # the next iteration's threshold comes from the current iterate's level
+        self.level = level_iter
+        self.bias_value = bias_iter
+        self.k = k_iter
+        for j in range(self.n, self.n_total):
+            # y (<w, x> + b) <= 0 is an error (LIBSVM predicts the second label at 0)
+            if self.cbar[j] * inv + self.y[j] * b <= 0.0:
+                e += 1
+        errors[0] = e
+        return ST_OK
+
+
+def solve(X, int kernel_type, int degree, double gamma, double coef0, y,
+          Py_ssize_t n_train, double nu, *, bint bias=True, long long max_iter=1,
+          long long max_kernel_evals=0, double time_limit=0.0,
+          long long check_every=0, int patience=5, seed=0,
+          double cache_mb=100.0, int n_threads=1):
+    """Run the SBP on the first ``n_train`` rows of X; the rest are held out.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix, canonical (``kernsolve._kernels.as_canonical``)
+        Training rows first, then held-out rows (for a precomputed kernel,
+        the (n_total x n_total) kernel matrix in that order).
+    kernel_type, degree, gamma, coef0 : LIBSVM's -t, -d, -g (resolved), -r.
+    y : int8 array of +1/-1, one per row of X.
+    n_train : number of training rows.
+    nu : float > 0, the slack budget per point (total slack n_train * nu).
+    bias : bool, train with the unregularised bias (section 3.6).
+    max_iter : iterations T (>= 1).
+    max_kernel_evals : stop once this many kernel values were computed (0: no limit).
+    time_limit : stop after this many seconds (0: no limit).
+    check_every : evaluate the held-out error every this many iterations
+        (0: never); needs held-out rows.
+    patience : stop when that many consecutive checks did not improve on the
+        best held-out error.
+    seed : seed of the sampling stream.
+    cache_mb, n_threads : kernel cache budget and threads.
+
+    Returns
+    -------
+    dict with ``alpha`` (the averaged coefficients, by training row),
+    ``c`` (the averaged responses, every row), ``gamma`` and ``bias`` (water
+    level and bias of the averaged responses), ``norm`` (||w_bar||),
+    ``n_iter``, ``n_kernel_evals``, ``n_cache_hits``, ``n_cache_misses``,
+    ``seconds``, ``stop_reason``, ``trace`` (list of (n_iter, n_kernel_evals,
+    seconds, held-out errors)), ``n_heldout``.
+    """
+    if X is None or not hasattr(X, "shape") or len(X.shape) != 2:
+        raise ValueError("X must be a two-dimensional array or CSR matrix")
+    n_total = X.shape[0]
+    yy = np.ascontiguousarray(y, dtype=np.int8)
+    if yy.ndim != 1 or yy.shape[0] != n_total:
+        raise ValueError(f"y has shape {yy.shape}, expected ({n_total},)")
+    if not np.all((yy == 1) | (yy == -1)):
+        raise ValueError("y must contain only +1 and -1")
+    if not 1 <= n_train <= n_total:
+        raise ValueError(f"n_train must be in [1, {n_total}], got {n_train}")
+    if not (nu > 0.0 and nu < INFINITY):
+        raise ValueError(f"nu must be a finite number > 0, got {nu}")
+    if max_iter < 1:
+        raise ValueError(f"max_iter must be >= 1, got {max_iter}")
+    if max_kernel_evals < 0:
+        raise ValueError(f"max_kernel_evals must be >= 0, got {max_kernel_evals}")
+    if not (time_limit >= 0.0):
+        raise ValueError(f"time_limit must be >= 0, got {time_limit}")
+    if check_every < 0 or patience < 1:
+        raise ValueError("check_every must be >= 0 and patience >= 1")
+    if check_every > 0 and n_train == n_total:
+        raise ValueError("check_every needs held-out rows (n_train < number of rows)")
+    if n_threads < 1:
+        raise ValueError(f"n_threads must be >= 1, got {n_threads}")
+    n_pos = int(np.count_nonzero(yy[:n_train] == 1))
+    if bias and (n_pos == 0 or n_pos == n_train):
+        raise ValueError("SBP with a bias needs training points of both classes")
+    if kernel_type == 4 and X.shape[1] != n_total:
+        raise ValueError(f"a precomputed kernel must be n x n, got {X.shape}")
+    cdef KernelRows kr = KernelRows(X, kernel_type, degree, gamma, coef0, cache_mb,
+                                    n_threads)
+    cdef _SBP s = _SBP(kr, yy, n_train, nu, bias, <uint64_t>int(seed), n_threads)
+    if not (s.eta0 > 0.0 and s.eta0 < INFINITY):
+        raise ValueError("every training point has K(x, x) <= 0, so the SBP step "
+                         "size eta_0 = 1/sqrt(max K(x, x)) is undefined")
+
+    max_checks = (max_iter // check_every + 1) if check_every > 0 else 0
+    cdef long long[::1] tr_iter = np.zeros(max(max_checks, 1), dtype=np.int64)
+    cdef long long[::1] tr_evals = np.zeros(max(max_checks, 1), dtype=np.int64)
+    cdef double[::1] tr_sec = np.zeros(max(max_checks, 1))
+    cdef Py_ssize_t[::1] tr_err = np.zeros(max(max_checks, 1), dtype=np.intp)
+    cdef Py_ssize_t n_checks = 0, errors = 0, best = -1, since_best = 0
+    cdef int status = ST_OK, stop = STOP_ITERATIONS
+    cdef double t0 = _now(), last_poll = t0, now
+    cdef bint done = False
+    with nogil:
+        while not done:
+            status = s.step()
+            if status != ST_OK:
+                break
+            if s.n_iter >= max_iter:
+                stop = STOP_ITERATIONS
+                done = True
+            if max_kernel_evals > 0 and kr.n_kernel_evals >= max_kernel_evals:
+                stop = STOP_KERNEL_EVALS
+                done = True
+            now = _now()
+            if time_limit > 0.0 and now - t0 >= time_limit:
+                stop = STOP_TIME
+                done = True
+            if check_every > 0 and s.n_iter % check_every == 0 and not done:
+                status = s.heldout_errors(&errors)
+                if status != ST_OK:
+                    break
+                tr_iter[n_checks] = s.n_iter
+                tr_evals[n_checks] = kr.n_kernel_evals
+                tr_sec[n_checks] = now - t0
+                tr_err[n_checks] = errors
+                n_checks += 1
+                if best < 0 or errors < best:
+                    best = errors
+                    since_best = 0
+                else:
+                    since_best += 1
+                    if since_best >= patience:
+                        stop = STOP_VALIDATION
+                        done = True
+            if now - last_poll >= POLL_SECONDS:
+                last_poll = now
+                with gil:
+                    try:
+                        PyErr_CheckSignals()
+                    except BaseException as exc:
+                        s.error = exc
+                        status = ST_ABORT
+                if status != ST_OK:
+                    break
+    if status == ST_ABORT:
+        raise s.error
+    if status == ST_NOMEM:
+        raise MemoryError(f"SBP: the kernel engine could not allocate a row "
+                          f"(cache_mb={cache_mb})")
+    if status == ST_NONFINITE:
+        raise FloatingPointError("SBP: the responses became non-finite (check the "
+                                 "kernel parameters: K(x, x) must be finite)")
+    if status == ST_EMPTY:
+        raise ValueError("SBP: water filling found no points (one class empty)")
+
+    cdef double inv = 1.0 / <double>s.n_iter
+    alpha = np.asarray(s.abar) * inv
+    c = np.asarray(s.cbar) * inv
+    cdef int st
+    with nogil:
+        st = s._fill_full(&s.cbar[0], inv)
+    if st != ST_OK:
+        raise ValueError("SBP: water filling found no points (one class empty)")
+    if not np.all(np.isfinite(c)):
+        raise FloatingPointError("SBP: the averaged responses are not finite")
+    # ||w_bar||^2 = sum_j alpha_j y_j <w_bar, x_j> = sum_j alpha_j c_j
+    norm2 = float(np.dot(alpha, c[:n_train]))
+    trace = [(int(tr_iter[q]), int(tr_evals[q]), float(tr_sec[q]), int(tr_err[q]))
+             for q in range(n_checks)]
+    return {
+        "alpha": alpha,
+        "c": c,
+        "gamma": float(s.level),
+        "bias": float(s.bias_value) if bias else 0.0,
+        "norm": float(np.sqrt(max(norm2, 0.0))),
+        "n_iter": int(s.n_iter),
+        "n_kernel_evals": int(kr.n_kernel_evals),
+        "n_cache_hits": int(kr.n_cache_hits),
+        "n_cache_misses": int(kr.n_cache_misses),
+        "seconds": _now() - t0,
+        "stop_reason": STOP_NAMES[stop],
+        "trace": trace,
+        "n_heldout": int(n_total - n_train),
+        "n_support": int(s.n_support),
+        "n_restricted_fills": int(s.n_restricted),
+        "n_full_fills": int(s.n_full),
+    }
+
+
+def _get_tuning():
+    return {"par_min": PAR_MIN, "poll_seconds": POLL_SECONDS}
+
+
+def _set_tuning(par_min=None, poll_seconds=None):
+    """Tests: run the parallel update loop on small problems."""
+    global PAR_MIN, POLL_SECONDS
+    if par_min is not None:
+        if int(par_min) < 1:
+            raise ValueError("par_min must be >= 1")
+        PAR_MIN = int(par_min)
+    if poll_seconds is not None:
+        if not (poll_seconds >= 0):
+            raise ValueError("poll_seconds must be >= 0")
+        POLL_SECONDS = float(poll_seconds)
