@@ -1,0 +1,593 @@
+"""Grid search over training options by cross-validation (LIBSVM's ``grid.py``).
+
+Every (parameter cell, fold) pair is one task of a single joblib job list
+(``_cv.run_tasks``), so a 9-cell, 5-fold grid is 45 tasks spread over the
+cores (or a Dask cluster) with the thread budget of :mod:`kernsolve._cv`.
+
+The order of the cells, the tie rule of the best cell, and the output file
+follow ``grid.py``: the ``c`` and ``g`` axes are visited middle-out
+(``permute_sequence``) and interleaved as ``calculate_jobs`` does; a cell beats
+the best so far when its rate is higher, or equal with the same ``g`` and a
+smaller ``c``; the output file has one ``log2c=... log2g=... rate=...`` line
+per finished cell, and a rerun with ``resume=True`` skips the cells it lists.
+The final best cell is chosen in the job order, so it is the same whatever
+order the tasks finished in.
+"""
+import math
+import os
+import re
+import shlex
+import sys
+import time
+
+import numpy as np
+
+from . import _cv
+from ._params import _LETTERS, _LONG, SOLVER_OPTIONS, parse_options
+
+__all__ = ["grid_search", "GridResult", "GridSearchError", "plot_grid",
+           "read_out_file", "grid_order"]
+
+# grid keys spelled as Parameters fields -> option names
+_ALIASES = {"C": "c", "cost": "c", "gamma": "g", "nu": "n", "epsilon": "p",
+            "degree": "d", "coef0": "r"}
+_LOG2 = ("c", "g")   # axes written as log2 in the output file (grid.py)
+
+
+class GridSearchError(RuntimeError):
+    """Some cells could not be evaluated.
+
+    Attributes
+    ----------
+    failed : dict
+        ``{cell label: reason}``.
+    result : GridResult
+        The cells that did finish (they are also in the output file).
+    """
+
+    def __init__(self, message, failed, result):
+        super().__init__(message)
+        self.failed = failed
+        self.result = result
+
+
+# --------------------------------------------------------------------------
+# grid definition and order
+# --------------------------------------------------------------------------
+
+def permute_sequence(seq):
+    """grid.py's middle-out order: the middle value, then both halves interleaved."""
+    seq = list(seq)
+    if len(seq) <= 1:
+        return seq
+    mid = len(seq) // 2
+    left = permute_sequence(seq[:mid])
+    right = permute_sequence(seq[mid + 1:])
+    out = [seq[mid]]
+    while left or right:
+        if left:
+            out.append(left.pop(0))
+        if right:
+            out.append(right.pop(0))
+    return out
+
+
+def _cg_order(c_seq, g_seq):
+    """grid.py's ``calculate_jobs``: C and g resolution increased in turn."""
+    nr_c, nr_g = len(c_seq), len(g_seq)
+    i = j = 0
+    out = []
+    while i < nr_c or j < nr_g:
+        if i / nr_c < j / nr_g:
+            out.extend((c_seq[i], g_seq[k]) for k in range(j))
+            i += 1
+        else:
+            out.extend((c_seq[k], g_seq[j]) for k in range(i))
+            j += 1
+    return out
+
+
+def _option_name(key):
+    if not isinstance(key, str) or not key.strip():
+        raise ValueError(f"grid keys must be option names such as 'c' or 'g', got {key!r}")
+    name = key.strip().lstrip("-")
+    name = _ALIASES.get(name, name)
+    if len(name) == 1:
+        if name not in _LETTERS or name in ("v", "q"):
+            raise ValueError(f"grid key {key!r}: not a training option letter")
+        return name
+    name = name.replace("_", "-")
+    known = set(_LONG) | set().union(*SOLVER_OPTIONS.values())
+    if name not in known:
+        raise ValueError(f"grid key {key!r}: unknown option (letters such as 'c', 'g', "
+                         f"'n', or solver options such as 'lambda')")
+    return name
+
+
+def _normalize_grid(grid):
+    if grid is None or not hasattr(grid, "items") or len(grid) == 0:
+        raise ValueError("empty grid: give at least one option with values, "
+                         "e.g. grid={'c': [1, 4, 16], 'g': [0.5, 0.125]}")
+    axes = {}
+    for key, values in grid.items():
+        name = _option_name(key)
+        if name in axes:
+            raise ValueError(f"grid key {key!r} repeats option {name!r}")
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+            values = [values]
+        values = list(values)
+        if not values:
+            raise ValueError(f"empty grid: option {key!r} has no values")
+        clean = []
+        for v in values:
+            if isinstance(v, (np.integer, np.floating)):
+                v = v.item()
+            if name in _LOG2:
+                if isinstance(v, bool) or not isinstance(v, (int, float)) \
+                        or not math.isfinite(v) or v <= 0:
+                    raise ValueError(f"grid values of {name!r} must be positive "
+                                     f"numbers, got {v!r}")
+                v = float(v)
+            clean.append(v)
+        axes[name] = clean
+    return axes
+
+
+def grid_order(axes):
+    """The cells as dicts ``{option: value}``, in grid.py's job order.
+
+    ``c`` and ``g`` are visited as ``grid.py`` does; any other axes vary
+    slowest, in the order given (itertools.product).
+    """
+    import itertools
+    c_seq = permute_sequence(axes["c"]) if "c" in axes else [None]
+    g_seq = permute_sequence(axes["g"]) if "g" in axes else [None]
+    cg = _cg_order(c_seq, g_seq)
+    others = [k for k in axes if k not in _LOG2]
+    cells = []
+    for combo in itertools.product(*[axes[k] for k in others]):
+        for c, g in cg:
+            cell = {}
+            if c is not None:
+                cell["c"] = c
+            if g is not None:
+                cell["g"] = g
+            cell.update(zip(others, combo))
+            cells.append(cell)
+    return cells
+
+
+def _fmt_value(v):
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+def cell_label(cell):
+    """``log2c=3.0 log2g=-5.0`` (grid.py's spelling) plus ``name=value`` for other axes."""
+    parts = []
+    for k, v in cell.items():
+        if k in _LOG2:
+            parts.append(f"log2{k}={_fmt_value(float(math.log2(v)))}")
+        else:
+            parts.append(f"{k}={_fmt_value(v)}")
+    return " ".join(parts)
+
+
+def _cell_parameters(param, cell):
+    """The base Parameters with the cell's option values (given last, so they win)."""
+    extra = []
+    for k, v in cell.items():
+        extra += ["-" + k if len(k) == 1 else "--" + k, _fmt_value(v)]
+    try:
+        return parse_options(shlex.split(param.to_options()) + extra)
+    except ValueError as exc:
+        raise ValueError(f"grid cell {cell_label(cell)}: {exc}") from None
+
+
+# --------------------------------------------------------------------------
+# output file (grid.py's format) and resume
+# --------------------------------------------------------------------------
+
+_FIELD_RE = re.compile(r"(\S+?)=(\S+)")
+
+
+def read_out_file(path):
+    """Cells and rates of a grid output file: a list of (dict of fields, rate).
+
+    Lines look like ``log2c=3.0 log2g=-5.0 rate=84.25``; ``log2c``/``log2g``
+    become ``c``/``g`` (as 2**x); lines without ``rate=`` are skipped.
+    """
+    out = []
+    with open(path, "r", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            fields = dict(_FIELD_RE.findall(line))
+            if "rate" not in fields:
+                continue
+            try:
+                rate = float(fields.pop("rate"))
+            except ValueError:
+                continue
+            cell = {}
+            ok = True
+            for k, v in fields.items():
+                if k.startswith("log2") and len(k) == 5:
+                    try:
+                        cell[k[4:]] = ("log2", float(v))
+                    except ValueError:
+                        ok = False
+                else:
+                    cell[k] = ("raw", v)
+            if ok:
+                out.append((cell, rate))
+    return out
+
+
+def _matches(cell, fields):
+    if set(cell) != set(fields):
+        return False
+    for k, v in cell.items():
+        kind, text = fields[k]
+        if kind == "log2":
+            if k not in _LOG2 or abs(math.log2(v) - text) > 1e-9:
+                return False
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            try:
+                x = float(text)
+            except ValueError:
+                return False
+            if not math.isclose(x, float(v), rel_tol=1e-12, abs_tol=0.0):
+                return False
+        elif str(v) != text:
+            return False
+    return True
+
+
+# --------------------------------------------------------------------------
+# best cell
+# --------------------------------------------------------------------------
+
+def _better(rate, cell, best_rate, best_cell, minimize):
+    """grid.py's update rule (``rate > best`` or equal, same g, smaller c)."""
+    if rate is None or rate != rate:
+        return False
+    if best_cell is None:
+        return True
+    if (rate < best_rate) if minimize else (rate > best_rate):
+        return True
+    if rate == best_rate and "c" in cell and "c" in best_cell:
+        same_rest = all(cell.get(k) == best_cell.get(k) for k in cell if k != "c")
+        return same_rest and cell["c"] < best_cell["c"]
+    return False
+
+
+# --------------------------------------------------------------------------
+# result
+# --------------------------------------------------------------------------
+
+class GridResult:
+    """The result of :func:`grid_search`.
+
+    Attributes
+    ----------
+    cells : list of dict
+        In grid.py's job order; each has ``params`` (``{option: value}``),
+        ``label`` (``log2c=... log2g=...``), ``rate`` (accuracy %, or MSE for
+        regression), ``resumed`` (read from the output file) and, when
+        computed here, ``accuracy``, ``mean_squared_error``,
+        ``squared_correlation`` and ``seconds`` (summed over folds).
+    best_params : dict
+        ``{option: value}`` of the best cell.
+    best_rate : float
+    best_options : str
+        The base options with the best cell's values (for ``kernsolve.train``).
+    metric : str
+        ``"accuracy"`` (higher is better) or ``"mean_squared_error"`` (lower).
+    n_folds, seed, n_jobs : int
+    n_tasks : int
+        (cell, fold) tasks run here (resumed cells excluded).
+    seconds : float
+        Wall time.
+    """
+
+    def __init__(self, **values):
+        self.__dict__.update(values)
+
+    def __getitem__(self, name):
+        return getattr(self, name)
+
+    def table(self):
+        """The results as text: one row per cell, best marked with ``*``."""
+        keys = list(self.axes)
+        head = [f"log2{k}" if k in _LOG2 else k for k in keys] + [self.metric, ""]
+        rows = []
+        for cell in self.cells:
+            vals = [_fmt_value(float(math.log2(cell["params"][k]))) if k in _LOG2
+                    else _fmt_value(cell["params"][k]) for k in keys]
+            rate = cell.get("rate")
+            mark = "*" if cell["params"] == self.best_params else ""
+            rows.append(vals + ["" if rate is None else f"{rate:.6g}", mark])
+        widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
+        lines = ["  ".join(str(v).rjust(w) for v, w in zip(r, widths)).rstrip()
+                 for r in [head] + rows]
+        return "\n".join(lines) + "\n"
+
+    def plot(self, path):
+        """Write the heat map PNG (see :func:`plot_grid`)."""
+        plot_grid(self, path)
+
+    def __repr__(self):
+        return (f"GridResult(best_params={self.best_params}, best_rate={self.best_rate!r}, "
+                f"n_cells={len(self.cells)})")
+
+
+# --------------------------------------------------------------------------
+# heat map
+# --------------------------------------------------------------------------
+
+def _require_matplotlib():
+    try:
+        import matplotlib  # noqa: F401
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise ImportError("the heat map needs matplotlib, an optional extra: "
+                          "pip install 'kernsolve[plot]' (or pip install matplotlib); "
+                          "without it, leave png out (kernsolve-grid: -png null)") from None
+    return Figure, FigureCanvasAgg
+
+
+def plot_grid(result, path):
+    """Heat map of the rate over log2(C) x log2(gamma), best cell marked, as PNG.
+
+    With other axes too, each (C, gamma) square shows the best rate over them.
+    With a single c or g axis, a line plot.  Needs matplotlib (extra ``plot``);
+    uses the Agg canvas directly, so no display and no pyplot state.
+    """
+    Figure, FigureCanvasAgg = _require_matplotlib()
+    axes = [k for k in ("c", "g") if k in result.axes]
+    if not axes:
+        raise ValueError("the heat map needs a c or g axis in the grid")
+    minimize = result.metric == "mean_squared_error"
+    best = {}
+    for cell in result.cells:
+        rate = cell.get("rate")
+        if rate is None or rate != rate:
+            continue
+        key = tuple(math.log2(cell["params"][k]) for k in axes)
+        if key not in best or (rate < best[key] if minimize else rate > best[key]):
+            best[key] = rate
+    fig = Figure(figsize=(6.4, 4.8))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    label = "CV accuracy (%)" if not minimize else "CV mean squared error"
+    bp = result.best_params
+    if len(axes) == 2:
+        xs = sorted({k[0] for k in best} | {math.log2(v) for v in result.axes["c"]})
+        ys = sorted({k[1] for k in best} | {math.log2(v) for v in result.axes["g"]})
+        Z = np.full((len(ys), len(xs)), np.nan)
+        for (x, yv), rate in best.items():
+            Z[ys.index(yv), xs.index(x)] = rate
+        im = ax.imshow(Z, origin="lower", aspect="auto", cmap="viridis",
+                       extent=_extent(xs) + _extent(ys), interpolation="nearest")
+        fig.colorbar(im, ax=ax, label=label)
+        if len(xs) * len(ys) <= 225:
+            mid = (np.nanmin(Z) + np.nanmax(Z)) / 2
+            for i, yv in enumerate(ys):
+                for j, x in enumerate(xs):
+                    if Z[i, j] == Z[i, j]:
+                        ax.text(x, yv, f"{Z[i, j]:.4g}", ha="center", va="center",
+                                fontsize=7,
+                                color="black" if Z[i, j] > mid else "white")
+        if bp and "c" in bp and "g" in bp:
+            ax.plot([math.log2(bp["c"])], [math.log2(bp["g"])], marker="s",
+                    markersize=22, markerfacecolor="none", markeredgecolor="red",
+                    markeredgewidth=2)
+        ax.set_xlabel("log2(C)")
+        ax.set_ylabel("log2(gamma)")
+    else:
+        pts = sorted((k[0], r) for k, r in best.items())
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o")
+        ax.set_xlabel("log2(C)" if axes[0] == "c" else "log2(gamma)")
+        ax.set_ylabel(label)
+    ax.set_title(f"{result.n_folds}-fold cross-validation; best: {_best_text(result)}")
+    fig.savefig(path, format="png", dpi=100)
+
+
+def _extent(vals):
+    if len(vals) == 1:
+        return [vals[0] - 0.5, vals[0] + 0.5]
+    step = min(b - a for a, b in zip(vals, vals[1:]))
+    return [vals[0] - step / 2, vals[-1] + step / 2]
+
+
+def _best_text(result):
+    bp = result.best_params or {}
+    parts = []
+    for k, v in bp.items():
+        parts.append(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}")
+    rate = result.best_rate
+    parts.append(f"rate={rate:.6g}" if rate is not None else "rate=?")
+    return ", ".join(parts)
+
+
+# --------------------------------------------------------------------------
+# the public function
+# --------------------------------------------------------------------------
+
+def grid_search(y, X, base_options="", grid=None, n_folds=5, n_jobs=None, seed=None,
+                out=None, resume=True, backend=None, verbose=None, png=None,
+                sample_weight=None):
+    """Cross-validate every cell of a parameter grid, all (cell, fold) tasks in parallel.
+
+    Parameters
+    ----------
+    y, X : as for :func:`kernsolve.cross_validation`
+    base_options : str, list, dict or Parameters
+        Options shared by all cells (kernel, solver, ``-b``, weights ...).
+    grid : dict
+        ``{option: [values]}``: option letters (``"c"``, ``"g"``, ``"n"``, ``"p"``
+        ...; ``"C"``, ``"gamma"``, ``"nu"`` also accepted) or solver options
+        (``"lambda"``, ``"loss"`` ...).  Values are the option values (C itself,
+        not log2 C).  ``c`` and ``g`` are written as log2 in the output file.
+    n_folds : int
+        Folds per cell (default 5); the same folds for every cell.
+    n_jobs : int, optional
+        Cores for the whole search (None: all); tasks run side by side with a
+        share of the cores each, as in :func:`kernsolve.cross_validation`.
+    seed : int, optional
+        Seed of the folds; None: the options' ``--seed`` (default 0).
+    out : str or path, optional
+        Output file, grid.py's format: a ``log2c=... log2g=... rate=...`` line is
+        appended as each cell finishes.
+    resume : bool
+        With ``out`` existing: skip the cells it lists and use their rates
+        (otherwise the file is overwritten).
+    backend : str or joblib backend, optional
+        As in :func:`kernsolve.cross_validation` (``"dask"`` for a cluster).
+    verbose : bool, optional
+        A line per finished (cell, fold) task with the best so far, on stdout.
+        None: on unless the options have ``-q``.
+    png : str or path, optional
+        Write the heat map there (needs matplotlib).
+    sample_weight : array-like, optional
+        Per-row weights for every fit.
+
+    Returns
+    -------
+    GridResult
+
+    Raises
+    ------
+    ValueError
+        Bad data or options, an empty grid, a cell whose options are invalid,
+        bad ``n_folds``.
+    GridSearchError
+        Some cells failed (their labels and errors are named); the finished
+        cells are in ``error.result`` and in ``out``.
+    ImportError
+        ``png`` given without matplotlib (checked before any work).
+    """
+    t0 = time.perf_counter()
+    y, X, sw, param = _cv.prepare(y, X, base_options, sample_weight)
+    axes = _normalize_grid(grid)
+    if png is not None:
+        _require_matplotlib()
+    n = y.shape[0]
+    k = _cv._check_n_folds(n_folds, n)
+    seed = _cv._seed(param.seed if seed is None else seed)
+    if verbose is None:
+        verbose = not param.quiet
+    svm_type = int(param.svm_type)
+    minimize = svm_type in _cv._REGRESSION
+    metric = "mean_squared_error" if minimize else "accuracy"
+    cells = grid_order(axes)
+    cell_params = [_cv.fit_parameters(_cell_parameters(param, c)) for c in cells]
+    stratified = svm_type in _cv._CLASSIFICATION
+    if stratified:
+        _cv._warn_small_classes(y, k)
+    folds = _cv.make_folds(y, k, seed, stratified)
+    probability = bool(param.probability) and stratified
+    total = _cv.resolve_n_jobs(n_jobs if n_jobs is not None else param.n_jobs)
+
+    records = [{"params": dict(c), "label": cell_label(c), "rate": None,
+                "resumed": False} for c in cells]
+    if out is not None and resume and os.path.exists(out):
+        finished = read_out_file(out)
+        for rec in records:
+            for fields, rate in finished:
+                if _matches(rec["params"], fields):
+                    rec["rate"] = rate
+                    rec["resumed"] = True
+    todo = [i for i, rec in enumerate(records) if not rec["resumed"]]
+
+    out_file = None
+    if out is not None:
+        mode = "a" if (resume and os.path.exists(out)) else "w"
+        out_file = open(out, mode, encoding="utf-8")
+
+    tasks, owner = [], []
+    for ci in todo:
+        for f in range(k):
+            tasks.append((y, X, sw, cell_params[ci], _cv.train_rows(folds, f), folds[f],
+                          probability))
+            owner.append((ci, f))
+    targets = {ci: np.full(n, np.nan) for ci in todo}
+    remaining = {ci: k for ci in todo}
+    fold_seconds = {ci: 0.0 for ci in todo}
+    errors = {}
+    state = {"best": None, "best_rate": None, "done": 0}
+    for rec in records:  # resumed cells count for the best so far, as in grid.py
+        if rec["resumed"] and _better(rec["rate"], rec["params"], state["best_rate"],
+                                      state["best"], minimize):
+            state["best"], state["best_rate"] = rec["params"], rec["rate"]
+
+    def on_done(t, res):
+        ci, f = owner[t]
+        rec = records[ci]
+        state["done"] += 1
+        if res["error"] is not None:
+            errors.setdefault(ci, f"fold {f + 1}: {res['error']}")
+        else:
+            targets[ci][folds[f]] = res["pred"]
+            fold_seconds[ci] += res["seconds"]
+        remaining[ci] -= 1
+        finished = ""
+        if remaining[ci] == 0 and ci not in errors:
+            acc, mse, scc = _cv.scores(y, targets[ci], svm_type)
+            rec.update(rate=mse if minimize else acc, accuracy=acc,
+                       mean_squared_error=mse, squared_correlation=scc,
+                       seconds=fold_seconds[ci])
+            if out_file is not None:
+                out_file.write(f"{rec['label']} rate={rec['rate']!r}\n")
+                out_file.flush()
+            if _better(rec["rate"], rec["params"], state["best_rate"], state["best"],
+                       minimize):
+                state["best"], state["best_rate"] = rec["params"], rec["rate"]
+            finished = f" -> {metric} {rec['rate']:.6g}"
+        if verbose:
+            best = ("none yet" if state["best"] is None else
+                    f"{cell_label(state['best'])} rate={state['best_rate']:.6g}")
+            status = "FAILED " + errors[ci] if ci in errors and res["error"] else "done"
+            sys.stdout.write(f"[{state['done']}/{len(tasks)}] {rec['label']} fold {f + 1}/{k} "
+                             f"{status}{finished} (best: {best})\n")
+            sys.stdout.flush()
+
+    crash = None
+    waves = []
+    try:
+        waves = _cv.run_tasks(_cv.fit_predict, tasks, total, backend, on_done)
+    except Exception as exc:  # a worker died: name the cells that did not finish
+        crash = exc
+    finally:
+        if out_file is not None:
+            out_file.close()
+
+    best, best_rate = None, None
+    for rec in records:   # final choice in job order: independent of finishing order
+        if rec["rate"] is not None and _better(rec["rate"], rec["params"], best_rate, best,
+                                               minimize):
+            best, best_rate = rec["params"], rec["rate"]
+    best_options = None
+    if best is not None:
+        best_options = _cell_parameters(param, best).to_options()
+    result = GridResult(cells=records, axes=axes, best_params=dict(best) if best else None,
+                        best_rate=best_rate, best_options=best_options, metric=metric,
+                        n_folds=k, seed=seed, n_jobs=total, n_tasks=len(tasks),
+                        folds=folds, waves=waves, seconds=time.perf_counter() - t0)
+
+    failed = {}
+    for ci, msg in errors.items():
+        failed[records[ci]["label"]] = msg
+    if crash is not None:
+        for ci in todo:
+            if records[ci]["rate"] is None and records[ci]["label"] not in failed:
+                failed[records[ci]["label"]] = (f"not finished when the run failed "
+                                                f"({type(crash).__name__}: {crash})")
+    if failed:
+        kept = sum(1 for r in records if r["rate"] is not None)
+        where = f"; the {kept} finished cells are in {out}" if out is not None else ""
+        names = "; ".join(f"{label}: {msg}" for label, msg in failed.items())
+        raise GridSearchError(f"grid_search: {len(failed)} of {len(records)} cells failed"
+                              f"{where}. Failed: {names}", failed, result) from crash
+    if png is not None:
+        plot_grid(result, png)
+    return result
