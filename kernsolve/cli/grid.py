@@ -1,0 +1,260 @@
+"""``kernsolve-grid``: LIBSVM's grid.py on kernsolve, without gnuplot or svm-train.
+
+The (C, gamma) cells and their folds run as one parallel job list
+(:func:`kernsolve.grid_search`); the output file and the last line are
+grid.py's, the heat map is drawn with matplotlib.
+"""
+import os
+import sys
+
+import numpy as np
+
+from ._common import CommandError, UsageError, check_input_path, parse_float, parse_int, run
+
+PROG = "kernsolve-grid"
+
+USAGE = """\
+Usage: kernsolve-grid [grid_options] [svm_options] dataset
+grid_options :
+-log2c {begin,end,step | "null"} : set the range of c (default -5,15,2)
+    begin,end,step -- c_range = 2^{begin,...,begin+k*step,...,end}
+    "null"         -- do not grid with c
+-log2g {begin,end,step | "null"} : set the range of g (default 3,-15,-2)
+    begin,end,step -- g_range = 2^{begin,...,begin+k*step,...,end}
+    "null"         -- do not grid with g
+-v n : n-fold cross validation (default 5)
+-out {pathname | "null"} : set output file path and name (default dataset.out)
+-png {pathname | "null"} : set heat map (PNG) path and name (default dataset.png;
+    needs matplotlib: pip install 'kernsolve[plot]')
+-resume [pathname] : resume the grid task using an existing output file
+    (default pathname is dataset.out)
+--grid name=v1,v2,... : also search solver option `name` over these values
+--backend name : joblib backend (threading, loky, dask; default threads)
+--scheduler address : run on a Dask cluster (tcp://host:8786); implies --backend dask
+--threads n : cores for the whole search (default: all)
+-q : no progress lines
+svm_options : any option of kernsolve-train (-s, -t, -b, -wi, --solver, --seed ...),
+    except -c/-g when they are searched
+"""
+
+_DEFAULT_C = (-5.0, 15.0, 2.0)
+_DEFAULT_G = (3.0, -15.0, -2.0)
+
+
+def range_f(begin, end, step):
+    """grid.py's float range: begin, begin+step, ... while not past end."""
+    if step == 0:
+        raise UsageError("the step of a range must not be 0")
+    out = []
+    while True:
+        if step > 0 and begin > end:
+            break
+        if step < 0 and begin < end:
+            break
+        out.append(begin)
+        begin = begin + step
+    return out
+
+
+def _parse_range(name, text):
+    if text == "null":
+        return None
+    parts = text.split(",")
+    if len(parts) != 3:
+        raise UsageError(f"{name}: expected begin,end,step or null, got {text!r}")
+    begin, end, step = (parse_float(name, p) for p in parts)
+    seq = range_f(begin, end, step)
+    if not seq:
+        raise UsageError(f"{name}: the range {text} is empty")
+    return seq
+
+
+def _parse_values(text):
+    out = []
+    for v in text.split(","):
+        v = v.strip()
+        if not v:
+            continue
+        try:
+            out.append(int(v))
+        except ValueError:
+            try:
+                out.append(float(v))
+            except ValueError:
+                out.append(v)
+    return out
+
+
+def parse_command_line(argv):
+    """(settings dict, svm option tokens, dataset path)."""
+    settings = {"log2c": list(range_f(*_DEFAULT_C)), "log2g": list(range_f(*_DEFAULT_G)),
+                "fold": 5, "out": None, "out_null": False, "png": None,
+                "png_null": False, "resume": None, "grid": {}, "backend": None,
+                "scheduler": None, "quiet": False}
+    svm = []
+    if not argv or argv[-1] in ("-h", "--help"):
+        if argv and argv[-1] in ("-h", "--help"):
+            from ._common import HelpRequested
+            raise HelpRequested()
+        raise UsageError("no dataset given")
+    dataset = argv[-1]
+    args = argv[:-1]
+    if dataset.startswith("-") and dataset != "-":
+        raise UsageError("the last argument must be the dataset file")
+    i = 0
+
+    def value():
+        if i + 1 >= len(args):
+            raise UsageError(f"option {args[i]} needs a value")
+        return args[i + 1]
+
+    while i < len(args):
+        tok = args[i]
+        if tok == "-log2c":
+            settings["log2c"] = _parse_range(tok, value())
+            i += 2
+        elif tok == "-log2g":
+            settings["log2g"] = _parse_range(tok, value())
+            i += 2
+        elif tok == "-v":
+            settings["fold"] = parse_int(tok, value())
+            if settings["fold"] < 2:
+                raise UsageError("-v: n-fold cross validation needs n >= 2")
+            i += 2
+        elif tok == "-out":
+            v = value()
+            settings["out_null"] = v == "null"
+            settings["out"] = None if v == "null" else v
+            i += 2
+        elif tok == "-png":
+            v = value()
+            settings["png_null"] = v == "null"
+            settings["png"] = None if v == "null" else v
+            i += 2
+        elif tok == "-resume":
+            if i + 1 < len(args) and not args[i + 1].startswith("-"):
+                settings["resume"] = args[i + 1]
+                i += 2
+            else:
+                settings["resume"] = ""
+                i += 1
+        elif tok in ("-svmtrain", "-gnuplot"):
+            raise UsageError(f"{tok}: not needed by kernsolve-grid (it trains and plots "
+                             "itself)")
+        elif tok == "--grid" or tok.startswith("--grid="):
+            spec = tok.split("=", 1)[1] if tok.startswith("--grid=") else value()
+            i += 1 if tok.startswith("--grid=") else 2
+            name, eq, vals = spec.partition("=")
+            if not eq or not name or not vals:
+                raise UsageError(f"--grid: expected name=v1,v2,..., got {spec!r}")
+            settings["grid"][name] = _parse_values(vals)
+        elif tok in ("--backend", "--scheduler") or tok.startswith(("--backend=",
+                                                                     "--scheduler=")):
+            name, eq, v = tok.partition("=")
+            if not eq:
+                v = value()
+                i += 2
+            else:
+                i += 1
+            settings[name[2:]] = v
+        elif tok == "-q":
+            settings["quiet"] = True
+            svm.append(tok)
+            i += 1
+        elif tok.startswith("-"):
+            if tok.startswith("--") and "=" in tok:
+                svm.append(tok)
+                i += 1
+            else:
+                svm += [tok, value()]
+                i += 2
+        else:
+            raise UsageError(f"unexpected argument {tok!r} before the dataset")
+    if settings["log2c"] is None and settings["log2g"] is None and not settings["grid"]:
+        raise UsageError("-log2c and -log2g can't both be null")
+    return settings, svm, dataset
+
+
+def main(argv):
+    settings, svm, dataset = parse_command_line(argv)
+    check_input_path(dataset)
+    title = os.path.split(dataset)[1]
+    out = settings["out"]
+    if out is None and not settings["out_null"]:
+        out = title + ".out"
+    png = settings["png"]
+    if png is None and not settings["png_null"]:
+        png = title + ".png"
+    resume = settings["resume"] is not None
+    if resume:
+        path = settings["resume"] or out or title + ".out"
+        if not os.path.exists(path):
+            raise CommandError(f"-resume: can't open {path}: No such file or directory")
+        if out is None:
+            out = path
+        elif os.path.abspath(path) != os.path.abspath(out):
+            # grid.py reads the resume file and appends to the output file
+            import shutil
+            shutil.copyfile(path, out)
+
+    from .._params import parse_options
+    try:
+        params = parse_options(list(svm))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    grid = {}
+    if settings["log2c"] is not None:
+        grid["c"] = [2.0 ** v for v in settings["log2c"]]
+    if settings["log2g"] is not None:
+        grid["g"] = [2.0 ** v for v in settings["log2g"]]
+    grid.update(settings["grid"])
+
+    if png is not None:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            sys.stderr.write(f"{PROG}: no heat map: matplotlib is not installed "
+                             "(pip install 'kernsolve[plot]'); use -png null to silence "
+                             "this\n")
+            png = None
+
+    backend = settings["backend"]
+    client = None
+    if settings["scheduler"]:
+        try:
+            from dask.distributed import Client
+        except ImportError:
+            raise CommandError("--scheduler needs dask.distributed: pip install "
+                               "'kernsolve[dask]'") from None
+        client = Client(settings["scheduler"])
+        backend = "dask"
+
+    from .._io import read_problem
+    y, X = read_problem(dataset)
+    y = np.asarray(y, dtype=np.float64)
+    from .._grid import GridSearchError, grid_search
+    try:
+        result = grid_search(y, X, params, grid=grid, n_folds=min(settings["fold"], len(y)),
+                             n_jobs=params.n_jobs, out=out, resume=resume, backend=backend,
+                             verbose=not settings["quiet"], png=png)
+    except GridSearchError as exc:
+        raise CommandError(str(exc)) from None
+    finally:
+        if client is not None:
+            client.close()
+    if not settings["quiet"]:
+        sys.stdout.write(result.table())
+    # grid.py's last line: the best C, gamma (as values) and rate
+    bp = result.best_params or {}
+    parts = [str(v) for v in bp.values()]
+    sys.stdout.write(" ".join(parts + [str(result.best_rate)]) + "\n")
+    return 0
+
+
+def cli(argv=None):
+    """Console-script entry point."""
+    return run(main, argv, PROG, USAGE)
+
+
+if __name__ == "__main__":
+    sys.exit(cli())
