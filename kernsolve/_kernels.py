@@ -184,7 +184,6 @@ def as_operand(X, kernel="rbf", name="X"):
 
 def _canonical_pair(X, Y):
     """Canonical X and Y with matching widths, renumbering huge widths jointly."""
-    n_features = X.shape[1] if hasattr(X, "shape") and len(X.shape) == 2 else None
     if not (sp.issparse(X) or sp.issparse(Y)):
         Xc = _dense(X, "X")
         Yc = Xc if Y is None else _dense(Y, "Y")
