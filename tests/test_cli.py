@@ -470,6 +470,14 @@ def test_interrupt_exits_130_and_partial_output_is_removed(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err == "prog: interrupted\n"
 
+    def warns(argv):
+        import warnings
+        warnings.warn("WARNING: reaching max number of iterations", RuntimeWarning)
+        return 0
+
+    assert _common.run(warns, [], "prog", "usage\n") == 0
+    assert capsys.readouterr().err == "prog: warning: reaching max number of iterations\n"
+
     def buggy(argv):
         raise TypeError("oops\nsecond line")
 

@@ -9,6 +9,7 @@ import contextlib
 import os
 import sys
 import tempfile
+import warnings
 
 EXIT_USER_ERROR = 1
 EXIT_INTERRUPTED = 130
@@ -57,6 +58,20 @@ def run(main, argv, prog, usage):
     if argv is None:
         argv = sys.argv[1:]
     debug = os.environ.get("KERNSOLVE_DEBUG_CLI", "") not in ("", "0")
+    with warnings.catch_warnings():
+        if not debug:
+            # a library warning is one line for a command-line user, not a
+            # source location and a code excerpt
+            def show(message, category, filename, lineno, file=None, line=None):
+                text = _one_line(message)
+                if text.lower().startswith("warning:"):
+                    text = text[len("warning:"):].lstrip()
+                sys.stderr.write(f"{prog}: warning: {text}\n")
+            warnings.showwarning = show
+        return _run(main, argv, prog, usage, debug)
+
+
+def _run(main, argv, prog, usage, debug):
     try:
         status = main(list(argv))
         _flush_stdout()
