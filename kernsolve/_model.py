@@ -99,6 +99,18 @@ class Model:
             return self.prob_a is not None
         return self.prob_density_marks is not None
 
+    def __repr__(self):
+        p = self.param
+        parts = [SVM_TYPES[int(p.svm_type)], KERNELS[int(p.kernel_type)]]
+        if int(p.kernel_type) in (1, 2, 3, 5) and p.gamma is not None:
+            parts.append("gamma=%g" % float(p.gamma))
+        if int(p.svm_type) in (0, 1):
+            parts.append("labels=[%s]" % ", ".join(_label_text(v) for v in np.asarray(self.labels)))
+        parts.append("n_sv=%d" % self.n_sv)
+        if self.is_probability_model:
+            parts.append("probability")
+        return "Model(" + ", ".join(parts) + ")"
+
     def save(self, path):
         """Write the model in LIBSVM's format (see :func:`save_model`)."""
         save_model(path, self)
