@@ -168,8 +168,6 @@ class _Source:
         if seekable and (self.path is None or _compression(self.path) is None):
             self.f.seek(offset)
             return None
-        if seekable and self.path is None:
-            self.f.seek(0)
         # Compressed or non-seekable: reading forward is all a seek would do
         # anyway, and it lets us count the lines we pass.
         lines = 0
@@ -389,9 +387,6 @@ def _read(src, n_features, mode, dt, offset, length, query_id, n_threads, window
                     view = memoryview(buf)
                     continue
                 cut = j + 1
-        if cut < len(buf):
-            if cut == 0 or buf[cut - 1] != 10:
-                buf[cut] = 0   # sentinel for the last line without newline
         err = builder.feed(view, cut, n_threads, max(int(_MIN_CHUNK), 1))
         if err is not None:
             status, line, token, a, b = err

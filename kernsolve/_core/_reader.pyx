@@ -144,6 +144,10 @@ cdef inline int parse_number(const unsigned char** pp, const unsigned char* end,
                              double* out) noexcept nogil:
     """Decimal number at *pp up to the next delimiter; correctly rounded.
 
+    Like every scanning loop here, the digit loops do not test ``p < end``:
+    a chunk either ends with a newline or is followed by a NUL written by
+    ``Builder.feed``, and neither is a digit or a blank.
+
     Short mantissas (<= 2**53) with |exponent| <= 22 take Clinger's fast path
     (one exactly rounded multiply or divide); anything else goes to strtod,
     which glibc rounds correctly.  The grammar is validated here first so
@@ -164,14 +168,14 @@ cdef inline int parse_number(const unsigned char** pp, const unsigned char* end,
     # Digits accumulate without checks; m may wrap when there are more than
     # 19 of them, but then the slow path below is taken and m is unused.
     d = p
-    while p < end and is_digit(p[0]):
+    while is_digit(p[0]):
         m = m * 10 + (p[0] - 48)
         p += 1
     nd = p - d
     if p < end and p[0] == b'.':
         p += 1
         d = p
-        while p < end and is_digit(p[0]):
+        while is_digit(p[0]):
             m = m * 10 + (p[0] - 48)
             p += 1
         e10 = -(p - d)
@@ -185,7 +189,7 @@ cdef inline int parse_number(const unsigned char** pp, const unsigned char* end,
             p += 1
         if p >= end or not is_digit(p[0]):
             return NUM_BAD
-        while p < end and is_digit(p[0]):
+        while is_digit(p[0]):
             if ex < 100000:
                 ex = ex * 10 + (p[0] - 48)
             p += 1
@@ -333,7 +337,7 @@ cdef void parse_chunk(Chunk* ch, const Settings* st, Out* o) noexcept nogil:
         first = True
         has_qid = False
         while True:
-            while p < end and CLS[p[0]] == 1:
+            while CLS[p[0]] == 1:
                 p += 1
             if p >= end or CLS[p[0]] != 0:
                 break
@@ -349,7 +353,7 @@ cdef void parse_chunk(Chunk* ch, const Settings* st, Out* o) noexcept nogil:
                 qv = 0
                 nd = 0
                 big = False
-                while p < end and is_digit(p[0]):
+                while is_digit(p[0]):
                     if qv > (I64MAX - (p[0] - 48)) // 10:
                         big = True
                     else:
@@ -371,7 +375,7 @@ cdef void parse_chunk(Chunk* ch, const Settings* st, Out* o) noexcept nogil:
             idx = 0
             nd = 0
             big = False
-            while q < end and is_digit(q[0]):
+            while is_digit(q[0]):
                 if idx > MAX_INDEX // 10:
                     big = True
                 else:
@@ -568,12 +572,12 @@ cdef class Builder:
         self.st.wide = True
         return 0
 
-    def feed(self, const unsigned char[::1] buf, Py_ssize_t n, int n_threads,
+    def feed(self, unsigned char[::1] buf, Py_ssize_t n, int n_threads,
              Py_ssize_t min_chunk):
         """Parse ``buf[:n]``, which holds whole lines (the last may lack '\\n').
 
-        ``buf[n]`` must exist and must not be a digit, '.', 'e' or sign (the
-        caller writes a NUL there) unless ``buf[n - 1]`` is a newline.
+        Unless ``buf[n - 1]`` is a newline, ``buf[n]`` must exist: a NUL is
+        written there so the scanning loops and strtod stop at the end.
         Returns None, or ``(status, line, token, a, b)`` for the first error
         (``line`` 1-based, counted from the first fed byte).
         """
@@ -587,6 +591,10 @@ cdef class Builder:
             return None
         if n > buf.shape[0]:
             raise ValueError("n exceeds the buffer")
+        if buf[n - 1] != b'\n':
+            if n >= buf.shape[0]:
+                raise ValueError("no room for the end sentinel after the last line")
+            buf[n] = 0
         base = &buf[0]
         n_chunks = 1
         if n_threads > 1:
