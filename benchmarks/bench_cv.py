@@ -1,0 +1,250 @@
+"""Cross-validation and grid-search benchmark (issue 7): kernsolve vs libsvm-official.
+
+Runs, one after the other on the same machine, each in its own Python process:
+
+1. 5-fold CV on a9a, ``-c 1 -g 0.05``, SMO:
+   kernsolve ``cross_validation(n_jobs=1)``, ``cross_validation(n_jobs=2)``,
+   and libsvm-official's ``svm_train(y, x, '-v 5 -c 1 -g 0.05 -q')`` with
+   ``OMP_NUM_THREADS`` set before the process starts (1 and 2 by default,
+   ``--libsvm-threads``; its OpenMP loops spin-wait, so on a busy machine the
+   2-thread run can be much slower than the 1-thread one).
+2. A 3x3 grid on a9a: log2c in {-1, 0, 1}, log2g in {-6, -5, -4}, 5 folds,
+   ``kernsolve.grid_search(n_jobs=2)`` with SMO, and with SBP
+   (``--solver sbp``) when ``kernsolve.train`` accepts that solver.
+
+Measured per run: wall time, CPU time of the process (user+sys, including
+its threads; steadier than wall time on a shared machine), CV accuracy, and
+for the grid the chosen cell.  The machine's load average is recorded at the
+start and end of each run, since other work on the machine slows every run.
+
+Usage::
+
+    python benchmarks/bench_cv.py                     # full a9a (many minutes)
+    python benchmarks/bench_cv.py --quick             # 3000-row slice, seconds
+    python benchmarks/bench_cv.py --json out.json --markdown out.md
+    python benchmarks/bench_cv.py --only cv           # or: grid
+
+``--kernsolve-path DIR`` imports kernsolve from DIR (a frozen copy of the
+build, so editing the tree during a long run does not change what is measured).
+"""
+import argparse
+import json
+import lzma
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+DATA = os.environ.get("KERNSOLVE_SHARED_DATA", os.path.join(REPO, "..", "shared", "data"))
+
+CV_OPTIONS = "-c 1 -g 0.05"
+GRID_LOG2C = [-1.0, 0.0, 1.0]
+GRID_LOG2G = [-6.0, -5.0, -4.0]
+
+
+def _cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _load():
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float("nan")
+
+
+# ---------------------------------------------------------------- workers
+
+def _worker(args):
+    out = {"kind": args.worker, "threads": args.threads, "load_start": _load()}
+    if args.worker == "libsvm-cv":
+        from libsvm.svmutil import svm_read_problem, svm_train
+        y, x = svm_read_problem(args.data)
+        c0, t0 = _cpu(), time.perf_counter()
+        acc = svm_train(y, x, f"-v 5 {CV_OPTIONS} -q")
+        out.update(wall=time.perf_counter() - t0, cpu=_cpu() - c0, accuracy=float(acc))
+    else:
+        if args.kernsolve_path:
+            sys.path.insert(0, args.kernsolve_path)
+        import numpy as np
+        import kernsolve
+        y, X = kernsolve.read_problem(args.data)
+        y = np.asarray(y, dtype=np.float64)
+        if args.worker == "ks-cv":
+            c0, t0 = _cpu(), time.perf_counter()
+            r = kernsolve.cross_validation(y, X, CV_OPTIONS + " -q", n_folds=5,
+                                           n_jobs=args.threads, verbose=False)
+            out.update(wall=time.perf_counter() - t0, cpu=_cpu() - c0,
+                       accuracy=r.accuracy,
+                       fold_seconds=[f["seconds"] for f in r.fold_results],
+                       fold_threads=[f["n_threads"] for f in r.fold_results])
+        elif args.worker == "ks-grid":
+            base = "-q" + (f" --solver {args.solver}" if args.solver != "smo" else "")
+            grid = {"c": [2.0 ** v for v in GRID_LOG2C], "g": [2.0 ** v for v in GRID_LOG2G]}
+            c0, t0 = _cpu(), time.perf_counter()
+            r = kernsolve.grid_search(y, X, base, grid=grid, n_folds=5, n_jobs=args.threads,
+                                      verbose=False, out=args.out_file, resume=False)
+            out.update(wall=time.perf_counter() - t0, cpu=_cpu() - c0,
+                       best=r.best_params, best_rate=r.best_rate,
+                       cells=[[c["label"], c["rate"]] for c in r.cells],
+                       solver=args.solver)
+        else:
+            raise SystemExit(f"unknown worker {args.worker}")
+    out["load_end"] = _load()
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+def _sbp_available(kernsolve_path):
+    code = ("import sys; sys.path.insert(0, sys.argv[1]) if sys.argv[1] else None\n"
+            "import numpy as np, kernsolve\n"
+            "X = np.array([[0.], [1.], [2.], [3.]]); y = np.array([-1., -1., 1., 1.])\n"
+            "kernsolve.train(y, X, '-q --solver sbp')\n")
+    proc = subprocess.run([sys.executable, "-c", code, kernsolve_path or ""],
+                          capture_output=True, text=True)
+    return proc.returncode == 0, (proc.stderr.strip().splitlines() or [""])[-1]
+
+
+# ---------------------------------------------------------------- driver
+
+def _prepare(workdir, n_rows):
+    path = os.path.join(workdir, "a9a" if n_rows is None else f"a9a.{n_rows}")
+    with lzma.open(os.path.join(DATA, "a9a.xz"), "rb") as src, open(path, "wb") as dst:
+        for i, line in enumerate(src):
+            if n_rows is not None and i >= n_rows:
+                break
+            dst.write(line)
+    return path
+
+
+def _run(kind, threads, data, args, solver="smo", out_file=None, timeout=None):
+    env = dict(os.environ)
+    env["OMP_NUM_THREADS"] = str(threads)
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", kind, "--threads",
+           str(threads), "--data", data, "--solver", solver]
+    if args.kernsolve_path:
+        cmd += ["--kernsolve-path", args.kernsolve_path]
+    if out_file:
+        cmd += ["--out-file", out_file]
+    sys.stderr.write(f"running {kind} threads={threads} solver={solver} ...\n")
+    sys.stderr.flush()
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"kind": kind, "threads": threads, "solver": solver,
+                "error": f"not finished after {timeout:.0f} s (stopped)"}
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            res = json.loads(line[7:])
+            sys.stderr.write(f"  {json.dumps(res)}\n")
+            return res
+    return {"kind": kind, "threads": threads, "solver": solver,
+            "error": (proc.stderr.strip().splitlines() or ["no output"])[-1]}
+
+
+def markdown(rows, args):
+    out = []
+    cv = [r for r in rows if r["kind"] in ("ks-cv", "libsvm-cv")]
+    if cv:
+        base = next((r for r in cv if r["kind"] == "ks-cv" and r.get("threads") == 1
+                     and "wall" in r), None)
+        out.append("| run | cores | wall s | CPU s | CV accuracy % | vs kernsolve n_jobs=1 "
+                   "| load avg start/end |")
+        out.append("|---|---|---|---|---|---|---|")
+        for r in cv:
+            name = ("kernsolve `cross_validation`" if r["kind"] == "ks-cv"
+                    else "libsvm-official `svm_train('-v 5')`")
+            if "error" in r:
+                out.append(f"| {name} | {r['threads']} | error: {r['error']} | | | | |")
+                continue
+            ratio = f"{base['wall'] / r['wall']:.2f}x" if base else ""
+            out.append(f"| {name} | {r['threads']} | {r['wall']:.1f} | {r['cpu']:.1f} | "
+                       f"{r['accuracy']:.4f} | {ratio} | "
+                       f"{r['load_start']:.1f} / {r['load_end']:.1f} |")
+        out.append("")
+    grid = [r for r in rows if r["kind"] == "ks-grid"]
+    if grid:
+        out.append("| 3x3 grid, 5 folds (45 fits) | cores | wall s | CPU s | best cell "
+                   "| best CV accuracy % | load avg start/end |")
+        out.append("|---|---|---|---|---|---|---|")
+        for r in grid:
+            if "error" in r:
+                out.append(f"| {r.get('solver')} | {r['threads']} | error: {r['error']} "
+                           "| | | | |")
+                continue
+            b = r["best"]
+            cell = ", ".join(f"{k}={v:g}" for k, v in b.items()) if b else "-"
+            out.append(f"| {r['solver']} | {r['threads']} | {r['wall']:.1f} | "
+                       f"{r['cpu']:.1f} | {cell} | {r['best_rate']:.4f} | "
+                       f"{r['load_start']:.1f} / {r['load_end']:.1f} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
+    ap.add_argument("--data", help=argparse.SUPPRESS)
+    ap.add_argument("--solver", default="smo", help=argparse.SUPPRESS)
+    ap.add_argument("--out-file", help=argparse.SUPPRESS)
+    ap.add_argument("--kernsolve-path", default=None)
+    ap.add_argument("--quick", action="store_true", help="3000-row slice of a9a")
+    ap.add_argument("--only", choices=["cv", "grid"], default=None)
+    ap.add_argument("--libsvm-threads", default="1,2",
+                    help="comma-separated OMP_NUM_THREADS values for libsvm-official "
+                         "(the first runs with the kernsolve CV runs, the others at the end)")
+    ap.add_argument("--timeout", type=float, default=1500.0,
+                    help="seconds before a run is stopped and reported as unfinished")
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--markdown", default=None)
+    args = ap.parse_args(argv)
+    if args.worker:
+        return _worker(args)
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench_cv_") as work:
+        data = _prepare(work, 3000 if args.quick else None)
+
+        def record(res):
+            rows.append(res)
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump(rows, f, indent=1)
+
+        if args.only in (None, "cv"):
+            for threads in (1, 2):
+                record(_run("ks-cv", threads, data, args))
+        lib_threads = [int(t) for t in args.libsvm_threads.split(",") if t]
+        if args.only in (None, "cv") and lib_threads:
+            record(_run("libsvm-cv", lib_threads[0], data, args, timeout=args.timeout))
+        if args.only in (None, "grid"):
+            record(_run("ks-grid", 2, data, args, "smo", os.path.join(work, "smo.out"),
+                        timeout=args.timeout))
+        # slow on a busy machine: after the main rows, each with a time limit
+        if args.only in (None, "cv"):
+            for threads in lib_threads[1:]:
+                record(_run("libsvm-cv", threads, data, args, timeout=args.timeout))
+        if args.only in (None, "grid"):
+            ok, why = _sbp_available(args.kernsolve_path)
+            if ok:
+                record(_run("ks-grid", 2, data, args, "sbp", os.path.join(work, "sbp.out"),
+                            timeout=args.timeout))
+            else:
+                record({"kind": "ks-grid", "threads": 2, "solver": "sbp",
+                        "error": f"--solver sbp not available in train: {why}"})
+    text = markdown(rows, args)
+    print(text)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
