@@ -587,9 +587,7 @@ def _train_classification(ctx, y, sw, orig_index, folds):
                           UserWarning, stacklevel=3)
         else:
             weighted_C[hit[0]] *= w
-    if param.svm_type == NU_SVC and param.weight:
-        # LIBSVM's solve_nu_svc does not use C, so -wi has no effect there.
-        pass
+    # (nu-SVC ignores weighted_C below, as LIBSVM's solve_nu_svc ignores C.)
 
     n_pairs = k * (k - 1) // 2
     if folds is not None and param.probability and len(folds) != n_pairs:
