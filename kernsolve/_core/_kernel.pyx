@@ -3,7 +3,8 @@ LRU cache of kernel rows, computed in parallel), the response update, and the
 dense kernel matrix used by kernel_matrix() and prediction.
 
 Every kernel value is produced by one function (``_pair``) whatever thread or
-loop shape asks for it, so results are bit-identical for any thread count.
+loop shape asks for it, and the dgemm path of the kernel matrix works on fixed
+tiles, so results are bit-identical for any thread count.
 """
 from cython.parallel cimport prange, parallel
 from libc.stdlib cimport malloc, calloc, realloc, free
