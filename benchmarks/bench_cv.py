@@ -8,7 +8,7 @@ Runs, one after the other on the same machine, each in its own Python process:
    ``OMP_NUM_THREADS`` set before the process starts (1 and 2 by default,
    ``--libsvm-threads``; its OpenMP loops spin-wait, so on a busy machine the
    2-thread run can be much slower than the 1-thread one).
-2. A 3x3 grid on a9a: log2c in {-1, 0, 1}, log2g in {-6, -5, -4}, 5 folds,
+2. A 3x3 grid on a9a (``--grid-rows N``: its first N rows): log2c in {-1, 0, 1}, log2g in {-6, -5, -4}, 5 folds,
    ``kernsolve.grid_search(n_jobs=2)`` with SMO, and with SBP
    (``--solver sbp``) when ``kernsolve.train`` accepts that solver.
 
@@ -89,7 +89,7 @@ def _worker(args):
             c0, t0 = _cpu(), time.perf_counter()
             r = kernsolve.grid_search(y, X, base, grid=grid, n_folds=5, n_jobs=args.threads,
                                       verbose=False, out=args.out_file, resume=False)
-            out.update(wall=time.perf_counter() - t0, cpu=_cpu() - c0,
+            out.update(wall=time.perf_counter() - t0, cpu=_cpu() - c0, n_rows=len(y),
                        best=r.best_params, best_rate=r.best_rate,
                        cells=[[c["label"], c["rate"]] for c in r.cells],
                        solver=args.solver)
@@ -169,17 +169,17 @@ def markdown(rows, args):
         out.append("")
     grid = [r for r in rows if r["kind"] == "ks-grid"]
     if grid:
-        out.append("| 3x3 grid, 5 folds (45 fits) | cores | wall s | CPU s | best cell "
+        out.append("| 3x3 grid, 5 folds (45 fits) | rows | cores | wall s | CPU s | best cell "
                    "| best CV accuracy % | load avg start/end |")
-        out.append("|---|---|---|---|---|---|---|")
+        out.append("|---|---|---|---|---|---|---|---|")
         for r in grid:
             if "error" in r:
-                out.append(f"| {r.get('solver')} | {r['threads']} | error: {r['error']} "
+                out.append(f"| {r.get('solver')} | | {r['threads']} | error: {r['error']} "
                            "| | | | |")
                 continue
             b = r["best"]
             cell = ", ".join(f"{k}={v:g}" for k, v in b.items()) if b else "-"
-            out.append(f"| {r['solver']} | {r['threads']} | {r['wall']:.1f} | "
+            out.append(f"| {r['solver']} | {r['n_rows']} | {r['threads']} | {r['wall']:.1f} | "
                        f"{r['cpu']:.1f} | {cell} | {r['best_rate']:.4f} | "
                        f"{r['load_start']:.1f} / {r['load_end']:.1f} |")
         out.append("")
@@ -196,6 +196,8 @@ def main(argv=None):
     ap.add_argument("--kernsolve-path", default=None)
     ap.add_argument("--quick", action="store_true", help="3000-row slice of a9a")
     ap.add_argument("--only", choices=["cv", "grid"], default=None)
+    ap.add_argument("--grid-rows", type=int, default=None,
+                    help="run the grids on the first N rows of a9a (default: all)")
     ap.add_argument("--libsvm-threads", default="1,2",
                     help="comma-separated OMP_NUM_THREADS values for libsvm-official "
                          "(the first runs with the kernsolve CV runs, the others at the end)")
@@ -210,6 +212,9 @@ def main(argv=None):
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench_cv_") as work:
         data = _prepare(work, 3000 if args.quick else None)
+        grid_data = data
+        if args.grid_rows and not args.quick:
+            grid_data = _prepare(work, args.grid_rows)
 
         def record(res):
             rows.append(res)
@@ -224,20 +229,19 @@ def main(argv=None):
         if args.only in (None, "cv") and lib_threads:
             record(_run("libsvm-cv", lib_threads[0], data, args, timeout=args.timeout))
         if args.only in (None, "grid"):
-            record(_run("ks-grid", 2, data, args, "smo", os.path.join(work, "smo.out"),
+            record(_run("ks-grid", 2, grid_data, args, "smo", os.path.join(work, "smo.out"),
                         timeout=args.timeout))
-        # slow on a busy machine: after the main rows, each with a time limit
-        if args.only in (None, "cv"):
-            for threads in lib_threads[1:]:
-                record(_run("libsvm-cv", threads, data, args, timeout=args.timeout))
-        if args.only in (None, "grid"):
             ok, why = _sbp_available(args.kernsolve_path)
             if ok:
-                record(_run("ks-grid", 2, data, args, "sbp", os.path.join(work, "sbp.out"),
-                            timeout=args.timeout))
+                record(_run("ks-grid", 2, grid_data, args, "sbp",
+                            os.path.join(work, "sbp.out"), timeout=args.timeout))
             else:
                 record({"kind": "ks-grid", "threads": 2, "solver": "sbp",
                         "error": f"--solver sbp not available in train: {why}"})
+        # slow on a busy machine (spinning OpenMP threads): last, with a time limit
+        if args.only in (None, "cv"):
+            for threads in lib_threads[1:]:
+                record(_run("libsvm-cv", threads, data, args, timeout=args.timeout))
     text = markdown(rows, args)
     print(text)
     if args.markdown:
