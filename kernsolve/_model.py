@@ -187,7 +187,7 @@ def _check_model(model):
 
 
 def _format_model(model):
-    """The model file's text, as a list of lines (without newlines)."""
+    """The model file's text."""
     coef, rho = _check_model(model)
     param = model.param
     s, t = int(param.svm_type), int(param.kernel_type)
@@ -216,33 +216,61 @@ def _format_model(model):
     if s in (0, 1):
         lines.append(" ".join(["nr_sv"] + ["%d" % v for v in np.ravel(model.n_support)]))
     lines.append("SV")
-    if sp.issparse(sv):
-        sv = sp.csr_matrix(sv)
-        indptr, indices, data = sv.indptr, sv.indices, np.asarray(sv.data, dtype=np.float64)
-        if not sv.has_sorted_indices:
-            sv = sv.sorted_indices()
-            indptr, indices, data = sv.indptr, sv.indices, np.asarray(sv.data, np.float64)
-    else:
-        dense = np.asarray(sv, dtype=np.float64)
-    coef_t = coef.T
-    for i in range(l):
-        parts = [_g(c) for c in coef_t[i]] if coef_t.shape[1] else []
-        if sp.issparse(sv):
-            idx = indices[indptr[i]:indptr[i + 1]]
-            val = data[indptr[i]:indptr[i + 1]]
+    if t == 4:
+        if sv.shape[1] == 0:
+            col0 = np.zeros(l)
+        elif sp.issparse(sv):
+            col0 = sp.csr_matrix(sv)[:, [0]].toarray().ravel()
         else:
-            row = dense[i]
-            idx = np.flatnonzero(row)
-            val = row[idx]
-        if t == 4:
-            serial = val[0] if len(idx) and idx[0] == 0 else 0.0
-            parts.append("0:%d" % int(serial))
-        else:
-            if not np.all(np.isfinite(val)):
-                raise ValueError(f"model: support vector {i + 1} has non-finite values")
-            parts.extend("%d:%s" % (j + 1, _g(v)) for j, v in zip(idx.tolist(), val.tolist()))
-        lines.append(" ".join(parts) + " ")
-    return lines
+            col0 = np.asarray(sv, dtype=np.float64)[:, 0]
+        if not np.all(np.isfinite(col0)):
+            raise ValueError("model: non-finite serial number of a precomputed-kernel SV")
+        for i in range(l):
+            parts = [_g(c) for c in coef[:, i]] + ["0:%d" % int(col0[i])]
+            lines.append(" ".join(parts) + " ")
+        return "\n".join(lines) + "\n"
+    csr = sp.csr_matrix(sv, dtype=np.float64)
+    if not csr.has_canonical_format:
+        csr = csr.copy()
+        csr.sum_duplicates()  # sorted, unique indices (explicit zeros are kept and written)
+    bad = ~np.isfinite(csr.data)
+    if bad.any():
+        row = int(np.searchsorted(csr.indptr, np.flatnonzero(bad)[0], side="right"))
+        raise ValueError(f"model: support vector {row} has non-finite values")
+    head = "\n".join(lines) + "\n"
+    return head + "".join(_format_sv_rows(coef, csr))
+
+
+def _format_sv_rows(coef, csr, rows_per_chunk=2000):
+    """The SV lines, chunk by chunk: one %-format over many rows (no per-value calls)."""
+    m, l = coef.shape
+    indptr = csr.indptr.astype(np.int64)
+    indices = csr.indices.astype(np.float64) + 1.0  # %d formats whole floats exactly
+    data = csr.data
+    templates = {}
+    for a in range(0, l, rows_per_chunk):
+        b = min(l, a + rows_per_chunk)
+        counts = np.diff(indptr[a:b + 1])
+        row_len = m + 2 * counts
+        starts = np.concatenate([[0], np.cumsum(row_len)[:-1]])
+        out = np.empty(int(row_len.sum()), dtype=np.float64)
+        for c in range(m):
+            out[starts + c] = coef[c, a:b]
+        nnz = int(counts.sum())
+        if nnz:
+            row_of = np.repeat(np.arange(b - a), counts)
+            k = np.arange(nnz) - (indptr[a:b] - indptr[a])[row_of]
+            pos = starts[row_of] + m + 2 * k
+            lo, hi = indptr[a], indptr[b]
+            out[pos] = indices[lo:hi]
+            out[pos + 1] = data[lo:hi]
+        parts = []
+        for cnt in counts.tolist():
+            tpl = templates.get(cnt)
+            if tpl is None:
+                tpl = templates[cnt] = "%.17g " * m + "%d:%.17g " * cnt + "\n"
+            parts.append(tpl)
+        yield "".join(parts) % tuple(out.tolist())
 
 
 def _umask():
@@ -271,7 +299,7 @@ def save_model(path, model):
     OSError
         The file cannot be written.
     """
-    text = "\n".join(_format_model(model)) + "\n"
+    text = _format_model(model)
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".",
@@ -557,9 +585,12 @@ def _bulk_support_vectors(lines, m):
         pair_tokens.extend(tokens[m:])
         counts[i] = len(tokens) - m
     if m and l:
-        if not _FLOATS_RE.match(" ".join(coef_tokens)):
+        if "".join(coef_tokens).translate(_NOT_NUM):
             return None
-        coef = np.array(coef_tokens, dtype=np.float64).reshape(l, m).T.copy()
+        try:
+            coef = np.array(coef_tokens, dtype=np.float64).reshape(l, m).T.copy()
+        except ValueError:
+            return None
         if not np.all(np.isfinite(coef)):
             return None
     else:
@@ -582,9 +613,8 @@ def _bulk_support_vectors(lines, m):
     return _csr(val, idx, indptr, l, width), coef
 
 
-_INTS_RE = re.compile(r"[+-]?\d{1,10}(?: [+-]?\d{1,10})*\Z")  # fits int64
-_FLOATS_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
-                        r"(?: [+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)*\Z")
+_NOT_NUM = str.maketrans("", "", "0123456789+-.eE")  # deletes the characters of numbers
+_NOT_INT = str.maketrans("", "", "0123456789+-")
 
 
 def _fast_pairs(pairs):
@@ -602,12 +632,15 @@ def _fast_pairs(pairs):
     parts = joined.replace(":", " ").split(" ")
     if len(parts) != 2 * n:
         return None
-    idx_text = " ".join(parts[0::2])
-    val_text = " ".join(parts[1::2])
-    if not _INTS_RE.match(idx_text) or not _FLOATS_RE.match(val_text):
+    # Only the characters of decimal numbers; numpy then parses each token with
+    # Python's grammar, which on this alphabet is exactly _FLOAT_RE / _INT_RE.
+    if "".join(parts[0::2]).translate(_NOT_INT) or "".join(parts[1::2]).translate(_NOT_NUM):
         return None
-    idx = np.array(parts[0::2], dtype=np.int64)
-    val = np.array(parts[1::2], dtype=np.float64)
+    try:
+        idx = np.array(parts[0::2], dtype=np.int64)
+        val = np.array(parts[1::2], dtype=np.float64)
+    except (ValueError, OverflowError):
+        return None
     if not np.all(np.isfinite(val)):
         return None
     return idx, val
