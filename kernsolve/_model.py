@@ -530,17 +530,17 @@ def load_model(path):
                  prob_density_marks=marks)
 
 
-def _read_support_vectors(r, lines, first_lineno, m, t):
+def _read_support_vectors(r, lines, first_lineno, m, t, bulk=True):
     """The SV section -> (CSR support vectors, (m, l) coefficients).
 
     Valid files (nearly all) are converted in bulk; any problem sends the
     reader through the lines one by one, which names the line and the problem.
     """
     l = len(lines)
-    if t != 4:
-        bulk = _bulk_support_vectors(lines, m)
-        if bulk is not None:
-            return bulk
+    if bulk and t != 4:
+        out = _bulk_support_vectors(lines, m)
+        if out is not None:
+            return out
     coef = np.empty((m, l), dtype=np.float64)
     indptr = np.zeros(l + 1, dtype=np.int64)
     all_idx, all_val = [], []

@@ -526,3 +526,35 @@ def test_why_stats_stay_out_of_the_file(libsvm_files, tmp_path, capfd):
     capfd.readouterr()
     with pytest.raises(ModelFormatError, match="unknown keyword 'n_iter'"):
         load_model(path)
+
+
+_TOKEN = None
+try:
+    from hypothesis import given, settings, strategies as st
+    _NUMBERISH = st.text(alphabet="0123456789+-.eE", min_size=0, max_size=6)
+    _TOKEN = st.one_of(_NUMBERISH, st.builds(lambda a, b: a + ":" + b, _NUMBERISH, _NUMBERISH),
+                       st.sampled_from(["1:0.5", "2:1e-3", "3:-4", "10:.5", "+2:1.", "1:1:1"]))
+except ImportError:  # pragma: no cover
+    pass
+
+
+@pytest.mark.skipif(_TOKEN is None, reason="hypothesis not installed")
+def test_bulk_reader_accepts_exactly_what_the_careful_reader_accepts():
+    import kernsolve._model as km
+
+    @settings(max_examples=300, deadline=None)
+    @given(rows=st.lists(st.lists(_TOKEN, max_size=5), min_size=1, max_size=4),
+           m=st.integers(0, 2))
+    def check(rows, m):
+        lines = [" ".join(r) for r in rows]
+        bulk = km._bulk_support_vectors(lines, m)
+        try:
+            careful = km._read_support_vectors(km._Reader("x"), lines, 1, m, 2, bulk=False)
+        except ModelFormatError:
+            careful = None
+        if bulk is None:
+            return  # the careful reader decides (and names the problem)
+        assert careful is not None, lines
+        np.testing.assert_array_equal(bulk[1], careful[1])
+        assert (bulk[0] != careful[0]).nnz == 0 and bulk[0].shape == careful[0].shape
+    check()
