@@ -42,6 +42,10 @@ def fashion4():
     return y[keep], X[keep]
 
 
+def fashion10():
+    return data("fashion-mnist.scale.t", 400, 784)
+
+
 def mushrooms3():
     """mushrooms relabelled into three classes (label x feature 5 bit)."""
     y, X = data("mushrooms", 600, 112)
@@ -61,6 +65,7 @@ CASES = {
     "fashion3-rbf-prob": (fashion3, 120, "-s 0 -t 2 -g 0.02 -c 10 -b 1"),
     "fashion4-nu-poly-prob": (fashion4, 150, "-s 1 -t 1 -g 0.01 -n 0.2 -b 1"),
     "fashion4-linear": (fashion4, 150, "-s 0 -t 0 -c 0.05"),
+    "fashion10-rbf-prob": (fashion10, 250, "-s 0 -t 2 -g 0.02 -c 4 -b 1"),  # coupling, k=10
     "mushrooms3-sigmoid-prob": (mushrooms3, 300, "-s 0 -t 3 -g 0.02 -b 1"),
     "housing-epsvr-prob": (housing, 200, "-s 3 -t 2 -c 10 -p 0.5 -b 1"),
     "housing-nusvr-poly": (housing, 200, "-s 4 -t 1 -g 0.1 -n 0.4 -c 5"),
