@@ -360,6 +360,10 @@ def test_good_hand_written_model(tmp_path):
     assert m.nr_class == 3 and m.n_sv == 3 and m.n_features == 3
     np.testing.assert_array_equal(m.dual_coef, [[1, -1, -0.5], [0.5, 0.25, -0.25]])
     assert svmutil.svm_load_model(write(tmp_path, GOOD, "g.model")) is not None
+    # blank space between header items is fine for LIBSVM, so for us too
+    spaced = GOOD.replace("nr_class 3\n", "\nnr_class 3\n\n")
+    assert svmutil.svm_load_model(write(tmp_path, spaced, "s.model")) is not None
+    assert_same_fields(our_fields(load_model(write(tmp_path, spaced, "s2.model"))), our_fields(m))
 
 
 @pytest.mark.parametrize("edit,line,message", [
