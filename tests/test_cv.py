@@ -275,3 +275,13 @@ def test_sample_weight_passed_to_each_fold(german):
         target[test] = predict(None, X[test], model, "-q")[0]
     np.testing.assert_array_equal(r.target, target)
     assert sp.issparse(X)
+
+
+def test_precomputed_kernel_gives_the_same_predictions(heart):
+    from kernsolve import kernel_matrix
+    y, X = heart
+    K = kernel_matrix(X, X, kernel=2, gamma=0.1)
+    Xp = np.hstack([np.arange(1, len(y) + 1)[:, None], K])  # LIBSVM's serial column
+    rbf = cross_validation(y, X, "-g 0.1 -q", n_folds=4, n_jobs=2)
+    pre = cross_validation(y, Xp, "-t 4 -q", n_folds=4, n_jobs=2)
+    np.testing.assert_array_equal(pre.target, rbf.target)
