@@ -421,6 +421,30 @@ def test_class_weights_match_libsvm_wi(shared):
     assert_same_as_libsvm(m, model, Xtr, ytr, Xte, yte, options)
     unweighted = train(ytr, Xtr, "-c 1 -q", n_jobs=1)
     assert not np.allclose(unweighted.rho, model.rho)
+    # nu-SVC: LIBSVM ignores -wi (its bound is 1), and so does kernsolve
+    options = "-s 1 -n 0.4 -w1 3 -w-1 0.7 -q"
+    m = libsvm_train(ytr, Xtr, options)
+    model = train(ytr, Xtr, options, n_jobs=1)
+    assert_same_as_libsvm(m, model, Xtr, ytr, Xte, yte, options)
+    plain = train(ytr, Xtr, "-s 1 -n 0.4 -q", n_jobs=1)
+    np.testing.assert_array_equal(plain.dual_coef, model.dual_coef)
+
+
+def test_laplacian_kernel_equals_precomputed_sklearn_kernel(shared):
+    # -t 5 is kernsolve's (LIBSVM has none): same model as -t 4 with
+    # scikit-learn's laplacian_kernel matrix
+    from sklearn.metrics.pairwise import laplacian_kernel
+    X, y = load(shared, "australian_scale", 690, 14)
+    X, y = X[:300], y[:300]
+    gamma = 0.2
+    K = laplacian_kernel(X.toarray(), gamma=gamma)
+    Kx = np.hstack([np.arange(1, 301)[:, None], K])
+    for options in ("-s 0 -c 3", "-s 4 -c 2"):
+        a = train(y, X, f"{options} -t 5 -g {gamma} -q", n_jobs=1)
+        b = train(y, Kx, f"{options} -t 4 -q", n_jobs=1)
+        assert np.array_equal(a.support_indices, b.support_indices)
+        np.testing.assert_allclose(a.dual_coef, b.dual_coef, rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(a.rho, b.rho, atol=1e-6)
 
 
 @pytest.mark.parametrize("svm_type,extra", [(0, "-c 2"), (1, "-n 0.4"), (2, "-n 0.3"),
