@@ -5,6 +5,7 @@ Oracles: libsvm-official (LIBSVM 3.37) run on the same data, its printed
 KKT conditions evaluated with a double-precision numpy kernel matrix; a
 brute-force QP solve by scipy.optimize.
 """
+import ctypes
 import io
 import os
 import re
@@ -49,8 +50,30 @@ def grouped(X, labels):
     return X[order], labels[order], order
 
 
+def _gomp():
+    try:
+        return ctypes.CDLL("libgomp.so.1")
+    except OSError:
+        return None
+
+
 def libsvm_train(labels, X, opts):
-    """Train with libsvm-official; return (model, printed fields)."""
+    """Train with libsvm-official; return (model, printed fields).
+
+    Its OpenMP kernel loops run on one thread here (same numbers; on a busy
+    machine two spinning threads cost seconds)."""
+    gomp = _gomp()
+    old = gomp.omp_get_max_threads() if gomp else None
+    if gomp:
+        gomp.omp_set_num_threads(1)
+    try:
+        return _libsvm_train(labels, X, opts)
+    finally:
+        if gomp:
+            gomp.omp_set_num_threads(old)
+
+
+def _libsvm_train(labels, X, opts):
     sys.stdout.flush()
     with tempfile.TemporaryFile() as f:
         saved = os.dup(1)

@@ -42,6 +42,7 @@ cdef enum:
     ST_ABORT = -2
 
 cdef double TAU = 1e-12
+cdef double SKIP_MARGIN = 1.0 - 1e-12
 # Below this length a loop runs serially: an OpenMP fork/join costs about as
 # much as a few thousand element updates.
 cdef Py_ssize_t PAR_MIN = 4096
@@ -105,8 +106,13 @@ cdef void _low_chunk(const double* G, const double* ys, const char* st,
     # class, LIBSVM's quad_coef QD_i + QD_j -+ 2 y_i Q_ij equals
     # QD_i + QD_j - 2 K_ij exactly.  Kp/Kn are only read when the matching
     # G bound is finite (grad_diff > 0 is impossible otherwise).
+    #
+    # Most candidates cannot beat the best so far; a multiplication proves it
+    # without the division: gd^2 < w * quad with w = -obj (1 - 1e-12) implies
+    # that the rounded -gd^2 / quad is > obj, so skipping changes nothing.
     cdef double g2p = -INFINITY, g2n = -INFINITY, obj = INFINITY
-    cdef double gd, quad, od
+    cdef double w = -INFINITY
+    cdef double gd, gd2, quad, od
     cdef Py_ssize_t j = -1, t
     for t in range(lo, hi):
         if ys[t] > 0:
@@ -116,12 +122,16 @@ cdef void _low_chunk(const double* G, const double* ys, const char* st,
                     g2p = G[t]
                 if gd > 0:
                     quad = qdp + QD[t] - 2.0 * Kp[t]
+                    gd2 = gd * gd
                     if quad > 0:
-                        od = -(gd * gd) / quad
+                        if gd2 < w * quad:
+                            continue
+                        od = -gd2 / quad
                     else:
-                        od = -(gd * gd) / TAU
+                        od = -gd2 / TAU
                     if od <= obj:
                         obj = od
+                        w = -obj * SKIP_MARGIN
                         j = t
         else:
             if st[t] != UPPER_BOUND:
@@ -130,12 +140,16 @@ cdef void _low_chunk(const double* G, const double* ys, const char* st,
                     g2n = -G[t]
                 if gd > 0:
                     quad = qdn + QD[t] - 2.0 * Kn[t]
+                    gd2 = gd * gd
                     if quad > 0:
-                        od = -(gd * gd) / quad
+                        if gd2 < w * quad:
+                            continue
+                        od = -gd2 / quad
                     else:
-                        od = -(gd * gd) / TAU
+                        od = -gd2 / TAU
                     if od <= obj:
                         obj = od
+                        w = -obj * SKIP_MARGIN
                         j = t
     r.g2p = g2p
     r.g2n = g2n
@@ -184,16 +198,99 @@ cdef void _axpy1(double* out, const double* ys, const kfloat* K, double a,
             out[k] += ys[k] * (K[k] * a)
 
 
-cdef void _axpy2(double* out, const double* ys, const kfloat* Ki, double a,
-                 const kfloat* Kj, double b, Py_ssize_t n, int nt) noexcept nogil:
-    """The SMO gradient update G[k] += Q_ik da_i + Q_jk da_j, in LIBSVM's order."""
-    cdef Py_ssize_t k
-    if nt > 1 and n >= PAR_MIN:
-        for k in prange(n, num_threads=nt, schedule='static'):
-            out[k] += ys[k] * (Ki[k] * a + Kj[k] * b)
+cdef void _axpy2_up_chunk(double* G, const double* ys, const char* st,
+                          const kfloat* Ki, double a, const kfloat* Kj, double b,
+                          Py_ssize_t lo, Py_ssize_t hi, UpPick* r) noexcept nogil:
+    """The gradient update fused with the next iteration's first WSS pass
+    (statuses are already updated): one sweep over G instead of two."""
+    cdef double gp = -INFINITY, gn = -INFINITY, g
+    cdef Py_ssize_t ip = -1, in_ = -1, t
+    for t in range(lo, hi):
+        g = G[t] + ys[t] * (Ki[t] * a + Kj[t] * b)
+        G[t] = g
+        if ys[t] > 0:
+            if st[t] != UPPER_BOUND and -g >= gp:
+                gp = -g
+                ip = t
+        else:
+            if st[t] != LOWER_BOUND and g >= gn:
+                gn = g
+                in_ = t
+    r.gp = gp
+    r.ip = ip
+    r.gn = gn
+    r.in_ = in_
+
+
+cdef struct Bandit:
+    # Parallel or serial, whichever is measured cheaper.  Now and then the
+    # other mode is tried for a few iterations; a mode that keeps losing is
+    # tried less and less often.  Only speed depends on the choice: every
+    # parallel reduction is exact, so the result is the same either way.
+    bint par
+    double cost[2]       # seconds per unit of work (EMA), serial / parallel
+    long long next_probe
+    long long gap
+    int probing          # iterations left in the current trial
+
+
+cdef inline void _bandit_init(Bandit* b, long long first) noexcept nogil:
+    b.par = True
+    b.cost[0] = -1.0
+    b.cost[1] = -1.0
+    b.next_probe = first
+    b.gap = 256
+    b.probing = 0
+
+
+cdef inline void _bandit_record(Bandit* b, double seconds, double units) noexcept nogil:
+    cdef int m = 1 if b.par else 0
+    cdef double v
+    if units <= 0:
+        return
+    v = seconds / units
+    if b.cost[m] < 0:
+        b.cost[m] = v
     else:
-        for k in range(n):
-            out[k] += ys[k] * (Ki[k] * a + Kj[k] * b)
+        b.cost[m] = 0.9 * b.cost[m] + 0.1 * v
+
+
+cdef void _bandit_step(Bandit* b, long long it) noexcept nogil:
+    cdef bint tried
+    if b.probing > 0:
+        b.probing -= 1
+        if b.probing > 0:
+            return
+        tried = b.par
+        if b.cost[0] >= 0 and b.cost[1] >= 0:
+            b.par = b.cost[1] < b.cost[0]
+        elif b.cost[1 if tried else 0] < 0:
+            # Nothing measured in the trial (no long loop, no row computed):
+            # go back and try again later.
+            b.par = not tried
+        if b.par == tried:
+            b.gap = 256
+        elif b.gap < 65536:
+            b.gap *= 2
+        b.next_probe = it + b.gap
+        return
+    if it >= b.next_probe:
+        b.par = not b.par
+        b.cost[1 if b.par else 0] = -1.0
+        b.probing = 8
+
+
+cdef inline void _combine_up(const UpPick* u, int nc, UpPick* r) noexcept nogil:
+    # Chunks in index order with ">=": the serial scan's last maximiser.
+    cdef int c
+    r[0] = u[0]
+    for c in range(1, nc):
+        if u[c].ip != -1 and u[c].gp >= r.gp:
+            r.gp = u[c].gp
+            r.ip = u[c].ip
+        if u[c].in_ != -1 and u[c].gn >= r.gn:
+            r.gn = u[c].gn
+            r.in_ = u[c].in_
 
 
 cdef class _SMO:
@@ -213,11 +310,19 @@ cdef class _SMO:
     cdef kfloat* buf[2]            # SVR: Q rows gathered in position order
     cdef int next_buf
     cdef UpPick* up
+    cdef UpPick next_up           # first WSS pass, computed during the G update
+    cdef bint next_up_valid
     cdef LowPick* low
     cdef OnePick* one
     cdef bint svr, nu, bias, shrinking, unshrink
     cdef double eps
     cdef int n_threads
+    # Per-iteration loops run in parallel only while that is measured to be
+    # faster: on an oversubscribed machine every fork/join waits for a
+    # descheduled thread.  Only speed depends on this (the reductions are
+    # exact), never the result.
+    cdef Bandit loops             # the solver's O(active) sweeps
+    cdef Bandit rows              # the kernel engine's row fills
     cdef long long max_iter, n_iter
     cdef double rho, obj, r, gap
     cdef double t_start, t_poll
@@ -315,6 +420,9 @@ cdef class _SMO:
                 self.QD[i] = kr.diag[i]
             self.update_status(i)
         self.active_size = l
+        self.next_up_valid = False
+        _bandit_init(&self.loops, 64)
+        _bandit_init(&self.rows, 96)
         self.n_iter = 0
         self.rho = 0.0
         self.obj = 0.0
@@ -336,12 +444,20 @@ cdef class _SMO:
         cdef kfloat* b
         cdef const Py_ssize_t* index = self.index
         cdef Py_ssize_t k
-        cdef int nt = self.n_threads
+        cdef int nt = self.loop_threads()
+        cdef long long evals = self.kr.n_kernel_evals
+        cdef double t0 = 0.0
+        if self.n_threads > 1:
+            t0 = _now()
         if not self.svr:
-            return self.kr.get_row(i, length)
-        data = self.kr.get_row(index[i], self.n)
-        if data == NULL:
-            return NULL
+            data = self.kr.get_row(i, length)
+        else:
+            data = self.kr.get_row(index[i], self.n)
+        if self.n_threads > 1 and self.kr.n_kernel_evals > evals:
+            _bandit_record(&self.rows, _now() - t0,
+                           <double>(self.kr.n_kernel_evals - evals))
+        if data == NULL or not self.svr:
+            return data
         b = self.buf[self.next_buf]
         self.next_buf = 1 - self.next_buf
         if nt > 1 and length >= PAR_MIN:
@@ -377,11 +493,25 @@ cdef class _SMO:
 
     cdef int n_chunks(self, Py_ssize_t length) noexcept nogil:
         cdef int c = self.n_threads
-        if c <= 1 or length < PAR_MIN:
+        if c <= 1 or length < PAR_MIN or not self.loops.par:
             return 1
         if c > MAX_CHUNKS:
             c = MAX_CHUNKS
         return c
+
+    cdef inline int loop_threads(self) noexcept nogil:
+        return self.n_threads if self.loops.par else 1
+
+    cdef inline void record(self, double seconds, Py_ssize_t length) noexcept nogil:
+        if self.n_threads > 1 and length >= PAR_MIN:
+            _bandit_record(&self.loops, seconds, <double>length)
+
+    cdef void adapt(self) noexcept nogil:
+        if self.n_threads <= 1:
+            return
+        _bandit_step(&self.loops, self.n_iter)
+        _bandit_step(&self.rows, self.n_iter)
+        self.kr.n_threads = self.n_threads if self.rows.par else 1
 
     cdef int reconstruct_gradient(self) noexcept nogil:
         """Rebuild G of the inactive variables from G_bar and the free alphas."""
@@ -430,6 +560,10 @@ cdef class _SMO:
         cdef const double* G = self.G
         cdef const double* ys = self.ys
         cdef const char* st = self.status
+        if self.next_up_valid:
+            self.next_up_valid = False
+            r[0] = self.next_up
+            return
         if nc == 1:
             _up_chunk(G, ys, st, 0, act, r)
             return
@@ -437,14 +571,27 @@ cdef class _SMO:
             lo = (act * c) // nc
             hi = (act * (c + 1)) // nc
             _up_chunk(G, ys, st, lo, hi, &u[c])
-        r[0] = u[0]
-        for c in range(1, nc):
-            if u[c].ip != -1 and u[c].gp >= r.gp:
-                r.gp = u[c].gp
-                r.ip = u[c].ip
-            if u[c].in_ != -1 and u[c].gn >= r.gn:
-                r.gn = u[c].gn
-                r.in_ = u[c].in_
+        _combine_up(u, nc, r)
+
+    cdef void update_G_and_pick(self, const kfloat* Ki, double a,
+                                const kfloat* Kj, double b) noexcept nogil:
+        cdef Py_ssize_t act = self.active_size, lo, hi
+        cdef int nc = self.n_chunks(act), c
+        cdef UpPick* u = self.up
+        cdef double* G = self.G
+        cdef const double* ys = self.ys
+        cdef const char* st = self.status
+        cdef double t0 = _now()
+        if nc == 1:
+            _axpy2_up_chunk(G, ys, st, Ki, a, Kj, b, 0, act, &self.next_up)
+        else:
+            for c in prange(nc, num_threads=nc, schedule='static', chunksize=1):
+                lo = (act * c) // nc
+                hi = (act * (c + 1)) // nc
+                _axpy2_up_chunk(G, ys, st, Ki, a, Kj, b, lo, hi, &u[c])
+            _combine_up(u, nc, &self.next_up)
+        self.record(_now() - t0, act)
+        self.next_up_valid = True
 
     cdef void pick_low(self, double gp, const kfloat* Kp, double qdp,
                        double gn, const kfloat* Kn, double qdn,
@@ -457,13 +604,16 @@ cdef class _SMO:
         cdef const double* ys = self.ys
         cdef const char* st = self.status
         cdef const double* QD = self.QD
+        cdef double t0 = _now()
         if nc == 1:
             _low_chunk(G, ys, st, QD, gp, Kp, qdp, gn, Kn, qdn, 0, act, r)
+            self.record(_now() - t0, act)
             return
         for c in prange(nc, num_threads=nc, schedule='static', chunksize=1):
             lo = (act * c) // nc
             hi = (act * (c + 1)) // nc
             _low_chunk(G, ys, st, QD, gp, Kp, qdp, gn, Kn, qdn, lo, hi, &w[c])
+        self.record(_now() - t0, act)
         r[0] = w[0]
         for c in range(1, nc):
             if w[c].g2p > r.g2p:
@@ -722,7 +872,7 @@ cdef class _SMO:
         c = self.C[i] * self.ys[i]
         if was_upper:
             c = -c
-        _axpy1(self.G_bar, self.ys, Ki, c, 0, self.l, self.n_threads)
+        _axpy1(self.G_bar, self.ys, Ki, c, 0, self.l, self.loop_threads())
         return 0
 
     cdef int two_variable_step(self, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
@@ -790,13 +940,12 @@ cdef class _SMO:
                 if alpha[i] < 0:
                     alpha[i] = 0
                     alpha[j] = total
-        _axpy2(G, self.ys, Ki, self.ys[i] * (alpha[i] - old_i),
-               Kj, self.ys[j] * (alpha[j] - old_j), self.active_size,
-               self.n_threads)
         ui = self.status[i] == UPPER_BOUND
         uj = self.status[j] == UPPER_BOUND
         self.update_status(i)
         self.update_status(j)
+        self.update_G_and_pick(Ki, self.ys[i] * (alpha[i] - old_i),
+                               Kj, self.ys[j] * (alpha[j] - old_j))
         rc = self.update_G_bar(i, ui)
         if rc < 0:
             return rc
@@ -804,7 +953,7 @@ cdef class _SMO:
 
     cdef int one_variable_step(self, Py_ssize_t i) noexcept nogil:
         cdef const kfloat* Ki
-        cdef double quad = self.QD[i], old = self.alpha[i], a
+        cdef double quad = self.QD[i], old = self.alpha[i], a, t0
         cdef bint ui
         Ki = self.krow(i, self.active_size)
         if Ki == NULL:
@@ -817,8 +966,10 @@ cdef class _SMO:
         elif a > self.C[i]:
             a = self.C[i]
         self.alpha[i] = a
+        t0 = _now()
         _axpy1(self.G, self.ys, Ki, self.ys[i] * (a - old), 0,
-               self.active_size, self.n_threads)
+               self.active_size, self.loop_threads())
+        self.record(_now() - t0, self.active_size)
         ui = self.status[i] == UPPER_BOUND
         self.update_status(i)
         return self.update_G_bar(i, ui)
@@ -857,6 +1008,7 @@ cdef class _SMO:
             if counter == 0:
                 counter = min(l, 1000)
                 if self.shrinking:
+                    self.next_up_valid = False
                     rc = self.do_shrinking()
                     if rc < 0:
                         return rc
@@ -865,6 +1017,7 @@ cdef class _SMO:
                 return rc
             if rc != 0:
                 # Optimal on the active set: check it on all variables.
+                self.next_up_valid = False
                 rc = self.reconstruct_gradient()
                 if rc < 0:
                     return rc
@@ -876,6 +1029,7 @@ cdef class _SMO:
                     break
                 counter = 1
             self.n_iter += 1
+            self.adapt()
             if (self.n_iter & 15) == 0:
                 now = _now()
                 if now - self.t_poll >= POLL_SECONDS:
