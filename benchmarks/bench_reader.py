@@ -6,7 +6,10 @@ libsvm.commonutil.svm_read_problem(path, return_scipy=True).
 * Files: the shared fashion-mnist.scale (300 MB) and ijcnn1.t, decompressed
   once into a temporary directory before any timing.
 * Time: wall clock in this process, median of --repeat runs; the readers are
-  interleaved so machine load drifts hit them alike.
+  interleaved so machine load drifts hit them alike.  The CPU time of the
+  process (user + system) is reported too: for the single-threaded readers
+  it is what the wall time would be on an idle machine, so the 1-thread and
+  LIBSVM comparisons stay meaningful on a shared, loaded machine.
 * Memory: peak resident set (VmHWM, Linux; else ru_maxrss) of a fresh
   subprocess per reader and file, and the part of it the read added over the
   same subprocess's peak after its imports.
@@ -81,15 +84,16 @@ def peak_memory(reader, path):
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-def timed(fn, path, repeat):
-    times = []
-    for _ in range(repeat):
-        gc.collect()
-        t = time.perf_counter()
-        out = fn(path)
-        times.append(time.perf_counter() - t)
-        del out
-    return times
+def timed(fn, path):
+    """(wall seconds, CPU seconds of this process) of one read."""
+    gc.collect()
+    c = os.times()
+    t = time.perf_counter()
+    out = fn(path)
+    wall = time.perf_counter() - t
+    c2 = os.times()
+    del out
+    return wall, (c2.user + c2.system) - (c.user + c.system)
 
 
 def decompress(src, dst, n_lines=None):
@@ -123,7 +127,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="kernsolve-bench-reader-")
     try:
         print(f"# machine: {cpu_count()} cores, Python {sys.version.split()[0]}, "
-              f"kernsolve {kernsolve.__version__}, median of {args.repeat}")
+              f"kernsolve {kernsolve.__version__}, median of {args.repeat}, "
+              f"load average at start {os.getloadavg()}")
         rows = []
         for name in args.datasets:
             path = decompress(os.path.join(args.data, name + ".xz"), os.path.join(tmp, name))
@@ -138,24 +143,35 @@ def main():
                              os.path.getsize(sl) / 1e6,
                              ["kernsolve n_jobs=1", "kernsolve n_jobs=2", "sklearn", "libsvm"]))
             for label, p, size, names in jobs:
-                times = {r: [] for r in names}
+                walls = {r: [] for r in names}
+                cpus = {r: [] for r in names}
                 for _ in range(args.repeat):      # interleaved repetitions
                     for r in names:
-                        times[r] += timed(readers[r], p, 1)
-                med = {r: statistics.median(t) for r, t in times.items()}
+                        w, c = timed(readers[r], p)
+                        walls[r].append(w)
+                        cpus[r].append(c)
+                med = {r: statistics.median(t) for r, t in walls.items()}
+                cpu = {r: statistics.median(t) for r, t in cpus.items()}
                 for r in names:
                     mem = None if args.no_memory else peak_memory(r, p)
-                    rows.append((label, size, r, med[r], med.get("sklearn"), med.get("libsvm"), mem))
+                    rows.append((label, size, r, med, cpu, mem))
                     m = "" if mem is None else f"  peak {mem['peak_mb']:.0f} MB (+{mem['added_mb']:.0f})"
-                    print(f"{label:40s} {r:20s} {med[r]:8.3f} s{m}", flush=True)
+                    print(f"{label:40s} {r:20s} {med[r]:8.3f} s wall {cpu[r]:8.3f} s CPU{m}"
+                          f"  (load {os.getloadavg()[0]:.1f})", flush=True)
         print()
-        print("| file | MB | reader | time (s) | x sklearn | x libsvm | peak RSS MB (added by the read) |")
-        print("|---|---:|---|---:|---:|---:|---:|")
-        for label, size, r, t, tsk, tlib, mem in rows:
-            xs = f"{tsk / t:.2f}" if tsk else ""
-            xl = f"{tlib / t:.1f}" if tlib else ""
+        print(f"load average at the end: {os.getloadavg()}")
+        print()
+        print("| file | MB | reader | wall (s) | x sklearn | x libsvm | CPU (s) | x sklearn | x libsvm"
+              " | peak RSS MB (added by the read) |")
+        print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+        for label, size, r, med, cpu, mem in rows:
+            cells = []
+            for d in (med, cpu):
+                cells.append(f"{d[r]:.3f}")
+                cells.append(f"{d['sklearn'] / d[r]:.2f}" if "sklearn" in d else "")
+                cells.append(f"{d['libsvm'] / d[r]:.1f}" if "libsvm" in d else "")
             m = "" if mem is None else f"{mem['peak_mb']:.0f} (+{mem['added_mb']:.0f})"
-            print(f"| {label} | {size:.1f} | {r} | {t:.3f} | {xs} | {xl} | {m} |")
+            print(f"| {label} | {size:.1f} | {r} | " + " | ".join(cells) + f" | {m} |")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

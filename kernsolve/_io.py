@@ -31,6 +31,8 @@ _MIN_CHUNK = 1 << 18
 _WRITE_BATCH = 1 << 20
 
 _INT32_MAX = 2 ** 31 - 1
+# Room after the data in the read buffer for the tokeniser's end marker.
+_PAD = 16
 _MODE = {True: 0, False: 1, "auto": 2}
 _COMPRESSED = {".gz": "gz", ".bz2": "bz2", ".xz": "xz", ".lzma": "xz"}
 _S = _reader.STATUS
@@ -295,8 +297,8 @@ def read_problem(source, n_features=None, zero_based="auto", dtype=np.float64,
 
 
 def _grown(buf, start, stop, block):
-    """A buffer of ``block + 1`` bytes beginning with ``buf[start:stop]``."""
-    new = bytearray(block + 1)
+    """A buffer for ``block`` bytes beginning with ``buf[start:stop]``."""
+    new = bytearray(block + _PAD)
     new[:stop - start] = memoryview(buf)[start:stop]
     return new, block
 
@@ -315,7 +317,7 @@ def _read(src, n_features, mode, dt, offset, length, query_id, n_threads, window
         block = max(16, min(max_block, max(left // 4, 1 << 20), left + 1))
     else:
         block = max(16, min(max_block, 1 << 20))
-    buf = bytearray(block + 1)
+    buf = bytearray(block + _PAD)
     view = memoryview(buf)
     filled = 0
     eof = False
