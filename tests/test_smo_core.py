@@ -346,10 +346,10 @@ def test_shrinking_on_off_same_solution(shared):
 
 @pytest.fixture
 def small_parallel_chunks():
-    """Make every loop long enough to run in parallel, so small problems
-    exercise the chunked reductions (restored afterwards)."""
+    """Make every loop long enough to run in parallel, and keep it parallel,
+    so small problems exercise the chunked reductions (restored afterwards)."""
     old = _smo._get_tuning()
-    _smo._set_tuning(par_min=8)
+    _smo._set_tuning(par_min=8, adaptive=False)
     yield
     _smo._set_tuning(**old)
 

@@ -49,6 +49,8 @@ cdef Py_ssize_t PAR_MIN = 4096
 cdef int MAX_CHUNKS = 64
 # Wall-clock seconds between two visits to Python (progress, Ctrl-C).
 cdef double POLL_SECONDS = 2.0
+# False pins every loop to the parallel mode (tests of thread invariance).
+cdef bint ADAPTIVE = True
 
 
 cdef struct UpPick:
@@ -507,7 +509,7 @@ cdef class _SMO:
             _bandit_record(&self.loops, seconds, <double>length)
 
     cdef void adapt(self) noexcept nogil:
-        if self.n_threads <= 1:
+        if self.n_threads <= 1 or not ADAPTIVE:
             return
         _bandit_step(&self.loops, self.n_iter)
         _bandit_step(&self.rows, self.n_iter)
@@ -1215,13 +1217,16 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
 
 def _get_tuning():
     """The parallel threshold and the polling interval (for tests)."""
-    return {"par_min": PAR_MIN, "poll_seconds": POLL_SECONDS}
+    return {"par_min": PAR_MIN, "poll_seconds": POLL_SECONDS, "adaptive": ADAPTIVE}
 
 
-def _set_tuning(par_min=None, poll_seconds=None):
-    """Change the parallel threshold / polling interval; tests use this to run
-    the chunked reductions and the progress path on small problems."""
-    global PAR_MIN, POLL_SECONDS
+def _set_tuning(par_min=None, poll_seconds=None, adaptive=None):
+    """Change the parallel threshold / polling interval / adaptive choice of
+    parallel loops; tests use this to run the chunked reductions and the
+    progress path on small problems."""
+    global PAR_MIN, POLL_SECONDS, ADAPTIVE
+    if adaptive is not None:
+        ADAPTIVE = bool(adaptive)
     if par_min is not None:
         if int(par_min) < 1:
             raise ValueError("par_min must be >= 1")
