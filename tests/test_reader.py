@@ -411,6 +411,17 @@ def test_bad_arguments():
         read_problem(3.5)
 
 
+def test_threads_work_in_a_forked_child(small_blocks):
+    # the worker pool is per process: a fork after a parallel read must not hang
+    import multiprocessing
+    data = odd_file(2, n_lines=100)
+    expected = read_problem(io.BytesIO(data), n_jobs=2)
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        y, X = pool.apply_async(read_problem, (io.BytesIO(data),), {"n_jobs": 2}).get(timeout=60)
+    assert_same((y, X), expected)
+
+
 # ------------------------------------------------------------ windows
 
 def _windows(data, cuts, **kw):

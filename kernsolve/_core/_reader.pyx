@@ -465,10 +465,14 @@ def _pool(int n_threads):
     made OpenMP's 2-thread parse about twice as slow as its 1-thread parse.
     Each task releases the GIL for the whole chunk.
     """
+    import os
     from concurrent.futures import ThreadPoolExecutor
-    pool = _POOLS.get(n_threads)
+    # A forked child inherits the pool object but not its threads: keyed by
+    # pid, so a child makes its own instead of queueing work nobody runs.
+    key = (os.getpid(), n_threads)
+    pool = _POOLS.get(key)
     if pool is None:
-        pool = _POOLS[n_threads] = ThreadPoolExecutor(
+        pool = _POOLS[key] = ThreadPoolExecutor(
             max_workers=n_threads, thread_name_prefix="kernsolve-reader")
     return pool
 
