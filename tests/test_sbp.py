@@ -305,3 +305,45 @@ def libsvm_serial():
         yield
     finally:
         gomp.omp_set_num_threads(old)
+
+
+# ------------------------------------------------------- comparison solvers
+
+def test_baselines_reach_the_no_bias_svm_optimum(heart):
+    """Pegasos and SDCA minimise lambda/2 ||w||^2 + mean hinge: compare the
+    primal value with SMO-no-bias's optimum (C = 1/(lambda n))."""
+    from kernsolve._core._baselines import run
+    y, X = heart
+    yy = np.where(y > 0, 1, -1).astype(np.int8)
+    n = y.size
+    K = kernel_matrix(X, X, kernel=2, gamma=G_HEART)
+
+    def primal(coef, lam):
+        return lam / 2 * coef @ K @ coef + np.mean(np.maximum(0, 1 - yy * (K @ coef)))
+
+    lam = 1.0 / n
+    m = kernsolve.train(y, X, f"-t 2 -g {G_HEART} -c 1 -e 1e-8 --bias 0 -q")
+    coef_smo = np.zeros(n)
+    coef_smo[m.support_indices - 1] = m.dual_coef[0] * (1 if m.labels[0] == 1 else -1)
+    best = primal(coef_smo, lam)
+    sdca = run(X, 2, 3, G_HEART, 0.0, yy, n, "sdca", lam, 40 * n, seed=1)
+    assert best <= primal(sdca["coef"], lam) <= best * 1.002
+    peg = run(X, 2, 3, G_HEART, 0.0, yy, n, "pegasos", lam, 40 * n, seed=1)
+    assert best <= primal(peg["coef"], lam) <= best * 1.05
+    # every update costs one kernel row (or a cache hit), counted
+    assert 0 < peg["n_kernel_evals"] <= peg["n_updates"] * n
+
+
+def test_perceptron_separable_and_trace():
+    from kernsolve._core._baselines import run
+    rng = np.random.default_rng(3)
+    X = np.vstack([rng.normal(-2, 0.5, size=(30, 2)), rng.normal(2, 0.5, size=(30, 2))])
+    y = np.r_[np.ones(30), -np.ones(30)].astype(np.int8)
+    Xa = np.vstack([X, X])              # the second copy is the held-out set
+    ya = np.r_[y, y]
+    out = run(Xa, 2, 3, 0.5, 0.0, ya, 60, "perceptron", 0.0, 5 * 60, check_every=60)
+    assert len(out["trace"]) == 5
+    assert out["trace"][-1][3] == 0      # no held-out (= training) mistakes left
+    a = run(Xa, 2, 3, 0.5, 0.0, ya, 60, "perceptron", 0.0, 120, seed=5)
+    b = run(Xa, 2, 3, 0.5, 0.0, ya, 60, "perceptron", 0.0, 120, seed=5, n_threads=2)
+    assert np.array_equal(a["coef"], b["coef"])

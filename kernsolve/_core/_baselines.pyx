@@ -1,0 +1,145 @@
+"""The SBP paper's comparison solvers (section 4-5) on kernsolve's kernel engine:
+kernelized Pegasos, SDCA (dual coordinate ascent without bias) and the online
+Perceptron, all without a bias, all keeping the response vector
+c_j = y_j <w, x_j> up to date with one cached kernel row per update -- the
+same engine and counters as the SBP, so they compare in kernel evaluations.
+
+* Pegasos (Shalev-Shwartz et al. 2011, kernelized): w_t = (1/(lambda t)) u,
+  u = sum_j a_j y_j x_j; at step t draw i uniformly; if y_i <w_t, x_i> < 1,
+  a_i += 1.  The model is the last iterate w_{T+1}.
+* SDCA (Hsieh et al. 2008): dual of lambda/2 ||w||^2 + mean hinge, box
+  0 <= alpha_i <= C = 1/(lambda n); draw i uniformly and solve for alpha_i
+  exactly: alpha_i <- clip(alpha_i - (c_i - 1)/K_ii, 0, C).
+* Perceptron: visit the points in a seeded random order, pass after pass; on
+  a mistake (c_i <= 0) add y_i x_i.
+
+Rows n_train .. n_total-1 are held out: their responses ride along, so the
+held-out error can be traced every ``check_every`` steps without extra work.
+Draw t-1 of the sampling stream picks the point of step t (Pegasos, SDCA);
+the Perceptron's order is ``permutation(n_train, seed, "shuffle")``.
+"""
+from libc.math cimport sqrt, isfinite
+from libc.stdint cimport uint64_t, int64_t
+from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
+from cython.parallel cimport prange
+
+import numpy as np
+
+from ._kernel cimport KernelRows, kfloat
+from ._random cimport rng_key, rng_integer, rng_permutation, STREAM_SAMPLING, STREAM_SHUFFLE
+
+METHODS = {"pegasos": 0, "sdca": 1, "perceptron": 2}
+cdef Py_ssize_t PAR_MIN = 32768
+
+
+cdef inline double _now() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return ts.tv_sec + 1e-9 * ts.tv_nsec
+
+
+cdef inline void _add_row(double* c, const kfloat* row, const signed char* y,
+                          double a, Py_ssize_t n, int nt) noexcept nogil:
+    cdef Py_ssize_t j
+    if nt > 1 and n >= PAR_MIN:
+        for j in prange(n, schedule="static", num_threads=nt):
+            c[j] += a * y[j] * row[j]
+    else:
+        for j in range(n):
+            c[j] += a * y[j] * row[j]
+
+
+def run(X, int kernel_type, int degree, double gamma, double coef0, y,
+        Py_ssize_t n_train, str method, double lam, long long max_iter, *,
+        long long check_every=0, seed=0, double cache_mb=100.0, int n_threads=1):
+    """Run one comparison solver; see the module docstring.
+
+    Returns a dict: ``coef`` (signed kernel-expansion coefficients by
+    training row), ``n_iter``, ``n_updates``, ``n_kernel_evals``,
+    ``seconds``, ``trace`` (n_iter, n_kernel_evals, seconds, held-out errors).
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r} (known: {', '.join(METHODS)})")
+    cdef Py_ssize_t n_total = X.shape[0]
+    yy = np.ascontiguousarray(y, dtype=np.int8)
+    if yy.shape != (n_total,) or not np.all((yy == 1) | (yy == -1)):
+        raise ValueError(f"y must hold {n_total} values, each +1 or -1")
+    if not 1 <= n_train <= n_total:
+        raise ValueError(f"n_train must be in [1, {n_total}]")
+    if method != "perceptron" and not (lam > 0 and isfinite(lam)):
+        raise ValueError(f"lambda must be a finite number > 0, got {lam}")
+    if max_iter < 1 or check_every < 0:
+        raise ValueError("max_iter must be >= 1 and check_every >= 0")
+    cdef KernelRows kr = KernelRows(X, kernel_type, degree, gamma, coef0, cache_mb, n_threads)
+    cdef int m = METHODS[method]
+    cdef double[::1] c = np.zeros(n_total)
+    cdef double[::1] a = np.zeros(n_train)
+    cdef const signed char[::1] ys = yy
+    cdef int64_t[::1] order = np.zeros(max(n_train, 1), dtype=np.int64)
+    cdef uint64_t key = rng_key(<uint64_t>int(seed), STREAM_SAMPLING)
+    if m == 2:
+        rng_permutation(rng_key(<uint64_t>int(seed), STREAM_SHUFFLE), &order[0], n_train)
+    cdef Py_ssize_t n_checks = (max_iter // check_every + 1) if check_every > 0 else 1
+    cdef long long[::1] tr = np.zeros(4 * n_checks, dtype=np.int64)
+    cdef double[::1] tr_sec = np.zeros(n_checks)
+    cdef Py_ssize_t n_tr = 0, i, j, e
+    cdef long long t, n_updates = 0
+    cdef double Cbox = 1.0 / (lam * n_train) if m == 1 else 0.0
+    cdef double margin, new, delta, scale, t0 = _now()
+    cdef const kfloat* row
+    cdef int failed = 0
+    with nogil:
+        t = 0
+        while t < max_iter:
+            t += 1
+            if m == 2:
+                i = <Py_ssize_t>order[(t - 1) % n_train]
+            else:
+                i = <Py_ssize_t>rng_integer(key, <uint64_t>(t - 1), <uint64_t>n_train)
+            delta = 0.0
+            if m == 0:
+                # Pegasos: c holds the responses of u; w_t = u / (lambda t)
+                if c[i] / (lam * <double>t) < 1.0:
+                    delta = 1.0
+            elif m == 1:
+                if kr.diag[i] > 0.0:
+                    new = a[i] - (c[i] - 1.0) / kr.diag[i]
+                    if new < 0.0:
+                        new = 0.0
+                    elif new > Cbox:
+                        new = Cbox
+                    delta = new - a[i]
+            elif c[i] <= 0.0:
+                delta = 1.0
+            if delta != 0.0:
+                row = kr.get_row(i, n_total)
+                if row == NULL:
+                    failed = 1
+                    break
+                a[i] += delta
+                _add_row(&c[0], row, &ys[0], delta * ys[i], n_total, n_threads)
+                n_updates += 1
+            if check_every > 0 and t % check_every == 0 and n_tr < n_checks:
+                e = 0
+                for j in range(n_train, n_total):
+                    if c[j] <= 0.0:
+                        e += 1
+                tr[4 * n_tr] = t
+                tr[4 * n_tr + 1] = kr.n_kernel_evals
+                tr[4 * n_tr + 2] = e
+                tr_sec[n_tr] = _now() - t0
+                n_tr += 1
+    if failed:
+        raise MemoryError("the kernel engine could not allocate a row")
+    coef = np.asarray(a) * yy[:n_train]
+    if m == 0:
+        coef = coef / (lam * <double>t)          # w_{T+1} = u / (lambda T)
+    return {
+        "coef": coef,
+        "n_iter": int(t),
+        "n_updates": int(n_updates),
+        "n_kernel_evals": int(kr.n_kernel_evals),
+        "seconds": _now() - t0,
+        "trace": [(int(tr[4 * q]), int(tr[4 * q + 1]), float(tr_sec[q]), int(tr[4 * q + 2]))
+                  for q in range(n_tr)],
+    }
