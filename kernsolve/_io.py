@@ -389,7 +389,12 @@ def _read(src, n_features, mode, dt, offset, length, query_id, n_threads, window
                     view = memoryview(buf)
                     continue
                 cut = j + 1
-        err = builder.feed(view, cut, n_threads, max(int(_MIN_CHUNK), 1))
+        left = 0
+        if hint is not None:
+            left = max(hint, pos + cut) - pos
+            if limit is not None:
+                left = min(left, max(limit - pos, cut))
+        err = builder.feed(view, cut, n_threads, max(int(_MIN_CHUNK), 1), left)
         if err is not None:
             status, line, token, a, b = err
             raise fail(line, _message(status, token, a, b, mode))

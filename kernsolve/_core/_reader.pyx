@@ -536,11 +536,13 @@ cdef class Builder:
         free(self.o.val64)
         free(self.o.val32)
 
-    cdef int _grow(self, int64_t need_rows, int64_t need_nnz) except -1:
+    cdef int _grow(self, int64_t need_rows, int64_t need_nnz,
+                   int64_t want_rows=0, int64_t want_nnz=0) except -1:
+        """Capacity for ``need`` rows/entries; ``want`` is a projected total."""
         cdef int64_t cap
         cdef void* p
         if need_rows > self.cap_rows:
-            cap = max(need_rows, 2 * self.cap_rows)
+            cap = max(need_rows, 2 * self.cap_rows, want_rows)
             p = realloc(self.o.labels, cap * sizeof(double))
             if p == NULL:
                 raise MemoryError()
@@ -556,7 +558,7 @@ cdef class Builder:
             self.o.indptr = <int64_t*>p
             self.cap_rows = cap
         if need_nnz > self.cap_nnz:
-            cap = max(need_nnz, 2 * self.cap_nnz, 1024)
+            cap = max(need_nnz, 2 * self.cap_nnz, 1024, want_nnz)
             if self.st.wide:
                 p = realloc(self.o.idx64, cap * sizeof(int64_t))
                 if p == NULL:
@@ -598,11 +600,13 @@ cdef class Builder:
         return 0
 
     def feed(self, unsigned char[::1] buf, Py_ssize_t n, int n_threads,
-             Py_ssize_t min_chunk):
+             Py_ssize_t min_chunk, int64_t bytes_left=0):
         """Parse ``buf[:n]``, which holds whole lines (the last may lack '\\n').
 
         Unless ``buf[n - 1]`` is a newline, ``buf[n]`` must exist: a NUL is
         written there so the scanning loops and strtod stop at the end.
+        ``bytes_left`` (optional) is how many input bytes remain, this block
+        included; it lets the first block size the output for the whole file.
         Returns None, or ``(status, line, token, a, b)`` for the first error
         (``line`` 1-based, counted from the first fed byte).
         """
@@ -660,7 +664,15 @@ cdef class Builder:
                 ch[i].nnz_off = nnz_at
                 rows_at += ch[i].ub_rows
                 nnz_at += ch[i].ub_nnz
-            self._grow(rows_at, nnz_at)
+            # With the input's remaining size known, project the final size
+            # from this block so the arrays are sized once, not regrown
+            # (a regrow below glibc's mmap threshold is a copy).
+            if bytes_left > n:
+                self._grow(rows_at, nnz_at,
+                           rows_at + <int64_t>((rows_at - self.n_rows) * 1.05 * (bytes_left - n) / n),
+                           nnz_at + <int64_t>((nnz_at - self.nnz) * 1.05 * (bytes_left - n) / n))
+            else:
+                self._grow(rows_at, nnz_at)
 
             while True:
                 if nt > 1:
