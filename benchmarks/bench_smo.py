@@ -153,9 +153,12 @@ def _prepare(workdir, name, n_rows):
     return dst
 
 
-def _run(peer, threads, train, test, n_feat, C, gamma, kernsolve_path, timeout):
+def _run(peer, threads, train, test, n_feat, C, gamma, kernsolve_path, timeout,
+         wait_policy=None):
     env = dict(os.environ)
     env["OMP_NUM_THREADS"] = str(threads)
+    if wait_policy:
+        env["OMP_WAIT_POLICY"] = wait_policy
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", peer,
            "--train", train, "--test", test, "--n-features", str(n_feat),
@@ -179,20 +182,21 @@ def _fmt(v, spec):
 
 
 def markdown(rows):
-    lines = ["| data | -c | -g | peer | threads | train s | train CPU s | peak MB | "
-             "kernel evals | #iter | nSV | test acc % |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| data | -c | -g | peer | threads | OMP wait | train s | train CPU s | "
+             "peak MB | kernel evals | #iter | nSV | test acc % | load avg |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['data']} | {r['C']:g} | {r['gamma']:g} | {r['peer']} | "
-                         f"{r['threads']} | error: {r['error']} | | | | | | |")
+                         f"{r['threads']} | {r.get('wait_policy', '-')} | "
+                         f"error: {r['error']} | | | | | | | |")
             continue
         lines.append(
             f"| {r['data']} | {r['C']:g} | {r['gamma']:g} | {r['peer']} | {r['threads']} | "
-            f"{_fmt(r.get('train_s'), '.1f')} | {_fmt(r.get('train_cpu_s'), '.1f')} | "
+            f"{r.get('wait_policy', '-')} | {_fmt(r.get('train_s'), '.1f')} | {_fmt(r.get('train_cpu_s'), '.1f')} | "
             f"{_fmt(r.get('maxrss_mb'), '.0f')} | {_fmt(r.get('n_kernel_evals'), '.3g')} | "
             f"{_fmt(r.get('n_iter'), 'd')} | {_fmt(r.get('n_sv'), 'd')} | "
-            f"{_fmt(r.get('accuracy'), '.2f')} |")
+            f"{_fmt(r.get('accuracy'), '.2f')} | {_fmt(r.get('load_avg'), '.1f')} |")
     return "\n".join(lines)
 
 
@@ -209,6 +213,9 @@ def main(argv=None):
     ap.add_argument("--markdown", default=None, help="write the table here")
     ap.add_argument("--kernsolve-path", default=None)
     ap.add_argument("--timeout", type=float, default=3600.0)
+    ap.add_argument("--wait-policy", default=None, choices=["active", "passive"],
+                    help="OMP_WAIT_POLICY for every peer (passive: idle OpenMP threads "
+                         "sleep instead of spinning, which matters on a busy machine)")
     ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(),
                                                       "kernsolve-bench-data"))
     # worker mode (internal)
@@ -242,15 +249,20 @@ def main(argv=None):
             # scikit-learn's SVC is single-threaded: one run.
             for t in ([1] if peer == "sklearn" else threads):
                 r = _run(peer, t, train, test, n_feat, C, gamma, args.kernsolve_path,
-                         args.timeout)
+                         args.timeout, args.wait_policy)
                 r.update(data=train_name + (f"[:{n_rows}]" if n_rows else ""),
-                         C=C, gamma=gamma, load_avg=os.getloadavg()[0])
+                         C=C, gamma=gamma, load_avg=os.getloadavg()[0],
+                         wait_policy=args.wait_policy or "default")
                 rows.append(r)
                 print(json.dumps(r), flush=True)
                 if args.json:
                     with open(args.json, "a") as f:
                         f.write(json.dumps(r) + "\n")
     table = markdown(rows)
+    if args.json:
+        # The table of everything recorded in the JSON file so far.
+        with open(args.json) as f:
+            table = markdown([json.loads(x) for x in f if x.strip()])
     print(table)
     if args.markdown:
         with open(args.markdown, "w") as f:
