@@ -314,6 +314,8 @@ def _read(src, n_features, mode, dt, offset, length, query_id, n_threads, window
     hint = src.size_hint()
     if hint is not None:
         left = max(hint - offset, 0)
+        if length >= 0:
+            left = min(left, length)
         block = max(16, min(max_block, max(left // 4, 1 << 20), left + 1))
     else:
         block = max(16, min(max_block, 1 << 20))
