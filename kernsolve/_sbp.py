@@ -122,12 +122,15 @@ def check_parameters(param):
 
 def nu_from_c(X, kernel_args, y_pm, C, *, bias=True, seed=0, eps=1e-3,
               cache_mb=100.0, n_threads=1, subsample=C_TO_NU_SUBSAMPLE):
-    """The slack budget nu equivalent to C-SVC with cost C (paper, Lemma 2.1).
+    """The slack budget nu matching C-SVC with cost C (paper, Lemma 2.1).
 
-    nu = L(w*) / ||w*||, with L the average hinge loss, for the C-SVC optimum
-    (w*, b*) on at most ``subsample`` training points (a seeded random subset
-    when there are more, with C scaled by n / m so that the regularised risk
-    lambda/2 ||w||^2 + mean hinge keeps lambda = 1/(C n)).
+    u = the C-SVC optimum (w, b) on at most ``subsample`` training points (a
+    seeded random subset when there are more, with C scaled by n / m so that
+    the regularised risk lambda/2 ||w||^2 + mean hinge keeps lambda = 1/(C n));
+    nu = L(u) / ||u|| with L the average hinge loss over *all* the training
+    points.  Lemma 2.1 holds for any u: the SBP optimum at this nu, rescaled,
+    has norm <= ||u|| and training hinge loss <= L(u).  With n <= subsample,
+    u is the C-SVC optimum w* itself and the two problems are equivalent.
 
     Parameters
     ----------
@@ -169,22 +172,32 @@ def nu_from_c(X, kernel_args, y_pm, C, *, bias=True, seed=0, eps=1e-3,
     if sv.size == 0:
         raise ValueError("cannot map C to nu: the C-SVC solution is w = 0; give -n")
     coef = alpha[sv] * ys[sv]
-    if kernel_type == 4:
-        K_all_sv = Xs[:, sv]
-    else:
-        K_all_sv = kernel_matrix(Xs, Xs[sv], kernel=kernel_type, gamma=gamma,
-                                 degree=degree, coef0=coef0, n_jobs=n_threads)
+    rows_sv = sub[sv]
     rho = float(info["rho"]) if bias else 0.0
-    dec = K_all_sv @ coef - rho
-    loss = float(np.mean(np.maximum(0.0, 1.0 - ys * dec)))
-    norm = float(np.sqrt(max(coef @ (K_all_sv[sv] @ coef), 0.0)))
+
+    def kernel(rows_a, rows_b):
+        if kernel_type == 4:
+            return X[np.ix_(rows_a, rows_b)]
+        return kernel_matrix(as_canonical(X[rows_a]), as_canonical(X[rows_b]),
+                             kernel=kernel_type, gamma=gamma, degree=degree,
+                             coef0=coef0, n_jobs=n_threads)
+
+    norm = float(np.sqrt(max(coef @ (kernel(rows_sv, rows_sv) @ coef), 0.0)))
     if not norm > 0:
         raise ValueError("cannot map C to nu: the C-SVC solution has ||w|| = 0; give -n")
+    # Hinge loss of u over every training point, in blocks of rows.
+    step = max(1, (1 << 22) // max(rows_sv.size, 1))
+    total = 0.0
+    for start in range(0, n, step):
+        block = np.arange(start, min(n, start + step), dtype=np.intp)
+        dec = kernel(block, rows_sv) @ coef - rho
+        total += float(np.maximum(0.0, 1.0 - y_pm[block] * dec).sum())
+    loss = total / n
     nu = loss / norm
     if not nu > 0:
-        # the subsample is separated with margin 1: any small budget is equivalent
+        # u separates the data with margin 1: any small budget is equivalent
         nu = 1e-6
-    evals = int(info["n_kernel_evals"]) + m * sv.size
+    evals = int(info["n_kernel_evals"]) + (n + rows_sv.size) * rows_sv.size
     return nu, {"n_sub": int(m), "C_sub": float(C_sub), "loss": loss, "norm": norm,
                 "n_kernel_evals": evals, "seconds": time.perf_counter() - t0}
 
