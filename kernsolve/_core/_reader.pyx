@@ -290,7 +290,7 @@ cdef void parse_chunk(Chunk* ch, const Settings* st, Out* o) noexcept nogil:
     cdef int64_t k = ch.nnz_off
     cdef int64_t line = 0
     cdef int64_t idx, prev, first_idx, qv
-    cdef double v
+    cdef double v = 0.0
     cdef int rc, nd
     cdef bint first, has_qid, big, qneg
     cdef unsigned char c
