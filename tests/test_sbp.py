@@ -347,3 +347,21 @@ def test_perceptron_separable_and_trace():
     a = run(Xa, 2, 3, 0.5, 0.0, ya, 60, "perceptron", 0.0, 120, seed=5)
     b = run(Xa, 2, 3, 0.5, 0.0, ya, 60, "perceptron", 0.0, 120, seed=5, n_threads=2)
     assert np.array_equal(a["coef"], b["coef"])
+
+
+def test_determinism_parallel_kernel_rows():
+    """Rows long enough for the kernel engine's parallel path (and the update loop)."""
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(600, 100))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=600) > 0, 1.0, -1.0)
+    old = core._get_tuning()
+    core._set_tuning(par_min=16)
+    try:
+        opts = "-t 2 -g 0.01 -n 0.05 --solver sbp --epochs 0.25 --seed 4 -q"
+        m1 = kernsolve.train(y, X, opts + " --threads 1")
+        m2 = kernsolve.train(y, X, opts + " --threads 2")
+    finally:
+        core._set_tuning(par_min=old["par_min"])
+    assert np.array_equal(m1.dual_coef, m2.dual_coef)
+    assert np.array_equal(m1.rho, m2.rho)
+    assert m1.stats["n_kernel_evals"] == m2.stats["n_kernel_evals"]
