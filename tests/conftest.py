@@ -35,3 +35,18 @@ def shared():
         path = staticmethod(shared_path)
         lines = staticmethod(shared_lines)
     return Shared
+
+
+def package_env(**extra):
+    """Environment for a child Python that must import *this* kernsolve.
+
+    In development that is the in-place build in the repository; in CI it is
+    the installed copy, and the repository's source folder (which has no
+    compiled modules) must not shadow it. Run such children with a working
+    directory outside the repository for the same reason.
+    """
+    import kernsolve
+    root = os.path.dirname(os.path.dirname(os.path.abspath(kernsolve.__file__)))
+    env = dict(os.environ, **extra)
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    return env

@@ -13,19 +13,19 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import package_env
 
 
 def run_cli(tool, *args, cwd=None, input=None):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    env = package_env()
     env.pop("KERNSOLVE_DEBUG_CLI", None)
     return subprocess.run([sys.executable, "-m", f"kernsolve.cli.{tool}", *map(str, args)],
-                          cwd=cwd, env=env, capture_output=True, text=True, input=input,
+                          cwd=cwd or tempfile.gettempdir(), env=env, capture_output=True, text=True, input=input,
                           timeout=120)
 
 
@@ -430,12 +430,11 @@ def test_model_errors_leave_no_output(tmp_path, heart):
 def test_ctrl_c_during_training_exits_130_without_a_model(tmp_path, shared):
     """SIGINT once training is under way (its first progress line): exit 130, no file."""
     import signal
-    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               PYTHONUNBUFFERED="1")
+    env = package_env(PYTHONUNBUFFERED="1")
     model = tmp_path / "a9a.model"
     proc = subprocess.Popen([sys.executable, "-m", "kernsolve.cli.train", "-c", "100",
                              "-g", "0.005", shared.path("a9a"), str(model)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True)
     try:
         # the solver's progress line on stderr says training has started

@@ -7,12 +7,15 @@ scikit-learn is a test-only dependency.
 """
 import os
 import pickle
+import tempfile
 import warnings
 
 import joblib
 import numpy as np
 import pytest
 import scipy.sparse as sp
+
+from conftest import package_env
 
 sklearn = pytest.importorskip("sklearn")
 from sklearn import svm as sk_svm  # noqa: E402
@@ -451,10 +454,8 @@ def test_kernsolve_does_not_import_sklearn():
             "kernsolve.SVR().fit(X, X[:, 1]).score(X, X[:, 1])\n"
             "kernsolve.OneClassSVM().fit(X).predict(X)\n"
             "assert not any(m.split('.')[0] == 'sklearn' for m in sys.modules), 'sklearn'\n")
-    env = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(kernsolve.__file__)))
-    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
+    subprocess.run([sys.executable, "-c", code], check=True, env=package_env(),
+                   cwd=tempfile.gettempdir(), timeout=120)
 
 
 def test_precomputed_multiclass_zero_weights_equal_linear_kernel():
