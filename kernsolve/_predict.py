@@ -21,7 +21,7 @@ import sys
 import numpy as np
 import scipy.sparse as sp
 
-from ._kernels import as_canonical, kernel_matrix
+from ._kernels import as_canonical, as_operand, kernel_matrix
 from ._model import Model, _check_model
 
 # Bytes of kernel values per block (K block plus the product): bounds memory.
@@ -165,7 +165,9 @@ class _KernelBlocks:
         if sv.shape[1] != width:
             sv = _widen(sv, width)
         self.X = X
-        self.SV = as_canonical(sv, name="support vectors") if self.l else None
+        # Converted once (densified when kernel_matrix would do it per block).
+        self.SV = as_operand(sv, int(self.param.kernel_type),
+                             name="support vectors") if self.l else None
 
     def block(self, start, stop):
         Xb = self.X[start:stop]
