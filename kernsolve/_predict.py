@@ -14,7 +14,6 @@ values directly for two classes and LIBSVM's ``multiclass_probability``
 (pairwise coupling, same iteration and stopping rule) for more; one-class
 probabilities from the ten density marks.
 """
-import math
 import shlex
 import sys
 

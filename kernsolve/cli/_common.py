@@ -11,6 +11,8 @@ import sys
 import tempfile
 import warnings
 
+import numpy as np
+
 EXIT_USER_ERROR = 1
 EXIT_INTERRUPTED = 130
 
@@ -275,3 +277,33 @@ def read_data(path, precomputed=False):
                                   "1-based; index 0 appears only with -t 4, a "
                                   "precomputed kernel)") from None
         raise
+
+
+def c_divide(a, b):
+    """C's double division: x/0 is inf or nan instead of an exception."""
+    try:
+        return a / b
+    except ZeroDivisionError:
+        if a != a or a == 0:
+            return float("nan")
+        return float("inf") if a > 0 else float("-inf")
+
+
+def regression_summary(y, predicted):
+    """(mean squared error, squared correlation) summed in row order, as
+    svm-train and svm-predict accumulate them, so printed digits agree."""
+    error = sump = sumt = sumpp = sumtt = sumpt = 0.0
+    total = 0
+    for p, t in zip(np.asarray(predicted, dtype=np.float64).tolist(),
+                    np.asarray(y, dtype=np.float64).tolist()):
+        error += (p - t) * (p - t)
+        sump += p
+        sumt += t
+        sumpp += p * p
+        sumtt += t * t
+        sumpt += p * t
+        total += 1
+    mse = c_divide(error, total)
+    scc = c_divide((total * sumpt - sump * sumt) * (total * sumpt - sump * sumt),
+                   (total * sumpp - sump * sump) * (total * sumtt - sumt * sumt))
+    return mse, scc

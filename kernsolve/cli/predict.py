@@ -9,8 +9,9 @@ import sys
 
 import numpy as np
 
-from ._common import (CommandError, UsageError, atomic_output, check_input_path,
-                      check_output_path, parse_int, read_data, run, split_options)
+from ._common import (CommandError, UsageError, atomic_output, c_divide, check_input_path,
+                      check_output_path, parse_int, read_data, regression_summary, run,
+                      split_options)
 
 PROG = "kernsolve-predict"
 
@@ -69,35 +70,15 @@ def summary_lines(y, labels, svm_type):
     Sums run in row order, as svm-predict accumulates them, so the printed
     numbers are the same to the last digit.
     """
-    y = np.asarray(y, dtype=np.float64).tolist()
-    v = np.asarray(labels, dtype=np.float64).tolist()
-    total = len(y)
     if svm_type in _SVR:
-        error = sump = sumt = sumpp = sumtt = sumpt = 0.0
-        for p, t in zip(v, y):
-            error += (p - t) * (p - t)
-            sump += p
-            sumt += t
-            sumpp += p * p
-            sumtt += t * t
-            sumpt += p * t
-        mse = _div(error, total)
-        scc = _div((total * sumpt - sump * sumt) * (total * sumpt - sump * sumt),
-                   (total * sumpp - sump * sump) * (total * sumtt - sumt * sumt))
+        mse, scc = regression_summary(y, labels)
         return ["Mean squared error = %g (regression)\n" % mse,
                 "Squared correlation coefficient = %g (regression)\n" % scc]
-    correct = sum(1 for p, t in zip(v, y) if p == t)
+    total = len(y)
+    correct = int(np.count_nonzero(np.asarray(labels, dtype=np.float64)
+                                   == np.asarray(y, dtype=np.float64)))
     return ["Accuracy = %g%% (%d/%d) (classification)\n"
-            % (_div(float(correct), total) * 100, correct, total)]
-
-
-def _div(a, b):
-    try:
-        return a / b
-    except ZeroDivisionError:
-        if a != a or a == 0:
-            return float("nan")
-        return float("inf") if a > 0 else float("-inf")
+            % (c_divide(float(correct), total) * 100, correct, total)]
 
 
 def main(argv):

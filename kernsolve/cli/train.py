@@ -8,8 +8,8 @@ import sys
 
 import numpy as np
 
-from ._common import (CommandError, UsageError, check_input_path, check_output_path,
-                      parse_int, read_data, run, split_options)
+from ._common import (CommandError, UsageError, c_divide, check_input_path, check_output_path,
+                      parse_int, read_data, regression_summary, run, split_options)
 
 PROG = "kernsolve-train"
 
@@ -103,31 +103,12 @@ def report_cross_validation(y, target, svm_type, out=None):
     out = sys.stdout if out is None else out
     n = len(y)
     if svm_type in (3, 4):
-        total_error = sumv = sumy = sumvv = sumyy = sumvy = 0.0
-        for yi, vi in zip(y.tolist(), target.tolist()):
-            total_error += (vi - yi) * (vi - yi)
-            sumv += vi
-            sumy += yi
-            sumvv += vi * vi
-            sumyy += yi * yi
-            sumvy += vi * yi
-        out.write("Cross Validation Mean squared error = %g\n" % _div(total_error, n))
-        out.write("Cross Validation Squared correlation coefficient = %g\n" % _div(
-            (n * sumvy - sumv * sumy) * (n * sumvy - sumv * sumy),
-            (n * sumvv - sumv * sumv) * (n * sumyy - sumy * sumy)))
+        mse, scc = regression_summary(y, target)
+        out.write("Cross Validation Mean squared error = %g\n" % mse)
+        out.write("Cross Validation Squared correlation coefficient = %g\n" % scc)
     else:
         correct = int(np.count_nonzero(target == y))
-        out.write("Cross Validation Accuracy = %g%%\n" % _div(100.0 * correct, n))
-
-
-def _div(a, b):
-    """C's double division: x/0 is inf or nan instead of an exception."""
-    try:
-        return a / b
-    except ZeroDivisionError:
-        if a != a or a == 0:
-            return float("nan")
-        return float("inf") if a > 0 else float("-inf")
+        out.write("Cross Validation Accuracy = %g%%\n" % c_divide(100.0 * correct, n))
 
 
 def main(argv):
