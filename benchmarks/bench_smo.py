@@ -194,7 +194,7 @@ def markdown(rows):
         lines.append(
             f"| {r['data']} | {r['C']:g} | {r['gamma']:g} | {r['peer']} | {r['threads']} | "
             f"{r.get('wait_policy', '-')} | {_fmt(r.get('train_s'), '.1f')} | {_fmt(r.get('train_cpu_s'), '.1f')} | "
-            f"{_fmt(r.get('maxrss_mb'), '.0f')} | {_fmt(r.get('n_kernel_evals'), '.3g')} | "
+            f"{_fmt(r.get('maxrss_mb'), '.0f')} | {_fmt(r.get('n_kernel_evals'), '.4g')} | "
             f"{_fmt(r.get('n_iter'), 'd')} | {_fmt(r.get('n_sv'), 'd')} | "
             f"{_fmt(r.get('accuracy'), '.2f')} | {_fmt(r.get('load_avg'), '.1f')} |")
     return "\n".join(lines)
