@@ -1,0 +1,253 @@
+# Building blocks of the SMO solver (kernsolve/_core/_smo.pyx): the per-chunk
+# sweeps over the active set and the serial/parallel chooser.  They are inline
+# so each chunk of a parallel loop runs the same code as the serial loop.
+from libc.math cimport INFINITY
+from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
+
+from ._kernel cimport kfloat
+
+cdef enum:
+    LOWER_BOUND = 0
+    UPPER_BOUND = 1
+    FREE = 2
+
+# LIBSVM's TAU (the non-PSD guard) and the rejection margin of WSS2.
+cdef extern from *:
+    """
+    #define SMO_TAU 1e-12
+    #define SMO_SKIP_MARGIN (1.0 - 1e-12)
+    """
+    const double SMO_TAU
+    const double SMO_SKIP_MARGIN
+
+cdef struct UpPick:
+    double gp          # max -G[t] over y_t = +1, t not at upper bound
+    Py_ssize_t ip
+    double gn          # max  G[t] over y_t = -1, t not at lower bound
+    Py_ssize_t in_
+
+
+cdef struct LowPick:
+    double g2p         # max  G[t] over y_t = +1, t not at lower bound
+    double g2n         # max -G[t] over y_t = -1, t not at upper bound
+    double obj         # smallest second-order objective change
+    Py_ssize_t j
+
+
+cdef struct OnePick:
+    double viol        # largest projected-gradient violation
+    double obj
+    Py_ssize_t i
+
+
+cdef inline double _now() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return ts.tv_sec + 1e-9 * ts.tv_nsec
+
+
+cdef inline void _up_chunk(const double* G, const double* ys, const char* st,
+                    Py_ssize_t lo, Py_ssize_t hi, UpPick* r) noexcept nogil:
+    # ">=" keeps LIBSVM's rule that the last maximiser wins.
+    cdef double gp = -INFINITY, gn = -INFINITY
+    cdef Py_ssize_t ip = -1, in_ = -1, t
+    for t in range(lo, hi):
+        if ys[t] > 0:
+            if st[t] != UPPER_BOUND and -G[t] >= gp:
+                gp = -G[t]
+                ip = t
+        else:
+            if st[t] != LOWER_BOUND and G[t] >= gn:
+                gn = G[t]
+                in_ = t
+    r.gp = gp
+    r.ip = ip
+    r.gn = gn
+    r.in_ = in_
+
+
+cdef inline void _low_chunk(const double* G, const double* ys, const char* st,
+                     const double* QD,
+                     double gp, const kfloat* Kp, double qdp,
+                     double gn, const kfloat* Kn, double qdn,
+                     Py_ssize_t lo, Py_ssize_t hi, LowPick* r) noexcept nogil:
+    # K rows are unsigned kernel values: for every admissible j of either
+    # class, LIBSVM's quad_coef QD_i + QD_j -+ 2 y_i Q_ij equals
+    # QD_i + QD_j - 2 K_ij exactly.  Kp/Kn are only read when the matching
+    # G bound is finite (grad_diff > 0 is impossible otherwise).
+    #
+    # Most candidates cannot beat the best so far; a multiplication proves it
+    # without the division: gd^2 < w * quad with w = -obj (1 - 1e-12) implies
+    # that the rounded -gd^2 / quad is > obj, so skipping changes nothing.
+    cdef double g2p = -INFINITY, g2n = -INFINITY, obj = INFINITY
+    cdef double w = -INFINITY
+    cdef double gd, gd2, quad, od
+    cdef Py_ssize_t j = -1, t
+    for t in range(lo, hi):
+        if ys[t] > 0:
+            if st[t] != LOWER_BOUND:
+                gd = gp + G[t]
+                if G[t] >= g2p:
+                    g2p = G[t]
+                if gd > 0:
+                    quad = qdp + QD[t] - 2.0 * Kp[t]
+                    gd2 = gd * gd
+                    if quad > 0:
+                        if gd2 < w * quad:
+                            continue
+                        od = -gd2 / quad
+                    else:
+                        od = -gd2 / SMO_TAU
+                    if od <= obj:
+                        obj = od
+                        w = -obj * SMO_SKIP_MARGIN
+                        j = t
+        else:
+            if st[t] != UPPER_BOUND:
+                gd = gn - G[t]
+                if -G[t] >= g2n:
+                    g2n = -G[t]
+                if gd > 0:
+                    quad = qdn + QD[t] - 2.0 * Kn[t]
+                    gd2 = gd * gd
+                    if quad > 0:
+                        if gd2 < w * quad:
+                            continue
+                        od = -gd2 / quad
+                    else:
+                        od = -gd2 / SMO_TAU
+                    if od <= obj:
+                        obj = od
+                        w = -obj * SMO_SKIP_MARGIN
+                        j = t
+    r.g2p = g2p
+    r.g2n = g2n
+    r.obj = obj
+    r.j = j
+
+
+cdef inline void _one_chunk(const double* G, const char* st, const double* QD,
+                     Py_ssize_t lo, Py_ssize_t hi, OnePick* r) noexcept nogil:
+    # No-bias selection: the coordinate with the largest unconstrained
+    # decrease G_t^2 / Q_tt among KKT violators (bounds ignored, as WSS2 does).
+    cdef double viol = 0.0, obj = INFINITY, g, v, q, od
+    cdef Py_ssize_t i = -1, t
+    for t in range(lo, hi):
+        g = G[t]
+        if g < 0 and st[t] != UPPER_BOUND:
+            v = -g
+        elif g > 0 and st[t] != LOWER_BOUND:
+            v = g
+        else:
+            continue
+        if v >= viol:
+            viol = v
+        q = QD[t]
+        if q > 0:
+            od = -(g * g) / q
+        else:
+            od = -(g * g) / SMO_TAU
+        if od <= obj:
+            obj = od
+            i = t
+    r.viol = viol
+    r.obj = obj
+    r.i = i
+
+
+
+cdef inline void _axpy2_up_chunk(double* G, const double* ys, const char* st,
+                          const kfloat* Ki, double a, const kfloat* Kj, double b,
+                          Py_ssize_t lo, Py_ssize_t hi, UpPick* r) noexcept nogil:
+    """The gradient update fused with the next iteration's first WSS pass
+    (statuses are already updated): one sweep over G instead of two."""
+    cdef double gp = -INFINITY, gn = -INFINITY, g
+    cdef Py_ssize_t ip = -1, in_ = -1, t
+    for t in range(lo, hi):
+        g = G[t] + ys[t] * (Ki[t] * a + Kj[t] * b)
+        G[t] = g
+        if ys[t] > 0:
+            if st[t] != UPPER_BOUND and -g >= gp:
+                gp = -g
+                ip = t
+        else:
+            if st[t] != LOWER_BOUND and g >= gn:
+                gn = g
+                in_ = t
+    r.gp = gp
+    r.ip = ip
+    r.gn = gn
+    r.in_ = in_
+
+
+cdef struct Bandit:
+    # Parallel or serial, whichever is measured cheaper.  Now and then the
+    # other mode is tried for a few iterations; a mode that keeps losing is
+    # tried less and less often.  Only speed depends on the choice: every
+    # parallel reduction is exact, so the result is the same either way.
+    bint par
+    double cost[2]       # seconds per unit of work (EMA), serial / parallel
+    long long next_probe
+    long long gap
+    int probing          # iterations left in the current trial
+
+
+cdef inline void _bandit_init(Bandit* b, long long first) noexcept nogil:
+    b.par = True
+    b.cost[0] = -1.0
+    b.cost[1] = -1.0
+    b.next_probe = first
+    b.gap = 256
+    b.probing = 0
+
+
+cdef inline void _bandit_record(Bandit* b, double seconds, double units) noexcept nogil:
+    cdef int m = 1 if b.par else 0
+    cdef double v
+    if units <= 0:
+        return
+    v = seconds / units
+    if b.cost[m] < 0:
+        b.cost[m] = v
+    else:
+        b.cost[m] = 0.9 * b.cost[m] + 0.1 * v
+
+
+cdef inline void _bandit_step(Bandit* b, long long it) noexcept nogil:
+    cdef bint tried
+    if b.probing > 0:
+        b.probing -= 1
+        if b.probing > 0:
+            return
+        tried = b.par
+        if b.cost[0] >= 0 and b.cost[1] >= 0:
+            b.par = b.cost[1] < b.cost[0]
+        elif b.cost[1 if tried else 0] < 0:
+            # Nothing measured in the trial (no long loop, no row computed):
+            # go back and try again later.
+            b.par = not tried
+        if b.par == tried:
+            b.gap = 256
+        elif b.gap < 65536:
+            b.gap *= 2
+        b.next_probe = it + b.gap
+        return
+    if it >= b.next_probe:
+        b.par = not b.par
+        b.cost[1 if b.par else 0] = -1.0
+        b.probing = 8
+
+
+cdef inline void _combine_up(const UpPick* u, int nc, UpPick* r) noexcept nogil:
+    # Chunks in index order with ">=": the serial scan's last maximiser.
+    cdef int c
+    r[0] = u[0]
+    for c in range(1, nc):
+        if u[c].ip != -1 and u[c].gp >= r.gp:
+            r.gp = u[c].gp
+            r.ip = u[c].ip
+        if u[c].in_ != -1 and u[c].gn >= r.gn:
+            r.gn = u[c].gn
+            r.in_ = u[c].in_
+
+
