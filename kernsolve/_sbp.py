@@ -106,8 +106,9 @@ def check_parameters(param):
         raise ValueError("--solver sbp trains classifiers: use -s 0 (C-SVC) or "
                          f"-s 1 (nu-SVC), got -s {param.svm_type}")
     rule, value = _nu_rule(param)
-    if rule == "nu" and not 0 < value <= 1:
-        raise ValueError(f"-n: the SBP slack budget nu must be in (0, 1], got {value:g}")
+    # nu = 1 lets every point be a margin error: the problem has no content.
+    if rule == "nu" and not 0 < value < 1:
+        raise ValueError(f"-n: the SBP slack budget nu must be in (0, 1), got {value:g}")
     if rule == "C" and not value > 0:
         raise ValueError(f"-c: C must be > 0, got {value:g}")
     if param.weight:

@@ -259,8 +259,9 @@ def test_stopping_rules(heart):
 
 
 @pytest.mark.parametrize("options, message", [
-    ("-n 0 --solver sbp", r"nu must be in \(0, 1\]"),
-    ("-n 1.5 --solver sbp", r"nu must be in \(0, 1\]"),
+    ("-n 0 --solver sbp", r"nu must be in \(0, 1\)"),
+    ("-n 1 --solver sbp", r"nu must be in \(0, 1\)"),
+    ("-n 1.5 --solver sbp", r"nu must be in \(0, 1\)"),
     ("-n 0.1 --solver sbp --epochs 0", "--epochs: must be > 0"),
     ("-n 0.1 --solver sbp --epochs -2", "--epochs: must be > 0"),
     ("-n 0.1 --solver sbp --max-kernel-evals 0", "--max-kernel-evals"),
