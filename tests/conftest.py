@@ -1,4 +1,6 @@
 """Shared fixtures: the real datasets of ../shared/data, read in small slices."""
+import contextlib
+import ctypes
 import lzma
 import os
 
@@ -50,3 +52,24 @@ def package_env(**extra):
     env = dict(os.environ, **extra)
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     return env
+
+
+@contextlib.contextmanager
+def libsvm_serial():
+    """Run libsvm-official's OpenMP loops on one thread, restoring the setting after.
+
+    Its small parallel loops spin for seconds when the cores are busy; one
+    thread gives the same numbers quickly. kernsolve always receives an
+    explicit thread count, so this does not change what kernsolve runs.
+    """
+    try:
+        gomp = ctypes.CDLL("libgomp.so.1")
+    except OSError:
+        yield
+        return
+    previous = gomp.omp_get_max_threads()
+    gomp.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        gomp.omp_set_num_threads(previous)

@@ -1,6 +1,5 @@
 """kernsolve.cross_validation (issue 7): folds, oracles, thread budget, CLI -v."""
 import contextlib
-import ctypes
 import io
 import re
 import warnings
@@ -13,6 +12,8 @@ import kernsolve
 from kernsolve import cross_validation, predict, read_problem, train
 from kernsolve._cv import make_folds, plan_waves, train_rows
 from kernsolve._random import integers, permutation
+
+from conftest import libsvm_serial
 
 
 def _problem(shared, name, n_rows=None):
@@ -148,13 +149,7 @@ def test_same_folds_in_libsvm_official_give_the_same_predictions(heart):
     svmutil = pytest.importorskip("libsvm.svmutil")
     y, X = heart
     r = cross_validation(y, X, "-c 4 -q", n_folds=5, n_jobs=1)
-    try:
-        gomp = ctypes.CDLL("libgomp.so.1")  # LIBSVM single-threaded (busy machine)
-        previous = gomp.omp_get_max_threads()
-        gomp.omp_set_num_threads(1)
-    except OSError:
-        gomp = None
-    try:
+    with libsvm_serial():
         Xd = X.toarray()
         target = np.empty(len(y))
         for i, test in enumerate(r.folds):
@@ -165,9 +160,6 @@ def test_same_folds_in_libsvm_official_give_the_same_predictions(heart):
             with contextlib.redirect_stdout(io.StringIO()):
                 pred, _, _ = svmutil.svm_predict(y[test].tolist(), test_x, model, "-q")
             target[test] = pred
-    finally:
-        if gomp is not None:
-            gomp.omp_set_num_threads(previous)
     assert np.sum(target != r.target) <= 1
 
 

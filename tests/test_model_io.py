@@ -6,8 +6,6 @@ Oracle: libsvm-official 3.37 trains the models and writes them
 same numbers and the same predictions, and turn every corrupt file into a
 ModelFormatError (never a crash).
 """
-import contextlib
-import ctypes
 import io
 import os
 
@@ -15,7 +13,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from conftest import shared_lines
+from conftest import libsvm_serial, shared_lines
 from kernsolve import ModelFormatError
 from kernsolve._model import Model, load_model, save_model
 from kernsolve._params import Parameters
@@ -24,26 +22,6 @@ svmutil = pytest.importorskip("libsvm.svmutil")
 load_svmlight_file = pytest.importorskip("sklearn.datasets").load_svmlight_file
 
 _CACHE = {}
-
-
-@contextlib.contextmanager
-def libsvm_serial():
-    """Run libsvm-official's OpenMP loops on one thread, restoring the setting after.
-
-    Its tiny parallel loops over a few hundred SVs spin for seconds when the
-    cores are busy; one thread gives the same numbers (classification) quickly.
-    """
-    try:
-        gomp = ctypes.CDLL("libgomp.so.1")
-    except OSError:
-        yield
-        return
-    old = gomp.omp_get_max_threads()
-    gomp.omp_set_num_threads(1)
-    try:
-        yield
-    finally:
-        gomp.omp_set_num_threads(old)
 
 
 def data(name, n_lines, n_features=None):

@@ -8,8 +8,6 @@ kernsolve's SMO accuracy on the same data; a brute-force water filling of
 the responses recomputed from the model; bit-identical results for 1 and 2
 threads.
 """
-import contextlib
-import ctypes
 import io
 
 import numpy as np
@@ -20,7 +18,7 @@ import kernsolve
 from kernsolve._core import _sbp as core
 from kernsolve._kernels import as_canonical, kernel_matrix
 
-from conftest import shared_lines
+from conftest import libsvm_serial, shared_lines
 
 G_HEART = 1.0 / 13
 
@@ -290,22 +288,6 @@ def test_bad_data():
         core.solve(np.eye(3), 2, 3, 1.0, 0.0, np.array([1, 1, 1], np.int8), 3, 0.1)
     with pytest.raises(ValueError, match="nu"):
         core.solve(np.eye(3), 2, 3, 1.0, 0.0, np.array([1, -1, 1], np.int8), 3, 0.0)
-
-
-@contextlib.contextmanager
-def libsvm_serial():
-    """libsvm-official's OpenMP loops on one thread (they spin on a busy machine)."""
-    try:
-        gomp = ctypes.CDLL("libgomp.so.1")
-    except OSError:
-        yield
-        return
-    old = gomp.omp_get_max_threads()
-    gomp.omp_set_num_threads(1)
-    try:
-        yield
-    finally:
-        gomp.omp_set_num_threads(old)
 
 
 # ------------------------------------------------------- comparison solvers

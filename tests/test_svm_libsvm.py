@@ -9,7 +9,6 @@ weights; and, for what LIBSVM lacks, an oracle of its own: sample weights vs
 LIBSVM on duplicated rows, the no-bias variant vs its KKT conditions, Platt's
 fit vs scipy's optimiser.
 """
-import contextlib
 import ctypes
 import io
 import os
@@ -26,6 +25,7 @@ from sklearn.metrics.pairwise import (linear_kernel, polynomial_kernel, rbf_kern
 svmutil = pytest.importorskip("libsvm.svmutil")
 
 import kernsolve  # noqa: E402
+from conftest import libsvm_serial  # noqa: E402
 from kernsolve import _probability  # noqa: E402
 from kernsolve._svm import train  # noqa: E402
 
@@ -34,23 +34,9 @@ _CACHE = {}
 
 @pytest.fixture(autouse=True, scope="module")
 def libsvm_single_threaded():
-    """Run LIBSVM's OpenMP build with one thread while this module runs.
-
-    Its kernel loops otherwise use every core, and on a busy machine the
-    spinning threads make each fit seconds slower; kernsolve is always given
-    an explicit thread count here.  The previous default is restored after.
-    """
-    try:
-        gomp = ctypes.CDLL("libgomp.so.1")
-    except OSError:
+    """LIBSVM's OpenMP build on one thread while this module runs."""
+    with libsvm_serial():
         yield
-        return
-    previous = gomp.omp_get_max_threads()
-    gomp.omp_set_num_threads(1)
-    try:
-        yield
-    finally:
-        gomp.omp_set_num_threads(previous)
 
 
 def load(shared, name, n_rows, n_features):
