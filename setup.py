@@ -88,6 +88,14 @@ with open(os.path.join("kernsolve", "_build_config.py"), "w") as f:
     f.write(f"COMPILER = {_compiler()!r}\n")
     f.write(f"COMPILE_ARGS = {COMPILE_ARGS!r}\n")
 
+def _selected(path):
+    # Developer switch: KERNSOLVE_ONLY=_dsg,_features rebuilds just those modules,
+    # so one engineer's half-written .pyx does not stop another's build.
+    only = os.environ.get("KERNSOLVE_ONLY", "").strip()
+    name = os.path.splitext(os.path.basename(path))[0]
+    return not only or name in {m.strip() for m in only.split(",")}
+
+
 extensions = [
     Extension(
         "kernsolve._core." + os.path.splitext(os.path.basename(path))[0],
@@ -98,6 +106,7 @@ extensions = [
         extra_link_args=LINK_ARGS,
     )
     for path in sorted(glob.glob("kernsolve/_core/*.pyx"))
+    if _selected(path)
 ]
 
 setup(
