@@ -78,3 +78,10 @@ cdef class KernelRows:
 cdef void add_scaled_row(double* c, const kfloat* row, const signed char* y,
                          double coef, Py_ssize_t start, Py_ssize_t end,
                          int n_threads) noexcept nogil
+
+
+# Point ``out`` at a canonical dense (C-order float64) or CSR matrix (from
+# kernsolve._kernels.as_canonical) after checking its structure; returns the
+# arrays to keep alive while ``out`` is used.  Shared by every module that
+# walks Rows (kernel engine, random features, DSG).
+cdef object as_rows(object X, Rows* out)

@@ -332,7 +332,7 @@ cdef inline double _mean_cost(const Rows* X) noexcept nogil:
 
 # ---------------------------------------------------------- Python <-> Rows
 
-cdef object _as_rows(object X, Rows* out):
+cdef object as_rows(object X, Rows* out):
     """Point ``out`` at a canonical dense or CSR matrix; return what to keep alive."""
     if sp.issparse(X):
         if X.format != "csr":
@@ -377,7 +377,7 @@ cdef object _as_rows(object X, Rows* out):
 def row_norms(X, int kernel_type):
     """Squared norms (L1 norms for the Laplacian kernel) of the rows of canonical X."""
     cdef Rows R
-    keep = _as_rows(X, &R)
+    keep = as_rows(X, &R)
     out = np.empty(R.n_rows, dtype=np.float64)
     cdef double[::1] o = out
     cdef Py_ssize_t i
@@ -517,8 +517,8 @@ def _kernel_matrix(X, Y, int kernel_type, int degree, double gamma, double coef0
     cdef KernelParams kp
     if kernel_type not in (LINEAR, POLY, RBF, SIGMOID, LAPLACIAN):
         raise ValueError(f"kernel_matrix does not compute kernel type {kernel_type}")
-    keep_x = _as_rows(X, &RX)
-    keep_y = _as_rows(Y, &RY)
+    keep_x = as_rows(X, &RX)
+    keep_y = as_rows(Y, &RY)
     if RX.n_features != RY.n_features:
         raise ValueError(f"X has {RX.n_features} features but Y has {RY.n_features}")
     kp.kind = kernel_type
@@ -608,7 +608,7 @@ cdef class KernelRows:
             raise ValueError(f"cache size must be a finite number of MB >= 0, got {cache_mb}")
         if n_threads < 1:
             raise ValueError(f"n_threads must be >= 1, got {n_threads}")
-        self._keepalive = _as_rows(X, &self.X)
+        self._keepalive = as_rows(X, &self.X)
         cdef Py_ssize_t n = self.X.n_rows, i
         if n < 1:
             raise ValueError("X has no rows")
