@@ -107,13 +107,14 @@ cdef inline double rng_normal(uint64_t key, uint64_t counter) noexcept nogil:
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2)
 
 
-cdef inline void rng_normal_pair(uint64_t key, uint64_t counter, double* z0,
-                                 double* z1) noexcept nogil:
-    """Both Box-Muller branches of one counter: z0 = rng_normal(key, counter) and
-    z1 = sqrt(-2 log u1) * sin(2 pi u2), independent of z0.  Half the libm
-    work per normal, for callers that can address normals in pairs.
+cdef inline void rng_normal_pair_sub(uint64_t key, uint64_t counter, uint32_t sub,
+                                     double* z0, double* z1) noexcept nogil:
+    """Both Box-Muller branches of block (key, counter, sub): with a, b the low and
+    high 64 bits, z0 = sqrt(-2 log u1) cos(2 pi u2), z1 = sqrt(-2 log u1) sin(2 pi u2).
+    The one home of the pair formula (DSG's Gaussian features address normals
+    by sub-counter; doc/dsg.md).
     """
-    cdef philox_out o = rng_block(key, counter, 0)
+    cdef philox_out o = rng_block(key, counter, sub)
     cdef uint64_t a = <uint64_t>o.v0 | (<uint64_t>o.v1 << 32)
     cdef uint64_t b = <uint64_t>o.v2 | (<uint64_t>o.v3 << 32)
     cdef double u1 = <double>((a >> 11) + 1) * 1.1102230246251565e-16
@@ -124,15 +125,32 @@ cdef inline void rng_normal_pair(uint64_t key, uint64_t counter, double* z0,
     z1[0] = r * sin(angle)
 
 
-cdef inline double rng_cauchy(uint64_t key, uint64_t counter) noexcept nogil:
-    """Standard Cauchy: tan(pi * (u - 0.5)) with u = (2 (a >> 12) + 1) * 2**-53 in (0, 1).
+cdef inline void rng_normal_pair(uint64_t key, uint64_t counter, double* z0,
+                                 double* z1) noexcept nogil:
+    """Both Box-Muller branches of one counter: z0 = rng_normal(key, counter) and
+    z1 = sqrt(-2 log u1) * sin(2 pi u2), independent of z0.  Half the libm
+    work per normal, for callers that can address normals in pairs.
+    """
+    rng_normal_pair_sub(key, counter, 0, z0, z1)
+
+
+cdef inline double rng_cauchy_sub(uint64_t key, uint64_t counter,
+                                  uint32_t sub) noexcept nogil:
+    """Standard Cauchy from the low 64 bits a of block (key, counter, sub):
+    tan(pi * (u - 0.5)) with u = (2 (a >> 12) + 1) * 2**-53 in (0, 1).
 
     u is an odd multiple of 2**-53, so u - 0.5 is exact, never 0.5 in magnitude,
     and the draw is symmetric about 0 bit for bit.
     """
-    cdef uint64_t a = rng_u64(key, counter)
+    cdef philox_out o = rng_block(key, counter, sub)
+    cdef uint64_t a = <uint64_t>o.v0 | (<uint64_t>o.v1 << 32)
     cdef double u = <double>(((a >> 12) << 1) | 1) * 1.1102230246251565e-16
     return tan(3.141592653589793 * (u - 0.5))
+
+
+cdef inline double rng_cauchy(uint64_t key, uint64_t counter) noexcept nogil:
+    """Standard Cauchy draw ``counter``: rng_cauchy_sub with sub-counter 0."""
+    return rng_cauchy_sub(key, counter, 0)
 
 
 cdef inline uint64_t _mulhi64(uint64_t x, uint64_t y) noexcept nogil:

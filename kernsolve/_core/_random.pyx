@@ -8,7 +8,8 @@ from cython.parallel cimport prange
 from libc.stdint cimport uint32_t, uint64_t, int64_t
 
 from ._random cimport (philox_out, philox4x32_10, rng_key, rng_u64, rng_uniform,
-                       rng_normal, rng_normal_pair, rng_cauchy, rng_integer,
+                       rng_normal, rng_normal_pair, rng_normal_pair_sub, rng_cauchy,
+                       rng_cauchy_sub, rng_integer,
                        rng_permutation,
                        STREAM_FEATURES, STREAM_PHASES, STREAM_SAMPLING,
                        STREAM_FOLDS, STREAM_PROBABILITY, STREAM_SHUFFLE)
@@ -57,9 +58,21 @@ def normal_pair1(uint64_t key, uint64_t counter):
     return (z0, z1)
 
 
+def normal_pair_sub1(uint64_t key, uint64_t counter, uint32_t sub):
+    """rng_normal_pair_sub(key, counter, sub) as a tuple."""
+    cdef double z0, z1
+    rng_normal_pair_sub(key, counter, sub, &z0, &z1)
+    return (z0, z1)
+
+
 def cauchy1(uint64_t key, uint64_t counter):
     """rng_cauchy(key, counter)."""
     return rng_cauchy(key, counter)
+
+
+def cauchy_sub1(uint64_t key, uint64_t counter, uint32_t sub):
+    """rng_cauchy_sub(key, counter, sub)."""
+    return rng_cauchy_sub(key, counter, sub)
 
 
 def integer1(uint64_t key, uint64_t counter, uint64_t n):

@@ -1,0 +1,233 @@
+"""Random Fourier features regenerated from a seed (the algorithm: doc/dsg.md).
+
+The cdef functions declared in _features.pxd are the feature map DSG trains
+and predicts with; the Python-visible functions below fill arrays for the
+front end, kernsolve/_features.py, which validates and allocates.  Every
+output element is a pure function of (seed, feature index, row), computed by
+one code path whatever the thread count, so results are bit-identical for any
+n_jobs.
+"""
+from cython.parallel cimport prange
+from libc.stdlib cimport malloc, free
+from libc.math cimport sqrt, cos
+from libc.stdint cimport uint32_t, uint64_t, int32_t, int64_t
+
+cimport numpy as cnp
+import numpy as np
+import scipy.sparse as sp
+
+from ._random cimport (rng_key, rng_uniform, rng_normal_pair_sub, rng_cauchy_sub,
+                       STREAM_FEATURES, STREAM_PHASES)
+from ._rows cimport Rows, row_ptr
+
+cnp.import_array()
+
+# sqrt(2) and 2 pi rounded to double: the constants of doc/dsg.md.
+cdef double SQRT2 = 1.4142135623730951
+cdef double TWO_PI = 6.283185307179586
+# Input columns below which direction generation stays serial: waking the
+# OpenMP team costs more than a few hundred Philox calls.
+cdef Py_ssize_t PAR_MIN_DRAWS = 4096
+# Directions of one chunk of random_features kept within this many doubles
+# (1 MB), so the rows' axpys read omega from the L2 cache.
+cdef Py_ssize_t CHUNK_DOUBLES = 1 << 17
+
+FEATURE_CODES = {"gaussian": FEATURE_GAUSSIAN, "laplacian": FEATURE_LAPLACIAN}
+
+
+cdef void fm_init(FeatureMap* fm, int kernel, double gamma, Py_ssize_t n_features,
+                  Py_ssize_t block_size, uint64_t seed) noexcept nogil:
+    fm.kernel = kernel
+    fm.gamma = gamma
+    fm.n_features = n_features
+    fm.block_size = block_size
+    fm.key_omega = rng_key(seed, STREAM_FEATURES)
+    fm.key_phase = rng_key(seed, STREAM_PHASES)
+
+
+cdef inline void _gaussian_pair(const FeatureMap* fm, int64_t g0, Py_ssize_t count,
+                                Py_ssize_t p, double scale, double* omega) noexcept nogil:
+    """Columns 2p and 2p+1 of count Gaussian directions: one Philox block each."""
+    cdef Py_ssize_t f, j = 2 * p
+    cdef double z0, z1
+    cdef double* w0 = omega + j * count
+    cdef double* w1 = w0 + count
+    cdef bint has_odd = j + 1 < fm.n_features
+    for f in range(count):
+        rng_normal_pair_sub(fm.key_omega, <uint64_t>(g0 + f), <uint32_t>p, &z0, &z1)
+        w0[f] = scale * z0
+        if has_odd:
+            w1[f] = scale * z1
+
+
+cdef inline void _laplacian_column(const FeatureMap* fm, int64_t g0, Py_ssize_t count,
+                                   Py_ssize_t j, double* omega) noexcept nogil:
+    cdef Py_ssize_t f
+    cdef double* w = omega + j * count
+    for f in range(count):
+        w[f] = fm.gamma * rng_cauchy_sub(fm.key_omega, <uint64_t>(g0 + f), <uint32_t>j)
+
+
+cdef void fm_features(const FeatureMap* fm, int64_t g0, Py_ssize_t count,
+                      double* omega, double* phase, int n_threads) noexcept nogil:
+    cdef Py_ssize_t f, u, n_units
+    cdef Py_ssize_t d = fm.n_features
+    # sqrt(2 gamma) rounded once, then one product per draw (doc/dsg.md).
+    cdef double scale = sqrt(2.0 * fm.gamma)
+    for f in range(count):
+        phase[f] = TWO_PI * rng_uniform(fm.key_phase, <uint64_t>(g0 + f))
+    if fm.kernel == FEATURE_GAUSSIAN:
+        n_units = (d + 1) // 2
+    else:
+        n_units = d
+    if n_threads > 1 and d * count >= PAR_MIN_DRAWS:
+        if fm.kernel == FEATURE_GAUSSIAN:
+            for u in prange(n_units, num_threads=n_threads, schedule="static"):
+                _gaussian_pair(fm, g0, count, u, scale, omega)
+        else:
+            for u in prange(n_units, num_threads=n_threads, schedule="static"):
+                _laplacian_column(fm, g0, count, u, omega)
+    elif fm.kernel == FEATURE_GAUSSIAN:
+        for u in range(n_units):
+            _gaussian_pair(fm, g0, count, u, scale, omega)
+    else:
+        for u in range(n_units):
+            _laplacian_column(fm, g0, count, u, omega)
+
+
+cdef void fm_block(const FeatureMap* fm, int64_t block, double* omega,
+                   double* phase) noexcept nogil:
+    fm_features(fm, block * fm.block_size, fm.block_size, omega, phase, 1)
+
+
+cdef void fm_apply_row_n(const double* omega, const double* phase, Py_ssize_t count,
+                         const Rows* X, Py_ssize_t i, double* out) noexcept nogil:
+    cdef const double* v
+    cdef const int32_t* ix
+    cdef const double* w
+    cdef Py_ssize_t m = row_ptr(X, i, &v, &ix)
+    cdef Py_ssize_t t, f, j
+    cdef double xj
+    for f in range(count):
+        out[f] = 0.0
+    # Terms in increasing column order (CSR indices are sorted), one axpy per
+    # nonzero; a zero x_j adds nothing, so dense zeros are skipped and dense
+    # and CSR rows give the same bits.
+    for t in range(m):
+        xj = v[t]
+        if xj == 0.0:
+            continue
+        j = ix[t] if ix != NULL else t
+        w = omega + j * count
+        for f in range(count):
+            out[f] = out[f] + xj * w[f]
+    for f in range(count):
+        out[f] = SQRT2 * cos(out[f] + phase[f])
+
+
+cdef void fm_apply_row(const FeatureMap* fm, const double* omega, const double* phase,
+                       const Rows* X, Py_ssize_t i, double* out) noexcept nogil:
+    fm_apply_row_n(omega, phase, fm.block_size, X, i, out)
+
+
+# ------------------------------------------------------------ Python fills
+
+cdef object _rows(object X, Rows* out):
+    """Point ``out`` at canonical X (kernsolve._kernels.as_canonical); return the
+    arrays to keep alive."""
+    if sp.issparse(X):
+        data = np.ascontiguousarray(X.data, dtype=np.float64)
+        indices = np.ascontiguousarray(X.indices, dtype=np.int32)
+        indptr = np.ascontiguousarray(X.indptr, dtype=np.int64)
+        out.is_sparse = True
+        out.values = <const double*>cnp.PyArray_DATA(data)
+        out.indices = <const int32_t*>cnp.PyArray_DATA(indices)
+        out.indptr = <const int64_t*>cnp.PyArray_DATA(indptr)
+        keep = (data, indices, indptr)
+    else:
+        arr = np.ascontiguousarray(X, dtype=np.float64)
+        out.is_sparse = False
+        out.values = <const double*>cnp.PyArray_DATA(arr)
+        out.indices = NULL
+        out.indptr = NULL
+        keep = (arr,)
+    out.n_rows = X.shape[0]
+    out.n_features = X.shape[1]
+    return keep
+
+
+def fill_directions(int kernel, double gamma, Py_ssize_t n_features, uint64_t seed,
+                    int64_t start, double[:, ::1] omega_t, double[::1] phase,
+                    int n_threads=1):
+    """omega_t[j, f] = omega_{start+f, j} (shape (n_features, count)), phase[f] = b_{start+f}."""
+    cdef FeatureMap fm
+    cdef Py_ssize_t count = phase.shape[0]
+    if omega_t.shape[0] != n_features or omega_t.shape[1] != count:
+        raise ValueError("omega_t must have shape (n_features, count)")
+    if count == 0 or n_features == 0:
+        if count:
+            fill_phase_only(seed, start, phase)
+        return
+    fm_init(&fm, kernel, gamma, n_features, count, seed)
+    with nogil:
+        fm_features(&fm, start, count, &omega_t[0, 0], &phase[0], n_threads)
+
+
+cdef void fill_phase_only_c(uint64_t key, int64_t start, double* phase,
+                            Py_ssize_t count) noexcept nogil:
+    cdef Py_ssize_t f
+    for f in range(count):
+        phase[f] = TWO_PI * rng_uniform(key, <uint64_t>(start + f))
+
+
+def fill_phase_only(uint64_t seed, int64_t start, double[::1] phase):
+    if phase.shape[0]:
+        fill_phase_only_c(rng_key(seed, STREAM_PHASES), start, &phase[0], phase.shape[0])
+
+
+def fill_features(X, int kernel, double gamma, uint64_t seed, int64_t start,
+                  double[:, ::1] out, int n_threads=1):
+    """out[i, c] = phi_{start+c}(x_i) for canonical X (dense C-order or sorted CSR).
+
+    Features are made in chunks of at most ~1 MB of directions; each chunk's
+    directions are generated once (in parallel over input columns), then rows
+    are mapped in parallel.  Chunking changes no value: a feature depends only
+    on its global index.
+    """
+    cdef Rows R
+    keep = _rows(X, &R)
+    cdef Py_ssize_t n = R.n_rows, d = R.n_features, total = out.shape[1]
+    cdef Py_ssize_t chunk, c0, cnt, i
+    cdef FeatureMap fm
+    cdef double* omega = NULL
+    cdef double* phase = NULL
+    if out.shape[0] != n:
+        raise ValueError("out must have one row per row of X")
+    if n == 0 or total == 0:
+        return
+    chunk = CHUNK_DOUBLES // (d if d > 0 else 1)
+    if chunk < 16:
+        chunk = 16
+    if chunk > 1024:
+        chunk = 1024
+    if chunk > total:
+        chunk = total
+    fm_init(&fm, kernel, gamma, d, chunk, seed)
+    omega = <double*>malloc(max(d, 1) * chunk * sizeof(double))
+    phase = <double*>malloc(chunk * sizeof(double))
+    if omega == NULL or phase == NULL:
+        free(omega)
+        free(phase)
+        raise MemoryError("cannot allocate the random-feature directions")
+    try:
+        with nogil:
+            c0 = 0
+            while c0 < total:
+                cnt = chunk if c0 + chunk <= total else total - c0
+                fm_features(&fm, start + c0, cnt, omega, phase, n_threads)
+                for i in prange(n, num_threads=n_threads, schedule="static"):
+                    fm_apply_row_n(omega, phase, cnt, &R, i, &out[i, c0])
+                c0 = c0 + cnt
+    finally:
+        free(omega)
+        free(phase)
