@@ -31,6 +31,8 @@ _EXPORTS = {
     "NotFittedError": "._estimators",
     "cross_validation": "._cv",
     "grid_search": "._grid",
+    "random_features": "._features",
+    "median_gamma": "._features",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
