@@ -299,7 +299,13 @@ def save_model(path, model):
     OSError
         The file cannot be written.
     """
-    text = _format_model(model)
+    text = model.to_text() if hasattr(model, "to_text") else _format_model(model)
+    write_text_atomically(path, text)
+
+
+def write_text_atomically(path, text):
+    """Write ``text`` to a temporary file beside ``path``, then rename it over
+    ``path``: an interrupted save never leaves half a file."""
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".",
@@ -398,6 +404,9 @@ def load_model(path):
     lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
     if not lines:
         r.fail(1, "empty model file")
+    first = lines[0].split()
+    if len(first) == 2 and first[0] == MODEL_MAGIC:
+        return _load_other_kind(first[1], lines, r)
 
     header = {}
     where = {}
@@ -673,3 +682,24 @@ def _slow_pairs(r, lineno, pairs, t):
         idx[q] = j
         val[q] = v
     return idx, val
+
+
+# ------------------------------------------------- models LIBSVM cannot hold
+# Solvers whose models are not kernel expansions in LIBSVM's layout (DSG's
+# random-feature blocks, ...) write files whose first line is
+# "kernsolve_model <kind>"; the class of each kind has ``to_text()`` and a
+# classmethod ``from_lines(lines, fail)`` (``fail(lineno, problem)`` raises
+# ModelFormatError).  Imported lazily: loading a LIBSVM model needs none of them.
+MODEL_MAGIC = "kernsolve_model"
+MODEL_KINDS = {
+    "dsg": ("kernsolve._dsg", "DSGModel"),
+}
+
+
+def _load_other_kind(kind, lines, reader):
+    import importlib
+    if kind not in MODEL_KINDS:
+        reader.fail(1, f"unknown kernsolve model kind {kind[:40]!r} "
+                       f"(known: {', '.join(sorted(MODEL_KINDS))})")
+    module, cls = MODEL_KINDS[kind]
+    return getattr(importlib.import_module(module), cls).from_lines(lines, reader.fail)
