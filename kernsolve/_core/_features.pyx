@@ -231,3 +231,27 @@ def fill_features(X, int kernel, double gamma, uint64_t seed, int64_t start,
     finally:
         free(omega)
         free(phase)
+
+
+def block_features(X, int kernel, double gamma, uint64_t seed, int64_t block,
+                   Py_ssize_t block_size):
+    """phi_g(x_i) of block ``block`` through fm_init / fm_block / fm_apply_row,
+    the exact calls DSG makes (for tests of the .pxd contract); serial."""
+    cdef Rows R
+    keep = _rows(X, &R)
+    cdef FeatureMap fm
+    cdef Py_ssize_t i, F = block_size, d = R.n_features
+    out = np.empty((R.n_rows, F), dtype=np.float64)
+    omega_arr = np.empty(max(d, 1) * max(F, 1), dtype=np.float64)
+    phase_arr = np.empty(max(F, 1), dtype=np.float64)
+    cdef double[:, ::1] o = out
+    cdef double[::1] om = omega_arr
+    cdef double[::1] ph = phase_arr
+    if R.n_rows == 0 or F == 0:
+        return out
+    fm_init(&fm, kernel, gamma, d, F, seed)
+    with nogil:
+        fm_block(&fm, block, &om[0], &ph[0])
+        for i in range(R.n_rows):
+            fm_apply_row(&fm, &om[0], &ph[0], &R, i, &o[i, 0])
+    return out

@@ -1,0 +1,305 @@
+"""Random Fourier features (kernsolve/_features.py, _core/_features.pxd).
+
+Oracles: a pure-Python implementation of doc/dsg.md "Random features" built
+on the pure-Python Philox of tests/test_random.py (bit for bit), the exact
+kernel matrix (Monte Carlo convergence at rate 1/sqrt(D)), and brute-force
+numpy distances for the median trick.
+"""
+import io
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_svmlight_file
+
+from conftest import shared_lines
+from test_random import ref_key, ref_words
+
+import kernsolve
+from kernsolve import _features as KF
+from kernsolve._core import _features as CF
+from kernsolve._random import permutation
+
+SQRT2 = 1.4142135623730951
+TWO_PI = 6.283185307179586
+
+
+# ---------------------------------------------------------------------------
+# Reference implementation, written from doc/dsg.md only.
+
+def ref_direction(kernel, gamma, seed, g, d):
+    """omega_g (length d) and b_g of global feature g."""
+    ko, kp = ref_key(seed, 1), ref_key(seed, 2)
+    y = ref_words(kp, g)
+    b = TWO_PI * (((y[0] | (y[1] << 32)) >> 11) * 2.0 ** -53)
+    w = []
+    for j in range(d):
+        if kernel == "rbf":
+            y = ref_words(ko, g, j >> 1)
+            a = y[0] | (y[1] << 32)
+            c = y[2] | (y[3] << 32)
+            u1 = ((a >> 11) + 1) * 2.0 ** -53
+            u2 = (c >> 11) * 2.0 ** -53
+            r = math.sqrt(-2.0 * math.log(u1))
+            z = r * math.cos(TWO_PI * u2) if j % 2 == 0 else r * math.sin(TWO_PI * u2)
+            w.append(math.sqrt(2.0 * gamma) * z)
+        else:
+            y = ref_words(ko, g, j)
+            u = (2 * ((y[0] | (y[1] << 32)) >> 12) + 1) * 2.0 ** -53
+            w.append(gamma * math.tan(3.141592653589793 * (u - 0.5)))
+    return w, b
+
+
+def ref_features(X, kernel, gamma, seed, start, count):
+    X = np.asarray(X, dtype=np.float64)
+    n, d = X.shape
+    out = np.empty((n, count))
+    for f in range(count):
+        w, b = ref_direction(kernel, gamma, seed, start + f, d)
+        for i in range(n):
+            s = 0.0
+            for j in range(d):          # increasing column order, zeros skipped
+                if X[i, j] != 0.0:
+                    s = s + X[i, j] * w[j]
+            out[i, f] = SQRT2 * math.cos(s + b)
+    return out
+
+
+def sparse_data(rng, n, d, density):
+    X = rng.standard_normal((n, d))
+    X[rng.random((n, d)) > density] = 0.0
+    return X
+
+
+@pytest.fixture(scope="module")
+def heart():
+    X, _ = load_svmlight_file(io.BytesIO(shared_lines("heart_scale")), n_features=13)
+    return X.toarray()
+
+
+@pytest.fixture(scope="module")
+def a9a():
+    X, _ = load_svmlight_file(io.BytesIO(shared_lines("a9a", 500)), n_features=123)
+    return X.tocsr()
+
+
+# ---------------------------------------------------------------------------
+# (1) bit-compatibility with the specification
+
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian"])
+def test_directions_match_reference(kernel):
+    omega, phase = KF.feature_directions(7, 40, 9, kernel=kernel, gamma=0.37, seed=12)
+    assert omega.shape == (9, 7) and phase.shape == (9,)
+    for f in range(9):
+        w, b = ref_direction(kernel, 0.37, 12, 40 + f, 7)
+        np.testing.assert_array_equal(omega[f], w)
+        assert phase[f] == b
+    assert np.all((phase >= 0) & (phase < 2 * np.pi))
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_features_match_reference(kernel, sparse):
+    rng = np.random.default_rng(3)
+    X = sparse_data(rng, 6, 9, 0.6)
+    Xin = sp.csr_matrix(X) if sparse else X
+    Z = kernsolve.random_features(Xin, 11, kernel=kernel, gamma=0.25, seed=2**63 + 5,
+                                  start=17, n_jobs=1)
+    np.testing.assert_array_equal(Z, ref_features(X, kernel, 0.25, 2**63 + 5, 17, 11))
+
+
+@pytest.mark.parametrize("kernel,code", [("rbf", 0), ("laplacian", 1)])
+def test_pxd_block_contract(kernel, code):
+    # fm_init / fm_block / fm_apply_row, the calls DSG makes: block b of size F
+    # is features b*F .. b*F+F-1.
+    rng = np.random.default_rng(4)
+    X = sparse_data(rng, 5, 8, 0.5)
+    for Xin in (X, sp.csr_matrix(X)):
+        Zb = CF.block_features(KF._canonical_X(Xin), code, 0.5, 9, 3, 6)
+        np.testing.assert_array_equal(Zb, ref_features(X, kernel, 0.5, 9, 18, 6))
+
+
+# ---------------------------------------------------------------------------
+# (2) dense == CSR, (3) regrouping and zero columns, (5) threads
+
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian"])
+def test_dense_equals_csr(kernel):
+    rng = np.random.default_rng(5)
+    X = sparse_data(rng, 40, 30, 0.3)
+    # an explicitly stored zero must not matter either
+    c = int(np.flatnonzero(X[0] == 0.0)[0])
+    X2 = X.copy()
+    X2[0, c] = 1.0
+    S = sp.csr_matrix(X2)
+    S.data[S.indptr[0] + np.searchsorted(S.indices[S.indptr[0]:S.indptr[1]], c)] = 0.0
+    assert S.nnz == np.count_nonzero(X) + 1
+    Zd = kernsolve.random_features(X, 300, kernel=kernel, gamma=0.1, seed=1)
+    Zs = kernsolve.random_features(S, 300, kernel=kernel, gamma=0.1, seed=1)
+    np.testing.assert_array_equal(Zd, Zs)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian"])
+def test_regrouping_and_zero_columns(kernel):
+    rng = np.random.default_rng(6)
+    X = sparse_data(rng, 20, 5000, 0.01)    # wide: small internal chunks
+    Z = kernsolve.random_features(X, 300, kernel=kernel, gamma=0.01, seed=4)
+    for start, count in [(0, 1), (123, 50), (299, 1), (7, 293)]:
+        part = kernsolve.random_features(X, count, kernel=kernel, gamma=0.01, seed=4,
+                                         start=start)
+        np.testing.assert_array_equal(part, Z[:, start:start + count])
+    wider = np.hstack([X, np.zeros((20, 7))])
+    np.testing.assert_array_equal(
+        kernsolve.random_features(wider, 300, kernel=kernel, gamma=0.01, seed=4), Z)
+    om, ph = KF.feature_directions(5000, 0, 300, kernel=kernel, gamma=0.01, seed=4)
+    om2, ph2 = KF.feature_directions(5003, 0, 300, kernel=kernel, gamma=0.01, seed=4)
+    np.testing.assert_array_equal(om2[:, :5000], om)
+    np.testing.assert_array_equal(ph2, ph)
+    # the materialised directions give the same features (numpy's sum order
+    # differs, hence the tolerance)
+    np.testing.assert_allclose(SQRT2 * np.cos(X @ om.T + ph), Z, rtol=0, atol=1e-9)
+
+
+def test_different_seeds_differ(a9a):
+    Z0 = kernsolve.random_features(a9a[:5], 8, gamma=0.1, seed=0)
+    Z1 = kernsolve.random_features(a9a[:5], 8, gamma=0.1, seed=1)
+    assert not np.any(Z0 == Z1)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian"])
+def test_threads_identical_bits(a9a, kernel):
+    Z1 = kernsolve.random_features(a9a, 700, kernel=kernel, gamma=0.05, seed=3, n_jobs=1)
+    Z2 = kernsolve.random_features(a9a, 700, kernel=kernel, gamma=0.05, seed=3, n_jobs=2)
+    np.testing.assert_array_equal(Z1, Z2)
+    Zd = kernsolve.random_features(a9a.toarray(), 700, kernel=kernel, gamma=0.05,
+                                   seed=3, n_jobs=2)
+    np.testing.assert_array_equal(Zd, Z1)
+
+
+# ---------------------------------------------------------------------------
+# (4) (1/D) Z Z^T -> K at the Monte Carlo rate
+
+@pytest.mark.parametrize("kernel,gamma", [("rbf", 0.2), ("laplacian", 0.1)])
+def test_kernel_approximation_rate(heart, kernel, gamma):
+    K = kernsolve.kernel_matrix(heart, kernel=kernel, gamma=gamma)
+    Ds = np.array([256, 1024, 4096, 16384])
+    errors = np.zeros(len(Ds))
+    seeds = (0, 1, 2)
+    for seed in seeds:
+        Z = kernsolve.random_features(heart, Ds[-1], kernel=kernel, gamma=gamma,
+                                      seed=seed, n_jobs=2)
+        for t, D in enumerate(Ds):
+            errors[t] += np.abs(Z[:, :D] @ Z[:, :D].T / D - K).max() / len(seeds)
+    slope = np.polyfit(np.log(Ds), np.log(errors), 1)[0]
+    assert -0.7 < slope < -0.3, (slope, errors)
+    # the level too, not only the rate: max error about 4 / sqrt(D) on 270 rows
+    assert errors[-1] < 0.05
+
+
+# ---------------------------------------------------------------------------
+# (6) the median trick
+
+def brute_median(X, rows, l1):
+    S = X[rows]
+    d = []
+    for i in range(len(rows)):
+        for j in range(i + 1, len(rows)):
+            diff = S[i] - S[j]
+            d.append(np.abs(diff).sum() if l1 else np.sqrt((diff * diff).sum()))
+    return np.median(d)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian"])
+@pytest.mark.parametrize("n_samples", [40, 1000])
+def test_median_gamma_brute_force(a9a, kernel, n_samples, monkeypatch):
+    X = a9a[:120]
+    Xd = X.toarray()
+    m = min(120, n_samples)
+    rows = permutation(120, 8, "sampling")[:m]
+    sigma = 0.5 * brute_median(Xd, rows, kernel == "laplacian")
+    want = 1 / (2 * sigma**2) if kernel == "rbf" else 1 / sigma
+    for Xin in (Xd, X):
+        got = kernsolve.median_gamma(Xin, kernel=kernel, seed=8, n_samples=n_samples,
+                                     factor=0.5)
+        assert got == pytest.approx(want, rel=1e-12)
+    # the row-by-row path for samples too wide to densify
+    monkeypatch.setattr(KF, "_MEDIAN_DENSE_BYTES", 0)
+    got = kernsolve.median_gamma(X, kernel=kernel, seed=8, n_samples=n_samples,
+                                 factor=0.5)
+    assert got == pytest.approx(want, rel=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# (7) bad input
+
+X_OK = np.array([[0.0, 1.0], [1.0, 0.5], [2.0, 0.0]])
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(n_components=-1), "n_components must be a non-negative integer"),
+    (dict(n_components=2.5), "n_components must be a non-negative integer"),
+    (dict(gamma=0.0), "gamma must be a finite number > 0"),
+    (dict(gamma=-1.0), "gamma must be a finite number > 0"),
+    (dict(gamma=np.nan), "gamma must be a finite number > 0"),
+    (dict(gamma=np.inf), "gamma must be a finite number > 0"),
+    (dict(gamma=None), "gamma must be a real number > 0"),
+    (dict(gamma="scale"), "gamma must be a real number > 0"),
+    (dict(kernel="linear"), "'rbf' and 'laplacian' kernels only"),
+    (dict(kernel=1), "'rbf' and 'laplacian' kernels only"),
+    (dict(kernel="precomputed"), "'rbf' and 'laplacian' kernels only"),
+    (dict(kernel="gauss"), "unknown kernel"),
+    (dict(seed=-1), "seed must be an integer"),
+    (dict(start=-3), "start must be a non-negative integer"),
+    (dict(start=2**63), "must not exceed 2\\*\\*63"),
+    (dict(n_jobs=0), "n_jobs == 0"),
+    (dict(X=np.array([[0.0, np.nan]])), "NaN or infinity"),
+    (dict(X=sp.csr_matrix(np.array([[0.0, np.inf]]))), "NaN or infinity"),
+    (dict(X=np.zeros((0, 3))), "empty"),
+    (dict(X=np.zeros(3)), "2-D"),
+])
+def test_random_features_bad_input(kwargs, match):
+    args = dict(X=X_OK, n_components=4, gamma=1.0)
+    args.update(kwargs)
+    X = args.pop("X")
+    n = args.pop("n_components")
+    with pytest.raises(ValueError, match=match):
+        kernsolve.random_features(X, n, **args)
+
+
+def test_zero_components_and_codes():
+    assert kernsolve.random_features(X_OK, 0, gamma=1.0).shape == (3, 0)
+    np.testing.assert_array_equal(
+        kernsolve.random_features(X_OK, 5, kernel=5, gamma=1.0),
+        kernsolve.random_features(X_OK, 5, kernel="laplacian", gamma=1.0))
+    np.testing.assert_array_equal(
+        kernsolve.random_features(X_OK, 5, kernel=2, gamma=1.0),
+        kernsolve.random_features(X_OK, 5, gamma=1.0))
+
+
+@pytest.mark.parametrize("X,kwargs,match", [
+    (X_OK[:1], {}, "at least 2 rows"),
+    (np.ones((5, 3)), {}, "every pairwise distance is 0"),
+    (np.vstack([np.ones((5, 3)), [[0.0, 0.0, 0.0]]]), {}, "median pairwise distance"),
+    (X_OK, dict(n_samples=1), "n_samples must be >= 2"),
+    (X_OK, dict(factor=0.0), "factor must be a finite number > 0"),
+    (X_OK, dict(factor=np.nan), "factor must be a finite number > 0"),
+    (X_OK, dict(kernel="sigmoid"), "'rbf' and 'laplacian' kernels only"),
+    (np.array([[1.0, np.nan], [0.0, 1.0]]), {}, "NaN or infinity"),
+])
+def test_median_gamma_bad_input(X, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        kernsolve.median_gamma(X, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(n_features=-1), "n_features must be a non-negative integer"),
+    (dict(count=-2), "count must be a non-negative integer"),
+    (dict(gamma=0), "gamma must be a finite number > 0"),
+    (dict(kernel="poly"), "'rbf' and 'laplacian' kernels only"),
+])
+def test_feature_directions_bad_input(kwargs, match):
+    args = dict(n_features=3, start=0, count=2, gamma=1.0)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        KF.feature_directions(args.pop("n_features"), args.pop("start"),
+                              args.pop("count"), **args)
