@@ -29,7 +29,9 @@ SOLVER_OPTIONS = {
     "pegasos": set(),
     "sdca": set(),
     "perceptron": set(),
-    "eigenpro": set(),
+    "eigenpro": {"eigen-directions", "subsample", "batch-size", "damping", "epochs", "step",
+                 "features"},
+    "kernel-sgd": {"subsample", "batch-size", "epochs", "step", "features"},
 }
 
 # Letter -> (field, kind).  Kinds: "int", "float", "flag01" (0 or 1), "none" (no value).

@@ -385,6 +385,8 @@ def decision_function(X, model, n_jobs=None):
         pair, classes in ``model.labels`` order).  Regression and one-class:
         one column.
     """
+    if not isinstance(model, Model) and hasattr(model, "decision_function"):
+        return model.decision_function(X, n_jobs=n_jobs)
     _check_predictable(model)
     return _decision_values(_prepare_X(X), model, n_jobs)
 
@@ -458,6 +460,8 @@ def predict(y, X, model, options=""):
         Decision values (see :func:`decision_function`) or, with ``-b 1``,
         probabilities (see :func:`predict_probability`).
     """
+    if not isinstance(model, Model) and hasattr(model, "predict_tuple"):
+        return model.predict_tuple(y, X, options)   # kernsolve's non-LIBSVM model kinds
     probability, quiet, n_jobs = _parse_predict_options(options)
     _check_predictable(model)
     info = (lambda *a: None) if quiet else (lambda s: print(s, file=sys.stdout))

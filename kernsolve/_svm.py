@@ -81,6 +81,9 @@ def train(y, X, options="", *, sample_weight=None, n_jobs=None, _folds=None,
     """
     t_start = time.perf_counter()
     param = _as_parameters(options)
+    if param.solver in ("eigenpro", "kernel-sgd"):   # kernel least squares (kernsolve._eigenpro)
+        from ._eigenpro import train_eigenpro
+        return train_eigenpro(y, X, param, n_jobs=n_jobs, sample_weight=sample_weight)
     if n_jobs is None:
         n_jobs = param.n_jobs
     n_threads = resolve_n_jobs(n_jobs)
