@@ -20,19 +20,24 @@ KERNELS = ("linear", "polynomial", "rbf", "sigmoid", "precomputed", "laplacian")
 # A solver issue that adds options extends its entry here.  Values are stored in
 # ``Parameters.extra`` under the Python spelling (dashes -> underscores), typed
 # int, float or str by their look; the solver validates their ranges.
+_DSG_OPTIONS = {"loss", "batch-size", "feature-block", "lambda", "step", "t0", "epochs",
+                "average", "tau", "delta"}
 SOLVER_OPTIONS = {
     "smo": set(),
     "sbp": {"epochs", "max-kernel-evals", "time-limit", "validation-fraction"},
-    "dsg": {"batch-size", "block-size", "iterations", "loss", "lambda", "step", "t0"},
-    "udsg": {"batch-size", "block-size", "iterations", "loss", "lambda", "step", "t0"},
-    "cdsg": {"batch-size", "block-size", "iterations", "loss", "lambda", "step", "t0"},
-    "pegasos": set(),
-    "sdca": set(),
-    "perceptron": set(),
+    "dsg": _DSG_OPTIONS,
+    "udsg": _DSG_OPTIONS | {"new-blocks", "old-blocks"},
+    "cdsg": _DSG_OPTIONS,
+    "pegasos": {"iterations", "epochs"},
+    "sdca": {"iterations", "epochs"},
+    "perceptron": {"iterations", "epochs"},
     "eigenpro": {"eigen-directions", "subsample", "batch-size", "damping", "epochs", "step",
                  "features"},
     "kernel-sgd": {"subsample", "batch-size", "epochs", "step", "features"},
 }
+
+# Solvers that accept ``-g median`` (gamma from the median pairwise distance).
+MEDIAN_GAMMA_SOLVERS = ("dsg", "udsg", "cdsg", "eigenpro", "kernel-sgd")
 
 # Letter -> (field, kind).  Kinds: "int", "float", "flag01" (0 or 1), "none" (no value).
 _LETTERS = {
@@ -186,6 +191,8 @@ class Parameters:
                 out.append(f"-{letter} {int(bool(value))}")
             elif kind == "int":
                 out.append(f"-{letter} {int(value)}")
+            elif value == "median":
+                out.append(f"-{letter} median")
             else:
                 out.append(f"-{letter} {_fmt_float(value)}")
         for label, w in self.weight.items():
@@ -339,7 +346,7 @@ def _normalize(param):
         setattr(param, attr, int(getattr(param, attr)))
     for attr in ("coef0", "C", "nu", "p", "cache_size", "eps"):
         setattr(param, attr, float(getattr(param, attr)))
-    if param.gamma is not None:
+    if param.gamma is not None and param.gamma != "median":
         param.gamma = float(param.gamma)
     for attr in ("shrinking", "probability", "quiet", "bias"):
         setattr(param, attr, bool(getattr(param, attr)))
@@ -391,6 +398,10 @@ def _from_tokens(argv):
         name, kind = _LETTERS[letter]
         if i + 1 >= n:
             raise ValueError(f"{tok}: missing value")
+        if name == "gamma" and argv[i + 1].strip().lower() == "median":
+            param.gamma = "median"   # the median trick (solvers on random features)
+            i += 2
+            continue
         value = _parse_number(tok, argv[i + 1], kind)
         if name == "gamma" and value == 0:
             value = None  # LIBSVM: -g 0 means 1/num_features
@@ -538,7 +549,11 @@ def check_parameters(param, n_features=None):
         degree = num("degree", True)
         if t == 1 and degree < 0:
             return f"-d: degree must be >= 0, got {degree}"
-        if param.gamma is not None:
+        if param.gamma == "median":
+            if param.solver not in MEDIAN_GAMMA_SOLVERS:
+                return (f"-g median: the median trick is available to the solvers "
+                        f"{', '.join(MEDIAN_GAMMA_SOLVERS)}, not {param.solver!r}")
+        elif param.gamma is not None:
             gamma = num("gamma")
             if t in (1, 2, 3, 5) and gamma < 0:
                 return f"-g: gamma must be >= 0, got {_fmt_float(gamma)}"

@@ -1,0 +1,372 @@
+"""Doubly Stochastic Gradients (Dai et al., NIPS 2014, Algorithms 1 and 2) with
+mini-batches and blocks of random features.
+
+The model is f(x) = intercept + sum_b sum_f coef[b, f, :] phi_{b,f}(x), where
+block b's features phi_{b,f} are regenerated from (seed, b) by _features.pxd,
+never stored.  Iteration t (1-based) of Algorithm 1 on a batch of rows R:
+
+    u_r   = f(x_r)                                  (Algorithm 2 over old blocks)
+    g_r   = l'(u_r, y_r)                            (_losses.pxd)
+    gamma_t = theta / (t0 + t)
+    old coefficients *= (1 - gamma_t lambda)        (lazily: one global scale)
+    coef[new block, f, :] = -gamma_t / (|R| F) sum_r g_r phi_f(x_r)
+    intercept -= gamma_t (mean_r g_r [+ lambda for the novelty offset])
+
+The 1/F makes (1/F) sum_f phi_f(x) phi_f(.) the block's unbiased estimate of
+k(x, .), so a step is the functional gradient step of the paper whatever F is.
+
+Blocks whose directions fit the byte budget are kept in a cache (created
+once, reused by every later iteration); the others are regenerated in groups.
+Determinism: each row sums its blocks in block order on one thread, the new
+block's coefficients are summed over rows in row order, so the result is the
+same bits for any thread count.
+"""
+from libc.stdlib cimport malloc, free
+from libc.string cimport memset
+from libc.math cimport isfinite
+from libc.stdint cimport uint64_t, int64_t
+from cython.parallel cimport prange, parallel
+
+import numpy as np
+cimport numpy as cnp
+
+from ._rows cimport Rows
+from ._kernel cimport as_rows
+from ._features cimport FeatureMap, fm_init, fm_block, fm_apply_row
+from ._losses cimport (loss_value, loss_derivative, softmax_value, softmax_gradient,
+                       LOSS_SOFTMAX, LOSS_NOVELTY)
+
+cnp.import_array()
+
+# Scratch for regenerated (uncached) blocks, in doubles.
+cdef Py_ssize_t SCRATCH_DOUBLES = 1 << 21      # 16 MB
+# Renormalise the stored coefficients when the lazy scale gets this small.
+cdef double MIN_SCALE = 1e-100
+
+
+cdef inline Py_ssize_t _stride(const FeatureMap* fm) noexcept nogil:
+    """Doubles per block in a cache: omega (d x F) then the phases (F)."""
+    return (fm.n_features + 1) * fm.block_size
+
+
+cdef void _make_blocks(const FeatureMap* fm, Py_ssize_t first, Py_ssize_t count,
+                       double* out, int n_threads) noexcept nogil:
+    """Generate blocks first .. first+count-1 into out (one stride each)."""
+    cdef Py_ssize_t b, stride = _stride(fm)
+    cdef Py_ssize_t d_f = fm.n_features * fm.block_size
+    if count == 1 or n_threads == 1:
+        for b in range(count):
+            fm_block(fm, first + b, out + b * stride, out + b * stride + d_f)
+    else:
+        for b in prange(count, schedule="static", num_threads=n_threads):
+            fm_block(fm, first + b, out + b * stride, out + b * stride + d_f)
+
+
+cdef int _add_group(const FeatureMap* fm, const Rows* X, const int64_t* rows,
+                    Py_ssize_t n_rows, const double* blocks, Py_ssize_t n_group,
+                    const double* coef, Py_ssize_t n_outputs, double* out,
+                    int n_threads) noexcept nogil:
+    """out[r, :] += sum over the n_group blocks of coef[b, f, :] phi_{b,f}(x_rows[r]).
+
+    ``blocks`` holds the group's directions (one stride each), ``coef`` its
+    coefficients; rows NULL means rows 0 .. n_rows-1.  Returns -1 if scratch
+    memory cannot be had.
+    """
+    cdef Py_ssize_t F = fm.block_size, K = n_outputs, stride = _stride(fm)
+    cdef Py_ssize_t d_f = fm.n_features * F
+    cdef Py_ssize_t r, i, b, f, k
+    cdef double s
+    cdef double* z
+    # Written through a pointer: a plain assignment inside the parallel
+    # block would make the flag thread-private.
+    cdef int failed = 0
+    cdef int* failed_ptr = &failed
+    with parallel(num_threads=n_threads):
+        z = <double*>malloc(F * sizeof(double))
+        if z == NULL:
+            failed_ptr[0] = 1
+        else:
+            for r in prange(n_rows, schedule="static"):
+                i = rows[r] if rows != NULL else r
+                for b in range(n_group):
+                    fm_apply_row(fm, blocks + b * stride, blocks + b * stride + d_f,
+                                 X, i, z)
+                    for k in range(K):
+                        s = 0.0
+                        for f in range(F):
+                            s = s + z[f] * coef[(b * F + f) * K + k]
+                        out[r * K + k] += s
+            free(z)
+    return -1 if failed else 0
+
+
+cdef int _evaluate(const FeatureMap* fm, const Rows* X, const int64_t* rows,
+                   Py_ssize_t n_rows, Py_ssize_t n_blocks, const double* coef,
+                   Py_ssize_t n_outputs, const double* cache, Py_ssize_t n_cached,
+                   double* scratch, Py_ssize_t scratch_blocks, double* out,
+                   int n_threads) noexcept nogil:
+    """out[r, :] += sum_{b < n_blocks} ... : cached blocks first, then the rest
+    regenerated scratch_blocks at a time (Algorithm 2)."""
+    cdef Py_ssize_t stride = _stride(fm), per_block = fm.block_size * n_outputs
+    cdef Py_ssize_t b0 = 0, g
+    if n_cached > n_blocks:
+        n_cached = n_blocks
+    if n_cached > 0:
+        if _add_group(fm, X, rows, n_rows, cache, n_cached, coef, n_outputs, out,
+                      n_threads) != 0:
+            return -1
+        b0 = n_cached
+    while b0 < n_blocks:
+        g = n_blocks - b0
+        if g > scratch_blocks:
+            g = scratch_blocks
+        _make_blocks(fm, b0, g, scratch, n_threads)
+        if _add_group(fm, X, rows, n_rows, scratch, g, coef + b0 * per_block,
+                      n_outputs, out, n_threads) != 0:
+            return -1
+        b0 += g
+    return 0
+
+
+cdef Py_ssize_t _scratch_blocks(const FeatureMap* fm, Py_ssize_t wanted) noexcept nogil:
+    cdef Py_ssize_t n = SCRATCH_DOUBLES // _stride(fm)
+    if n < 1:
+        n = 1
+    if n > wanted:
+        n = wanted
+    return n if n > 0 else 1
+
+
+def decision_function(X, const double[:, :, ::1] coef, const double[::1] intercept,
+                      int kernel, double gamma, uint64_t seed, int n_threads=1):
+    """f(x) for every row of canonical X: an (n_samples, n_outputs) array.
+
+    ``coef`` has shape (n_blocks, block_size, n_outputs) and holds the true
+    coefficients (scale applied); X has the model's number of columns.
+    """
+    cdef Rows R
+    keep = as_rows(X, &R)
+    cdef Py_ssize_t n_blocks = coef.shape[0], F = coef.shape[1], K = coef.shape[2]
+    if intercept.shape[0] != K:
+        raise ValueError("intercept does not match the coefficients' outputs")
+    out = np.zeros((R.n_rows, K), dtype=np.float64)
+    cdef double[:, ::1] o = out
+    cdef FeatureMap fm
+    fm_init(&fm, kernel, gamma, R.n_features, F, seed)
+    cdef Py_ssize_t nb = _scratch_blocks(&fm, n_blocks)
+    cdef double* scratch = <double*>malloc(nb * _stride(&fm) * sizeof(double))
+    cdef int status = 0
+    cdef Py_ssize_t r, k
+    if scratch == NULL:
+        raise MemoryError("no memory for the random-feature blocks")
+    try:
+        if R.n_rows > 0 and n_blocks > 0:
+            with nogil:
+                status = _evaluate(&fm, &R, NULL, R.n_rows, n_blocks, &coef[0, 0, 0], K,
+                                   NULL, 0, scratch, nb, &o[0, 0], n_threads)
+    finally:
+        free(scratch)
+    if status != 0:
+        raise MemoryError("no memory for per-thread scratch")
+    for r in range(R.n_rows):
+        for k in range(K):
+            o[r, k] += intercept[k]
+    return out
+
+
+def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
+              double[:, :, ::1] coef, double[::1] intercept, double[::1] scalars,
+              double[::1] cache, Py_ssize_t cache_blocks,
+              double[:, :, ::1] avg_coef, double[::1] avg_intercept,
+              Py_ssize_t n_blocks, long long n_iter, int n_threads=1):
+    """Run Algorithm 1 over the rows ``order`` (consecutive batches of
+    ``h["batch_size"]``), continuing from ``n_blocks`` blocks and ``n_iter``
+    iterations.
+
+    ``coef[:n_blocks] * scalars[0]`` are the true coefficients (the lazy
+    scale); ``scalars[1]`` counts the averaged iterates.  ``coef`` must have
+    room for one new block per batch.  Blocks < cache_blocks live in
+    ``cache`` (``cache_blocks`` strides of (n_features + 1) * block_size).
+    ``targets``: (n_rows, n_outputs) with +-1 or real targets per output, or
+    (n_rows, 1) class indices for the softmax.
+
+    Returns (n_blocks, n_iter, feature_evals, status, objective_sum) where
+    status is 0, 1 (a prediction became non-finite: the step is too large)
+    or -1 (out of memory); objective_sum adds the batch losses seen.
+    """
+    cdef Rows R
+    keep = as_rows(X, &R)
+    cdef Py_ssize_t F = coef.shape[1], K = coef.shape[2]
+    cdef Py_ssize_t B = h["batch_size"]
+    cdef int loss = h["loss"]
+    cdef double loss_param = h["loss_param"], lam = h["lam"]
+    cdef double theta = h["step"], t0 = h["t0"]
+    cdef bint fit_intercept = h["fit_intercept"], average = h["average"]
+    cdef FeatureMap fm
+    fm_init(&fm, h["kernel"], h["gamma"], R.n_features, F, h["seed"])
+    cdef Py_ssize_t stride = _stride(&fm), d_f = R.n_features * F
+    cdef Py_ssize_t n_order = order.shape[0]
+    cdef Py_ssize_t n_new = (n_order + B - 1) // B
+    if coef.shape[0] < n_blocks + n_new:
+        raise ValueError("coef has no room for the new blocks")
+    if cache_blocks > 0 and cache.shape[0] < cache_blocks * stride:
+        raise ValueError("cache is smaller than cache_blocks blocks")
+    cdef Py_ssize_t nb = _scratch_blocks(&fm, n_blocks + n_new)
+    cdef double* scratch = <double*>malloc((nb * stride + B * K * 2 + B * F + stride)
+                                           * sizeof(double))
+    if scratch == NULL:
+        raise MemoryError("no memory for DSG scratch")
+    cdef double* U = scratch + nb * stride      # predictions, B x K
+    cdef double* G = U + B * K                  # loss derivatives, B x K
+    cdef double* PHI = G + B * K                # new block's features, B x F
+    cdef double* fresh = PHI + B * F            # new block's directions when not cached
+    cdef double* cache_ptr = &cache[0] if cache_blocks > 0 else NULL
+    cdef double* blk
+    cdef double scale = scalars[0], n_avg = scalars[1]
+    cdef double step, decay, s, w, objective = 0.0
+    cdef long long feature_evals = 0
+    cdef Py_ssize_t pos, nr, r, f, k, j, n_cached
+    cdef int status = 0
+    cdef const int64_t* rows
+    try:
+        with nogil:
+            pos = 0
+            while pos < n_order:
+                nr = B if n_order - pos >= B else n_order - pos
+                rows = &order[pos]
+                n_iter += 1
+                # u_r = f(x_r) over the blocks so far (Algorithm 2)
+                memset(U, 0, nr * K * sizeof(double))
+                n_cached = cache_blocks if cache_blocks < n_blocks else n_blocks
+                if n_blocks > 0:
+                    if _evaluate(&fm, &R, rows, nr, n_blocks, &coef[0, 0, 0], K,
+                                 cache_ptr, n_cached, scratch, nb, U, n_threads) != 0:
+                        status = -1
+                        break
+                feature_evals += nr * F * n_blocks
+                for r in range(nr):
+                    for k in range(K):
+                        U[r * K + k] = intercept[k] + scale * U[r * K + k]
+                        if not isfinite(U[r * K + k]):
+                            status = 1
+                if status != 0:
+                    break
+                # g_r = l'(u_r, y_r)
+                for r in range(nr):
+                    j = rows[r]
+                    if loss == LOSS_SOFTMAX:
+                        objective += softmax_value(U + r * K, <Py_ssize_t>targets[j, 0], K)
+                        softmax_gradient(U + r * K, <Py_ssize_t>targets[j, 0], K, G + r * K)
+                    else:
+                        for k in range(K):
+                            objective += loss_value(loss, U[r * K + k], targets[j, k],
+                                                    loss_param)
+                            G[r * K + k] = loss_derivative(loss, U[r * K + k],
+                                                           targets[j, k], loss_param)
+                # the new block: directions (into the cache when it has room)
+                if n_blocks < cache_blocks:
+                    blk = cache_ptr + n_blocks * stride
+                else:
+                    blk = fresh
+                fm_block(&fm, n_blocks, blk, blk + d_f)
+                _features_of_rows(&fm, &R, rows, nr, blk, PHI, n_threads)
+                feature_evals += nr * F
+                # step, lazy decay of the old coefficients, the new ones
+                step = theta / (t0 + <double>n_iter)
+                decay = 1.0 - step * lam
+                scale *= decay
+                w = -step / (<double>nr * <double>F * scale)
+                for f in range(F):
+                    for k in range(K):
+                        s = 0.0
+                        for r in range(nr):
+                            s = s + G[r * K + k] * PHI[r * F + f]
+                        coef[n_blocks, f, k] = w * s
+                for k in range(K):
+                    s = 0.0
+                    for r in range(nr):
+                        s = s + G[r * K + k]
+                    if loss == LOSS_NOVELTY:
+                        intercept[k] -= step * (s / nr + lam)
+                    elif fit_intercept:
+                        intercept[k] -= step * s / nr
+                n_blocks += 1
+                if scale < MIN_SCALE:
+                    _rescale(coef, n_blocks, scale)
+                    scale = 1.0
+                if average:
+                    n_avg += 1.0
+                    _average(coef, intercept, scale, avg_coef, avg_intercept,
+                             n_blocks, n_avg)
+                pos += nr
+    finally:
+        free(scratch)
+    scalars[0] = scale
+    scalars[1] = n_avg
+    return n_blocks, n_iter, feature_evals, status, objective
+
+
+cdef void _features_of_rows(const FeatureMap* fm, const Rows* X, const int64_t* rows,
+                            Py_ssize_t n_rows, const double* blk, double* out,
+                            int n_threads) noexcept nogil:
+    """out[r, :] = phi(x_rows[r]) for one block (rows in parallel)."""
+    cdef Py_ssize_t r, F = fm.block_size, d_f = fm.n_features * fm.block_size
+    if n_threads == 1 or n_rows < 8:
+        for r in range(n_rows):
+            fm_apply_row(fm, blk, blk + d_f, X, rows[r], out + r * F)
+    else:
+        for r in prange(n_rows, schedule="static", num_threads=n_threads):
+            fm_apply_row(fm, blk, blk + d_f, X, rows[r], out + r * F)
+
+
+cdef void _rescale(double[:, :, ::1] coef, Py_ssize_t n_blocks, double scale) noexcept nogil:
+    cdef Py_ssize_t b, f, k
+    for b in range(n_blocks):
+        for f in range(coef.shape[1]):
+            for k in range(coef.shape[2]):
+                coef[b, f, k] *= scale
+
+
+cdef void _average(double[:, :, ::1] coef, double[::1] intercept, double scale,
+                   double[:, :, ::1] avg_coef, double[::1] avg_intercept,
+                   Py_ssize_t n_blocks, double n_avg) noexcept nogil:
+    """Running mean of the iterates f_1 .. f_t (Polyak averaging): each is a
+    combination of the same blocks, so the mean is one too."""
+    cdef Py_ssize_t b, f, k
+    cdef double w = 1.0 / n_avg
+    for b in range(n_blocks):
+        for f in range(coef.shape[1]):
+            for k in range(coef.shape[2]):
+                avg_coef[b, f, k] += w * (scale * coef[b, f, k] - avg_coef[b, f, k])
+    for k in range(intercept.shape[0]):
+        avg_intercept[k] += w * (intercept[k] - avg_intercept[k])
+
+
+def loss_values(int loss, const double[:, ::1] u, const double[:, ::1] targets,
+                double param=0.0):
+    """Per-row losses l(u_r, y_r) (summed over outputs) -- for tests and objectives."""
+    cdef Py_ssize_t r, k, n = u.shape[0], K = u.shape[1]
+    out = np.zeros(n, dtype=np.float64)
+    cdef double[::1] o = out
+    for r in range(n):
+        if loss == LOSS_SOFTMAX:
+            o[r] = softmax_value(&u[r, 0], <Py_ssize_t>targets[r, 0], K)
+        else:
+            for k in range(K):
+                o[r] += loss_value(loss, u[r, k], targets[r, k], param)
+    return out
+
+
+def loss_derivatives(int loss, const double[:, ::1] u, const double[:, ::1] targets,
+                     double param=0.0):
+    """dl/du per row and output -- for tests (finite differences)."""
+    cdef Py_ssize_t r, k, n = u.shape[0], K = u.shape[1]
+    out = np.zeros((n, K), dtype=np.float64)
+    cdef double[:, ::1] o = out
+    for r in range(n):
+        if loss == LOSS_SOFTMAX:
+            softmax_gradient(&u[r, 0], <Py_ssize_t>targets[r, 0], K, &o[r, 0])
+        else:
+            for k in range(K):
+                o[r, k] = loss_derivative(loss, u[r, k], targets[r, k], param)
+    return out
