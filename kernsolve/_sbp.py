@@ -38,7 +38,8 @@ PATIENCE = 5                  # checks without improvement before stopping
 DEFAULT_NU = 0.5              # LIBSVM's default -n (reads as "not given")
 DEFAULT_C = 1.0
 
-__all__ = ["check_parameters", "sbp_options", "nu_from_c", "train_binary"]
+__all__ = ["check_parameters", "sbp_options", "nu_from_c", "planned_iterations",
+           "train_binary"]
 
 
 def _number(value, name, integer=False):
@@ -84,6 +85,14 @@ def sbp_options(param):
             raise ValueError(f"--validation-fraction: must be in (0, 0.5], got {f:g}")
         out["validation_fraction"] = f
     return out
+
+
+def planned_iterations(param, n):
+    """Iterations of a sub-problem of ``n`` points (before early stopping)."""
+    opts = sbp_options(param)
+    frac = opts["validation_fraction"]
+    n_tr = n - max(1, int(round(frac * n))) if frac is not None else n
+    return max(1, int(math.ceil(opts["epochs"] * max(n_tr, 1))))
 
 
 def _nu_rule(param):
@@ -267,7 +276,7 @@ def train_binary(ctx, rows, target, C):
                 max_iter=max_iter, max_kernel_evals=opts["max_kernel_evals"] or 0,
                 time_limit=opts["time_limit"] or 0.0, check_every=check_every,
                 patience=PATIENCE, seed=param.seed, cache_mb=param.cache_size,
-                n_threads=ctx.n_threads)
+                n_threads=ctx.n_threads, progress=ctx.progress())
     gamma = out["gamma"]
     if gamma > 0:
         scale = 1.0 / gamma

@@ -21,10 +21,12 @@ import scipy.sparse as sp
 from . import _probability
 from ._model import Model
 from ._params import Parameters
+from ._progress import Progress
 from ._threads import resolve_n_jobs
 
 C_SVC, NU_SVC, ONE_CLASS, EPSILON_SVR, NU_SVR = range(5)
 PRECOMPUTED = 4
+_BASELINES = ("pegasos", "sdca", "perceptron")   # kernsolve._baselines: no bias
 N_PROB_FOLDS = 5          # LIBSVM's internal folds for probability models
 _DECISION_BLOCK = 1 << 22  # kernel values per block when computing decision values
 
@@ -94,6 +96,8 @@ def train(y, X, options="", *, sample_weight=None, n_jobs=None, _folds=None,
         return train_dsg(y, X, param, n_jobs=n_jobs)
     n_threads = resolve_n_jobs(n_jobs)
     _check_parameters(param)
+    if param.solver in _BASELINES:
+        param = param.copy(bias=False)      # they have no bias: rho = 0
 
     y = _as_targets(y, param.svm_type)
     data = _Data(X, y.shape[0], param)
@@ -123,10 +127,13 @@ def train(y, X, options="", *, sample_weight=None, n_jobs=None, _folds=None,
 
     ctx = _Context(param, n_threads, data)
     ctx.max_iter = _max_iter
-    if param.svm_type in (C_SVC, NU_SVC):
-        model = _train_classification(ctx, y, sw, orig_index, _folds)
-    else:
-        model = _train_single(ctx, y, sw, orig_index, _folds)
+    try:
+        if param.svm_type in (C_SVC, NU_SVC):
+            model = _train_classification(ctx, y, sw, orig_index, _folds)
+        else:
+            model = _train_single(ctx, y, sw, orig_index, _folds)
+    finally:
+        ctx.close()
     model.stats["wall_seconds"] = time.perf_counter() - t_start
     model.stats["n_threads"] = n_threads
     return model
@@ -158,9 +165,12 @@ def _check_parameters(param):
     if param.solver == "sbp":
         from ._sbp import check_parameters as _check_sbp
         _check_sbp(param)
+    elif param.solver in _BASELINES:
+        from ._baselines import check_parameters as _check_baseline
+        _check_baseline(param)
     elif param.solver != "smo":
-        raise ValueError(f"kernsolve.train trains the SMO solver; --solver {param.solver!r} "
-                         "is not handled here")
+        raise ValueError(f"kernsolve.train trains the SMO, SBP, Pegasos, SDCA and "
+                         f"Perceptron solvers; --solver {param.solver!r} is not handled here")
     if not param.bias and param.svm_type != C_SVC:
         raise ValueError("--bias 0 (the SVM without bias) is only available for C-SVC (-s 0)")
 
@@ -359,36 +369,50 @@ class _Context:
         self.data = data
         self.quiet = bool(param.quiet)
         self.max_iter = None
+        # the progress line on stderr (kernsolve._progress), off with -q
+        self.reporter = None if self.quiet else Progress(param.solver)
+        if self.reporter is not None and param.probability:
+            self.reporter.estimate = False    # the probability folds are extra runs
 
     def info(self, text):
         # LIBSVM's info(): stdout, silenced by -q
         if not self.quiet:
+            if self.reporter is not None:
+                self.reporter.clear()
             sys.stdout.write(text)
             sys.stdout.flush()
 
     def progress(self):
-        """The SMO core's progress callback: one line on stderr, unless quiet."""
-        if self.quiet:
-            return None
+        """The solvers' progress callback (rate-limited line on stderr), or None if quiet."""
+        return self.reporter
 
-        def report(state):
-            sys.stderr.write(_progress_line(state) + "\n")
-            sys.stderr.flush()
-        return report
+    def start_part(self, part, n_parts, sizes=None):
+        """Announce sub-problem ``part`` of ``n_parts``; ``sizes``: points of every part."""
+        if self.reporter is None:
+            return
+        planned = None
+        if sizes is not None and not self.param.probability:
+            planned = _planned_iterations(self.param, sizes)
+        self.reporter.start_part(part, n_parts, planned)
+
+    def end_part(self, stats):
+        if self.reporter is not None:
+            self.reporter.end_part(stats)
+
+    def close(self):
+        if self.reporter is not None:
+            self.reporter.close()
 
 
-def _progress_line(state):
-    """``kernsolve smo: iter 120000, gap 0.0132, kernel evals 3.1e+08, 14 s``."""
-    parts = []
-    if "n_iter" in state:
-        parts.append(f"iter {state['n_iter']}")
-    if "gap" in state:
-        parts.append(f"gap {state['gap']:.4g}")
-    if "n_kernel_evals" in state:
-        parts.append(f"kernel evals {state['n_kernel_evals']:.4g}")
-    if "seconds" in state:
-        parts.append(f"{state['seconds']:.0f} s")
-    return "kernsolve smo: " + ", ".join(parts)
+def _planned_iterations(param, sizes):
+    """Iterations each sub-problem will run, when the solver fixes them in advance."""
+    if param.solver in _BASELINES:
+        from ._baselines import planned_iterations
+        return [planned_iterations(param, n) for n in sizes]
+    if param.solver == "sbp":
+        from ._sbp import planned_iterations
+        return [planned_iterations(param, n) for n in sizes]
+    return None              # SMO: unknown until it converges
 
 
 def _smo(ctx, rows, y_pm, p, alpha, C, *, svr=False, nu=False):
@@ -429,6 +453,9 @@ def _train_one(ctx, rows, target, C, cp=None, cn=None):
 
     if param.solver == "sbp":   # C-SVC / nu-SVC sub-problem by the SBP (kernsolve._sbp)
         from ._sbp import train_binary
+        return train_binary(ctx, rows, target, C)
+    if param.solver in _BASELINES:   # C-SVC sub-problem, no bias (kernsolve._baselines)
+        from ._baselines import train_binary
         return train_binary(ctx, rows, target, C)
     if svm_type == C_SVC:
         y_pm = np.where(target > 0, 1, -1).astype(np.int8)
@@ -611,9 +638,11 @@ def _train_classification(ctx, y, sw, orig_index, folds):
     prob_work = _ProbabilityWork()
     sw_grouped = sw[perm] if sw is not None else None
 
+    sizes = [int(count[i] + count[j]) for i in range(k) for j in range(i + 1, k)]
     p = 0
     for i in range(k):
         for j in range(i + 1, k):
+            ctx.start_part(p, n_pairs, sizes)
             si, sj, ci, cj = start[i], start[j], count[i], count[j]
             pos = np.concatenate([np.arange(si, si + ci), np.arange(sj, sj + cj)])
             rows = perm[pos]
@@ -629,6 +658,7 @@ def _train_classification(ctx, y, sw, orig_index, folds):
                     ctx, rows, target, weighted_C[i], weighted_C[j],
                     None if sw_grouped is None else sw_grouped[pos], fold_perm, prob_work)
             coef, rho, stats = _train_one(ctx, rows, target, C, weighted_C[i], weighted_C[j])
+            ctx.end_part(stats)
             stats["labels"] = (int(labels[i]), int(labels[j]))
             nonzero[si:si + ci] |= coef[:ci] != 0
             nonzero[sj:sj + cj] |= coef[ci:] != 0

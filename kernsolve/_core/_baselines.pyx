@@ -17,10 +17,15 @@ Rows n_train .. n_total-1 are held out: their responses ride along, so the
 held-out error can be traced every ``check_every`` steps without extra work.
 Draw t-1 of the sampling stream picks the point of step t (Pegasos, SDCA);
 the Perceptron's order is ``permutation(n_train, seed, "shuffle")``.
+
+About once a second (the clock is read every ``POLL_EVERY`` steps, so steps
+without an update stay a few nanoseconds) the loop takes the GIL to check for
+Ctrl-C and to call the optional ``progress`` callback.
 """
 from libc.math cimport sqrt, isfinite
 from libc.stdint cimport uint64_t, int64_t
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
+from cpython.exc cimport PyErr_CheckSignals
 from cython.parallel cimport prange
 
 import numpy as np
@@ -30,6 +35,10 @@ from ._random cimport rng_key, rng_integer, rng_permutation, STREAM_SAMPLING, ST
 
 METHODS = {"pegasos": 0, "sdca": 1, "perceptron": 2}
 cdef Py_ssize_t PAR_MIN = 32768
+# Wall-clock seconds between two visits to Python (progress, Ctrl-C), and the
+# steps between two readings of the clock (a power of two).
+cdef double POLL_SECONDS = 1.0
+cdef long long POLL_EVERY = 256
 
 
 cdef inline double _now() noexcept nogil:
@@ -51,13 +60,22 @@ cdef inline void _add_row(double* c, const kfloat* row, const signed char* y,
 
 def run(X, int kernel_type, int degree, double gamma, double coef0, y,
         Py_ssize_t n_train, str method, double lam, long long max_iter, *,
-        long long check_every=0, seed=0, double cache_mb=100.0, int n_threads=1):
+        long long check_every=0, seed=0, double cache_mb=100.0, int n_threads=1,
+        progress=None):
     """Run one comparison solver; see the module docstring.
 
+    ``progress``, if given, is called about once a second with a dict
+    (``n_iter``, ``max_iter``, ``n_updates``, ``n_kernel_evals``, ``seconds``);
+    an exception it raises (or Ctrl-C) stops the run and is raised here.
+
     Returns a dict: ``coef`` (signed kernel-expansion coefficients by
-    training row), ``n_iter``, ``n_updates``, ``n_kernel_evals``,
+    training row), ``c`` (the responses y_j <w, x_j> of that model, by
+    training row, from the single-precision cached kernel rows), ``n_iter``,
+    ``n_updates``, ``n_kernel_evals``, ``n_cache_hits``, ``n_cache_misses``,
     ``seconds``, ``trace`` (n_iter, n_kernel_evals, seconds, held-out errors).
     """
+    if progress is not None and not callable(progress):
+        raise ValueError("progress must be None or a callable")
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r} (known: {', '.join(METHODS)})")
     cdef Py_ssize_t n_total = X.shape[0]
@@ -85,9 +103,10 @@ def run(X, int kernel_type, int degree, double gamma, double coef0, y,
     cdef Py_ssize_t n_tr = 0, i, j, e
     cdef long long t, n_updates = 0
     cdef double Cbox = 1.0 / (lam * n_train) if m == 1 else 0.0
-    cdef double margin, new, delta, scale, t0 = _now()
+    cdef double margin, new, delta, scale, t0 = _now(), last_poll = t0, now
     cdef const kfloat* row
     cdef int failed = 0
+    error = None
     with nogil:
         t = 0
         while t < max_iter:
@@ -129,16 +148,40 @@ def run(X, int kernel_type, int degree, double gamma, double coef0, y,
                 tr[4 * n_tr + 2] = e
                 tr_sec[n_tr] = _now() - t0
                 n_tr += 1
+            if (t & (POLL_EVERY - 1)) == 0:
+                now = _now()
+                if now - last_poll >= POLL_SECONDS:
+                    last_poll = now
+                    with gil:
+                        try:
+                            PyErr_CheckSignals()
+                            if progress is not None:
+                                progress({"n_iter": int(t), "max_iter": int(max_iter),
+                                          "n_updates": int(n_updates),
+                                          "n_kernel_evals": int(kr.n_kernel_evals),
+                                          "seconds": now - t0})
+                        except BaseException as exc:
+                            error = exc
+                            failed = 2
+                    if failed:
+                        break
+    if failed == 2:
+        raise error
     if failed:
         raise MemoryError("the kernel engine could not allocate a row")
     coef = np.asarray(a) * yy[:n_train]
+    resp = np.asarray(c)[:n_train].copy()
     if m == 0:
         coef = coef / (lam * <double>t)          # w_{T+1} = u / (lambda T)
+        resp = resp / (lam * <double>t)
     return {
         "coef": coef,
+        "c": resp,
         "n_iter": int(t),
         "n_updates": int(n_updates),
         "n_kernel_evals": int(kr.n_kernel_evals),
+        "n_cache_hits": int(kr.n_cache_hits),
+        "n_cache_misses": int(kr.n_cache_misses),
         "seconds": _now() - t0,
         "trace": [(int(tr[4 * q]), int(tr[4 * q + 1]), float(tr_sec[q]), int(tr[4 * q + 2]))
                   for q in range(n_tr)],

@@ -315,7 +315,7 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y,
           Py_ssize_t n_train, double nu, *, bint bias=True, long long max_iter=1,
           long long max_kernel_evals=0, double time_limit=0.0,
           long long check_every=0, int patience=5, seed=0,
-          double cache_mb=100.0, int n_threads=1):
+          double cache_mb=100.0, int n_threads=1, progress=None):
     """Run the SBP on the first ``n_train`` rows of X; the rest are held out.
 
     Parameters
@@ -337,6 +337,10 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y,
         best held-out error.
     seed : seed of the sampling stream.
     cache_mb, n_threads : kernel cache budget and threads.
+    progress : callable or None
+        Called about once a second with a dict (``n_iter``, ``max_iter``,
+        ``n_kernel_evals``, ``seconds``); an exception it raises (or Ctrl-C)
+        stops the run and is raised here.
 
     Returns
     -------
@@ -349,6 +353,8 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y,
     """
     if X is None or not hasattr(X, "shape") or len(X.shape) != 2:
         raise ValueError("X must be a two-dimensional array or CSR matrix")
+    if progress is not None and not callable(progress):
+        raise ValueError("progress must be None or a callable")
     n_total = X.shape[0]
     yy = np.ascontiguousarray(y, dtype=np.int8)
     if yy.ndim != 1 or yy.shape[0] != n_total:
@@ -429,6 +435,10 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y,
                 with gil:
                     try:
                         PyErr_CheckSignals()
+                        if progress is not None:
+                            progress({"n_iter": int(s.n_iter), "max_iter": int(max_iter),
+                                      "n_kernel_evals": int(kr.n_kernel_evals),
+                                      "seconds": now - t0})
                     except BaseException as exc:
                         s.error = exc
                         status = ST_ABORT

@@ -1,0 +1,176 @@
+"""The progress line of long training runs (stderr; ``-q`` turns it off).
+
+The compiled solvers call back about once a second (SMO about every 2 s) from
+the point where they already take the GIL to check for Ctrl-C, so reporting
+costs the hot loops nothing.  :class:`Progress` turns those calls into one
+status line::
+
+    kernsolve sdca: pair 3/45, iter 1200/5400, kernel evals 3.1e+08, 14 s elapsed, about 40 s left
+
+It writes nothing during the first ``delay`` seconds (short runs stay
+silent) and at most once per ``interval`` seconds after that.  On a terminal
+the line is rewritten in place (``\\r``); elsewhere (a pipe, a log file) each
+report is a line of its own.
+"""
+import sys
+import time
+
+__all__ = ["Progress"]
+
+
+def _seconds(s):
+    if s < 100:
+        return f"{s:.0f} s"
+    if s < 6000:
+        return f"{s / 60:.0f} min"
+    return f"{s / 3600:.1f} h"
+
+
+class Progress:
+    """A rate-limited progress line for one training run.
+
+    Parameters
+    ----------
+    solver : str
+        Name shown after ``kernsolve`` (``"smo"``, ``"sdca"``, ...).
+    stream : file, optional
+        Where to write; ``sys.stderr`` (looked up at each write) by default.
+    delay : float
+        Seconds after creation before the first line.
+    interval : float
+        Least seconds between two lines.
+    clock : callable
+        Monotonic clock in seconds (tests pass a fake one).
+
+    Notes
+    -----
+    The caller announces each sub-problem with :meth:`start_part` (its index,
+    the number of parts and, when the solver's work is known in advance, the
+    planned iterations of every part), feeds the solver's callback dicts to
+    the object itself, and reports finished parts with :meth:`end_part`.  The
+    estimated time left is shown only when every part's iterations are known
+    (SBP, Pegasos, SDCA, Perceptron: the callback's ``max_iter``, or the
+    ``planned`` list over several parts) and ``estimate`` is true (the caller
+    clears it when hidden extra runs, such as probability folds, follow);
+    SMO's iteration count cannot be known in advance.
+    """
+
+    def __init__(self, solver, stream=None, *, delay=2.0, interval=1.0,
+                 clock=time.monotonic):
+        self.solver = solver
+        self._stream = stream
+        self.delay = float(delay)
+        self.interval = float(interval)
+        self.clock = clock
+        self.t0 = clock()
+        self.last = None           # time of the last line written
+        self.open_width = 0        # length of an unterminated line on a terminal
+        self.part = 0
+        self.n_parts = 1
+        self.planned = None        # planned iterations of every part, or None
+        self.done_evals = 0        # kernel evaluations of finished parts
+        self.estimate = True       # False: never show a time left (extra hidden runs)
+        self.n_lines = 0
+
+    @property
+    def stream(self):
+        return self._stream if self._stream is not None else sys.stderr
+
+    def _tty(self):
+        try:
+            return bool(self.stream.isatty())
+        except (AttributeError, ValueError, OSError):
+            return False
+
+    # -- what the training loop calls ------------------------------------
+
+    def start_part(self, part, n_parts, planned=None):
+        """Sub-problem ``part`` (0-based) of ``n_parts`` begins.
+
+        ``planned``: the planned iterations of all parts (a sequence of
+        ``n_parts`` ints), or None when they cannot be known.
+        """
+        self.part = int(part)
+        self.n_parts = max(1, int(n_parts))
+        self.planned = None if planned is None else [max(1, int(p)) for p in planned]
+        if part > 0:
+            self({})
+
+    def end_part(self, stats):
+        """A sub-problem finished; ``stats`` holds its ``n_kernel_evals``."""
+        self.done_evals += int(stats.get("n_kernel_evals", 0))
+
+    def __call__(self, state):
+        """The solvers' callback: a dict with n_iter, max_iter, gap, n_kernel_evals..."""
+        now = self.clock()
+        if now - self.t0 < self.delay:
+            return
+        if self.last is not None and now - self.last < self.interval:
+            return
+        self.last = now
+        self._write(self.line(state, now - self.t0))
+
+    # -- formatting and output --------------------------------------------
+
+    def fraction_done(self, state):
+        """Share of the planned work done (0..1), or None when unknown."""
+        if not self.estimate:
+            return None
+        if self.planned is None:
+            if self.n_parts == 1 and state.get("max_iter"):
+                return min(1.0, int(state.get("n_iter", 0)) / int(state["max_iter"]))
+            return None
+        if len(self.planned) != self.n_parts:
+            return None
+        total = sum(self.planned)
+        done = sum(self.planned[:self.part])
+        if "n_iter" in state:
+            done += min(int(state["n_iter"]), self.planned[self.part])
+        return done / total if total > 0 else None
+
+    def line(self, state, elapsed):
+        parts = []
+        if self.n_parts > 1:
+            parts.append(f"pair {self.part + 1}/{self.n_parts}")
+        if "n_iter" in state:
+            if "max_iter" in state:
+                parts.append(f"iter {state['n_iter']}/{state['max_iter']}")
+            else:
+                parts.append(f"iter {state['n_iter']}")
+        if "gap" in state:
+            parts.append(f"gap {state['gap']:.4g}")
+        evals = self.done_evals + int(state.get("n_kernel_evals", 0))
+        parts.append(f"kernel evals {evals:.4g}")
+        parts.append(f"{_seconds(elapsed)} elapsed")
+        frac = self.fraction_done(state)
+        if frac is not None and frac > 0:
+            parts.append(f"about {_seconds(elapsed * (1 - frac) / frac)} left")
+        return f"kernsolve {self.solver}: " + ", ".join(parts)
+
+    def _write(self, text):
+        stream = self.stream
+        try:
+            if self._tty():
+                pad = max(0, self.open_width - len(text))
+                stream.write("\r" + text + " " * pad)
+                self.open_width = len(text) + pad
+            else:
+                stream.write(text + "\n")
+            stream.flush()
+            self.n_lines += 1
+        except (OSError, ValueError):
+            pass           # a closed or broken stderr must not stop training
+
+    def clear(self):
+        """Erase an unterminated terminal line (before other output is printed)."""
+        if self.open_width:
+            try:
+                self.stream.write("\r" + " " * self.open_width + "\r")
+                self.stream.flush()
+            except (OSError, ValueError):
+                pass
+            self.open_width = 0
+
+    def close(self):
+        """End the run: erase the terminal line (a log keeps its lines)."""
+        self.clear()
