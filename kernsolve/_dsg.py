@@ -278,7 +278,8 @@ class DSGModel:
 
     # -- prediction (Algorithm 2)
     def _check_X(self, X):
-        X = as_canonical(X)
+        from ._predict import _prepare_X      # also takes LIBSVM's list-of-dicts rows
+        X = as_canonical(_prepare_X(X))
         d = X.shape[1]
         if d > self.n_features:
             extra = X[:, self.n_features:]
@@ -317,6 +318,20 @@ class DSGModel:
 
     def predict(self, X, n_jobs=None):
         return self.labels_from_values(self.decision_function(X, n_jobs))
+
+    @property
+    def is_regression(self):
+        return self.svm_type == 3
+
+    def predict_arrays(self, X, probability=False, n_jobs=None):
+        """(labels, values) for ``kernsolve.predict``: decision values, or with
+        ``probability`` the class probabilities (logistic and softmax losses)."""
+        values = self.decision_function(X, n_jobs)
+        labels = self.labels_from_values(values)
+        if probability:
+            prob = self.probabilities_from_values(values)
+            return self.labels[np.argmax(prob, axis=1)], prob
+        return labels, values
 
     @property
     def has_probability(self):

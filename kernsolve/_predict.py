@@ -460,20 +460,15 @@ def predict(y, X, model, options=""):
         Decision values (see :func:`decision_function`) or, with ``-b 1``,
         probabilities (see :func:`predict_probability`).
     """
+    if not isinstance(model, Model) and hasattr(model, "predict_arrays"):
+        return _predict_other_kind(y, X, model, options)
     if not isinstance(model, Model) and hasattr(model, "predict_tuple"):
         return model.predict_tuple(y, X, options)   # kernsolve's non-LIBSVM model kinds
     probability, quiet, n_jobs = _parse_predict_options(options)
     _check_predictable(model)
     info = (lambda *a: None) if quiet else (lambda s: print(s, file=sys.stdout))
     Xc = _prepare_X(X)
-    if y is not None:
-        y = np.asarray(y, dtype=np.float64).ravel() if not sp.issparse(y) else None
-        if y is None:
-            raise ValueError("y must be a 1-D array of labels, not a sparse matrix")
-        if y.size != Xc.shape[0]:
-            raise ValueError(f"y has {y.size} labels but X has {Xc.shape[0]} rows")
-        if not np.all(np.isfinite(y)):
-            raise ValueError("y contains NaN or infinity")
+    y = _as_true_values(y, Xc.shape[0])
     s = int(model.param.svm_type)
     if probability:
         if not model.is_probability_model:
@@ -487,11 +482,43 @@ def predict(y, X, model, options=""):
     labels, values = _predict_arrays(Xc, model, probability, n_jobs)
     if y is None:
         return labels, (float("nan"),) * 3, values
+    return labels, _evaluate(y, labels, s in (3, 4), info), values
+
+
+def _as_true_values(y, n):
+    """y as a checked float64 vector of n values (None stays None)."""
+    if y is None:
+        return None
+    y = np.asarray(y, dtype=np.float64).ravel() if not sp.issparse(y) else None
+    if y is None:
+        raise ValueError("y must be a 1-D array of labels, not a sparse matrix")
+    if y.size != n:
+        raise ValueError(f"y has {y.size} labels but X has {n} rows")
+    if not np.all(np.isfinite(y)):
+        raise ValueError("y contains NaN or infinity")
+    return y
+
+
+def _evaluate(y, labels, regression, info):
+    """LIBSVM's evaluation tuple, printing its lines through ``info``."""
     acc, mse, scc = evaluations(y, labels)
     n = len(y)
-    if s in (3, 4):
+    if regression:
         info("Mean squared error = %g (regression)" % mse)
         info("Squared correlation coefficient = %g (regression)" % scc)
     else:
         info("Accuracy = %g%% (%d/%d) (classification)" % (acc, int(round(n * acc / 100)), n))
-    return labels, (acc, mse, scc), values
+    return acc, mse, scc
+
+
+def _predict_other_kind(y, X, model, options):
+    """``predict`` for kernsolve's model kinds that LIBSVM cannot hold (DSG, ...):
+    the model supplies ``predict_arrays(X, probability, n_jobs)`` -> (labels,
+    values) and ``is_regression``; evaluation and printing are LIBSVM's."""
+    probability, quiet, n_jobs = _parse_predict_options(options)
+    info = (lambda *a: None) if quiet else (lambda s: print(s, file=sys.stdout))
+    labels, values = model.predict_arrays(X, probability, n_jobs)
+    y = _as_true_values(y, labels.shape[0])
+    if y is None:
+        return labels, (float("nan"),) * 3, values
+    return labels, _evaluate(y, labels, model.is_regression, info), values
