@@ -31,6 +31,8 @@ _EXPORTS = {
     "NotFittedError": "._estimators",
     "cross_validation": "._cv",
     "grid_search": "._grid",
+    "EigenProRegressor": "._eigenpro_estimators",
+    "EigenProClassifier": "._eigenpro_estimators",
     "random_features": "._features",
     "median_gamma": "._features",
 }

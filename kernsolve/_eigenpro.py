@@ -420,7 +420,8 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
     n_jobs : int or None
         Threads of the kernel engine.
     callback : callable, optional
-        ``callback(epoch, alpha)`` after each epoch (1-based); not timed.
+        ``callback(epoch, alpha)`` after each epoch (1-based); not timed.  If
+        it returns True, training stops after that epoch.
 
     Returns
     -------
@@ -469,6 +470,7 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
     S = pre.subsample
     Xall = kern.X
     n_steps = 0
+    epochs_run = 0
     callback_seconds = 0.0
     for epoch in range(opts["epochs"]):
         order = _epoch_order(n, seed, epoch)
@@ -488,14 +490,17 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
             raise ValueError(f"EigenPro diverged in epoch {epoch + 1} (non-finite "
                              f"coefficients); use a smaller --step (was "
                              f"{eta_for(m):.4g}) or a smaller --batch-size")
+        epochs_run = epoch + 1
         if callback is not None:
             tc = time.perf_counter()
-            callback(epoch + 1, alpha if not single else alpha[:, 0])
+            stop = callback(epoch + 1, alpha if not single else alpha[:, 0])
             callback_seconds += time.perf_counter() - tc
+            if stop is True:
+                break
     seconds = time.perf_counter() - t0 - callback_seconds
     stats = {
         "n_iter": n_steps,
-        "epochs": opts["epochs"],
+        "epochs": epochs_run,
         "eigen_directions": pre.k,
         "subsample": M,
         "batch_size": m,

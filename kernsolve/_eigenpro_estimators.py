@@ -1,0 +1,291 @@
+"""scikit-learn-style estimators on EigenPro: ``EigenProRegressor``, ``EigenProClassifier``.
+
+Both fit ``f(x) = sum_i alpha_i k(x_i, x)`` over the training points by
+EigenPro-preconditioned SGD on the square loss (``kernsolve._eigenpro``); the
+classifier fits one output per class on one-hot targets and predicts the class
+of the largest output.  They follow the estimator contract of
+``kernsolve._estimators`` (parameters from ``__init__``, fitted attributes
+with a trailing underscore, scikit-learn's messages) and do not import
+scikit-learn.  ``eigen_directions=0`` is plain kernel SGD.
+"""
+import numpy as np
+
+from ._eigenpro import EigenProModel, decision_values, eigenpro_options, fit_eigenpro
+from ._estimators import (_BaseEstimator, _BaseSVM, _check_feature_names, _check_X,
+                          _column_or_1d, _check_lengths, _encode_classes, _feature_names,
+                          _is_number, _seed_of)
+from ._params import Parameters
+
+__all__ = ["EigenProRegressor", "EigenProClassifier"]
+
+_KERNELS = {"linear": 0, "poly": 1, "rbf": 2, "laplacian": 5}
+
+
+class _BaseEigenPro(_BaseEstimator):
+    """Shared parameters, validation, fit and prediction of the EigenPro estimators."""
+
+    def __init__(self, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0,
+                 eigen_directions=None, subsample=None, batch_size=None, damping=1.0,
+                 epochs=10, step=None, random_state=None, n_jobs=None):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.eigen_directions = eigen_directions
+        self.subsample = subsample
+        self.batch_size = batch_size
+        self.damping = damping
+        self.epochs = epochs
+        self.step = step
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    # ------------------------------------------------------------ parameters
+
+    def _kernel_code(self):
+        if not isinstance(self.kernel, str) or self.kernel not in _KERNELS:
+            raise ValueError(f"{type(self).__name__}: kernel must be one of "
+                             f"{sorted(_KERNELS)} (EigenPro needs a positive semi-definite "
+                             f"kernel function), got {self.kernel!r}")
+        return _KERNELS[self.kernel]
+
+    def _options(self, n):
+        """The solver options (validated by ``eigenpro_options``) and the kernel code."""
+        name = type(self).__name__
+        t = self._kernel_code()
+        self._check_kernel_params(name)
+        if self.n_jobs is not None and (not _is_number(self.n_jobs, integral=True)
+                                        or self.n_jobs == 0):
+            raise ValueError(f"{name}: n_jobs must be None or a non-zero integer, "
+                             f"got {self.n_jobs!r}")
+        extra = {"epochs": self.epochs, "damping": self.damping}
+        for key in ("eigen_directions", "subsample", "batch_size", "step"):
+            value = getattr(self, key)
+            if value is not None:
+                extra[key] = value
+        # Defaults adapt to n: M = min(4800, n), m = min(256, n), k = min(160, M - 1).
+        param = Parameters(solver="eigenpro")
+        param.extra = extra
+        return t, eigenpro_options(param, n)
+
+    def _check_kernel_params(self, name):
+        if isinstance(self.gamma, str):
+            if self.gamma not in ("scale", "auto"):
+                raise ValueError(f"{name}: gamma must be 'scale', 'auto' or a float > 0, "
+                                 f"got {self.gamma!r}")
+        elif not _is_number(self.gamma) or not np.isfinite(self.gamma) or self.gamma <= 0:
+            raise ValueError(f"{name}: gamma must be 'scale', 'auto' or a float > 0, "
+                             f"got {self.gamma!r}")
+        if not _is_number(self.degree) or self.degree < 0 \
+                or float(self.degree) != int(self.degree):
+            raise ValueError(f"{name}: degree must be an integer >= 0, got {self.degree!r}")
+        if not _is_number(self.coef0) or not np.isfinite(self.coef0):
+            raise ValueError(f"{name}: coef0 must be a finite number, got {self.coef0!r}")
+        if self.kernel == "poly" and self.coef0 < 0:
+            raise ValueError(f"{name}: the polynomial kernel with coef0 < 0 is not positive "
+                             f"semi-definite; EigenPro needs coef0 >= 0, got {self.coef0!r}")
+
+    # ------------------------------------------------------------ fit / predict
+
+    def _fit_outputs(self, X, Y):
+        """Validate, fit alpha (n, n_outputs); set the shared fitted attributes."""
+        t, opts = self._options(X.shape[0])
+        gamma = _BaseSVM._gamma_value(self, X, t) if t in (1, 2, 5) else 0.0
+        if t in (1, 2, 5) and not gamma > 0:
+            gamma = 1.0
+        res = fit_eigenpro(X, Y, kernel_type=t, gamma=gamma, degree=int(self.degree),
+                           coef0=float(self.coef0), options=opts,
+                           seed=_seed_of(self.random_state), n_jobs=self.n_jobs)
+        param = Parameters(svm_type=0, kernel_type=t, degree=int(self.degree),
+                           gamma=gamma if t in (1, 2, 5) else None, coef0=float(self.coef0),
+                           solver="eigenpro", seed=_seed_of(self.random_state))
+        alpha = res.alpha.reshape(X.shape[0], -1)
+        self.model_ = EigenProModel(param=param, labels=np.arange(alpha.shape[1],
+                                                                  dtype=np.float64),
+                                    centres=X, coef=alpha, stats=res.stats)
+        self.n_features_in_ = int(X.shape[1])
+        names = getattr(self, "_fit_feature_names", None)
+        if names is not None and len(names) == X.shape[1]:
+            self.feature_names_in_ = names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.centres_ = X
+        self.eigenvalues_ = res.eigenvalues
+        self.subsample_indices_ = res.subsample
+        self.step_ = float(res.step)
+        self.n_iter_ = int(res.stats["epochs"])
+        self.n_steps_ = int(res.stats["n_iter"])
+        self._gamma = gamma
+        return res
+
+    def _validated_X(self, X, fit=False):
+        name = type(self).__name__
+        if fit:
+            self._fit_feature_names = _feature_names(X)
+        else:
+            self._check_is_fitted()
+            _check_feature_names(self, X)
+        X = _check_X(X, name)
+        if not fit and X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {name} is expecting "
+                             f"{self.n_features_in_} features as input.")
+        return X
+
+    def _outputs(self, X):
+        X = self._validated_X(X)
+        return decision_values(X, self.model_, self.n_jobs)
+
+
+class EigenProRegressor(_BaseEigenPro):
+    """Kernel least-squares regression by EigenPro (preconditioned mini-batch SGD).
+
+    Minimises ``(1/2n) sum_i (f(x_i) - y_i)^2`` over ``f(x) = sum_i alpha_i
+    k(x_i, x)`` without a regulariser: the epochs are the regularisation
+    (early stopping), as in Ma & Belkin's EigenPro.  See ``doc/eigenpro.md``.
+
+    Parameters
+    ----------
+    kernel : {"rbf", "laplacian", "linear", "poly"}, default="rbf"
+        A positive semi-definite kernel.
+    gamma : {"scale", "auto"} or float, default="scale"
+        scikit-learn's rules: "scale" is 1 / (n_features * X.var()).
+    degree : int, default=3
+    coef0 : float, default=0.0
+        Polynomial kernel offset (>= 0).
+    eigen_directions : int or None, default=None
+        k, the preconditioner's eigen-directions; 0 is plain kernel SGD.  None:
+        min(160, M - 1), capped by the numerical rank of the subsample matrix.
+    subsample : int or None, default=None
+        M, the subsample that estimates the eigensystem; None: min(4800, n).
+    batch_size : int or None, default=None
+        m; None: min(256, n).
+    damping : float in (0, 1], default=1.0
+        tau of the preconditioner.
+    epochs : int, default=10
+    step : float or None, default=None
+        Step size; None: the paper's rule from lambda_{k+1} and m.
+    random_state : int, RandomState or None, default=None
+        Seed of the subsample and of the batch order (None means 0).
+    n_jobs : int or None, default=None
+        Threads of the kernel engine; results do not depend on it.
+
+    Attributes
+    ----------
+    dual_coef_ : ndarray of shape (n_samples,)
+        alpha, one coefficient per training point (centre).
+    centres_ : ndarray or sparse matrix, shape (n_samples, n_features)
+    eigenvalues_ : ndarray of shape (k + 1,)
+        Top eigenvalues of the subsample kernel matrix divided by M.
+    step_ : float
+    n_iter_ : int
+        Epochs run.
+    model_ : EigenProModel
+    """
+
+    _estimator_type = "regressor"
+
+    def fit(self, X, y):
+        """Fit the kernel expansion.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        name = type(self).__name__
+        X = self._validated_X(X, fit=True)
+        y = _column_or_1d(y, name)
+        if y.dtype.kind not in "biuf":
+            try:
+                y = y.astype(np.float64)
+            except (TypeError, ValueError):
+                raise ValueError(f"{name}: y must hold numbers, got dtype {y.dtype}") from None
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        _check_lengths(X, y)
+        if not np.all(np.isfinite(y)):
+            raise ValueError("Input y contains NaN or infinity.")
+        res = self._fit_outputs(X, y)
+        self.dual_coef_ = np.asarray(res.alpha, dtype=np.float64).ravel()
+        return self
+
+    def predict(self, X):
+        """Predicted targets, shape (n_samples,)."""
+        return self._outputs(X)[:, 0]
+
+    def score(self, X, y):
+        """Coefficient of determination R^2."""
+        y = np.asarray(_column_or_1d(y, type(self).__name__), dtype=np.float64)
+        pred = self.predict(X)
+        num = float(np.sum((y - pred) ** 2))
+        den = float(np.sum((y - y.mean()) ** 2))
+        if den == 0:
+            return 1.0 if num == 0 else 0.0
+        return 1.0 - num / den
+
+
+class EigenProClassifier(_BaseEigenPro):
+    """Multi-class kernel least squares by EigenPro: one-hot targets, argmax prediction.
+
+    One output per class (``classes_`` order), fitted to the one-hot encoding
+    of y by EigenPro-preconditioned SGD on the square loss; the predicted class
+    is the one with the largest output.  Parameters as
+    :class:`EigenProRegressor`.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    dual_coef_ : ndarray of shape (n_samples, n_classes)
+        alpha, one column per class.
+    centres_, eigenvalues_, step_, n_iter_, model_ :
+        As :class:`EigenProRegressor`.
+    """
+
+    _estimator_type = "classifier"
+
+    def fit(self, X, y):
+        """Fit one output per class on one-hot targets.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels (numbers, strings, booleans...).
+
+        Returns
+        -------
+        self
+        """
+        name = type(self).__name__
+        X = self._validated_X(X, fit=True)
+        classes, y_enc = _encode_classes(y, name)
+        _check_lengths(X, y_enc)
+        if len(classes) < 2:
+            raise ValueError(f"The number of classes has to be greater than one; got "
+                             f"{len(classes)} class")
+        Y = np.zeros((y_enc.size, len(classes)))
+        Y[np.arange(y_enc.size), y_enc] = 1.0
+        res = self._fit_outputs(X, Y)
+        self.classes_ = classes
+        self.dual_coef_ = np.asarray(res.alpha, dtype=np.float64)
+        return self
+
+    def decision_function(self, X):
+        """Outputs per class (n_samples, n_classes); binary: output 1 minus output 0."""
+        out = self._outputs(X)
+        if out.shape[1] == 2:
+            return out[:, 1] - out[:, 0]
+        return out
+
+    def predict(self, X):
+        """The class of the largest output (the first one on ties)."""
+        out = self._outputs(X)
+        return self.classes_[np.argmax(out, axis=1)]
+
+    def score(self, X, y):
+        """Mean accuracy."""
+        y = _column_or_1d(y, type(self).__name__)
+        return float(np.mean(self.predict(X) == y))
