@@ -1,0 +1,303 @@
+"""DSG (kernsolve._dsg, _core/_dsg.pyx) against independent oracles.
+
+* Algorithm 1 re-implemented in numpy on the explicitly materialised random
+  Fourier map (``random_features``, itself checked bit for bit against a
+  pure-Python copy of the spec in test_features.py): same coefficients.
+* Each loss's derivative against a central finite difference of its value,
+  and values against the formulas of the DSG paper written here in numpy.
+* Kernel ridge regression on the paper's section 7.1 generator converges to
+  the closed-form solution with error O(1/t).
+* Save/load exact, thread count and cache size do not change a bit.
+"""
+import numpy as np
+import pytest
+
+import kernsolve
+from kernsolve import _dsg
+from kernsolve._core import _dsg as _c
+from kernsolve._features import random_features
+from kernsolve._random import permutation, stream_key
+
+
+@pytest.fixture(scope="module")
+def heart():
+    y, X = kernsolve.read_problem(kernsolve.dataset_path("heart_scale"))
+    return y, X
+
+
+# ------------------------------------------------------------------ losses
+
+def _numpy_loss(name, u, y, param):
+    """Value and derivative of each loss, from the paper's section 4 formulas."""
+    if name == "hinge":
+        return np.maximum(0, 1 - y * u), np.where(y * u < 1, -y, 0.0)
+    if name == "squared-hinge":
+        m = np.maximum(0, 1 - y * u)
+        return 0.5 * m ** 2, np.where(y * u < 1, u - y, 0.0)
+    if name == "logistic":
+        return np.log1p(np.exp(-y * u)), -y * np.exp(-y * u) / (1 + np.exp(-y * u))
+    if name == "squared":
+        return 0.5 * (u - y) ** 2, u - y
+    if name == "huber":
+        r = u - y
+        return (np.where(np.abs(r) <= param, 0.5 * r ** 2, param * (np.abs(r) - param / 2)),
+                np.clip(r, -param, param))
+    if name == "epsilon-insensitive":
+        r = u - y
+        return np.maximum(0, np.abs(r) - param), np.where(np.abs(r) > param, np.sign(r), 0.0)
+    if name == "quantile":
+        return (np.maximum(param * (y - u), (1 - param) * (u - y)),
+                np.where(u >= y, 1 - param, -param))
+    if name == "novelty":
+        return np.maximum(0, -u), np.where(u < 0, -1.0, 0.0)
+    raise AssertionError(name)
+
+
+@pytest.mark.parametrize("name,param", [
+    ("hinge", 0), ("squared-hinge", 0), ("logistic", 0), ("squared", 0),
+    ("huber", 0.7), ("epsilon-insensitive", 0.3), ("quantile", 0.8), ("novelty", 0)])
+def test_single_output_losses(name, param):
+    rng = np.random.default_rng(1)
+    u = rng.normal(scale=2, size=(400, 1))
+    y = rng.choice([-1.0, 1.0], size=(400, 1)) if name in (
+        "hinge", "squared-hinge", "logistic") else rng.normal(size=(400, 1))
+    code = _dsg.LOSSES[name]
+    value = _c.loss_values(code, u, y, param)
+    grad = _c.loss_derivatives(code, u, y, param)
+    ref_value, ref_grad = _numpy_loss(name, u, y, param)
+    np.testing.assert_allclose(value, ref_value[:, 0], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-12, atol=1e-14)
+    # central finite differences, away from the kinks
+    h = 1e-6
+    fd = (_c.loss_values(code, u + h, y, param) - _c.loss_values(code, u - h, y, param)) / (2 * h)
+    kinks = {"hinge": [1], "squared-hinge": [1], "huber": [param, -param],
+             "epsilon-insensitive": [param, -param], "quantile": [0], "novelty": [0]}
+    where = (y * u)[:, 0] if name in ("hinge", "squared-hinge") else (
+        u[:, 0] if name == "novelty" else (u - y)[:, 0])
+    smooth = np.ones(len(u), bool)
+    for k in kinks.get(name, []):
+        smooth &= np.abs(where - k) > 1e-4
+    assert smooth.sum() > 300
+    np.testing.assert_allclose(fd[smooth], grad[smooth, 0], atol=1e-6)
+
+
+def test_softmax_loss():
+    rng = np.random.default_rng(2)
+    u = rng.normal(scale=3, size=(50, 4))
+    label = rng.integers(0, 4, size=50).astype(float).reshape(-1, 1)
+    code = _dsg.LOSSES["softmax"]
+    value = _c.loss_values(code, u, label)
+    idx = label[:, 0].astype(int)
+    ref = -u[np.arange(50), idx] + np.log(np.exp(u).sum(axis=1))
+    np.testing.assert_allclose(value, ref, rtol=1e-12)
+    grad = _c.loss_derivatives(code, u, label)
+    h = 1e-6
+    for c in range(4):
+        e = np.zeros_like(u)
+        e[:, c] = h
+        fd = (_c.loss_values(code, u + e, label) - _c.loss_values(code, u - e, label)) / (2 * h)
+        np.testing.assert_allclose(fd, grad[:, c], atol=1e-7)
+    # large margins do not overflow
+    big = np.array([[1000.0, -1000.0]])
+    assert np.isfinite(_c.loss_values(code, big, np.array([[1.0]]))).all()
+
+
+# ------------------------------------------------- Algorithm 1 in numpy
+
+def _reference_dsg(X, targets, K, loss, param, *, lam, step, t0, B, F, gamma, seed,
+                   epochs, average=False, fit_intercept=True):
+    """Algorithm 1 with mini-batches and feature blocks, written out plainly
+    (explicit features, explicit decay of every old coefficient)."""
+    n = X.shape[0]
+    coef = np.zeros((0, F, K))
+    intercept = np.zeros(K)
+    avg_coef, avg_int = np.zeros((0, F, K)), np.zeros(K)
+    key = stream_key(seed, "sampling")
+    t = 0
+    for epoch in range(epochs):
+        order = permutation(n, key, epoch)
+        for pos in range(0, n, B):
+            rows = order[pos:pos + B]
+            t += 1
+            nb = coef.shape[0]
+            Z = random_features(X[rows], nb * F, gamma=gamma, seed=seed, n_jobs=1)
+            U = intercept + Z @ coef.reshape(nb * F, K)
+            T = targets[rows]
+            if loss == "softmax":
+                p = np.exp(U - U.max(axis=1, keepdims=True))
+                p /= p.sum(axis=1, keepdims=True)
+                G = p.copy()
+                G[np.arange(len(rows)), T[:, 0].astype(int)] -= 1
+            else:
+                G = _numpy_loss(loss, U, T, param)[1]
+            g = step / (t0 + t)
+            phi = random_features(X[rows], F, gamma=gamma, seed=seed, start=nb * F, n_jobs=1)
+            coef = np.concatenate([coef * (1 - g * lam),
+                                   (-g / (len(rows) * F) * phi.T @ G)[None]])
+            if loss == "novelty":
+                intercept = intercept - g * (G.mean(axis=0) + lam)
+            elif fit_intercept:
+                intercept = intercept - g * G.mean(axis=0)
+            if average:
+                avg_coef = np.concatenate([avg_coef, np.zeros((1, F, K))])
+                avg_coef += (coef - avg_coef) / t
+                avg_int += (intercept - avg_int) / t
+    if average:
+        return avg_coef, avg_int
+    return coef, intercept
+
+
+def _task_data(heart, task):
+    y, X = heart
+    X = X[:90]
+    y = y[:90]
+    if task == "classification":
+        return y, X, 0
+    if task == "multiclass":
+        return np.digitize(X[:, 0].toarray().ravel(), [-0.3, 0.3]).astype(float), X, 0
+    if task == "regression":
+        return X[:, 1].toarray().ravel() + 0.5 * X[:, 2].toarray().ravel(), X, 3
+    return y, X, 2
+
+
+@pytest.mark.parametrize("task,loss,extra", [
+    ("classification", "hinge", ""),
+    ("classification", "logistic", "--average 1"),
+    ("classification", "squared-hinge", "--bias 0"),
+    ("multiclass", "softmax", ""),
+    ("multiclass", "hinge", ""),              # one-vs-rest outputs
+    ("regression", "squared", ""),
+    ("regression", "huber", "--delta 0.5"),
+    ("regression", "epsilon-insensitive", "-p 0.2"),
+    ("regression", "quantile", "--tau 0.3"),
+    ("novelty", "novelty", "-n 0.2"),
+])
+def test_matches_numpy_algorithm_1(heart, task, loss, extra):
+    y, X, s = _task_data(heart, task)
+    opts = (f"-s {s} -q --solver dsg --loss {loss} -g 0.3 --batch-size 7 --feature-block 5 "
+            f"--step 2 --t0 3 --epochs 2 --seed 11 --threads 1 -c 4 {extra}")
+    model = kernsolve.train(y, X, opts)
+    param = kernsolve.parse_options(opts)
+    targets = _dsg._Targets.from_data(_dsg._TASKS[s], loss, y)
+    lam = param.extra.get("lambda", param.nu if s == 2 else 1 / (param.C * X.shape[0]))
+    loss_param = {"huber": 0.5, "epsilon-insensitive": 0.2, "quantile": 0.3}.get(loss, 0)
+    coef, intercept = _reference_dsg(
+        X, targets.encode(y), targets.n_outputs, loss, loss_param, lam=lam, step=2, t0=3, B=7, F=5,
+        gamma=0.3, seed=11, epochs=2, average="--average 1" in extra,
+        fit_intercept="--bias 0" not in extra)
+    assert model.coef.shape == coef.shape
+    np.testing.assert_allclose(model.coef, coef, rtol=1e-9, atol=1e-13)
+    np.testing.assert_allclose(model.intercept, intercept, rtol=1e-9, atol=1e-13)
+    # Algorithm 2 on the explicit map
+    Z = random_features(X, model.n_random_features, gamma=0.3, seed=11)
+    f = Z @ model.coef.reshape(-1, model.n_outputs) + model.intercept
+    np.testing.assert_allclose(model.decision_function(X), f, rtol=1e-10, atol=1e-12)
+
+
+# ---------------------------------------------------- kernel ridge, O(1/t)
+
+def _synthetic(n, rng):
+    """The DSG paper's section 7.1 generator."""
+    X = rng.uniform(-5, 5, size=(n, 2))
+    r = np.linalg.norm(X, axis=1)
+    return X, np.cos(0.5 * np.pi * r) * np.exp(-0.1 * np.pi * r) + 0.1 * rng.normal(size=n)
+
+
+def test_kernel_ridge_converges_at_rate_1_over_t():
+    rng = np.random.default_rng(0)
+    X, y = _synthetic(400, rng)
+    Xt, _ = _synthetic(200, rng)
+    gamma, lam = 0.5, 0.05
+    # closed form: f* = argmin (1/n) sum 1/2 (f(x_i) - y_i)^2 + lam/2 ||f||^2
+    K = kernsolve.kernel_matrix(X, X, kernel="rbf", gamma=gamma)
+    alpha = np.linalg.solve(K + lam * len(y) * np.eye(len(y)), y)
+    f_star = kernsolve.kernel_matrix(Xt, X, kernel="rbf", gamma=gamma) @ alpha
+    errors, iters = [], []
+    for epochs in (1, 2, 4, 8, 16):
+        m = kernsolve.train(y, X, f"-s 3 -q --solver dsg --loss squared -g {gamma} "
+                            f"--lambda {lam} --step {1.5 / lam} --t0 40 --batch-size 32 "
+                            f"--feature-block 32 --epochs {epochs} --bias 0 --threads 2")
+        errors.append(np.mean((m.decision_function(Xt)[:, 0] - f_star) ** 2))
+        iters.append(m.stats["n_iter"])
+    slope = np.polyfit(np.log(iters), np.log(errors), 1)[0]
+    assert errors[-1] < errors[0] / 6
+    assert -1.6 < slope < -0.6, (slope, errors)
+
+
+# ------------------------------------------------ determinism, files, size
+
+def test_threads_cache_and_seed(heart):
+    y, X = heart
+    base = "-q --solver dsg -g median --epochs 2 --batch-size 16 --step 5 --seed 3"
+    one = kernsolve.train(y, X, base + " --threads 1")
+    two = kernsolve.train(y, X, base + " --threads 2")
+    # -m tiny: most blocks regenerated instead of cached; same bits
+    small = kernsolve.train(y, X, base + " --threads 2 -m 0.001")
+    for m in (two, small):
+        assert np.array_equal(one.coef, m.coef) and np.array_equal(one.intercept, m.intercept)
+    assert np.array_equal(one.decision_function(X, n_jobs=1), two.decision_function(X, n_jobs=2))
+    other = kernsolve.train(y, X, base.replace("--seed 3", "--seed 4") + " --threads 1")
+    assert not np.array_equal(one.coef, other.coef)
+
+
+def test_save_load_round_trip_and_size(heart, tmp_path):
+    y, X = heart
+    m = kernsolve.train(y, X, "-q --solver dsg --loss logistic -g median --step 5")
+    path = tmp_path / "dsg.model"
+    kernsolve.save_model(path, m)
+    back = kernsolve.load_model(path)
+    assert isinstance(back, _dsg.DSGModel)
+    assert np.array_equal(back.coef, m.coef) and np.array_equal(back.intercept, m.intercept)
+    assert np.array_equal(kernsolve.predict(y, X, back, "-b 1 -q")[2],
+                          kernsolve.predict(y, X, m, "-b 1 -q")[2])
+    # O(t) numbers, independent of the input dimension: a 100x wider input
+    # with the same blocks gives a file of the same shape
+    wide = np.hstack([X.toarray(), np.zeros((X.shape[0], 100 * X.shape[1]))])
+    mw = kernsolve.train(y, wide, "-q --solver dsg --loss logistic -g 0.05 --step 5")
+    assert mw.coef.shape == m.coef.shape
+    text = mw.to_text()
+    assert len(text.split()) == len(m.to_text().split())
+
+
+@pytest.mark.parametrize("options,match", [
+    ("--loss nope", "unknown loss"),
+    ("--loss squared", "not a classification loss"),
+    ("--batch-size 0", "--batch-size"),
+    ("--feature-block 0", "--feature-block"),
+    ("--step 0", "--step"),
+    ("--step -1", "--step"),
+    ("-t 0", "RBF"),
+    ("-s 1", "nu-SVC"),
+    ("--lambda 2 --step 10", "shrink"),
+    ("--epochs 0", "--epochs"),
+])
+def test_bad_options(heart, options, match):
+    y, X = heart
+    with pytest.raises(ValueError, match=match):
+        kernsolve.train(y, X, "-q --solver dsg " + options)
+
+
+def test_prediction_dimension_mismatch(heart):
+    y, X = heart
+    m = kernsolve.train(y, X, "-q --solver dsg -g 0.1")
+    wider = np.hstack([X.toarray(), np.ones((X.shape[0], 1))])
+    with pytest.raises(ValueError, match="trained on 13 features"):
+        m.predict(wider)
+    # fewer columns (absent trailing features are zeros) is fine, as in LIBSVM
+    assert m.predict(X[:, :10]).shape == (X.shape[0],)
+
+
+@pytest.mark.parametrize("edit,match", [
+    (lambda t: t.replace("n_blocks ", "n_blocks 9"), "coefficient lines"),
+    (lambda t: t.replace("loss hinge", "loss nope"), "loss"),
+    (lambda t: t.rsplit("\n", 2)[0] + "\n", "coefficient lines"),
+    (lambda t: t.replace("gamma ", "gamma -"), "gamma"),
+    (lambda t: t.replace("\ncoef\n", "\n"), "no 'coef'"),
+])
+def test_corrupt_model_files(heart, tmp_path, edit, match):
+    y, X = heart
+    m = kernsolve.train(y[:40], X[:40], "-q --solver dsg -g 0.1")
+    path = tmp_path / "bad.model"
+    path.write_text(edit(m.to_text()))
+    with pytest.raises(kernsolve.ModelFormatError, match=match):
+        kernsolve.load_model(path)
