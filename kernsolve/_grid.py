@@ -25,6 +25,8 @@ import numpy as np
 from . import _cv
 from ._params import _LETTERS, _LONG, SOLVER_OPTIONS, parse_options
 
+_MAX_FAILURES_SHOWN = 3     # failed cells named in a GridSearchError message
+
 __all__ = ["grid_search", "GridResult", "GridSearchError", "plot_grid",
            "read_out_file", "grid_order"]
 
@@ -585,7 +587,11 @@ def grid_search(y, X, base_options="", grid=None, n_folds=5, n_jobs=None, seed=N
     if failed:
         kept = sum(1 for r in records if r["rate"] is not None)
         where = f"; the {kept} finished cells are in {out}" if out is not None else ""
-        names = "; ".join(f"{label}: {msg}" for label, msg in failed.items())
+        # the first few, so that a message about a whole failed grid stays short
+        shown = list(failed.items())[:_MAX_FAILURES_SHOWN]
+        names = "; ".join(f"{label}: {msg}" for label, msg in shown)
+        if len(failed) > len(shown):
+            names += f"; and {len(failed) - len(shown)} more"
         raise GridSearchError(f"grid_search: {len(failed)} of {len(records)} cells failed"
                               f"{where}. Failed: {names}", failed, result) from crash
     if png is not None:

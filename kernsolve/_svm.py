@@ -182,7 +182,7 @@ def _as_targets(y, svm_type):
             arr = arr.astype(np.float64)
         else:
             raise ValueError(f"labels must be numbers, got an array of dtype {arr.dtype}"
-                             + (f" (first entry {arr.ravel()[0]!r})" if arr.size else ""))
+                             + (f" (first entry {arr.ravel()[:1].tolist()[0]!r})" if arr.size else ""))
     arr = np.ascontiguousarray(arr, dtype=np.float64)
     if arr.ndim != 1:
         raise ValueError(f"y must be one-dimensional, got shape {arr.shape}")
@@ -190,15 +190,15 @@ def _as_targets(y, svm_type):
         raise ValueError("empty training data: y has no entries")
     bad = np.flatnonzero(~np.isfinite(arr))
     if bad.size:
-        raise ValueError(f"label of row {bad[0] + 1} is not finite ({arr[bad[0]]!r})")
+        raise ValueError(f"label of row {bad[0] + 1} is not finite ({float(arr[bad[0]])!r})")
     if svm_type in (C_SVC, NU_SVC):
         frac = np.flatnonzero(arr != np.round(arr))
         if frac.size:
             raise ValueError(f"classification labels must be integers (LIBSVM stores "
-                             f"them as int); row {frac[0] + 1} has {arr[frac[0]]!r}")
+                             f"them as int); row {frac[0] + 1} has {float(arr[frac[0]])!r}")
         big = np.flatnonzero(np.abs(arr) >= 2 ** 31)
         if big.size:
-            raise ValueError(f"classification label {arr[big[0]]!r} (row {big[0] + 1}) "
+            raise ValueError(f"classification label {float(arr[big[0]])!r} (row {big[0] + 1}) "
                              "does not fit a 32-bit integer")
     return arr
 
@@ -215,10 +215,10 @@ def _as_sample_weight(sample_weight, n):
                          "one weight per row")
     bad = np.flatnonzero(~np.isfinite(arr))
     if bad.size:
-        raise ValueError(f"sample_weight of row {bad[0] + 1} is not finite ({arr[bad[0]]!r})")
+        raise ValueError(f"sample_weight of row {bad[0] + 1} is not finite ({float(arr[bad[0]])!r})")
     neg = np.flatnonzero(arr < 0)
     if neg.size:
-        raise ValueError(f"sample_weight of row {neg[0] + 1} is negative ({arr[neg[0]]!r}); "
+        raise ValueError(f"sample_weight of row {neg[0] + 1} is negative ({float(arr[neg[0]])!r}); "
                          "weights must be >= 0")
     return arr
 
@@ -284,7 +284,7 @@ class _Data:
         if bad.size:
             raise ValueError(
                 f"precomputed kernel (-t 4): column 0 must hold the sample serial number "
-                f"1..{n_cols}; row {bad[0] + 1} has {serial[bad[0]]!r}")
+                f"1..{n_cols}; row {bad[0] + 1} has {float(serial[bad[0]]):g}")
         serial = serial.astype(np.intp)
         # LIBSVM: K(x_i, x_j) = x_i[serial of x_j]
         self.K = np.ascontiguousarray(Xd[:, serial])
@@ -485,7 +485,7 @@ def _train_one(ctx, rows, target, C, cp=None, cn=None):
             # LIBSVM goes on with C = 1/r = inf or 0 and rho = nan; refuse instead.
             # (r < 0 does happen with a non-PSD sigmoid kernel; LIBSVM keeps it.)
             raise ValueError(
-                f"nu-SVC is degenerate on this data: the solver found r = {r!r}, "
+                f"nu-SVC is degenerate on this data: the solver found r = {float(r)!r}, "
                 "where LIBSVM reports C = 1/r and returns a model with rho = NaN "
                 "(nu at its feasibility limit, or identical rows with different "
                 "labels); try a smaller nu")

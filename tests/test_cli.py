@@ -425,6 +425,168 @@ def test_model_errors_leave_no_output(tmp_path, heart):
 
 
 # ---------------------------------------------------------------------------
+# every user-error path of the four commands, in one table: exit 1, one line
+# "prog: what is wrong" naming the problem, then the usage exactly when the
+# command line itself is wrong (as LIBSVM's tools print their usage), nothing
+# on stdout, no traceback, no output file left behind.  (Unreadable files are
+# represented by directories: the tests may run as root, who reads anything.)
+
+ERROR_FILES = {
+    "badvalue": "1 1:0.5\n+1 2:abc\n",
+    "badlabel": "1 1:0.5\nfoo 2:1\n",
+    "order": "1 3:0.5 2:1\n",
+    "dupindex": "1 1:0.5 1:0.7\n",
+    "nan": "1 1:nan\n-1 1:1\n",
+    "negindex": "1 -1:0.5\n",
+    "empty": "",
+    "onerow": "1 1:1\n",
+    "badserial": "1 0:1 1:0.5\n-1 0:2 1:1\n",
+    "corrupt.model": "svm_type c_svc\nkernel_type banana\n",
+    "empty.model": "",
+    "keyword.model": "svm_type c_svc\nkernel_type rbf\ncolour blue\n",
+    "trunc.model": ("svm_type c_svc\nkernel_type rbf\ngamma 0.5\nnr_class 2\ntotal_sv 3\n"
+                    "rho 0.1\nlabel 1 -1\nnr_sv 2 1\nSV\n1 1:0.5\n"),
+    "header.range": "q\n",
+    "empty.range": "",
+    "line.range": "x\n-1 1\n1 zero 2\n",
+}
+
+USER_ERRORS = [
+    # tool, arguments, words the first line must hold, usage follows?
+    # -- kernsolve-train: the command line
+    ("train", ["-z", "1", "heart"], ["unknown option: -z"], True),
+    ("train", ["-c"], ["-c", "needs a value"], True),
+    ("train", ["--seed"], ["--seed", "needs a value"], True),
+    ("train", ["-c", "abc", "heart"], ["-c", "'abc'"], True),
+    ("train", ["-t", "9", "heart"], ["-t", "9"], True),
+    ("train", ["--threads", "0", "heart"], ["--threads", "0"], True),
+    ("train", ["--seed", "-1", "heart"], ["--seed", "-1"], True),
+    ("train", ["--solver", "nope", "heart"], ["--solver", "'nope'"], True),
+    ("train", ["--epochs", "3", "heart"], ["--epochs", "not an option of solver 'smo'"], True),
+    ("train", ["--solver", "sdca", "--iterations", "0", "heart"], ["--iterations", "0"], True),
+    ("train", ["--solver", "sdca", "-s", "2", "heart"], ["--solver sdca", "C-SVC"], True),
+    ("train", ["--solver", "sbp", "-n", "2", "heart"], ["-n", "nu", "2"], True),
+    ("train", ["-wx", "1", "heart"], ["-wx", "'x'"], True),
+    ("train", ["-v", "1", "heart"], ["n must >= 2"], True),
+    ("train", ["heart", "m", "extra"], ["unexpected arguments", "extra"], True),
+    # -- kernsolve-train: files
+    ("train", ["missing"], ["can't open input file missing", "No such file"], False),
+    ("train", ["."], ["can't open input file .", "Is a directory"], False),
+    ("train", ["badvalue"], ["badvalue:2", "'abc'"], False),
+    ("train", ["badlabel"], ["badlabel:2", "label 'foo'"], False),
+    ("train", ["order"], ["order:1", "increasing"], False),
+    ("train", ["dupindex"], ["dupindex:1", "duplicate"], False),
+    ("train", ["nan"], ["nan:1", "not finite"], False),
+    ("train", ["negindex"], ["negindex:1", "negative"], False),
+    ("train", ["empty"], ["empty:1", "no data lines"], False),
+    ("train", ["-v", "3", "onerow"], ["onerow", "at least 2"], False),
+    ("train", ["-t", "4", "badserial"], ["-t 4", "serial number", "row 2 has 2"], False),
+    ("train", ["heart", "nodir/x.model"], ["can't open output file nodir/x.model",
+                                           "No such file"], False),
+    ("train", ["heart", "."], ["can't open output file .", "Is a directory"], False),
+    # -- kernsolve-predict
+    ("predict", [], ["test_file model_file output_file"], True),
+    ("predict", ["-z", "heart", "good.model", "out"], ["unknown option: -z"], True),
+    ("predict", ["-b"], ["-b", "needs a value"], True),
+    ("predict", ["-b", "x", "heart", "good.model", "out"], ["-b", "'x'"], True),
+    ("predict", ["-b", "2", "heart", "good.model", "out"], ["-b", "2"], True),
+    ("predict", ["heart", "good.model"], ["test_file model_file output_file"], True),
+    ("predict", ["missing", "good.model", "out"], ["can't open input file missing"], False),
+    ("predict", ["heart", "missing.model", "out"], ["can't open model file missing.model"],
+     False),
+    ("predict", ["heart", ".", "out"], ["can't open model file .", "Is a directory"], False),
+    ("predict", ["badvalue", "good.model", "out"], ["badvalue:2"], False),
+    ("predict", ["empty", "good.model", "out"], ["empty:1", "no data lines"], False),
+    ("predict", ["heart", "corrupt.model", "out"], ["corrupt.model"], False),
+    ("predict", ["heart", "empty.model", "out"], ["empty.model:1", "empty"], False),
+    ("predict", ["heart", "keyword.model", "out"], ["keyword.model:3", "colour"], False),
+    ("predict", ["heart", "trunc.model", "out"], ["trunc.model"], False),
+    ("predict", ["heart", "heart", "out"], ["heart:1"], False),          # data, not a model
+    ("predict", ["-b", "1", "heart", "good.model", "out"], ["probability"], False),
+    ("predict", ["heart", "good.model", "nodir/out"], ["can't open output file nodir/out"],
+     False),
+    ("predict", ["heart", "good.model", "."], ["can't open output file .", "Is a directory"],
+     False),
+    # -- kernsolve-scale
+    ("scale", [], ["expected one data file"], True),
+    ("scale", ["-x", "1", "heart"], ["unknown option: -x"], True),
+    ("scale", ["-l"], ["-l", "needs a value"], True),
+    ("scale", ["-l", "x", "heart"], ["-l", "'x'"], True),
+    ("scale", ["-y", "0"], ["-y", "2 values"], True),
+    ("scale", ["heart", "extra"], ["unexpected arguments", "extra"], True),
+    ("scale", ["-l", "1", "-u", "0", "heart"], ["inconsistent lower/upper"], False),
+    ("scale", ["-s", "a", "-r", "b", "heart"], ["cannot use -r and -s"], False),
+    ("scale", ["missing"], ["can't open file missing"], False),
+    ("scale", ["."], ["can't open file .", "Is a directory"], False),
+    ("scale", ["badvalue"], ["badvalue:2"], False),
+    ("scale", ["empty"], ["empty:1", "no data lines"], False),
+    ("scale", ["-r", "missing", "heart"], ["can't open file missing"], False),
+    ("scale", ["-r", "header.range", "heart"], ["header.range:1", "'x' or 'y'"], False),
+    ("scale", ["-r", "empty.range", "heart"], ["empty.range:1"], False),
+    ("scale", ["-r", "line.range", "heart"], ["line.range:3", "index min max"], False),
+    ("scale", ["-r", "heart", "heart"], ["heart:1", "scaling parameters"], False),
+    ("scale", ["-s", "nodir/r", "heart"], ["can't open file nodir/r", "No such file"], False),
+    ("scale", ["-s", ".", "heart"], ["can't open file .", "Is a directory"], False),
+    # -- kernsolve-grid
+    ("grid", [], ["no dataset given"], True),
+    ("grid", ["-z", "1", "heart"], ["unknown option: -z"], True),
+    ("grid", ["-log2c"], ["dataset"], True),
+    ("grid", ["-log2c", "1,2", "heart"], ["-log2c", "'1,2'"], True),
+    ("grid", ["-log2c", "a,b,c", "heart"], ["-log2c", "'a'"], True),
+    ("grid", ["-log2c", "1,2,0", "heart"], ["step", "0"], True),
+    ("grid", ["-v", "x", "heart"], ["-v", "'x'"], True),
+    ("grid", ["-v", "1", "heart"], ["-v", "n >= 2"], True),
+    ("grid", ["-c", "abc", "heart"], ["-c", "'abc'"], True),
+    ("grid", ["--grid", "x", "heart"], ["--grid", "'x'"], True),
+    ("grid", ["-log2c", "null", "-log2g", "null", "heart"], ["both be null"], True),
+    ("grid", ["--solver", "sdca", "--iterations", "0", "heart"], ["--iterations", "0"], True),
+    ("grid", ["missing"], ["can't open input file missing"], False),
+    ("grid", ["."], ["can't open input file .", "Is a directory"], False),
+    ("grid", ["badvalue"], ["badvalue:2"], False),
+    ("grid", ["empty"], ["empty:1", "no data lines"], False),
+    ("grid", ["-log2c", "1,1,1", "-log2g", "1,1,1", "-png", "null", "onerow"],
+     ["onerow", "at least 2"], False),
+    ("grid", ["-resume", "missing", "heart"], ["-resume", "missing"], False),
+    ("grid", ["-log2c", "1,1,1", "-log2g", "1,1,1", "-png", "null", "-out", "nodir/o",
+              "heart"], ["nodir/o", "No such file"], False),
+    ("grid", ["-log2c", "1,1,1", "-log2g", "1,1,1", "-png", "null", "-out", ".", "heart"],
+     [".", "Is a directory"], False),
+]
+
+
+@pytest.fixture(scope="module")
+def error_dir(tmp_path_factory):
+    from conftest import shared_lines
+    folder = tmp_path_factory.mktemp("errors")
+    (folder / "heart").write_bytes(shared_lines("heart_scale"))
+    for name, text in ERROR_FILES.items():
+        (folder / name).write_text(text)
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        assert run_inproc("train", "-q", "heart", "good.model").returncode == 0
+    finally:
+        os.chdir(cwd)
+    return folder
+
+
+@pytest.mark.parametrize("tool, args, needles, usage", USER_ERRORS,
+                         ids=[f"{t}:{' '.join(a) or '(none)'}" for t, a, _, _ in USER_ERRORS])
+def test_user_errors(error_dir, monkeypatch, tool, args, needles, usage):
+    import importlib
+    monkeypatch.chdir(error_dir)
+    before = sorted(p.name for p in error_dir.iterdir())
+    proc = run_inproc(tool, *args)
+    first = assert_user_error(proc, *needles)
+    prog = f"kernsolve-{tool}"
+    assert first.startswith(prog + ": "), first
+    usage_text = importlib.import_module(f"kernsolve.cli.{tool}").USAGE
+    assert proc.stderr == first + "\n" + (usage_text if usage else "")
+    assert proc.stdout == ""
+    assert sorted(p.name for p in error_dir.iterdir()) == before   # nothing written
+
+
+# ---------------------------------------------------------------------------
 # the shared error handling
 
 def test_ctrl_c_during_training_exits_130_without_a_model(tmp_path, shared):

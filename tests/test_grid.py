@@ -168,6 +168,11 @@ def test_failing_cell_is_named_and_finished_cells_are_kept(german, tmp_path):
     assert list(e.value.failed) == ["n=0.9"]
     assert out.read_text().startswith("n=0.3 rate=")
     assert e.value.result.best_params == {"n": 0.3}
+    # a whole failed grid: the message names the first three cells, counts the rest
+    with pytest.raises(GridSearchError, match=r"5 of 5 cells failed.*; and 2 more$") as e:
+        grid_search(y, X, "-s 1 -q", grid={"n": [0.8, 0.85, 0.9, 0.95, 0.99]}, n_folds=3,
+                    n_jobs=1)
+    assert len(e.value.failed) == 5 and str(e.value).count("infeasible") == 3
 
 
 def test_worker_that_dies(heart, tmp_path, monkeypatch):

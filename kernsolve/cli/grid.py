@@ -198,8 +198,10 @@ def main(argv):
             shutil.copyfile(path, out)
 
     from .._params import parse_options
+    from .train import check_rows_for_folds, check_solver_options
     try:
         params = parse_options(list(svm))
+        check_solver_options(params)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     grid = {}
@@ -232,6 +234,7 @@ def main(argv):
     from .._io import read_problem
     y, X = read_problem(dataset)
     y = np.asarray(y, dtype=np.float64)
+    check_rows_for_folds(dataset, len(y))
     from .._grid import GridSearchError, grid_search
     try:
         result = grid_search(y, X, params, grid=grid, n_folds=min(settings["fold"], len(y)),

@@ -7,6 +7,7 @@ The output goes to stdout exactly as svm-scale writes it: the target with
 value is non-zero (zeros that scale to a non-zero value become explicit, as in
 svm-scale), each followed by a space. Features with min == max are dropped.
 """
+import os
 import sys
 
 import numpy as np
@@ -252,6 +253,8 @@ def main(argv):
         raise UsageError("expected one data file" if not positional
                          else f"unexpected arguments after the data file: {' '.join(positional[1:])}")
     data_path = positional[0]
+    if save_path is not None and os.path.isdir(save_path):
+        raise CommandError(f"can't open file {save_path}: Is a directory")
 
     restore = read_range_file(restore_path) if restore_path is not None else None
     y, X = _read_data(data_path)

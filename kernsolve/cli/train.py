@@ -64,9 +64,25 @@ def _parse(tokens):
     """Validate the options with the library's own parser (one grammar for all)."""
     from .._params import parse_options
     try:
-        return parse_options(list(tokens))
+        params = parse_options(list(tokens))
+        check_solver_options(params)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    return params
+
+
+def check_solver_options(params):
+    """The checks ``kernsolve.train`` makes before it looks at the data, made
+    before the (possibly long) read of the training file.  Raises ValueError."""
+    from .. import _svm
+    if params.solver in ("smo", "sbp") + tuple(_svm._BASELINES):
+        _svm._check_parameters(params)
+
+
+def check_rows_for_folds(path, n_rows):
+    """Cross-validation needs two rows (a training and a test fold) at least."""
+    if n_rows < 2:
+        raise CommandError(f"{path}: {n_rows} data row; cross validation needs at least 2")
 
 
 def default_model_path(training_path):
@@ -138,6 +154,7 @@ def main(argv):
     y = np.asarray(y, dtype=np.float64)
 
     if params.n_folds:
+        check_rows_for_folds(data_path, len(y))
         train_tokens = []
         skip = False
         for tok in tokens:
