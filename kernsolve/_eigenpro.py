@@ -73,6 +73,7 @@ RANK_RTOL = 1e-8
 # from noise (an acceleration lambda_1/lambda_{k+1} up to 1e6).
 AUTO_RTOL = 1e-6
 BLOCK_BYTES = 32 * 2 ** 20  # kernel values per block at prediction
+DIVERGED = 1e4            # batch loss / initial loss that counts as divergence
 
 C_SVC, EPSILON_SVR = 0, 3
 _PSD_KERNELS = (0, 1, 2, 5)   # linear, polynomial (coef0 >= 0), rbf, laplacian
@@ -467,6 +468,7 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
         return steps[b]
 
     alpha = np.zeros_like(Y)
+    start_loss = max(float(np.mean(Y * Y)), np.finfo(float).tiny)
     S = pre.subsample
     Xall = kern.X
     n_steps = 0
@@ -474,6 +476,7 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
     callback_seconds = 0.0
     for epoch in range(opts["epochs"]):
         order = _epoch_order(n, seed, epoch)
+        worst = 0.0
         for start in range(0, n, m):
             B = order[start:start + m]
             K_B = kern.block(kern.rows(B), Xall)           # (b, n) kernel engine
@@ -486,10 +489,13 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
             if corr is not None:
                 alpha[S] += scale * corr
             n_steps += 1
-        if not np.all(np.isfinite(alpha)):
-            raise ValueError(f"EigenPro diverged in epoch {epoch + 1} (non-finite "
-                             f"coefficients); use a smaller --step (was "
-                             f"{eta_for(m):.4g}) or a smaller --batch-size")
+            worst = max(worst, float(np.einsum("ij,ij->", G, G)) / G.size)
+        # A converging run keeps the batch loss near or below its start,
+        # mean(Y^2); DIVERGED times that (or NaN) means the step is too large.
+        if not (worst <= DIVERGED * start_loss) or not np.all(np.isfinite(alpha)):
+            raise ValueError(f"EigenPro diverged in epoch {epoch + 1} (batch loss "
+                             f"{worst:.3g}, initial {start_loss:.3g}); use a smaller --step "
+                             f"(was {eta_for(m):.4g}) or a larger --batch-size")
         epochs_run = epoch + 1
         if callback is not None:
             tc = time.perf_counter()
