@@ -157,7 +157,8 @@ ERRORS = [
     ("--seed -1", "--seed: must be in [0, 2**64), got -1"),
     ("--bias 2", "--bias: expected 0 or 1, got '2'"),
     ("--solver foo", "--solver: unknown solver 'foo' (known: " + ", ".join(SOLVER_OPTIONS) + ")"),
-    ("--epochs 3", "--epochs: not an option of solver 'smo' (it belongs to sbp)"),
+    ("--validation-fraction 0.1", "--validation-fraction: not an option of solver 'smo' "
+                                  "(it belongs to sbp)"),
     ("--solver sbp --loss hinge", "--loss: not an option of solver 'sbp' "
                                   "(it belongs to cdsg, dsg, udsg)"),
     ("train.txt", "unexpected argument 'train.txt' (options start with '-')"),
