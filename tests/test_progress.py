@@ -151,3 +151,13 @@ def test_train_progress_on_stderr_and_quiet(tmp_path, separable, monkeypatch):
     # -q: nothing at all on stdout or stderr, for the same long run
     code, out, err = cli_train("-q", *args)
     assert (code, out, err) == (0, "", "")
+
+
+@pytest.mark.parametrize("solver", [[], ["--solver", "sbp", "-n", "0.2"],
+                                    ["--solver", "pegasos"], ["--solver", "sdca"],
+                                    ["--solver", "perceptron"], ["-b", "1"]],
+                         ids=["smo", "sbp", "pegasos", "sdca", "perceptron", "smo-b1"])
+def test_quiet_run_prints_nothing(tmp_path, separable, solver):
+    code, out, err = cli_train("-q", *solver, separable, tmp_path / "m")
+    assert (code, out, err) == (0, "", "")
+    assert (tmp_path / "m").exists()
