@@ -15,7 +15,17 @@ report is a line of its own.
 import sys
 import time
 
-__all__ = ["Progress"]
+__all__ = ["Progress", "clear_active"]
+
+# The Progress whose line is open on a terminal, so that other writers to
+# stderr (the command-line tools' warnings) can erase it first.
+_ACTIVE = []
+
+
+def clear_active():
+    """Erase the open progress line on the terminal, if there is one."""
+    for p in list(_ACTIVE):
+        p.clear()
 
 
 def _seconds(s):
@@ -154,6 +164,8 @@ class Progress:
                 pad = max(0, self.open_width - len(text))
                 stream.write("\r" + text + " " * pad)
                 self.open_width = len(text) + pad
+                if self not in _ACTIVE:
+                    _ACTIVE.append(self)
             else:
                 stream.write(text + "\n")
             stream.flush()
@@ -170,6 +182,8 @@ class Progress:
             except (OSError, ValueError):
                 pass
             self.open_width = 0
+        if self in _ACTIVE:
+            _ACTIVE.remove(self)
 
     def close(self):
         """End the run: erase the terminal line (a log keeps its lines)."""

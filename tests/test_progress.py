@@ -84,6 +84,14 @@ def test_terminal_line_is_rewritten_in_place_and_cleared():
     assert term.getvalue().endswith("\r" + " " * len(first) + "\r")
     p.close()                                # nothing left to clear
     assert term.getvalue().endswith("\r" + " " * len(first) + "\r")
+    # a warning of the command-line tools erases an open line first
+    from kernsolve._progress import clear_active
+    p({"n_iter": 8, "n_kernel_evals": 10})
+    width = len(term.getvalue().rsplit("\r", 1)[1])
+    clear_active()
+    assert term.getvalue().endswith("\r" + " " * width + "\r")
+    clear_active()                           # nothing open: nothing written
+    assert term.getvalue().endswith("\r" + " " * width + "\r")
 
 
 def test_compiled_solvers_call_back_and_can_be_stopped():

@@ -65,6 +65,8 @@ def run(main, argv, prog, usage):
             # a library warning is one line for a command-line user, not a
             # source location and a code excerpt
             def show(message, category, filename, lineno, file=None, line=None):
+                from .._progress import clear_active
+                clear_active()         # not onto the end of a progress line
                 text = _one_line(message)
                 if text.lower().startswith("warning:"):
                     text = text[len("warning:"):].lstrip()
