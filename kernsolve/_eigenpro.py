@@ -455,6 +455,14 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
     if m > n:
         raise ValueError(f"--batch-size: m = {m} is larger than the training set (n = {n})")
 
+    if opts.get("features") is not None:
+        from ._eigenpro_features import fit_features
+        W, s, S, stats = fit_features(kern.X, Y[:, 0] if single else Y,
+                                      kernel_type=kern.code, gamma=kern.gamma, options=opts,
+                                      seed=seed, n_jobs=n_jobs, n_threads=n_threads,
+                                      callback=callback)
+        return EigenProResult(alpha=W, eigenvalues=s, subsample=S, step=stats["step"],
+                              kappa=stats["kappa"], stats=stats)
     pre = _build_preconditioner(kern, opts, seed)
     t_setup = time.perf_counter() - t0
     lam = float(pre.eigenvalues[pre.k])
@@ -572,23 +580,30 @@ def exact_kernel_ridge(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, 
 class EigenProModel:
     """A multi-output kernel expansion: outputs = K(x, centres) @ coef.
 
+    With ``features = D`` it is instead linear in D random Fourier features
+    regenerated from ``param.seed``: outputs = phi(x) @ coef, coef (D, n_outputs).
+
     Attributes
     ----------
     param : Parameters
-        Training parameters (gamma resolved).
+        Training parameters (gamma resolved).  ``svm_type`` 3 (epsilon_svr)
+        marks a regression model (prediction = output 0).
     labels : ndarray of shape (n_outputs,)
         The class of each output column; prediction is the label of the
         largest output (the first one on ties).
-    centres : ndarray or csr_matrix, shape (n_centres, n_features)
-    coef : ndarray of shape (n_centres, n_outputs)
+    centres : ndarray or csr_matrix, shape (n_centres, n_features), or None
+    coef : ndarray of shape (n_centres, n_outputs) or (D, n_outputs)
     stats : dict
         Training statistics (not written to the file).
+    features : int or None
+        D for a random-feature model.
     """
     param: Parameters
     labels: np.ndarray
     centres: object
     coef: np.ndarray
     stats: dict = field(default_factory=dict)
+    features: int = None
 
     @property
     def n_outputs(self):
@@ -596,7 +611,7 @@ class EigenProModel:
 
     @property
     def n_sv(self):
-        return int(self.centres.shape[0])
+        return 0 if self.centres is None else int(self.centres.shape[0])
 
     @property
     def nr_class(self):
@@ -612,7 +627,10 @@ class EigenProModel:
         if int(p.kernel_type) in (1, 2, 3, 5) and p.gamma is not None:
             parts.append("gamma=%g" % float(p.gamma))
         parts.append("n_outputs=%d" % self.n_outputs)
-        parts.append("n_centres=%d" % self.n_sv)
+        if self.features is not None:
+            parts.append("features=%d" % self.features)
+        else:
+            parts.append("n_centres=%d" % self.n_sv)
         return "EigenProModel(" + ", ".join(parts) + ")"
 
     def save(self, path):
@@ -638,9 +656,16 @@ class EigenProModel:
         return decision_values(X, self, n_jobs)
 
     def predict(self, X, n_jobs=None):
-        """The label of the largest output for each row."""
-        out = decision_values(X, self, n_jobs)
-        return np.asarray(self.labels, dtype=np.float64)[np.argmax(out, axis=1)]
+        """The label of the largest output for each row (regression: output 0)."""
+        return _labels_of(decision_values(X, self, n_jobs), self)
+
+
+def _labels_of(values, model):
+    if int(model.param.svm_type) == EPSILON_SVR:
+        return values[:, 0].copy()
+    if values.shape[0] == 0:
+        return np.empty(0)
+    return np.asarray(model.labels, dtype=np.float64)[np.argmax(values, axis=1)]
 
 
 def decision_values(X, model, n_jobs=None):
@@ -649,6 +674,17 @@ def decision_values(X, model, n_jobs=None):
     from ._threads import resolve_n_jobs
     p = model.param
     Xc = _prepare_X(X)
+    coef = np.asarray(model.coef, dtype=np.float64)
+    if model.features is not None:
+        from ._eigenpro_features import feature_values
+        out = np.empty((Xc.shape[0], coef.shape[1]))
+        rows = max(1, BLOCK_BYTES // (8 * model.features))
+        for start in range(0, Xc.shape[0], rows):
+            Z = feature_values(Xc[start:start + rows], model.features, int(p.kernel_type),
+                               float(p.gamma), int(p.seed), resolve_n_jobs(n_jobs))
+            with _one_blas_thread():
+                out[start:start + rows] = Z @ coef
+        return out
     C = model.centres
     width = max(Xc.shape[1], C.shape[1], 1)
     if Xc.shape[1] != width:
@@ -697,16 +733,19 @@ def format_eigenpro_model(model):
         c_1 ... c_{n_outputs} index:value index:value ...
 
     Each centre line is LIBSVM's SV line with ``n_outputs`` coefficients;
-    numbers are written with ``%.17g`` so a round trip is exact.
+    numbers are written with ``%.17g`` so a round trip is exact.  A
+    random-feature model has ``features D`` and ``seed S`` instead of
+    ``total_sv``, then ``W`` and D lines of ``n_outputs`` coefficients.
     """
     from ._model import _format_sv_rows, _label_text
     p = model.param
     t = int(p.kernel_type)
     coef = np.asarray(model.coef, dtype=np.float64)
     C = model.centres
-    if coef.ndim != 2 or coef.shape[0] != C.shape[0]:
+    rows = model.features if model.features is not None else C.shape[0]
+    if coef.ndim != 2 or coef.shape[0] != rows:
         raise ValueError(f"model: coef has shape {coef.shape}, expected "
-                         f"({C.shape[0]}, n_outputs)")
+                         f"({rows}, n_outputs)")
     if len(model.labels) != coef.shape[1]:
         raise ValueError(f"model: {len(model.labels)} labels for {coef.shape[1]} outputs")
     if not np.all(np.isfinite(coef)):
@@ -720,6 +759,9 @@ def format_eigenpro_model(model):
         lines.append("coef0 " + _g(float(p.coef0)))
     lines.append("n_outputs %d" % coef.shape[1])
     lines.append(" ".join(["label"] + [_label_text(v) for v in np.asarray(model.labels)]))
+    if model.features is not None:
+        lines += ["features %d" % model.features, "seed %d" % int(p.seed), "W"]
+        return "\n".join(lines + [" ".join(_g(v) for v in row) for row in coef]) + "\n"
     lines.append("total_sv %d" % C.shape[0])
     lines.append("SV")
     csr = sp.csr_matrix(C, dtype=np.float64)
@@ -732,7 +774,7 @@ def format_eigenpro_model(model):
 
 
 _HEADER = ("svm_type", "kernel_type", "degree", "gamma", "coef0", "n_outputs", "label",
-           "total_sv")
+           "total_sv", "features", "seed")
 
 
 class _FailOnly:
@@ -753,15 +795,16 @@ def parse_eigenpro_model(lines, fail):
     r = _FailOnly(fail)
     if not lines or lines[0].strip() != MAGIC:
         r.fail(1, f"expected {MAGIC!r} on the first line")
-    header, where, sv_line = {}, {}, None
+    header, where, sv_line, section = {}, {}, None, None
     for k in range(1, len(lines)):
         tokens = lines[k].split()
         if not tokens:
             continue
-        if tokens[0] == "SV":
+        if tokens[0] in ("SV", "W"):
             if len(tokens) != 1:
-                r.fail(k + 1, "unexpected text after 'SV'")
+                r.fail(k + 1, f"unexpected text after {tokens[0]!r}")
             sv_line = k
+            section = tokens[0]
             break
         if tokens[0] not in _HEADER:
             r.fail(k + 1, f"unknown keyword {tokens[0][:40]!r} in the model header")
@@ -770,7 +813,7 @@ def parse_eigenpro_model(lines, fail):
         header[tokens[0]] = tokens[1:]
         where[tokens[0]] = k + 1
     if sv_line is None:
-        r.fail(len(lines), "truncated model file: no 'SV' line")
+        r.fail(len(lines), "truncated model file: no 'SV' (or 'W') line")
 
     def one(key):
         if key not in header:
@@ -802,6 +845,28 @@ def parse_eigenpro_model(lines, fail):
     if len(header["label"]) != n_out:
         r.fail(where["label"], f"label needs {n_out} values, got {len(header['label'])}")
     labels = np.array([_float(r, where["label"], v, "label") for v in header["label"]])
+    if ("features" in header) != (section == "W"):
+        r.fail(sv_line + 1, "a random-feature model has a 'features' line and a 'W' "
+                            "section; a kernel expansion has 'total_sv' and 'SV'")
+    if section == "W":
+        D = _int(r, where["features"], one("features"), "features")
+        if D < 1:
+            r.fail(where["features"], f"features must be >= 1, got {D}")
+        seed = _int(r, where.get("seed", sv_line + 1), one("seed"), "seed")
+        if not 0 <= seed < 2 ** 64:
+            r.fail(where["seed"], f"seed must be in [0, 2**64), got {seed}")
+        param.seed = seed
+        body = lines[sv_line + 1:]
+        if len(body) < D or any(body[j].strip() for j in range(D, len(body))):
+            r.fail(min(len(lines), sv_line + 2 + D), f"expected exactly {D} coefficient "
+                                                     "lines after 'W'")
+        W = np.empty((D, n_out))
+        for j in range(D):
+            tokens = body[j].split()
+            if len(tokens) != n_out:
+                r.fail(sv_line + 2 + j, f"expected {n_out} coefficients, got {len(tokens)}")
+            W[j] = [_float(r, sv_line + 2 + j, v, "coefficient") for v in tokens]
+        return EigenProModel(param=param, labels=labels, centres=None, coef=W, features=D)
     l = _int(r, where.get("total_sv", sv_line + 1), one("total_sv"), "total_sv")
     if l < 0:
         r.fail(where["total_sv"], f"total_sv must be >= 0, got {l}")
@@ -856,9 +921,6 @@ def train_eigenpro(y, X, param, n_jobs=None, sample_weight=None, callback=None):
         raise ValueError(f"X has {Xc.shape[0]} rows but y has {y.shape[0]} entries")
     n = y.shape[0]
     opts = eigenpro_options(param, n)
-    if opts["features"] is not None:
-        raise ValueError("--features: EigenPro on random features is not available "
-                         "in this build")
     gamma = param.resolved_gamma(Xc.shape[1])
     if n_jobs is None:
         n_jobs = param.n_jobs
@@ -883,7 +945,14 @@ def train_eigenpro(y, X, param, n_jobs=None, sample_weight=None, callback=None):
         print(f"{param.solver}: n = {n}, k = {stats['eigen_directions']}, "
               f"M = {stats['subsample']}, m = {stats['batch_size']}, "
               f"step = {stats['step']:.6g}, epochs = {stats['epochs']}, "
-              f"kernel evaluations = {stats['n_kernel_evals']}")
+              + (f"features = {stats['features']}, feature evaluations = "
+                 f"{stats['n_feature_evals']}" if "features" in stats else
+                 f"kernel evaluations = {stats['n_kernel_evals']}"))
+    if opts["features"] is not None:
+        labels = np.zeros(1) if s == EPSILON_SVR else labels.astype(np.float64)
+        coef = res.alpha.reshape(opts["features"], -1)
+        return EigenProModel(param=fitted, labels=labels, centres=None, coef=coef,
+                             stats=stats, features=opts["features"])
     if s == EPSILON_SVR:
         alpha = res.alpha
         return Model(param=fitted, labels=np.zeros(0, dtype=np.int64), support_vectors=Xc,
@@ -902,8 +971,7 @@ def predict_eigenpro(y, X, model, options=""):
     if probability:
         raise ValueError("an EigenPro model has no probability estimates (-b 1)")
     values = decision_values(X, model, n_jobs)
-    labels = np.asarray(model.labels, dtype=np.float64)[np.argmax(values, axis=1)] \
-        if values.shape[0] else np.empty(0)
+    labels = _labels_of(values, model)
     if y is None:
         return labels, (float("nan"),) * 3, values
     y = np.asarray(y, dtype=np.float64).ravel()
@@ -912,6 +980,10 @@ def predict_eigenpro(y, X, model, options=""):
     acc, mse, scc = evaluations(y, labels)
     if not quiet:
         n = y.size
-        print("Accuracy = %g%% (%d/%d) (classification)"
-              % (acc, int(round(n * acc / 100)), n), file=sys.stdout)
+        if int(model.param.svm_type) == EPSILON_SVR:
+            print("Mean squared error = %g (regression)" % mse, file=sys.stdout)
+            print("Squared correlation coefficient = %g (regression)" % scc, file=sys.stdout)
+        else:
+            print("Accuracy = %g%% (%d/%d) (classification)"
+                  % (acc, int(round(n * acc / 100)), n), file=sys.stdout)
     return labels, (acc, mse, scc), values

@@ -334,3 +334,73 @@ def test_estimators_match_train_and_k0():
         kernsolve.EigenProRegressor(kernel="sigmoid").fit(X, y)
     with pytest.raises(ValueError, match="larger than the training set"):
         kernsolve.EigenProRegressor(subsample=1000).fit(X, y)
+
+
+# --------------------------------------------------------------------------
+# EigenPro on random features (Table 1)
+# --------------------------------------------------------------------------
+
+def _phi(X, D, gamma, seed):
+    from kernsolve._features import random_features
+    return random_features(X, D, kernel="rbf", gamma=gamma, seed=seed) / np.sqrt(D)
+
+
+def test_features_preconditioned_spectrum():
+    # M = n: P H with H = Z^T Z / n has top eigenvalue lambda_{k+1}(H), the top k
+    # moved to tau * lambda_{k+1} (Table 1, line 2).
+    from kernsolve._eigenpro_features import _eigensystem
+    X, _, _ = _problem(300)
+    Z = _phi(X, 150, 5.0, 2)
+    lam = np.linalg.eigvalsh(Z.T @ Z / 300)[::-1]
+    s, E = _eigensystem(Z, 30)
+    np.testing.assert_allclose(s, lam[:31], rtol=1e-9)
+    P = np.eye(150) - E @ np.diag(1 - 0.25 * s[30] / s[:30]) @ E.T
+    a = np.sort(np.linalg.eigvals(P @ (Z.T @ Z / 300)).real)[::-1]
+    assert a[0] == pytest.approx(lam[30], rel=1e-8)
+    assert np.isclose(a, 0.25 * lam[30], rtol=1e-7).sum() == 30
+
+
+@pytest.mark.parametrize("k", [0, 12])
+def test_features_match_table1_transcription(k):
+    X, y, _ = _problem(250, seed=4)
+    Y = np.column_stack([y, np.cos(4 * X[:, 1])])
+    n, D, M, m, gamma, seed, eta, tau = 250, 120, 100, 32, 3.0, 9, 4.0, 0.25
+    res = fit_eigenpro(X, Y, gamma=gamma, seed=seed, n_jobs=1, options=_opts(
+        n, eigen_directions=k, subsample=M, batch_size=m, epochs=3, damping=tau, step=eta,
+        features=D))
+    Z = _phi(X, D, gamma, seed)
+    S = np.sort(permutation(n, seed, "sampling")[:M])
+    w, V = np.linalg.eigh(Z[S].T @ Z[S] / M)
+    w, V = w[::-1], V[:, ::-1]
+    P = np.eye(D) - V[:, :k] @ np.diag(1 - tau * w[k] / w[:k]) @ V[:, :k].T
+    W = np.zeros((D, 2))
+    for e in range(3):
+        order = _epoch_order(n, seed, e)
+        for s in range(0, n, m):
+            B = order[s:s + m]
+            g = Z[B].T @ (Z[B] @ W - Y[B]) / len(B)
+            W -= eta * P @ g
+    np.testing.assert_allclose(res.alpha, W, rtol=1e-8, atol=1e-12 * np.abs(W).max())
+
+
+def test_features_model_k0_threads_round_trip(tmp_path):
+    y, X = _classes(500)
+    opts = "-g 0.2 --features 200 --subsample 200 --batch-size 64 --epochs 2 --seed 3 -q"
+    a = kernsolve.train(y, X, "--solver eigenpro --eigen-directions 0 " + opts)
+    b = kernsolve.train(y, X, "--solver kernel-sgd --threads 2 " + opts)
+    np.testing.assert_array_equal(a.coef, b.coef)
+    c = kernsolve.train(y, X, "--solver eigenpro --eigen-directions 20 --threads 1 " + opts)
+    d = kernsolve.train(y, X, "--solver eigenpro --eigen-directions 20 --threads 2 " + opts)
+    assert c.coef.tobytes() == d.coef.tobytes() and c.features == 200
+    path = str(tmp_path / "rf.model")
+    kernsolve.save_model(path, c)
+    loaded = kernsolve.load_model(path)
+    assert loaded.features == 200 and loaded.param.seed == 3
+    np.testing.assert_array_equal(kernsolve.predict(y, X, loaded, "-q")[2],
+                                  kernsolve.predict(y, X, c, "-q")[2])
+    # a kernel expansion predicting from the same coefficients over phi is the
+    # same function: outputs = phi(X) @ W
+    np.testing.assert_allclose(kernsolve.predict(None, X, c, "-q")[2],
+                               _phi(X, 200, 0.2, 3) @ c.coef, rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="rbf .* and laplacian"):
+        kernsolve.train(y, X, "-t 1 --solver eigenpro " + opts)

@@ -1,0 +1,163 @@
+"""EigenPro on random Fourier features (``--features D``): the paper's Table 1.
+
+The feature map is DSG's (``kernsolve._features.random_features``), scaled by
+``1/sqrt(D)`` so that ``phi(x) . phi(y)`` approximates ``k(x, y)``; features
+are regenerated from the seed for every mini-batch and at prediction, never
+stored.  The model is linear in the features, ``f(x) = phi(x)^T W`` with
+``W`` of shape (D, n_outputs), fitted on the square loss
+``(1/2n) sum_i ||phi(x_i)^T W - y_i||^2`` by preconditioned mini-batch SGD:
+
+1. The covariance ``H = (1/n) sum_i phi(x_i) phi(x_i)^T`` is estimated on the
+   subsample S (M rows, stream "sampling"): top k+1 eigenpairs of
+   ``Z_S^T Z_S / M`` (or, when D > M, of the M x M Gram matrix, mapped back).
+2. ``P = I - E diag(1 - tau s_{k+1}/s_i) E^T`` (Table 1, line 2).
+3. Each batch: ``G = Z_B^T (Z_B W - Y_B) / m``; ``W -= eta P G``.
+4. ``eta`` by the same rule as in the RKHS (section 3.1), with
+   ``kappa = max_j ||P^{1/2} phi(x_j)||^2`` over the subsample.
+
+k = 0 is plain SGD on the random features (the paper's RF/DSGD column).
+"""
+import time
+
+import numpy as np
+import scipy.linalg
+
+from ._eigenpro import (DIVERGED, RANK_RTOL, AUTO_RTOL, _epoch_order, _one_blas_thread,
+                        step_size)
+
+__all__ = ["fit_features", "feature_values"]
+
+
+def feature_values(X, D, kernel_type, gamma, seed, n_jobs):
+    """``phi(X) = random_features(X, D) / sqrt(D)``, shape (n, D)."""
+    from ._features import random_features
+    Z = random_features(X, D, kernel=int(kernel_type), gamma=gamma, seed=seed, n_jobs=n_jobs)
+    Z *= 1.0 / np.sqrt(D)
+    return Z
+
+
+def _rows(X, idx):
+    import scipy.sparse as sp
+    from ._kernels import as_canonical
+    return as_canonical(X[idx]) if sp.issparse(X) else np.ascontiguousarray(X[idx])
+
+
+def _eigensystem(Z_S, k):
+    """Top k+1 eigenvalues of Z_S^T Z_S / M and the top k unit eigenvectors (D, k)."""
+    M, D = Z_S.shape
+    with _one_blas_thread():
+        if D <= M:
+            C = Z_S.T @ Z_S / M
+            w, E = scipy.linalg.eigh(C, subset_by_index=[D - k - 1, D - 1], driver="evr",
+                                     check_finite=False)
+            s, E = w[::-1], np.ascontiguousarray(E[:, ::-1][:, :k])
+        else:
+            G = Z_S @ Z_S.T / M
+            w, U = scipy.linalg.eigh(G, subset_by_index=[M - k - 1, M - 1], driver="evr",
+                                     check_finite=False)
+            s, U = w[::-1], U[:, ::-1][:, :k]
+            # e_i = Z_S^T u_i / sqrt(M s_i) has unit norm and C e_i = s_i e_i
+            E = np.ascontiguousarray(Z_S.T @ U / np.sqrt(M * np.maximum(s[:k], 1e-300)))
+    return s, E
+
+
+def fit_features(Xc, Y, *, kernel_type, gamma, options, seed, n_jobs, n_threads,
+                 callback=None):
+    """Fit W (D, n_outputs) by EigenPro (k > 0) or plain SGD (k = 0) on random features.
+
+    Returns
+    -------
+    W : ndarray (D, n_outputs) or (D,) for 1-D Y
+    eigenvalues : ndarray (k+1,)
+    subsample : ndarray (M,)
+    stats : dict
+    """
+    from ._random import permutation
+    t0 = time.perf_counter()
+    if int(kernel_type) not in (2, 5):
+        raise ValueError("--features: random Fourier features exist for the rbf (-t 2) "
+                         "and laplacian (-t 5) kernels only")
+    n = Xc.shape[0]
+    D = options["features"]
+    M, m, tau = options["subsample"], options["batch_size"], options["damping"]
+    k = options["eigen_directions"]
+    if k >= D:
+        if options.get("auto_k"):
+            k = D - 1
+        else:
+            raise ValueError(f"--eigen-directions: k = {k} must be smaller than the number "
+                             f"of features D = {D}")
+    Y = np.asarray(Y, dtype=np.float64)
+    single = Y.ndim == 1
+    Y = np.ascontiguousarray(Y.reshape(n, -1))
+
+    def phi(idx):
+        return feature_values(_rows(Xc, idx), D, kernel_type, gamma, seed, n_threads)
+
+    S = np.sort(permutation(n, seed, "sampling")[:M]).astype(np.intp)
+    Z_S = phi(S)
+    s, E = _eigensystem(Z_S, k)
+    if options.get("auto_k"):
+        rank = int(np.count_nonzero(s > AUTO_RTOL * max(s[0], 0.0)))
+        if rank < k + 1:
+            k = max(rank - 1, 0)
+            s, E = s[:k + 1], E[:, :k]
+    if not s[0] > 0 or not s[k] > RANK_RTOL * s[0]:
+        raise ValueError(f"--eigen-directions: k = {k} reaches the numerical rank of the "
+                         f"feature covariance on the subsample (eigenvalue {k + 1} is "
+                         f"{s[k]:.3g}, largest {s[0]:.3g}); use a smaller k")
+    lam = float(s[k])
+    shrink = 1.0 - tau * lam / s[:k]
+    proj = Z_S @ E
+    kappa = float(max(np.max(np.einsum("ij,ij->i", Z_S, Z_S) - (proj * proj) @ shrink), lam))
+    t_setup = time.perf_counter() - t0
+    steps = {}
+
+    def eta_for(b):
+        if options["step"] is not None:
+            return options["step"]
+        if b not in steps:
+            steps[b] = step_size(lam, kappa, b, M)
+        return steps[b]
+
+    W = np.zeros((D, Y.shape[1]))
+    start_loss = max(float(np.mean(Y * Y)), np.finfo(float).tiny)
+    n_steps, epochs_run, callback_seconds = 0, 0, 0.0
+    for epoch in range(options["epochs"]):
+        order = _epoch_order(n, seed, epoch)
+        worst = 0.0
+        for start in range(0, n, m):
+            B = order[start:start + m]
+            Z = phi(B)
+            with _one_blas_thread():
+                R = Z @ W
+                R -= Y[B]
+                G = Z.T @ R
+                G *= 1.0 / B.size
+                if k:
+                    G -= E @ (shrink[:, None] * (E.T @ G))
+            W -= eta_for(B.size) * G
+            n_steps += 1
+            worst = max(worst, float(np.einsum("ij,ij->", R, R)) / R.size)
+        if not (worst <= DIVERGED * start_loss) or not np.all(np.isfinite(W)):
+            raise ValueError(f"EigenPro diverged in epoch {epoch + 1} (batch loss "
+                             f"{worst:.3g}, initial {start_loss:.3g}); use a smaller --step "
+                             f"(was {eta_for(m):.4g}) or a larger --batch-size")
+        epochs_run = epoch + 1
+        if callback is not None:
+            tc = time.perf_counter()
+            stop = callback(epoch + 1, W[:, 0] if single else W)
+            callback_seconds += time.perf_counter() - tc
+            if stop is True:
+                break
+    stats = {
+        "n_iter": n_steps, "epochs": epochs_run, "eigen_directions": k, "subsample": M,
+        "batch_size": m, "damping": tau, "step": eta_for(m),
+        "step_rule": options["step"] is None, "kappa": kappa, "lambda_1": float(s[0]),
+        "lambda_k1": lam, "features": D,
+        "n_feature_evals": int((M + n * epochs_run) * D),
+        "setup_seconds": t_setup,
+        "seconds": time.perf_counter() - t0 - callback_seconds,
+        "n_threads": n_threads, "gamma": gamma,
+    }
+    return (W[:, 0].copy() if single else W), s.copy(), S, stats
