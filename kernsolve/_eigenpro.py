@@ -614,6 +614,11 @@ class EigenProModel:
         return 0 if self.centres is None else int(self.centres.shape[0])
 
     @property
+    def support_vectors(self):
+        """The centres, under the name :class:`~kernsolve.Model` uses (empty for features)."""
+        return np.zeros((0, 1)) if self.centres is None else self.centres
+
+    @property
     def nr_class(self):
         return int(len(self.labels))
 
@@ -940,6 +945,7 @@ def train_eigenpro(y, X, param, n_jobs=None, sample_weight=None, callback=None):
                        seed=int(param.seed), n_jobs=n_jobs, callback=callback)
     fitted = param.copy(gamma=float(gamma))
     stats = dict(res.stats)
+    stats["n_SV"] = 0 if opts["features"] is not None else n   # centres (cross_validation)
     stats["wall_seconds"] = time.perf_counter() - t0
     if not param.quiet:
         print(f"{param.solver}: n = {n}, k = {stats['eigen_directions']}, "

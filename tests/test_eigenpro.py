@@ -404,3 +404,10 @@ def test_features_model_k0_threads_round_trip(tmp_path):
                                _phi(X, 200, 0.2, 3) @ c.coef, rtol=1e-10, atol=1e-12)
     with pytest.raises(ValueError, match="rbf .* and laplacian"):
         kernsolve.train(y, X, "-t 1 --solver eigenpro " + opts)
+
+
+def test_cross_validation_runs_eigenpro():
+    y, X = _classes(300)
+    out = kernsolve.cross_validation(y, X, "-g 0.2 --solver kernel-sgd --epochs 3 -q -v 3")
+    assert out.accuracy == pytest.approx(100 * np.mean(out.target == y))
+    assert out.accuracy > 80
