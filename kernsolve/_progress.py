@@ -78,6 +78,7 @@ class Progress:
         self.part = 0
         self.n_parts = 1
         self.planned = None        # planned iterations of every part, or None
+        self._done_before = None   # their prefix sums
         self.done_evals = 0        # kernel evaluations of finished parts
         self.estimate = True       # False: never show a time left (extra hidden runs)
         self.n_lines = 0
@@ -94,15 +95,28 @@ class Progress:
 
     # -- what the training loop calls ------------------------------------
 
+    def plan(self, planned):
+        """The planned iterations of all parts (a sequence of ints), or None
+        when they cannot be known.  Set once, before the first part."""
+        if planned is None:
+            self.planned = self._done_before = None
+            return
+        self.planned = [max(1, int(p)) for p in planned]
+        # iterations planned before each part, and in total
+        self._done_before = [0]
+        for p in self.planned:
+            self._done_before.append(self._done_before[-1] + p)
+
     def start_part(self, part, n_parts, planned=None):
         """Sub-problem ``part`` (0-based) of ``n_parts`` begins.
 
-        ``planned``: the planned iterations of all parts (a sequence of
-        ``n_parts`` ints), or None when they cannot be known.
+        ``planned``: as for :meth:`plan` (which it calls), or None to keep the
+        plan already set.
         """
+        if planned is not None:
+            self.plan(planned)
         self.part = int(part)
         self.n_parts = max(1, int(n_parts))
-        self.planned = None if planned is None else [max(1, int(p)) for p in planned]
         if part > 0:
             self({})
 
@@ -132,8 +146,8 @@ class Progress:
             return None
         if len(self.planned) != self.n_parts:
             return None
-        total = sum(self.planned)
-        done = sum(self.planned[:self.part])
+        total = self._done_before[-1]
+        done = self._done_before[self.part]
         if "n_iter" in state:
             done += min(int(state["n_iter"]), self.planned[self.part])
         return done / total if total > 0 else None

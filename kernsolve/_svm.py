@@ -386,14 +386,15 @@ class _Context:
         """The solvers' progress callback (rate-limited line on stderr), or None if quiet."""
         return self.reporter
 
-    def start_part(self, part, n_parts, sizes=None):
-        """Announce sub-problem ``part`` of ``n_parts``; ``sizes``: points of every part."""
-        if self.reporter is None:
-            return
-        planned = None
-        if sizes is not None and not self.param.probability:
-            planned = _planned_iterations(self.param, sizes)
-        self.reporter.start_part(part, n_parts, planned)
+    def plan(self, sizes):
+        """Tell the progress line the points of every sub-problem (once)."""
+        if self.reporter is not None and not self.param.probability:
+            self.reporter.plan(_planned_iterations(self.param, sizes))
+
+    def start_part(self, part, n_parts):
+        """Announce sub-problem ``part`` of ``n_parts``."""
+        if self.reporter is not None:
+            self.reporter.start_part(part, n_parts)
 
     def end_part(self, stats):
         if self.reporter is not None:
@@ -638,11 +639,11 @@ def _train_classification(ctx, y, sw, orig_index, folds):
     prob_work = _ProbabilityWork()
     sw_grouped = sw[perm] if sw is not None else None
 
-    sizes = [int(count[i] + count[j]) for i in range(k) for j in range(i + 1, k)]
+    ctx.plan([int(count[i] + count[j]) for i in range(k) for j in range(i + 1, k)])
     p = 0
     for i in range(k):
         for j in range(i + 1, k):
-            ctx.start_part(p, n_pairs, sizes)
+            ctx.start_part(p, n_pairs)
             si, sj, ci, cj = start[i], start[j], count[i], count[j]
             pos = np.concatenate([np.arange(si, si + ci), np.arange(sj, sj + cj)])
             rows = perm[pos]
