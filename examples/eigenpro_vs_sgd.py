@@ -1,0 +1,42 @@
+"""EigenPro vs plain kernel SGD on a small 1-D regression (runs in seconds).
+
+Both solvers fit f(x) = sum_i alpha_i k(x_i, x) to noisy samples of a
+wiggly function by mini-batch SGD on the square loss, for the same number of
+epochs and the same mini-batches (kernel SGD is EigenPro with no
+eigen-directions).  The exact kernel least-squares solution (Cholesky, tiny
+ridge) is printed for reference: EigenPro gets close to it in a few epochs,
+plain SGD does not.
+"""
+import numpy as np
+
+import kernsolve
+from kernsolve._eigenpro import exact_kernel_ridge
+
+
+def main():
+    rng = np.random.default_rng(0)
+    n, gamma = 1000, 20.0
+    X = rng.uniform(-1, 1, (n, 1))
+    target = lambda x: np.sin(8 * x[:, 0]) + 0.5 * np.sign(x[:, 0])  # noqa: E731
+    y = target(X) + 0.1 * rng.standard_normal(n)
+    Xt = rng.uniform(-1, 1, (500, 1))
+    yt = target(Xt)
+
+    alpha = exact_kernel_ridge(X, y, gamma=gamma, lam=1e-6)
+    K_test = kernsolve.kernel_matrix(Xt, X, gamma=gamma)
+    print(f"exact kernel ridge (lam 1e-6):  test mse {np.mean((K_test @ alpha - yt) ** 2):.4f}")
+
+    for solver in ("kernel-sgd", "eigenpro"):
+        for epochs in (1, 5, 20):
+            options = (f"-s 3 -g {gamma} --solver {solver} --epochs {epochs} "
+                       "--batch-size 64 --subsample 500 -q")
+            if solver == "eigenpro":
+                options += " --eigen-directions 12"
+            model = kernsolve.train(y, X, options)
+            pred = kernsolve.predict(None, Xt, model, "-q")[0]
+            print(f"{solver:10s} {epochs:2d} epochs:  test mse {np.mean((pred - yt) ** 2):.4f}"
+                  f"   (step {model.stats['step']:.3g})")
+
+
+if __name__ == "__main__":
+    main()
