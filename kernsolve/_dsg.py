@@ -37,7 +37,8 @@ REGRESSION_LOSSES = ("squared", "huber", "epsilon-insensitive", "quantile")
 # -s code -> task; DSG has no nu-SVC / nu-SVR formulation.
 _TASKS = {0: "classification", 2: "novelty", 3: "regression"}
 _DEFAULTS = {"batch_size": 64, "feature_block": 32, "step": 1.0, "t0": 1.0,
-             "epochs": 1.0, "average": 0, "tau": 0.5, "delta": 1.0}
+             "epochs": 1.0, "average": 0, "tau": 0.5, "delta": 1.0,
+             "new_blocks": 1, "old_blocks": 1, "max_step_ratio": 2.0}
 _MIN_CAPACITY = 64      # blocks allocated at first
 
 
@@ -113,6 +114,11 @@ def check_parameters(param):
         raise ValueError("--average: expected 0 or 1")
     if "lambda" in e:
         _number(e, "lambda", low=0, low_open=False)
+    if param.solver == "udsg":
+        _number(e, "new_blocks", integer=True, low=1, low_open=False)
+        _number(e, "old_blocks", integer=True, low=0, low_open=False)
+    if param.solver == "cdsg":
+        _number(e, "max_step_ratio", low=1)
 
 
 def _hyper(param, n_samples, n_features, loss, gamma):
@@ -131,6 +137,16 @@ def _hyper(param, n_samples, n_features, loss, gamma):
         raise ValueError(f"--step {step:g} with lambda {lam:g} and --t0 {t0:g}: the first "
                          "step would shrink the model by a factor <= 0 "
                          "(need step * lambda < t0 + 1)")
+    # UDSG's G new / U old iterations; CDSG's cap on the line-search step
+    # (eta <= max_step_ratio * gamma_t: the paper's theta' = ratio * theta).
+    udsg = param.solver == "udsg"
+    new_blocks = _number(e, "new_blocks", integer=True, low=1, low_open=False) if udsg else 1
+    old_blocks = _number(e, "old_blocks", integer=True, low=0, low_open=False) if udsg else 0
+    ratio = _number(e, "max_step_ratio", low=1) if param.solver == "cdsg" else 1.0
+    if ratio * step * lam / (t0 + 1.0) >= 1.0:
+        raise ValueError(f"--max-step-ratio {ratio:g} with --step {step:g}, lambda {lam:g} "
+                         f"and --t0 {t0:g}: a line-search step could shrink the model by a "
+                         "factor <= 0 (need ratio * step * lambda < t0 + 1)")
     loss_param = {"huber": _number(e, "delta", low=0), "quantile": _number(e, "tau", low=0, high=1),
                   "epsilon-insensitive": float(param.p)}.get(loss, 0.0)
     # The settings of one run, as the compiled loop reads them.
@@ -143,7 +159,7 @@ def _hyper(param, n_samples, n_features, loss, gamma):
         kernel=_feature_kernel(param.kernel_type), kernel_type=int(param.kernel_type),
         gamma=float(gamma), seed=_uint64(param.seed, "--seed"), n_features=n_features,
         cache_mb=float(param.cache_size), solver=param.solver, svm_type=int(param.svm_type),
-        lam=lam)
+        lam=lam, new_blocks=new_blocks, old_blocks=old_blocks, max_step_ratio=ratio)
 
 
 def resolve_gamma(param, X):
@@ -488,6 +504,9 @@ class DSGTrainer:
         self.avg_coef = np.zeros((_MIN_CAPACITY, F, K)) if hyper["average"] else np.zeros((1, F, K))
         self.avg_intercept = np.zeros(K)
         self.scalars = np.array([1.0, 0.0])       # lazy scale, iterates averaged
+        # CDSG's beta_j per block and output, under the same lazy scale
+        self.beta = np.zeros((_MIN_CAPACITY, K)) if hyper["solver"] == "cdsg" else None
+        self.n_old_updates = 0
         self.stride = (hyper["n_features"] + 1) * F
         self.cache_capacity = int(hyper["cache_mb"] * 2**20 // (8 * self.stride))
         self.cache = np.zeros(0)
@@ -507,6 +526,8 @@ class DSGTrainer:
             self.coef = _grown(self.coef, cap)
             if self.h["average"]:
                 self.avg_coef = _grown(self.avg_coef, cap)
+            if self.beta is not None:
+                self.beta = _grown(self.beta, cap)
         blocks = min(need, self.cache_capacity)
         if blocks * self.stride > self.cache.shape[0]:
             blocks = min(self.cache_capacity, max(blocks, 2 * self.cache.shape[0] // self.stride))
@@ -529,10 +550,11 @@ class DSGTrainer:
         B = self.h["batch_size"]
         self._reserve(-(-order.size // B))
         cached = min(self.cache.shape[0] // self.stride, self.cache_capacity)
-        n_blocks, n_iter, evals, status, loss_sum = _c.fit_chunk(
+        n_blocks, n_iter, evals, status, loss_sum, n_old = _c.fit_chunk(
             X, targets, order, self.h, self.coef, self.intercept, self.scalars,
             self.cache if cached else np.zeros(1), cached, self.avg_coef,
-            self.avg_intercept, self.n_blocks, self.n_iter, resolve_n_jobs(n_jobs))
+            self.avg_intercept, self.n_blocks, self.n_iter, resolve_n_jobs(n_jobs),
+            self.beta)
         if status == 1:
             raise ValueError(f"DSG diverged at iteration {n_iter} (a prediction became "
                              f"infinite or NaN); use a smaller --step than "
@@ -541,6 +563,7 @@ class DSGTrainer:
             raise MemoryError("DSG: out of memory for per-thread scratch")
         self.n_blocks, self.n_iter = n_blocks, n_iter
         self.feature_evals += evals
+        self.n_old_updates += n_old
         self.loss_sum += loss_sum
         self.n_seen += order.size
         self.seconds += time.perf_counter() - t
@@ -556,7 +579,8 @@ class DSGTrainer:
         stats = {"n_iter": self.n_iter, "n_blocks": n,
                  "n_random_features": n * self.h["block_size"],
                  "feature_evals": self.feature_evals, "seconds": self.seconds,
-                 "mean_loss": self.loss_sum / max(self.n_seen, 1), "lambda": self.h["lam"]}
+                 "mean_loss": self.loss_sum / max(self.n_seen, 1), "lambda": self.h["lam"],
+                 "n_old_updates": self.n_old_updates}
         return DSGModel(solver=self.h["solver"], loss=self.h["loss_name"],
                         loss_param=self.h["loss_param"], svm_type=self.h["svm_type"],
                         kernel_type=self.h["kernel_type"], gamma=self.h["gamma"],

@@ -27,7 +27,7 @@ SOLVER_OPTIONS = {
     "sbp": {"epochs", "max-kernel-evals", "time-limit", "validation-fraction"},
     "dsg": _DSG_OPTIONS,
     "udsg": _DSG_OPTIONS | {"new-blocks", "old-blocks"},
-    "cdsg": _DSG_OPTIONS,
+    "cdsg": _DSG_OPTIONS | {"max-step-ratio"},
     "pegasos": {"iterations", "epochs"},
     "sdca": {"iterations", "epochs"},
     "perceptron": {"iterations", "epochs"},

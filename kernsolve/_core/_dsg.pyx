@@ -20,10 +20,25 @@ once, reused by every later iteration); the others are regenerated in groups.
 Determinism: each row sums its blocks in block order on one thread, the new
 block's coefficients are summed over rows in row order, so the result is the
 same bits for any thread count.
+
+UDSG and CDSG (Shi et al., "Utilize old coordinates", Algorithms 3 and 4)
+replace some iterations' new block by an update of an OLD block j:
+
+    coef[j, f, :] += -eta / (|R| F) sum_r g_r phi_{j,f}(x_r)
+
+with the same lazy decay (1 - eta lambda) of all coefficients.  UDSG: in each
+period of G + U iterations the first G create blocks, the other U update block
+j = rng_integer(K_old, t, n_blocks), K_old = rng_key(rng_key(seed,
+STREAM_SAMPLING), 2**64 - 1), with eta = gamma_t.  CDSG keeps beta_j (the
+paper's scalar coefficient, one per output, under the same lazy scale), takes
+eta_j = the largest step allowed by rule (9) (capped at max_step_ratio *
+gamma_t) and updates the block with the largest eta_j when it beats gamma_t;
+otherwise it creates a new block as DSG.  doc/dsg.md, "UDSG and CDSG", gives
+the formulas.
 """
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset
-from libc.math cimport isfinite
+from libc.math cimport isfinite, sqrt
 from libc.stdint cimport uint64_t, int64_t
 from cython.parallel cimport prange, parallel
 
@@ -31,10 +46,12 @@ import numpy as np
 cimport numpy as cnp
 
 from ._rows cimport Rows
+from ._random cimport rng_key, rng_integer, STREAM_SAMPLING
 from ._kernel cimport as_rows
 from ._features cimport FeatureMap, fm_init, fm_block, fm_apply_row
 from ._losses cimport (loss_value, loss_derivative, softmax_value, softmax_gradient,
-                       LOSS_SOFTMAX, LOSS_NOVELTY)
+                       LOSS_SOFTMAX, LOSS_NOVELTY, LOSS_HINGE, LOSS_LOGISTIC,
+                       LOSS_HUBER, LOSS_EPSILON_INSENSITIVE, LOSS_QUANTILE)
 
 cnp.import_array()
 
@@ -42,6 +59,15 @@ cnp.import_array()
 cdef Py_ssize_t SCRATCH_DOUBLES = 1 << 21      # 16 MB
 # Renormalise the stored coefficients when the lazy scale gets this small.
 cdef double MIN_SCALE = 1e-100
+# Solvers of fit_chunk (h["solver"]).
+cdef enum:
+    SOLVER_DSG = 0
+    SOLVER_UDSG = 1
+    SOLVER_CDSG = 2
+_SOLVERS = {"dsg": SOLVER_DSG, "udsg": SOLVER_UDSG, "cdsg": SOLVER_CDSG}
+# Counter of the stream K_old below: chunk permutations use key(K_sampling, c)
+# for c = 0, 1, 2, ..., so the last counter is never one of them.
+cdef uint64_t OLD_BLOCK_STREAM = 0xFFFFFFFFFFFFFFFFULL
 
 
 cdef inline Py_ssize_t _stride(const FeatureMap* fm) noexcept nogil:
@@ -178,21 +204,26 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
               double[:, :, ::1] coef, double[::1] intercept, double[::1] scalars,
               double[::1] cache, Py_ssize_t cache_blocks,
               double[:, :, ::1] avg_coef, double[::1] avg_intercept,
-              Py_ssize_t n_blocks, long long n_iter, int n_threads=1):
-    """Run Algorithm 1 over the rows ``order`` (consecutive batches of
-    ``h["batch_size"]``), continuing from ``n_blocks`` blocks and ``n_iter``
-    iterations.
+              Py_ssize_t n_blocks, long long n_iter, int n_threads=1,
+              double[:, ::1] beta=None):
+    """Run Algorithm 1 (DSG), 3 (UDSG) or 4 (CDSG) -- ``h["solver"]`` -- over
+    the rows ``order`` (consecutive batches of ``h["batch_size"]``),
+    continuing from ``n_blocks`` blocks and ``n_iter`` iterations.
 
     ``coef[:n_blocks] * scalars[0]`` are the true coefficients (the lazy
     scale); ``scalars[1]`` counts the averaged iterates.  ``coef`` must have
     room for one new block per batch.  Blocks < cache_blocks live in
     ``cache`` (``cache_blocks`` strides of (n_features + 1) * block_size).
     ``targets``: (n_rows, n_outputs) with +-1 or real targets per output, or
-    (n_rows, 1) class indices for the softmax.
+    (n_rows, 1) class indices for the softmax.  UDSG reads ``h["new_blocks"]``
+    (G) and ``h["old_blocks"]`` (U); CDSG reads ``h["max_step_ratio"]`` and
+    needs ``beta`` (rows like ``coef``, n_outputs columns; the paper's
+    beta_j under the same lazy scale).
 
-    Returns (n_blocks, n_iter, feature_evals, status, objective_sum) where
-    status is 0, 1 (a prediction became non-finite: the step is too large)
-    or -1 (out of memory); objective_sum adds the batch losses seen.
+    Returns (n_blocks, n_iter, feature_evals, status, objective_sum,
+    n_old_updates) where status is 0, 1 (a prediction became non-finite: the
+    step is too large) or -1 (out of memory); objective_sum adds the batch
+    losses seen; n_old_updates counts iterations that updated an old block.
     """
     cdef Rows R
     keep = as_rows(X, &R)
@@ -202,8 +233,19 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
     cdef double loss_param = h["loss_param"], lam = h["lam"]
     cdef double theta = h["step"], t0 = h["t0"]
     cdef bint fit_intercept = h["fit_intercept"], average = h["average"]
+    cdef int solver = _SOLVERS[h.get("solver", "dsg")]
+    cdef long long n_new_period = h.get("new_blocks", 1) if solver == SOLVER_UDSG else 1
+    cdef long long n_old_period = h.get("old_blocks", 0) if solver == SOLVER_UDSG else 0
+    cdef double max_ratio = h.get("max_step_ratio", 1.0)
+    if n_new_period < 1 or n_old_period < 0:
+        raise ValueError("UDSG needs new_blocks >= 1 and old_blocks >= 0")
+    if solver == SOLVER_CDSG and (beta is None or beta.shape[0] < coef.shape[0]
+                                  or beta.shape[1] != K):
+        raise ValueError("CDSG needs beta with a row per coef block and n_outputs columns")
     cdef FeatureMap fm
     fm_init(&fm, h["kernel"], h["gamma"], R.n_features, F, h["seed"])
+    cdef uint64_t key_old = rng_key(rng_key(<uint64_t>h["seed"], STREAM_SAMPLING),
+                                    OLD_BLOCK_STREAM)
     cdef Py_ssize_t stride = _stride(&fm), d_f = R.n_features * F
     cdef Py_ssize_t n_order = order.shape[0]
     cdef Py_ssize_t n_new = (n_order + B - 1) // B
@@ -212,20 +254,22 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
     if cache_blocks > 0 and cache.shape[0] < cache_blocks * stride:
         raise ValueError("cache is smaller than cache_blocks blocks")
     cdef Py_ssize_t nb = _scratch_blocks(&fm, n_blocks + n_new)
-    cdef double* scratch = <double*>malloc((nb * stride + B * K * 2 + B * F + stride)
+    cdef double* scratch = <double*>malloc((nb * stride + B * K * 2 + B * F + stride + K)
                                            * sizeof(double))
     if scratch == NULL:
         raise MemoryError("no memory for DSG scratch")
     cdef double* U = scratch + nb * stride      # predictions, B x K
     cdef double* G = U + B * K                  # loss derivatives, B x K
-    cdef double* PHI = G + B * K                # new block's features, B x F
-    cdef double* fresh = PHI + B * F            # new block's directions when not cached
+    cdef double* PHI = G + B * K                # the updated block's features, B x F
+    cdef double* fresh = PHI + B * F            # its directions when not cached
+    cdef double* gbar = fresh + stride          # mean_r g_r (CDSG), K
     cdef double* cache_ptr = &cache[0] if cache_blocks > 0 else NULL
+    cdef double* beta_ptr = &beta[0, 0] if solver == SOLVER_CDSG else NULL
     cdef double* blk
     cdef double scale = scalars[0], n_avg = scalars[1]
-    cdef double step, decay, s, w, objective = 0.0
-    cdef long long feature_evals = 0
-    cdef Py_ssize_t pos, nr, r, f, k, j, n_cached
+    cdef double step, decay, s, w, objective = 0.0, gamma_t
+    cdef long long feature_evals = 0, n_old = 0
+    cdef Py_ssize_t pos, nr, r, f, k, j, n_cached, target, phi_block
     cdef int status = 0
     cdef const int64_t* rows
     try:
@@ -263,16 +307,46 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
                                                     loss_param)
                             G[r * K + k] = loss_derivative(loss, U[r * K + k],
                                                            targets[j, k], loss_param)
-                # the new block: directions (into the cache when it has room)
-                if n_blocks < cache_blocks:
-                    blk = cache_ptr + n_blocks * stride
-                else:
-                    blk = fresh
-                fm_block(&fm, n_blocks, blk, blk + d_f)
-                _features_of_rows(&fm, &R, rows, nr, blk, PHI, n_threads)
-                feature_evals += nr * F
-                # step, lazy decay of the old coefficients, the new ones
                 step = theta / (t0 + <double>n_iter)
+                # which block: a new one (target == n_blocks) or an old one
+                target = n_blocks
+                phi_block = -1              # block whose features PHI holds
+                if solver == SOLVER_UDSG and n_blocks > 0:
+                    if (n_iter - 1) % (n_new_period + n_old_period) >= n_new_period:
+                        target = <Py_ssize_t>rng_integer(key_old, <uint64_t>n_iter,
+                                                         <uint64_t>n_blocks)
+                elif solver == SOLVER_CDSG and n_blocks > 0:
+                    for k in range(K):
+                        s = 0.0
+                        for r in range(nr):
+                            s = s + G[r * K + k]
+                        gbar[k] = s / nr
+                    # sigma^2 from the newest block's features on this batch
+                    blk = _block_ptr(&fm, n_blocks - 1, cache_ptr, n_cached, fresh)
+                    _features_of_rows(&fm, &R, rows, nr, blk, PHI, n_threads)
+                    feature_evals += nr * F
+                    phi_block = n_blocks - 1
+                    gamma_t = step
+                    target = _cdsg_choose(beta_ptr, n_blocks, K, scale, gbar, gamma_t,
+                                          max_ratio * gamma_t,
+                                          _loss_bound(loss, loss_param, G, nr, K),
+                                          _batch_variance(PHI, nr, F), nr, &step)
+                if target == n_blocks:
+                    # the new block: directions (into the cache when it has room)
+                    if n_blocks < cache_blocks:
+                        blk = cache_ptr + n_blocks * stride
+                    else:
+                        blk = fresh
+                    fm_block(&fm, n_blocks, blk, blk + d_f)
+                    _features_of_rows(&fm, &R, rows, nr, blk, PHI, n_threads)
+                    feature_evals += nr * F
+                else:
+                    n_old += 1
+                    if target != phi_block:
+                        blk = _block_ptr(&fm, target, cache_ptr, n_cached, fresh)
+                        _features_of_rows(&fm, &R, rows, nr, blk, PHI, n_threads)
+                        feature_evals += nr * F
+                # step, lazy decay of the old coefficients, the new ones
                 decay = 1.0 - step * lam
                 scale *= decay
                 w = -step / (<double>nr * <double>F * scale)
@@ -281,7 +355,19 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
                         s = 0.0
                         for r in range(nr):
                             s = s + G[r * K + k] * PHI[r * F + f]
-                        coef[n_blocks, f, k] = w * s
+                        if target == n_blocks:
+                            coef[target, f, k] = w * s
+                        else:
+                            coef[target, f, k] += w * s
+                if solver == SOLVER_CDSG:
+                    for k in range(K):
+                        s = 0.0
+                        for r in range(nr):
+                            s = s + G[r * K + k]
+                        if target == n_blocks:
+                            beta_ptr[target * K + k] = -step * (s / nr) / scale
+                        else:
+                            beta_ptr[target * K + k] -= step * (s / nr) / scale
                 for k in range(K):
                     s = 0.0
                     for r in range(nr):
@@ -290,9 +376,13 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
                         intercept[k] -= step * (s / nr + lam)
                     elif fit_intercept:
                         intercept[k] -= step * s / nr
-                n_blocks += 1
+                if target == n_blocks:
+                    n_blocks += 1
                 if scale < MIN_SCALE:
                     _rescale(coef, n_blocks, scale)
+                    if beta_ptr != NULL:
+                        for j in range(n_blocks * K):
+                            beta_ptr[j] *= scale
                     scale = 1.0
                 if average:
                     n_avg += 1.0
@@ -303,7 +393,106 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
         free(scratch)
     scalars[0] = scale
     scalars[1] = n_avg
-    return n_blocks, n_iter, feature_evals, status, objective
+    return n_blocks, n_iter, feature_evals, status, objective, n_old
+
+
+cdef inline double* _block_ptr(FeatureMap* fm, Py_ssize_t block, double* cache_ptr,
+                               Py_ssize_t n_cached, double* fresh) noexcept nogil:
+    """Directions of an existing block: its cache slot, or regenerated into fresh."""
+    if block < n_cached:
+        return cache_ptr + block * _stride(fm)
+    fm_block(fm, block, fresh, fresh + fm.n_features * fm.block_size)
+    return fresh
+
+
+cdef double _batch_variance(const double* PHI, Py_ssize_t nr, Py_ssize_t F) noexcept nogil:
+    """sigma^2 of rule (9): (1/F) sum_f of the sample variance over the batch
+    rows of phi_f(x_r) (divisor nr - 1); 1 (= E phi^2) for a batch of one."""
+    cdef Py_ssize_t r, f
+    cdef double m, v, total = 0.0
+    if nr < 2:
+        return 1.0
+    for f in range(F):
+        m = 0.0
+        for r in range(nr):
+            m = m + PHI[r * F + f]
+        m = m / nr
+        v = 0.0
+        for r in range(nr):
+            v = v + (PHI[r * F + f] - m) * (PHI[r * F + f] - m)
+        total = total + v / (nr - 1)
+    return total / F
+
+
+cdef double _loss_bound(int loss, double param, const double* G, Py_ssize_t nr,
+                        Py_ssize_t K) noexcept nogil:
+    """M of rule (9): a bound on ||l'(u, y)||_2 over the outputs.  The
+    Lipschitz losses have one (1 per output, Huber's delta, the quantile's
+    max(tau, 1 - tau), sqrt(2) for the softmax); for the squared and squared
+    hinge losses, whose derivative is unbounded, the largest ||g_r|| of the batch."""
+    cdef Py_ssize_t r, k
+    cdef double m = 0.0, s
+    if loss == LOSS_SOFTMAX:
+        return sqrt(2.0)
+    if loss == LOSS_HINGE or loss == LOSS_LOGISTIC or loss == LOSS_EPSILON_INSENSITIVE \
+            or loss == LOSS_NOVELTY:
+        return sqrt(<double>K)
+    if loss == LOSS_HUBER:
+        return param * sqrt(<double>K)
+    if loss == LOSS_QUANTILE:
+        return (param if param > 0.5 else 1.0 - param) * sqrt(<double>K)
+    for r in range(nr):
+        s = 0.0
+        for k in range(K):
+            s = s + G[r * K + k] * G[r * K + k]
+        if s > m:
+            m = s
+    return sqrt(m)
+
+
+cdef Py_ssize_t _cdsg_choose(const double* beta, Py_ssize_t n_blocks, Py_ssize_t K,
+                             double scale, const double* gbar, double gamma_t,
+                             double eta_max, double M, double sigma2, Py_ssize_t nr,
+                             double* step) noexcept nogil:
+    """Rule (9) for every old block j, with beta_j = scale * beta[j] and
+    g = gbar (vectors over the outputs): the largest eta <= eta_max with
+
+        2 ||beta_j - eta g||^2 + 2 (eta M sigma)^2 / B^2 <= ||beta_j||^2 + gamma_t^2 ||g||^2,
+
+    i.e. A eta^2 - 4 p eta + c <= 0 with A = 2||g||^2 + 2 M^2 sigma^2 / B^2,
+    p = beta_j . g, c = ||beta_j||^2 - gamma_t^2 ||g||^2.  Returns the block
+    with the largest such eta (the first on ties) and sets *step to it when it
+    exceeds gamma_t; otherwise returns n_blocks (create a new block)."""
+    cdef Py_ssize_t j, k, best = n_blocks
+    cdef double gg = 0.0, A, p, bb, c, disc, root, lo, hi, eta, best_eta = gamma_t, b
+    for k in range(K):
+        gg = gg + gbar[k] * gbar[k]
+    A = 2.0 * gg + 2.0 * M * M * sigma2 / (<double>nr * <double>nr)
+    if not (A > 0.0):
+        return n_blocks
+    for j in range(n_blocks):
+        p = 0.0
+        bb = 0.0
+        for k in range(K):
+            b = scale * beta[j * K + k]
+            p = p + b * gbar[k]
+            bb = bb + b * b
+        c = bb - gamma_t * gamma_t * gg
+        disc = 4.0 * p * p - A * c
+        if disc < 0.0:
+            continue
+        root = sqrt(disc)
+        lo = (2.0 * p - root) / A
+        hi = (2.0 * p + root) / A
+        eta = hi if hi < eta_max else eta_max
+        if eta < lo:
+            continue            # the feasible interval lies beyond the cap
+        if eta > best_eta:
+            best_eta = eta
+            best = j
+    if best < n_blocks:
+        step[0] = best_eta
+    return best
 
 
 cdef void _features_of_rows(const FeatureMap* fm, const Rows* X, const int64_t* rows,
