@@ -29,6 +29,8 @@ _EXPORTS = {
     "NuSVC": "._estimators",
     "NuSVR": "._estimators",
     "NotFittedError": "._estimators",
+    "DSGClassifier": "._dsg_estimators",
+    "DSGRegressor": "._dsg_estimators",
     "cross_validation": "._cv",
     "grid_search": "._grid",
     "EigenProRegressor": "._eigenpro_estimators",

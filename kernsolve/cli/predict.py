@@ -28,8 +28,17 @@ _SVR = (3, 4)
 _ONE_CLASS = 2
 
 
+def _model_type(model, attr):
+    """``svm_type`` / ``kernel_type`` of a LIBSVM-style Model (``model.param``) or
+    of a model kind that carries them itself (DSG)."""
+    param = getattr(model, "param", None)
+    return int(getattr(param if param is not None else model, attr))
+
+
 def supports_probability(model):
     """LIBSVM's svm_check_probability_model on a kernsolve Model."""
+    if getattr(model, "param", None) is None:      # DSG: logistic / softmax losses
+        return bool(getattr(model, "has_probability", False))
     flag = getattr(model, "is_probability_model", None)
     if isinstance(flag, bool):
         return flag
@@ -114,7 +123,7 @@ def main(argv):
 
     from .._model import load_model
     model = load_model(model_path)
-    svm_type = model.param.svm_type
+    svm_type = _model_type(model, "svm_type")
     has_probability = supports_probability(model)
 
     def say(text):
@@ -123,12 +132,14 @@ def main(argv):
 
     if probability:
         if not has_probability:
+            hint = ("train it with --loss logistic or softmax"
+                    if getattr(model, "param", None) is None else "train it with -b 1")
             raise CommandError(f"model file {model_path} does not support probability "
-                               "estimates (train it with -b 1)")
+                               f"estimates ({hint})")
     elif has_probability:
         say("Model supports probability estimates, but disabled in prediction.\n")
 
-    y, X = read_data(test_path, precomputed=int(model.param.kernel_type) == 4)
+    y, X = read_data(test_path, precomputed=_model_type(model, "kernel_type") == 4)
     y = np.asarray(y, dtype=np.float64)
     # predict() applies LIBSVM's width rule: features only one side has are zeros
     predict_options = ["-q"]
@@ -137,7 +148,13 @@ def main(argv):
     if threads is not None:
         predict_options += ["--threads", str(threads)]
     from .._predict import predict
-    labels, _, values = predict(y, X, model, predict_options)
+    try:
+        labels, _, values = predict(y, X, model, predict_options)
+    except ValueError as exc:
+        if getattr(model, "param", None) is not None:
+            raise
+        # DSG: a test file with values in columns the model never saw
+        raise CommandError(f"test file {test_path}: {exc}") from None
 
     header = None
     probabilities = None

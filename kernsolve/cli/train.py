@@ -9,7 +9,8 @@ import sys
 import numpy as np
 
 from ._common import (CommandError, UsageError, c_divide, check_input_path, check_output_path,
-                      parse_int, read_data, regression_summary, run, split_options)
+                      parse_float, parse_int, read_data, regression_summary, run,
+                      split_options)
 
 PROG = "kernsolve-train"
 
@@ -48,6 +49,8 @@ kernsolve options:
 --seed s : seed of the random numbers (folds, probability CV, sampling) (default 0)
 --bias 0|1 : whether the decision function has a bias term (default 1)
 --name value : solver options of the chosen solver (see the documentation)
+--stream : (--solver dsg) train from the file read in byte windows, never all in memory
+--chunk-mb n : window size in MB for --stream (default 64; implies --stream)
 """
 
 
@@ -127,10 +130,64 @@ def report_cross_validation(y, target, svm_type, out=None):
         out.write("Cross Validation Accuracy = %g%%\n" % c_divide(100.0 * correct, n))
 
 
+# ---------------------------------------------------------------------------
+# DSG: option checks before the data is read, and --stream / --chunk-mb.
+
+_DEFAULT_CHUNK_MB = 64.0
+
+
+def _stream_options(options):
+    """Take ``--stream`` and ``--chunk-mb`` out of the options (the library's
+    parser does not know them); returns (options, chunk size in MB or None)."""
+    kept, chunk_mb = [], None
+    for name, values in options:
+        if name == "--stream":
+            chunk_mb = _DEFAULT_CHUNK_MB if chunk_mb is None else chunk_mb
+        elif name == "--chunk-mb":
+            chunk_mb = parse_float(name, values[0])
+            if chunk_mb <= 0:
+                raise UsageError(f"bad value for --chunk-mb: {values[0]!r} (must be > 0)")
+        else:
+            kept.append((name, values))
+    return kept, chunk_mb
+
+
+def _check_solver_options(params, chunk_mb):
+    """DSG's option values, checked before the (possibly long) read of the data."""
+    if params.solver in ("dsg", "udsg", "cdsg"):
+        from .._dsg import check_parameters
+        try:
+            check_parameters(params)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    if chunk_mb is not None:
+        if params.solver != "dsg":
+            raise UsageError(f"--stream: training from file windows is available to "
+                             f"--solver dsg, not {params.solver!r}")
+        if params.n_folds:
+            raise UsageError("--stream cannot be combined with -v (cross-validation "
+                             "needs the data in memory)")
+
+
+def _train_streamed(data_path, model_path, tokens, chunk_mb):
+    """``--stream``: :func:`kernsolve._dsg.train_file`, windows of ``chunk_mb`` MB."""
+    from .._dsg import train_file
+    from .._model import save_model
+    model = train_file(data_path, list(tokens), chunk_bytes=max(1, int(chunk_mb * 2**20)))
+    sys.stdout.flush()
+    try:
+        save_model(model_path, model)
+    except OSError as exc:
+        raise CommandError(f"can't save model to file {model_path}: "
+                           f"{exc.strerror or exc}") from None
+    return 0
+
+
 def main(argv):
     if not argv:
         raise UsageError("no training set file given")
-    options, positional = split_options(argv, flags=("-q",))
+    options, positional = split_options(argv, flags=("-q", "--stream"))
+    options, chunk_mb = _stream_options(options)
     tokens = _option_tokens(options)
     for name, values in options:
         if name == "-v":
@@ -138,6 +195,7 @@ def main(argv):
             if n_folds < 2:
                 raise UsageError("n-fold cross validation: n must >= 2")
     params = _parse(tokens)
+    _check_solver_options(params, chunk_mb)
     if not positional:
         raise UsageError("no training set file given")
     if len(positional) > 2:
@@ -149,6 +207,9 @@ def main(argv):
     check_input_path(data_path)
     if not params.n_folds:
         check_output_path(model_path)
+
+    if chunk_mb is not None:
+        return _train_streamed(data_path, model_path, tokens, chunk_mb)
 
     y, X = read_data(data_path, precomputed=params.kernel_type == 4)
     y = np.asarray(y, dtype=np.float64)

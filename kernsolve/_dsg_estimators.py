@@ -1,0 +1,631 @@
+"""scikit-learn-style estimators on Doubly Stochastic Gradients (``kernsolve._dsg``).
+
+``DSGClassifier`` and ``DSGRegressor`` follow the scikit-learn estimator
+contract (``fit``/``partial_fit``/``predict``/``score``, ``get_params``/
+``set_params``, fitted attributes with a trailing underscore) without
+importing scikit-learn.  Parameter names are those of scikit-learn's
+``SGDClassifier`` / ``SGDRegressor`` (``loss``, ``alpha``, ``max_iter``,
+``average``, ``fit_intercept``, ``random_state``, ``epsilon``) and
+``RBFSampler`` (``gamma``) where such a name exists, and the DSG option names
+otherwise (``step``, ``t0``, ``feature_block``).
+
+Every estimator parameter maps onto one option of ``kernsolve-train --solver
+dsg``; :meth:`_BaseDSG._parameters` is the only place the mapping is written,
+so an estimator and the command line given the same settings train the same
+model, bit for bit.
+
+Training is :class:`kernsolve._dsg.DSGTrainer`: ``fit`` starts a new trainer
+and makes ``max_iter`` passes; ``partial_fit`` makes one pass over the chunk
+it is given, continuing the trainer of the previous call (or of ``fit``).
+Pass ``k`` (counting every pass since the trainer started) visits its rows in
+the seeded order ``permutation(n_rows, stream_key(seed, "sampling"), k)``, so
+
+* ``fit(X, y)`` with ``max_iter=E`` (an integer) equals ``E`` calls
+  ``partial_fit(X, y)`` on a fresh estimator, bit for bit (with ``alpha``
+  given, or with ``C`` since both map ``C`` with the same ``n_samples``);
+* ``partial_fit`` over the chunks ``X_1, X_2, ...`` equals
+  :func:`kernsolve._dsg.train_file` reading a file whose windows hold those
+  chunks (same ``alpha`` (``--lambda``), numeric ``gamma``, seed and
+  ``n_features``; for a binary problem whose labels are -1/+1).
+"""
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._estimators import (_BaseEstimator, _available_if, _check_feature_names, _check_lengths,
+                          _check_X, _column_or_1d, _encode_classes, _feature_names,
+                          _is_number, _not_fitted_error, _seed_of)
+from ._params import Parameters
+
+__all__ = ["DSGClassifier", "DSGRegressor"]
+
+_KERNELS = {"rbf": 2, "laplacian": 5}
+
+# Estimator parameter -> the kernsolve-train option it sets.  Used to build
+# Parameters (below) and to name the parameter in the messages of the DSG
+# validator, which speaks in option names.
+_OPTION = {
+    "loss": "--loss", "batch_size": "--batch-size", "feature_block": "--feature-block",
+    "step": "--step", "t0": "--t0", "max_iter": "--epochs", "average": "--average",
+    "tau": "--tau", "delta": "--delta", "alpha": "--lambda", "C": "-c", "gamma": "-g",
+    "epsilon": "-p", "cache_size": "-m", "random_state": "--seed", "kernel": "-t",
+    "fit_intercept": "--bias", "n_jobs": "--threads",
+}
+
+
+def _renamed(message):
+    """A DSG validator message with option names replaced by parameter names."""
+    # longest first, so that "--t0" is not read as "-t" + "0"
+    for name, option in sorted(_OPTION.items(), key=lambda kv: -len(kv[1])):
+        if message.startswith(option + ":") or message.startswith(option + " "):
+            return name + message[len(option):]
+    return message
+
+
+class _BaseDSG(_BaseEstimator):
+    """What DSGClassifier and DSGRegressor share: parameters -> Parameters, the trainer."""
+
+    _svm_type = None
+    _losses = ()
+
+    # ------------------------------------------------------------ parameters
+
+    def _check_own_params(self):
+        """The checks the DSG validator cannot make (types it never sees)."""
+        name = type(self).__name__
+        if not isinstance(self.loss, str) or self.loss.replace("_", "-") not in self._losses:
+            raise ValueError(f"{name}: loss must be one of {list(self._losses)}, "
+                             f"got {self.loss!r}")
+        if self.kernel not in _KERNELS:
+            raise ValueError(f"{name}: kernel must be 'rbf' or 'laplacian' (the kernels "
+                             f"with random Fourier features), got {self.kernel!r}")
+        if isinstance(self.gamma, str):
+            if self.gamma != "median":
+                raise ValueError(f"{name}: gamma must be 'median' or a float > 0, "
+                                 f"got {self.gamma!r}")
+        elif not _is_number(self.gamma) or not np.isfinite(self.gamma) or self.gamma <= 0:
+            raise ValueError(f"{name}: gamma must be 'median' or a float > 0, "
+                             f"got {self.gamma!r}")
+        if self.alpha is None:
+            if not _is_number(self.C) or not np.isfinite(self.C) or self.C <= 0:
+                raise ValueError(f"{name}: C must be a finite number > 0 (used when "
+                                 f"alpha is None), got {self.C!r}")
+        elif not _is_number(self.alpha) or not np.isfinite(self.alpha) or self.alpha < 0:
+            raise ValueError(f"{name}: alpha must be None or a finite number >= 0, "
+                             f"got {self.alpha!r}")
+        for attr in ("batch_size", "feature_block"):
+            v = getattr(self, attr)
+            if not _is_number(v, integral=True) or v < 1:
+                raise ValueError(f"{name}: {attr} must be an integer >= 1, got {v!r}")
+        if self.max_iter is not None and (not _is_number(self.max_iter)
+                                          or not np.isfinite(self.max_iter)
+                                          or self.max_iter <= 0):
+            raise ValueError(f"{name}: max_iter must be None or a number of passes > 0, "
+                             f"got {self.max_iter!r}")
+        for attr in ("average", "fit_intercept"):
+            if not isinstance(getattr(self, attr), (bool, np.bool_)):
+                raise ValueError(f"{name}: {attr} must be True or False, "
+                                 f"got {getattr(self, attr)!r}")
+        if not _is_number(self.cache_size) or not np.isfinite(self.cache_size) \
+                or self.cache_size <= 0:
+            raise ValueError(f"{name}: cache_size must be > 0 (MB), got {self.cache_size!r}")
+        if self.n_jobs is not None and (not _is_number(self.n_jobs, integral=True)
+                                        or self.n_jobs == 0):
+            raise ValueError(f"{name}: n_jobs must be None or a non-zero integer, "
+                             f"got {self.n_jobs!r}")
+
+    def _parameters(self):
+        """The estimator's settings as ``Parameters`` (``--solver dsg`` options).
+
+        The one place where parameter names meet option names.  ``None``
+        (``step``, ``t0``, ``max_iter``) leaves the option out, so the DSG
+        default of ``kernsolve._dsg`` applies.
+        """
+        self._check_own_params()
+        extra = {"loss": self.loss.replace("_", "-"),
+                 "batch_size": int(self.batch_size),
+                 "feature_block": int(self.feature_block),
+                 "average": int(bool(self.average))}
+        for attr, key in (("step", "step"), ("t0", "t0"), ("max_iter", "epochs"),
+                          ("alpha", "lambda")):
+            value = getattr(self, attr)
+            if value is not None:
+                extra[key] = value
+        for attr in ("tau", "delta"):
+            if hasattr(self, attr):
+                extra[attr] = getattr(self, attr)
+        param = Parameters(
+            svm_type=self._svm_type, kernel_type=_KERNELS[self.kernel],
+            gamma=self.gamma if isinstance(self.gamma, str) else float(self.gamma),
+            C=float(self.C) if self.alpha is None else 1.0,
+            p=float(getattr(self, "epsilon", 0.1)), cache_size=float(self.cache_size),
+            quiet=not bool(self.verbose), solver="dsg", bias=bool(self.fit_intercept),
+            n_jobs=self.n_jobs, seed=_seed_of(self.random_state), extra=extra)
+        from ._dsg import check_parameters
+        try:
+            check_parameters(param)
+        except ValueError as exc:
+            raise ValueError(f"{type(self).__name__}: {_renamed(str(exc))}") from None
+        return param
+
+    # ------------------------------------------------------------ training
+
+    def _new_trainer(self, param, X, targets):
+        """A fresh DSGTrainer for data like X (gamma, lambda and width from X)."""
+        from ._dsg import DSGTrainer, _hyper, resolve_gamma
+        name = type(self).__name__
+        if param.gamma == "median" and X.shape[0] < 2:
+            raise ValueError(f"{name}: gamma='median' needs at least 2 samples to measure "
+                             f"distances, got {X.shape[0]} sample; give a float gamma")
+        try:
+            gamma = resolve_gamma(param, X)
+            hyper = _hyper(param, X.shape[0], X.shape[1], targets.loss, gamma)
+        except ValueError as exc:
+            raise ValueError(f"{name}: {_renamed(str(exc))}") from None
+        return DSGTrainer(hyper, targets)
+
+    def _fit_X(self, X, reset):
+        """Validated X; at ``reset`` remember its width and feature names."""
+        name = type(self).__name__
+        if reset:
+            names = _feature_names(X)
+            X = _check_X(X, name)
+            self.n_features_in_ = int(X.shape[1])
+            if names is not None and len(names) == X.shape[1]:
+                self.feature_names_in_ = names
+            elif hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+            return X
+        _check_feature_names(self, X)
+        X = _check_X(X, name)
+        self._check_width(X)
+        return X
+
+    def _check_width(self, X):
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input.")
+
+    def _run(self, trainer, X, y_codes, epochs, n_jobs):
+        """``epochs`` passes (the last one partial when fractional), as ``_dsg.train``."""
+        full, part = int(epochs), epochs - int(epochs)
+        for _ in range(full):
+            trainer.fit_rows(X, y_codes, n_jobs=n_jobs)
+        if part > 0:
+            trainer.fit_rows(X, y_codes, n_rows_used=max(1, int(round(part * X.shape[0]))),
+                             n_jobs=n_jobs)
+        return max(1, full + (part > 0))
+
+    def _publish(self, passes):
+        """Fitted attributes from the trainer's current state."""
+        t = self._trainer
+        self.model_ = t.model()
+        self.coef_ = self.model_.coef
+        self.intercept_ = self.model_.intercept
+        self.n_iter_ = int(passes)
+        self.t_ = int(t.n_iter)
+        self.gamma_ = float(t.h["gamma"])
+        self.lambda_ = float(t.h["lam"])
+        if self.verbose:
+            print(f"-- passes {passes}, iterations {t.n_iter}, blocks {t.n_blocks}, "
+                  f"mean loss {self.model_.stats['mean_loss']:g}")
+
+    def _values(self, X):
+        """Decision values (n_samples, n_outputs) of validated X."""
+        self._check_is_fitted()
+        _check_feature_names(self, X)
+        X = _check_X(X, type(self).__name__)
+        self._check_width(X)
+        return self.model_.decision_function(X, n_jobs=self.n_jobs)
+
+    # ------------------------------------------------------------ pickling
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        trainer = state.get("_trainer")
+        if trainer is not None and trainer.cache.size:
+            # The cache of generated blocks can be large and is regenerable;
+            # a trainer without it regenerates every block (same numbers).
+            light = object.__new__(type(trainer))
+            light.__dict__.update(trainer.__dict__)
+            light.cache = np.zeros(0)
+            light.cache_capacity = 0
+            state["_trainer"] = light
+        return state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = False
+        return tags
+
+
+# --------------------------------------------------------------------------
+# classification
+# --------------------------------------------------------------------------
+
+def _has_proba(est):
+    if est.loss not in ("logistic", "softmax"):
+        raise AttributeError(f"probability estimates are not available for loss="
+                             f"{est.loss!r} (use loss='logistic' or 'softmax')")
+    return True
+
+
+class DSGClassifier(_BaseDSG):
+    """Kernel classifier trained by Doubly Stochastic Gradients (Dai et al., 2014).
+
+    The decision function is a sum of random Fourier features regenerated
+    from ``random_state``; each DSG iteration takes ``batch_size`` rows and
+    adds one block of ``feature_block`` features.  Memory grows with the
+    number of iterations, not with the data; ``partial_fit`` trains from
+    chunks (out of core).
+
+    Parameters
+    ----------
+    loss : {'hinge', 'squared-hinge', 'logistic', 'softmax'}, default='hinge'
+        Binary losses train one output for two classes and one-vs-rest
+        outputs beyond; 'softmax' is the multinomial logistic loss (one
+        output per class).  'logistic' and 'softmax' give ``predict_proba``.
+    gamma : 'median' or float, default='median'
+        Kernel parameter; 'median' is the median trick on a seeded sample of
+        the (first) training data (``kernsolve.median_gamma``).
+    kernel : {'rbf', 'laplacian'}, default='rbf'
+        ``exp(-gamma ||x-y||^2)`` (Gaussian features) or
+        ``exp(-gamma ||x-y||_1)`` (Cauchy features).
+    alpha : float or None, default=None
+        Regularisation lambda (``--lambda``).  None: ``1 / (C * n_samples)``
+        with ``n_samples`` of ``fit``'s data (of the first chunk for
+        ``partial_fit``; give ``alpha`` when streaming).
+    C : float, default=1.0
+        Cost, used when ``alpha`` is None (``-c``).
+    batch_size : int, default=64
+        Rows per iteration (``--batch-size``).
+    feature_block : int, default=32
+        Random features added per iteration (``--feature-block``).
+    step : float or None, default=None
+        theta of the step ``theta / (t0 + t)`` (``--step``); None: DSG's default.
+    t0 : float or None, default=None
+        Offset of the step schedule (``--t0``); None: DSG's default.
+    max_iter : float or None, default=None
+        Passes over the data in ``fit`` (``--epochs``; a fraction makes a
+        last partial pass); None: DSG's default.
+    average : bool, default=False
+        Return the running average of the iterates (``--average 1``).
+    fit_intercept : bool, default=True
+        Learn an unregularised offset (``--bias``).
+    random_state : int, RandomState or None, default=None
+        Seed of the features, the row order and the median sample
+        (``--seed``); None means seed 0 (reproducible by default).
+    n_jobs : int or None, default=None
+        Threads (``--threads``); results do not depend on it.
+    cache_size : float, default=100
+        MB of generated feature blocks kept for reuse (``-m``); results do
+        not depend on it.
+    verbose : bool, default=False
+        Print the training lines.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str, only for data frames with string column names
+    model_ : kernsolve._dsg.DSGModel
+        The trained model; its ``labels`` are indices into ``classes_``
+        (``kernsolve.save_model(path, est.model_)`` writes the DSG model file).
+    coef_ : ndarray of shape (n_blocks, feature_block, n_outputs)
+        Coefficient of feature f of block b for each output.
+    intercept_ : ndarray of shape (n_outputs,)
+    n_iter_ : int
+        Passes made since the trainer started: those of ``fit`` plus one per
+        later ``partial_fit`` call.
+    t_ : int
+        DSG iterations (= feature blocks) so far.
+    gamma_, lambda_ : float
+        The kernel parameter and the regularisation in effect.
+
+    ``n_outputs`` is 1 for two classes with a binary loss (positive for
+    ``classes_[1]``) and ``n_classes`` otherwise.
+    """
+
+    _estimator_type = "classifier"
+    _svm_type = 0
+    _losses = ("hinge", "squared-hinge", "logistic", "softmax")
+
+    def __init__(self, loss="hinge", *, gamma="median", kernel="rbf", alpha=None, C=1.0,
+                 batch_size=64, feature_block=32, step=None, t0=None, max_iter=None,
+                 average=False, fit_intercept=True, random_state=None, n_jobs=None,
+                 cache_size=100, verbose=False):
+        self.loss = loss
+        self.gamma = gamma
+        self.kernel = kernel
+        self.alpha = alpha
+        self.C = C
+        self.batch_size = batch_size
+        self.feature_block = feature_block
+        self.step = step
+        self.t0 = t0
+        self.max_iter = max_iter
+        self.average = average
+        self.fit_intercept = fit_intercept
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.cache_size = cache_size
+        self.verbose = verbose
+
+    # -- labels
+    def _targets(self, loss, k):
+        from ._dsg import _Targets
+        # Binary losses on two classes: labels [1, 0] make the single output's
+        # target +1 for classes_[1], so the decision value is positive for it.
+        labels = np.array([1.0, 0.0]) if (k == 2 and loss != "softmax") \
+            else np.arange(k, dtype=np.float64)
+        return _Targets("classification", loss, labels)
+
+    def _codes(self, y):
+        """Class indices of y in ``classes_`` (ValueError for unknown labels)."""
+        y = _column_or_1d(y, type(self).__name__)
+        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+            raise ValueError("Input y contains NaN or infinity.")
+        try:
+            index = np.searchsorted(self.classes_, y)
+        except TypeError:
+            raise ValueError(f"y has labels of another type than classes_ "
+                             f"{self.classes_.tolist()}") from None
+        index = np.clip(index, 0, len(self.classes_) - 1)
+        bad = self.classes_[index] != y
+        if np.any(bad):
+            raise ValueError(f"y contains label {y[np.flatnonzero(bad)[0]]!r}, which is "
+                             f"not in classes {self.classes_.tolist()}")
+        return index.astype(np.float64)
+
+    def fit(self, X, y):
+        """Train from scratch: ``max_iter`` passes over (X, y).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels (numbers, strings, booleans...).
+
+        Returns
+        -------
+        self
+        """
+        name = type(self).__name__
+        param = self._parameters()
+        X = self._fit_X(X, reset=True)
+        classes, codes = _encode_classes(y, name)
+        _check_lengths(X, codes)
+        if len(classes) < 2:
+            raise ValueError(f"The number of classes has to be greater than one; got "
+                             f"{len(classes)} class")
+        self.classes_ = classes
+        loss = param.extra["loss"]
+        self._trainer = self._new_trainer(param, X, self._targets(loss, len(classes)))
+        epochs = float(self._trainer.h["epochs"])
+        self._passes = self._run(self._trainer, X, codes, epochs, self.n_jobs)
+        self._publish(self._passes)
+        return self
+
+    def partial_fit(self, X, y, classes=None):
+        """One pass over the chunk (X, y), continuing the previous training.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (n_classes,), optional
+            Every class of the whole stream; required on the first call (as
+            scikit-learn's ``SGDClassifier.partial_fit``), optional after it
+            (then it must equal ``classes_``).
+
+        Returns
+        -------
+        self
+        """
+        name = type(self).__name__
+        first = not hasattr(self, "_trainer")
+        if first:
+            if classes is None:
+                raise ValueError(f"{name}: classes must be passed on the first call to "
+                                 "partial_fit.")
+            param = self._parameters()
+            all_classes, _ = _encode_classes(np.asarray(classes), name)
+            if len(all_classes) < 2:
+                raise ValueError(f"The number of classes has to be greater than one; "
+                                 f"got {len(all_classes)} class")
+            X = self._fit_X(X, reset=True)
+            self.classes_ = all_classes
+            codes = self._codes(y)
+            _check_lengths(X, codes)
+            self._trainer = self._new_trainer(param, X,
+                                              self._targets(param.extra["loss"],
+                                                            len(all_classes)))
+            self._passes = 0
+        else:
+            if classes is not None:
+                given = np.unique(np.asarray(classes))
+                if given.shape != self.classes_.shape or np.any(given != self.classes_):
+                    raise ValueError(f"{name}: classes={given.tolist()} is not the same as "
+                                     f"on the first call to partial_fit, was: "
+                                     f"{self.classes_.tolist()}")
+            X = self._fit_X(X, reset=False)
+            codes = self._codes(y)
+            _check_lengths(X, codes)
+        self._trainer.fit_rows(X, codes, n_jobs=self.n_jobs)
+        self._passes += 1
+        self._publish(self._passes)
+        return self
+
+    # -- prediction
+    def decision_function(self, X):
+        """Decision values: shape (n_samples,) for two classes (positive for
+        ``classes_[1]``), else (n_samples, n_classes)."""
+        v = self._values(X)
+        if len(self.classes_) == 2:
+            return v[:, 1] - v[:, 0] if v.shape[1] == 2 else v[:, 0]
+        return v
+
+    def predict(self, X):
+        """Class labels: ``classes_[1]`` where the decision value is > 0 (two
+        classes), else the class of the largest value."""
+        d = self.decision_function(X)
+        if d.ndim == 1:
+            return self.classes_[(d > 0).astype(np.intp)]
+        return self.classes_[np.argmax(d, axis=1)]
+
+    @_available_if(_has_proba)
+    def predict_proba(self, X):
+        """Class probabilities (loss 'logistic' or 'softmax'), columns in
+        ``classes_`` order: the sigmoid of the decision value (two classes),
+        normalised one-vs-rest sigmoids ('logistic'), or the softmax."""
+        v = self._values(X)
+        prob = self.model_.probabilities_from_values(v)     # columns in model labels order
+        out = np.empty_like(prob)
+        out[:, self.model_.labels.astype(np.intp)] = prob
+        return out
+
+    @_available_if(_has_proba)
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    def score(self, X, y, sample_weight=None):
+        """Mean accuracy on (X, y), weighted by ``sample_weight``."""
+        y = _column_or_1d(y, type(self).__name__)
+        return float(np.average(self.predict(X) == y, weights=sample_weight))
+
+
+# --------------------------------------------------------------------------
+# regression
+# --------------------------------------------------------------------------
+
+class DSGRegressor(_BaseDSG):
+    """Kernel regression trained by Doubly Stochastic Gradients (Dai et al., 2014).
+
+    Parameters as :class:`DSGClassifier`, except:
+
+    loss : {'squared', 'huber', 'epsilon-insensitive', 'quantile'}, default='squared'
+        'squared' is kernel ridge regression, 'epsilon-insensitive' SVR.
+    epsilon : float, default=0.1
+        Width of the insensitive tube of 'epsilon-insensitive' (``-p``).
+    delta : float, default=1.0
+        Huber's threshold between the quadratic and linear parts (``--delta``).
+    tau : float, default=0.5
+        Quantile of the 'quantile' (pinball) loss, in (0, 1] (``--tau``).
+
+    Attributes
+    ----------
+    n_features_in_, feature_names_in_, model_, n_iter_, t_, gamma_, lambda_ :
+        as :class:`DSGClassifier`.
+    coef_ : ndarray of shape (n_blocks, feature_block, 1)
+    intercept_ : ndarray of shape (1,)
+    """
+
+    _estimator_type = "regressor"
+    _svm_type = 3
+    _losses = ("squared", "huber", "epsilon-insensitive", "quantile")
+
+    def __init__(self, loss="squared", *, epsilon=0.1, delta=1.0, tau=0.5, gamma="median",
+                 kernel="rbf", alpha=None, C=1.0, batch_size=64, feature_block=32, step=None,
+                 t0=None, max_iter=None, average=False, fit_intercept=True,
+                 random_state=None, n_jobs=None, cache_size=100, verbose=False):
+        self.loss = loss
+        self.epsilon = epsilon
+        self.delta = delta
+        self.tau = tau
+        self.gamma = gamma
+        self.kernel = kernel
+        self.alpha = alpha
+        self.C = C
+        self.batch_size = batch_size
+        self.feature_block = feature_block
+        self.step = step
+        self.t0 = t0
+        self.max_iter = max_iter
+        self.average = average
+        self.fit_intercept = fit_intercept
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.cache_size = cache_size
+        self.verbose = verbose
+
+    def _y(self, y):
+        name = type(self).__name__
+        y = _column_or_1d(y, name)
+        if y.dtype.kind not in "biuf":
+            try:
+                y = y.astype(np.float64)
+            except (TypeError, ValueError):
+                raise ValueError(f"{name}: y must hold numbers, got dtype {y.dtype}") from None
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        if not np.all(np.isfinite(y)):
+            raise ValueError("Input y contains NaN or infinity.")
+        return y
+
+    def _check_own_params(self):
+        super()._check_own_params()
+        name = type(self).__name__
+        if not _is_number(self.epsilon) or not np.isfinite(self.epsilon) or self.epsilon < 0:
+            raise ValueError(f"{name}: epsilon must be a finite number >= 0, "
+                             f"got {self.epsilon!r}")
+
+    def fit(self, X, y):
+        """Train from scratch: ``max_iter`` passes over (X, y).
+
+        Returns
+        -------
+        self
+        """
+        from ._dsg import _Targets
+        param = self._parameters()
+        X = self._fit_X(X, reset=True)
+        y = self._y(y)
+        _check_lengths(X, y)
+        targets = _Targets("regression", param.extra["loss"])
+        self._trainer = self._new_trainer(param, X, targets)
+        self._passes = self._run(self._trainer, X, y, float(self._trainer.h["epochs"]),
+                                 self.n_jobs)
+        self._publish(self._passes)
+        return self
+
+    def partial_fit(self, X, y):
+        """One pass over the chunk (X, y), continuing the previous training.
+
+        Returns
+        -------
+        self
+        """
+        from ._dsg import _Targets
+        first = not hasattr(self, "_trainer")
+        if first:
+            param = self._parameters()
+            X = self._fit_X(X, reset=True)
+        else:
+            X = self._fit_X(X, reset=False)
+        y = self._y(y)
+        _check_lengths(X, y)
+        if first:
+            self._trainer = self._new_trainer(param, X,
+                                              _Targets("regression", param.extra["loss"]))
+            self._passes = 0
+        self._trainer.fit_rows(X, y, n_jobs=self.n_jobs)
+        self._passes += 1
+        self._publish(self._passes)
+        return self
+
+    def predict(self, X):
+        """Predicted targets."""
+        return self._values(X)[:, 0]
+
+    def score(self, X, y, sample_weight=None):
+        """Coefficient of determination R^2 of the prediction (weighted)."""
+        y = np.asarray(_column_or_1d(y, type(self).__name__), dtype=np.float64)
+        pred = self.predict(X)
+        w = np.ones_like(y) if sample_weight is None else np.asarray(sample_weight, float)
+        num = float(np.sum(w * (y - pred) ** 2))
+        den = float(np.sum(w * (y - np.average(y, weights=w)) ** 2))
+        if den == 0:
+            return 1.0 if num == 0 else 0.0
+        return 1.0 - num / den

@@ -1,0 +1,299 @@
+"""DSGClassifier / DSGRegressor (kernsolve._dsg_estimators).
+
+Oracles: scikit-learn's estimator checks; ``kernsolve.train`` with the
+equivalent option string and ``_dsg.train_file`` over the same windows (the
+estimators must reach exactly those models); the decision function rebuilt
+from explicitly materialised random features (``random_features``, itself
+checked against the written spec in test_features.py) and numpy's sigmoid /
+softmax; scipy-free closed forms for R^2 and accuracy.
+"""
+import pickle
+
+import numpy as np
+import pytest
+
+sklearn = pytest.importorskip("sklearn")
+from sklearn.base import clone  # noqa: E402
+from sklearn.exceptions import NotFittedError  # noqa: E402
+from sklearn.model_selection import GridSearchCV  # noqa: E402
+from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
+
+import kernsolve  # noqa: E402
+from kernsolve import _dsg  # noqa: E402
+from kernsolve._dsg_estimators import DSGClassifier, DSGRegressor  # noqa: E402
+
+
+def _a9a(shared, tmp_path, n=600):
+    path = tmp_path / "a9a.part"
+    path.write_bytes(shared.lines("a9a", n))
+    y, X = kernsolve.read_problem(str(path))
+    return str(path), X, y
+
+
+def _housing(shared, n=300):
+    import io
+    y, X = kernsolve.read_problem(io.BytesIO(shared.lines("housing_scale", n)))
+    return X, y
+
+
+# --------------------------------------------------------------------------
+# scikit-learn's estimator checks
+# --------------------------------------------------------------------------
+
+_WEAK = ("with DSG's default schedule (step 1, t0 1, one pass of batch 64) the "
+         "200-row regression of check_regressors_train gets 4 iterations and R^2 ~ 0.05 "
+         "< 0.5; the tuned instance below passes it")
+
+
+def _expected_failures(est):
+    if isinstance(est, DSGRegressor) and est.step is None:
+        return {"check_regressors_train": _WEAK}
+    return {}
+
+
+@parametrize_with_checks(
+    [DSGClassifier(n_jobs=1),
+     DSGClassifier(loss="logistic", n_jobs=1),
+     DSGClassifier(loss="softmax", kernel="laplacian", average=False, n_jobs=1),
+     DSGRegressor(n_jobs=1),
+     DSGRegressor(step=10, t0=10, max_iter=8, batch_size=16, n_jobs=1)],
+    expected_failed_checks=_expected_failures)
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+# --------------------------------------------------------------------------
+# the estimators train exactly the models of the option strings
+# --------------------------------------------------------------------------
+
+def test_classifier_equals_train_with_the_same_options(shared, tmp_path):
+    _, X, y = _a9a(shared, tmp_path, 500)          # labels -1/+1
+    est = DSGClassifier(gamma=0.05, C=10.0, batch_size=16, feature_block=8, step=2.0,
+                        t0=3.0, max_iter=2, random_state=7, n_jobs=1).fit(X, y)
+    m = kernsolve.train(y, X, "-q --solver dsg --loss hinge -g 0.05 -c 10 --batch-size 16 "
+                              "--feature-block 8 --step 2 --t0 3 --epochs 2 --seed 7")
+    # kernsolve's positive class is +1 (LIBSVM's swap); the estimator's is classes_[1] = +1
+    np.testing.assert_array_equal(est.classes_, [-1.0, 1.0])
+    assert np.array_equal(est.coef_, m.coef) and np.array_equal(est.intercept_, m.intercept)
+    assert est.coef_.shape == (m.n_blocks, 8, 1) and est.t_ == m.stats["n_iter"]
+    assert est.n_iter_ == 2 and est.lambda_ == 1.0 / (10.0 * X.shape[0])
+    np.testing.assert_array_equal(est.predict(X), m.predict(X))
+
+
+@pytest.mark.parametrize("loss, extra, options", [
+    ("squared", {}, ""),
+    ("epsilon-insensitive", {"epsilon": 0.3}, "-p 0.3"),
+    ("huber", {"delta": 0.5}, "--delta 0.5"),
+    ("quantile", {"tau": 0.2}, "--tau 0.2"),
+])
+def test_regressor_equals_train_with_the_same_options(shared, loss, extra, options):
+    X, y = _housing(shared, 200)
+    est = DSGRegressor(loss, gamma="median", alpha=1e-3, batch_size=10, step=0.5,
+                       average=True, fit_intercept=False, random_state=3, n_jobs=1,
+                       **extra).fit(X, y)
+    m = kernsolve.train(y, X, f"-q -s 3 --solver dsg --loss {loss} -g median --lambda 1e-3 "
+                              f"--batch-size 10 --step 0.5 --average 1 --bias 0 --seed 3 "
+                              + options)
+    assert np.array_equal(est.coef_, m.coef) and np.array_equal(est.intercept_, m.intercept)
+    assert est.gamma_ == m.gamma and est.intercept_[0] == 0.0
+    np.testing.assert_array_equal(est.predict(X), m.predict(X))
+
+
+# --------------------------------------------------------------------------
+# partial_fit
+# --------------------------------------------------------------------------
+
+def test_fit_with_E_passes_equals_E_partial_fits(shared, tmp_path):
+    """What holds: pass k of a trainer uses the seeded order k, whoever calls it."""
+    _, X, y = _a9a(shared, tmp_path, 300)
+    kw = dict(gamma=0.05, batch_size=32, feature_block=4, random_state=1, n_jobs=1)
+    for E in (1, 2):
+        full = DSGClassifier(max_iter=E, **kw).fit(X, y)
+        part = DSGClassifier(**kw)
+        for _ in range(E):
+            part.partial_fit(X, y, classes=[1, -1])
+        assert np.array_equal(full.coef_, part.coef_)
+        assert np.array_equal(full.intercept_, part.intercept_)
+        assert part.n_iter_ == full.n_iter_ == E
+    # a fractional max_iter ends with a partial pass; partial_fit after fit continues
+    a = DSGClassifier(max_iter=1.5, **kw).fit(X, y)
+    assert a.t_ == int(np.ceil(X.shape[0] / 32)) + int(np.ceil(round(0.5 * X.shape[0]) / 32))
+    b = DSGClassifier(max_iter=1, **kw).fit(X, y).partial_fit(X, y)
+    assert np.array_equal(b.coef_, DSGClassifier(max_iter=2, **kw).fit(X, y).coef_)
+
+
+def test_partial_fit_over_chunks_equals_train_file_over_windows(shared, tmp_path):
+    """Streaming from a file (train_file) and partial_fit over the same chunks
+    are the same sequence of DSGTrainer.fit_rows calls."""
+    path, X, y = _a9a(shared, tmp_path, 400)
+    chunk = 6000                       # bytes per window: 5+ windows
+    size = len(open(path, "rb").read())
+    d = X.shape[1]
+    est = DSGClassifier(gamma=0.04, alpha=1e-4, batch_size=16, feature_block=8,
+                        random_state=5, n_jobs=1)
+    n_chunks = 0
+    for offset in range(0, size, chunk):
+        yc, Xc = kernsolve.read_problem(path, n_features=d, zero_based=False, offset=offset,
+                                        length=min(chunk, size - offset))
+        if yc.size:
+            est.partial_fit(Xc, yc, classes=[-1, 1])
+            n_chunks += 1
+    assert n_chunks >= 5
+    m = _dsg.train_file(path, "-q --solver dsg -g 0.04 --lambda 1e-4 --batch-size 16 "
+                              "--feature-block 8 --seed 5", chunk_bytes=chunk)
+    assert np.array_equal(est.coef_, m.coef) and np.array_equal(est.intercept_, m.intercept)
+
+
+def test_partial_fit_needs_classes_and_checks_chunks(shared, tmp_path):
+    _, X, y = _a9a(shared, tmp_path, 200)
+    est = DSGClassifier(gamma=0.05, alpha=1e-3, n_jobs=1)
+    with pytest.raises(ValueError, match="classes must be passed on the first call"):
+        est.partial_fit(X, y)
+    est.partial_fit(X[:100], y[:100], classes=np.array([-1, 1]))
+    with pytest.raises(ValueError, match="not in classes"):
+        est.partial_fit(X[100:], np.where(y[100:] > 0, 2, -1))
+    with pytest.raises(ValueError, match="not the same as on the first call"):
+        est.partial_fit(X[100:], y[100:], classes=[-1, 1, 2])
+    with pytest.raises(ValueError, match=f"X has {X.shape[1] - 1} features"):
+        est.partial_fit(X[100:, :-1], y[100:])
+    before = est.coef_.copy()
+    est.partial_fit(X[100:], y[100:])      # still usable after the refused chunks
+    assert est.coef_.shape[0] > before.shape[0] and est.n_iter_ == 2
+    # a chunk with one class is fine once the classes are known
+    est.partial_fit(X[y > 0], y[y > 0])
+
+
+# --------------------------------------------------------------------------
+# prediction against materialised random features
+# --------------------------------------------------------------------------
+
+def _values_by_hand(est, X):
+    Z = kernsolve.random_features(X, est.coef_.shape[0] * est.coef_.shape[1],
+                                  kernel=est.kernel, gamma=est.gamma_,
+                                  seed=est.random_state or 0)
+    return Z @ est.coef_.reshape(-1, est.coef_.shape[2]) + est.intercept_
+
+
+def test_binary_logistic_values_and_probabilities(shared, tmp_path):
+    _, X, y = _a9a(shared, tmp_path, 300)
+    labels = np.where(y > 0, ">50K", "<=50K")
+    est = DSGClassifier("logistic", gamma=0.05, step=3, random_state=2, n_jobs=1).fit(X, labels)
+    np.testing.assert_array_equal(est.classes_, ["<=50K", ">50K"])
+    v = _values_by_hand(est, X[:50])[:, 0]
+    np.testing.assert_allclose(est.decision_function(X[:50]), v, rtol=0, atol=1e-12)
+    p1 = 1.0 / (1.0 + np.exp(-v))
+    np.testing.assert_allclose(est.predict_proba(X[:50]), np.column_stack([1 - p1, p1]),
+                               rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(est.predict(X[:50]), np.where(v > 0, ">50K", "<=50K"))
+    np.testing.assert_allclose(est.predict_log_proba(X[:50]),
+                               np.log(est.predict_proba(X[:50])), rtol=1e-12)
+
+
+def test_multiclass_softmax_and_one_vs_rest():
+    rng = np.random.RandomState(0)
+    centers = np.array([[0, 0], [3, 0], [0, 3]])
+    yi = rng.randint(3, size=240)
+    X = centers[yi] + 0.6 * rng.randn(240, 2)
+    names = np.array(["b", "c", "a"])[yi]            # classes_ is sorted: a, b, c
+    for loss in ("softmax", "logistic", "hinge"):
+        est = DSGClassifier(loss, gamma=0.5, step=5, max_iter=4, random_state=4,
+                            n_jobs=1).fit(X, names)
+        np.testing.assert_array_equal(est.classes_, ["a", "b", "c"])
+        v = _values_by_hand(est, X)
+        np.testing.assert_allclose(est.decision_function(X), v, rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(est.predict(X), est.classes_[np.argmax(v, axis=1)])
+        assert est.score(X, names) > 0.9
+        if loss == "softmax":
+            z = np.exp(v - v.max(axis=1, keepdims=True))
+            np.testing.assert_allclose(est.predict_proba(X), z / z.sum(axis=1, keepdims=True),
+                                       rtol=0, atol=1e-12)
+        elif loss == "logistic":
+            s = 1 / (1 + np.exp(-v))
+            np.testing.assert_allclose(est.predict_proba(X), s / s.sum(axis=1, keepdims=True),
+                                       rtol=0, atol=1e-12)
+        else:
+            assert not hasattr(est, "predict_proba") and not hasattr(est, "predict_log_proba")
+
+
+def test_regressor_score_is_r2(shared):
+    X, y = _housing(shared, 300)
+    est = DSGRegressor(gamma="median", step=0.5, max_iter=3, n_jobs=1).fit(X, y)
+    p = est.predict(X)
+    assert est.score(X, y) == pytest.approx(1 - np.sum((y - p) ** 2) / np.sum((y - y.mean()) ** 2))
+    assert not hasattr(est, "decision_function") and not hasattr(est, "predict_proba")
+
+
+# --------------------------------------------------------------------------
+# clone, pickle, threads, grid search
+# --------------------------------------------------------------------------
+
+def test_pickle_predicts_identically_and_resumes(shared, tmp_path):
+    _, X, y = _a9a(shared, tmp_path, 300)
+    est = DSGClassifier("logistic", gamma=0.05, alpha=1e-3, n_jobs=1)
+    est.partial_fit(X[:150], y[:150], classes=[-1, 1])
+    blob = pickle.dumps(est)
+    back = pickle.loads(blob)
+    np.testing.assert_array_equal(back.predict_proba(X), est.predict_proba(X))
+    # the block cache is left out of the pickle: the copy regenerates blocks,
+    # so resuming gives the same model as the original
+    assert back._trainer.cache.size == 0 and est._trainer.cache.size > 0
+    back.partial_fit(X[150:], y[150:])
+    est.partial_fit(X[150:], y[150:])
+    assert np.array_equal(back.coef_, est.coef_)
+    # the cache size never changes the numbers
+    tiny = DSGClassifier("logistic", gamma=0.05, alpha=1e-3, cache_size=1e-3, n_jobs=1)
+    tiny.partial_fit(X[:150], y[:150], classes=[-1, 1]).partial_fit(X[150:], y[150:])
+    assert np.array_equal(tiny.coef_, est.coef_)
+
+
+def test_threads_and_clone(shared, tmp_path):
+    _, X, y = _a9a(shared, tmp_path, 300)
+    one = DSGClassifier(gamma=0.05, n_jobs=1).fit(X, y)
+    two = clone(one).set_params(n_jobs=2).fit(X, y)
+    assert np.array_equal(one.coef_, two.coef_)
+    np.testing.assert_array_equal(one.decision_function(X), two.decision_function(X))
+    c = clone(one)
+    assert c.get_params() == one.get_params() and not hasattr(c, "model_")
+    with pytest.raises(NotFittedError):
+        c.predict(X)
+
+
+def test_grid_search_two_jobs(shared):
+    X, y = _housing(shared, 200)
+    grid = GridSearchCV(DSGRegressor(step=0.5, max_iter=2, n_jobs=1),
+                        {"gamma": [0.1, "median"]}, cv=2, n_jobs=2)
+    grid.fit(X, y)
+    assert len(grid.cv_results_["params"]) == 2
+    best = DSGRegressor(step=0.5, max_iter=2, n_jobs=1, **grid.best_params_).fit(X, y)
+    np.testing.assert_array_equal(grid.best_estimator_.predict(X), best.predict(X))
+
+
+# --------------------------------------------------------------------------
+# bad parameters: one ValueError naming the parameter
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("params, needle", [
+    ({"loss": "squared"}, "loss must be one of"),
+    ({"loss": "nope"}, "loss must be one of"),
+    ({"batch_size": 0}, "batch_size"),
+    ({"feature_block": 0}, "feature_block"),
+    ({"step": 0}, "step: must be > 0"),
+    ({"step": -1.0}, "step: must be > 0"),
+    ({"t0": -1.0}, "t0: must be >= 0"),
+    ({"gamma": 0.0}, "gamma must be 'median' or a float > 0"),
+    ({"gamma": "scale"}, "gamma must be 'median'"),
+    ({"kernel": "poly"}, "kernel must be 'rbf' or 'laplacian'"),
+    ({"alpha": -1.0}, "alpha must be None or a finite number >= 0"),
+    ({"C": 0.0}, "C must be a finite number > 0"),
+    ({"max_iter": 0}, "max_iter"),
+    ({"n_jobs": 0}, "n_jobs"),
+    ({"random_state": -1}, "random_state"),
+    ({"alpha": 10.0, "step": 1.0, "t0": 0.0}, "shrink the model"),
+])
+def test_bad_parameters(shared, tmp_path, params, needle):
+    _, X, y = _a9a(shared, tmp_path, 50)
+    with pytest.raises(ValueError, match=needle.replace("(", r"\(")):
+        DSGClassifier(**params).fit(X, y)
+    # partial_fit validates the same way
+    with pytest.raises(ValueError, match=needle.replace("(", r"\(")):
+        DSGClassifier(**params).partial_fit(X, y, classes=[-1, 1])
