@@ -299,7 +299,7 @@ class DSGModel:
         d = X.shape[1]
         if d > self.n_features:
             extra = X[:, self.n_features:]
-            nonzero = extra.nnz if sp.issparse(extra) else int(np.count_nonzero(extra))
+            nonzero = int(np.count_nonzero(extra.data if sp.issparse(extra) else extra))
             if nonzero:
                 raise ValueError(f"X has {d} columns with values beyond column "
                                  f"{self.n_features}, but the model was trained on "
