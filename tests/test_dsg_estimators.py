@@ -297,3 +297,16 @@ def test_bad_parameters(shared, tmp_path, params, needle):
     # partial_fit validates the same way
     with pytest.raises(ValueError, match=needle.replace("(", r"\(")):
         DSGClassifier(**params).partial_fit(X, y, classes=[-1, 1])
+
+
+@pytest.mark.parametrize("params, needle", [
+    ({"tau": 2.0}, "tau: must be <= 1"),
+    ({"tau": 0.0}, "tau: must be > 0"),
+    ({"delta": 0.0}, "delta: must be > 0"),
+    ({"epsilon": -1.0}, "epsilon must be a finite number >= 0"),
+    ({"loss": "hinge"}, "loss must be one of"),
+])
+def test_bad_regressor_parameters(params, needle):
+    X = np.arange(20.0).reshape(10, 2)
+    with pytest.raises(ValueError, match=needle):
+        DSGRegressor(**params).fit(X, X[:, 0])
