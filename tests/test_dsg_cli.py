@@ -51,7 +51,7 @@ def test_train_predict_end_to_end_and_probabilities(a9a):
     assert "optimization finished, #iter = 125" in proc.stdout   # ceil(2000 / 16)
     assert open(model).readline() == "kernsolve_model dsg\n"
 
-    proc = run_cli("predict", test, model, out)
+    proc = run_inproc("predict", test, model, out)
     assert proc.returncode == 0, proc.stderr
     y, pred = _labels(test), _labels(out)
     correct = int(np.sum(pred == y))
