@@ -415,3 +415,21 @@ def test_cross_validation_runs_eigenpro():
     model = kernsolve.train(y[rest], X[rest], "-g 0.2 --solver kernel-sgd --epochs 3 -q")
     np.testing.assert_array_equal(kernsolve.predict(None, X[held], model, "-q")[0],
                                   out.target[held])
+
+
+def test_randomized_eigensolver_matches_eigh():
+    # The subspace iteration (used for M > 2000) against LAPACK's eigh.
+    from kernsolve._eigenpro import top_eigensystem
+    rng = np.random.default_rng(5)
+    X = rng.uniform(0, 1, (800, 8))
+    K = kernel_matrix(X, X, gamma=2.0)
+    s_exact, V_exact = top_eigensystem(K, 40, "eigh")
+    s, V = top_eigensystem(K, 40, "randomized", seed=1)
+    np.testing.assert_allclose(s, s_exact, rtol=1e-2)
+    assert np.all(s <= s_exact * (1 + 1e-12))          # Ritz values from below
+    np.testing.assert_allclose(V.T @ V, np.eye(40), atol=1e-10)
+    # the well-separated top directions agree
+    np.testing.assert_allclose(np.abs(np.sum(V[:, :10] * V_exact[:, :10], axis=0)), 1,
+                               atol=1e-6)
+    with pytest.raises(ValueError, match="unknown eigensolver"):
+        top_eigensystem(K, 4, "lanczos")
