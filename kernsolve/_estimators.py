@@ -1,4 +1,4 @@
-"""scikit-learn-style estimators on kernsolve's SMO solver.
+"""scikit-learn-style estimators on kernsolve's SMO solver (and SBP, Pegasos, SDCA, Perceptron).
 
 ``SVC``, ``NuSVC``, ``SVR``, ``NuSVR`` and ``OneClassSVM`` follow the
 scikit-learn estimator contract (``fit``/``predict``/``decision_function``/
@@ -32,7 +32,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from ._params import Parameters
+from ._params import SOLVER_OPTIONS, Parameters, option_key
 
 __all__ = ["SVC", "NuSVC", "SVR", "NuSVR", "OneClassSVM", "NotFittedError",
            "DataConversionWarning", "ConvergenceWarning"]
@@ -43,6 +43,16 @@ _GAMMA_KERNELS = ("poly", "rbf", "sigmoid", "laplacian")
 # LIBSVM (and kernsolve) read gamma = 0 as "1/n_features"; scikit-learn means a
 # constant kernel.  The smallest positive double gives that constant kernel.
 _TINY_GAMMA = float(np.nextafter(0.0, 1.0))
+
+# The solvers kernsolve.train runs for each SVM type (-s) besides SMO: the SBP
+# (kernsolve._sbp) for C-SVC and nu-SVC sub-problems, the SBP paper's
+# comparison solvers (kernsolve._baselines) for C-SVC only.  Regression and
+# one-class problems are SMO's alone.
+_SOLVERS = {0: ("smo", "sbp", "pegasos", "sdca", "perceptron"), 1: ("smo", "sbp")}
+# Solvers that train another kind of model, and the estimator that runs them.
+_OTHER_ESTIMATORS = {"dsg": "DSGClassifier", "udsg": "DSGClassifier",
+                     "cdsg": "DSGClassifier", "eigenpro": "EigenProClassifier",
+                     "kernel-sgd": "EigenProClassifier"}
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -422,7 +432,7 @@ class _BaseSVM(_BaseEstimator):
         return float(g)
 
     def _parameters(self, t, gamma, weight=None, probability=False, seed=0, bias=True,
-                    solver="smo"):
+                    solver="smo", extra=None):
         if t in (1, 2, 3, 5):
             gamma = gamma if gamma > 0 else _TINY_GAMMA
         else:
@@ -435,7 +445,48 @@ class _BaseSVM(_BaseEstimator):
             eps=float(self.tol), shrinking=bool(self.shrinking),
             probability=bool(probability), weight=dict(weight or {}),
             quiet=not bool(getattr(self, "verbose", False)), solver=solver, bias=bool(bias),
-            n_jobs=None, seed=int(seed))
+            n_jobs=None, seed=int(seed), extra=dict(extra or {}))
+
+    def _check_solver(self):
+        """(solver, extra): the ``solver`` name and ``solver_options`` validated.
+
+        ``extra`` holds the options under their ``Parameters.extra`` keys
+        (``max_kernel_evals``); their values are checked by the solver itself
+        when ``kernsolve.train`` runs, with messages naming the option.
+        """
+        name = type(self).__name__
+        allowed = _SOLVERS.get(self._svm_type, ("smo",))
+        solver = getattr(self, "solver", "smo")
+        key = solver.strip().lower() if isinstance(solver, str) else solver
+        if key not in allowed:
+            hint = ""
+            if isinstance(key, str) and key in _OTHER_ESTIMATORS:
+                hint = (f"; solver {key!r} trains another kind of model: use "
+                        f"kernsolve.{_OTHER_ESTIMATORS[key]}")
+            elif isinstance(key, str) and any(key in v for v in _SOLVERS.values()):
+                hint = f"; {key!r} does not train {name}'s problem"
+            raise ValueError(f"{name}: solver must be one of {list(allowed)}, "
+                             f"got {solver!r}{hint}")
+        options = getattr(self, "solver_options", None)
+        if options is None:
+            options = {}
+        if not isinstance(options, dict):
+            raise ValueError(f"{name}: solver_options must be None or a dict such as "
+                             f"{{'epochs': 2}}, got {type(options).__name__}")
+        declared = SOLVER_OPTIONS[key]
+        extra = {}
+        for option, value in options.items():
+            dashed = option.replace("_", "-") if isinstance(option, str) else None
+            if dashed not in declared:
+                known = ", ".join(repr(option_key(o)) for o in sorted(declared)) or "none"
+                raise ValueError(f"{name}: solver_options {option!r} is not an option of "
+                                 f"solver {key!r} (its options: {known})")
+            extra[option_key(dashed)] = value
+        if key != "smo" and self.max_iter != -1:
+            raise ValueError(f"{name}: max_iter is SMO's iteration limit (got "
+                             f"{self.max_iter!r}); the length of a solver={key!r} run "
+                             f"is set by solver_options={{'epochs': E}}")
+        return key, extra
 
     # ------------------------------------------------------------ data
 
@@ -641,6 +692,7 @@ class _BaseSVC(_BaseSVM):
         """
         name = type(self).__name__
         t = self._validate_params()
+        solver, extra = self._check_solver()
         if self.decision_function_shape not in ("ovr", "ovo"):
             raise ValueError(f"{name}: decision_function_shape must be 'ovr' or 'ovo', "
                              f"got {self.decision_function_shape!r}")
@@ -656,6 +708,17 @@ class _BaseSVC(_BaseSVM):
             raise ValueError("Invalid input: all samples with positive sample_weight "
                              "belong to one class; need at least 2 classes")
         class_weight = self._class_weight(classes, y_enc)
+        if solver != "smo":
+            # The SBP and the comparison solvers have one budget (one lambda)
+            # for every point: kernsolve.train refuses per-class or per-row C.
+            if self._uses_C and np.any(class_weight != 1.0):
+                raise ValueError(f"{name}: solver={solver!r} does not support "
+                                 f"class_weight (its problem has one budget for all "
+                                 f"points); use solver='smo' or class_weight=None")
+            if sw is not None and np.unique(sw[sw > 0]).size > 1:
+                raise ValueError(f"{name}: solver={solver!r} does not support unequal "
+                                 f"sample weights (its problem has one budget for all "
+                                 f"points); use solver='smo'")
         seed = _seed_of(self.random_state)
 
         # Rows grouped by class in sorted order (stable): kernsolve's label
@@ -668,7 +731,7 @@ class _BaseSVC(_BaseSVM):
         gamma = self._gamma_value(X, t)
         param = self._parameters(t, gamma, weight=weight, probability=self.probability,
                                  seed=seed, bias=getattr(self, "bias", True),
-                                 solver=getattr(self, "solver", "smo"))
+                                 solver=solver, extra=extra)
         model = self._train(yo, Xo, param, swo)
         if not np.array_equal(np.asarray(model.labels, dtype=np.float64),
                               np.arange(k, dtype=np.float64)):
@@ -854,8 +917,21 @@ class SVC(_BaseSVC):
     random_state : int, RandomState or None, default=None
         Seed of the probability folds (None means seed 0: kernsolve is
         reproducible by default).
-    solver : str, default='smo'
-        kernsolve's solver; only 'smo' trains here.
+    solver : {'smo', 'sbp', 'pegasos', 'sdca', 'perceptron'}, default='smo'
+        kernsolve's solver (``--solver``).  'smo' is LIBSVM's exact solver;
+        'sbp' the Kernelized Stochastic Batch Perceptron, whose slack budget
+        nu is mapped from ``C`` (doc/sbp.md); 'pegasos', 'sdca' and
+        'perceptron' the SBP paper's comparison solvers, which have no bias
+        (``intercept_`` is 0; doc/baselines.md).  Each one-vs-one pair is
+        trained by the solver; prediction is the same for all.  The
+        approximate solvers take neither ``class_weight`` nor unequal
+        ``sample_weight``, and ``max_iter`` is SMO's only.
+    solver_options : dict or None, default=None
+        The solver's long options, by name (dashes or underscores):
+        'sbp': ``epochs``, ``max_kernel_evals``, ``time_limit``,
+        ``validation_fraction``; 'pegasos'/'sdca'/'perceptron':
+        ``epochs`` or ``iterations``; 'smo': none.  ``{"epochs": 2}`` is
+        ``--epochs 2``.
     bias : bool, default=True
         False trains the SVM without the unregularised bias term (rho = 0).
     n_jobs : int, default=None
@@ -878,7 +954,7 @@ class SVC(_BaseSVC):
                  shrinking=True, probability=False, tol=1e-3, cache_size=200,
                  class_weight=None, verbose=False, max_iter=-1,
                  decision_function_shape="ovr", break_ties=False, random_state=None,
-                 solver="smo", bias=True, n_jobs=None):
+                 solver="smo", solver_options=None, bias=True, n_jobs=None):
         self.C = C
         self.kernel = kernel
         self.degree = degree
@@ -895,6 +971,7 @@ class SVC(_BaseSVC):
         self.break_ties = break_ties
         self.random_state = random_state
         self.solver = solver
+        self.solver_options = solver_options
         self.bias = bias
         self.n_jobs = n_jobs
 
@@ -905,6 +982,11 @@ class NuSVC(_BaseSVC):
     ``nu`` in (0, 1] bounds the fraction of margin errors from above and of
     support vectors from below.  As in LIBSVM, ``class_weight`` has no effect
     on nu-SVC (its dual has no C); sample weights scale each row's bound.
+
+    ``solver='sbp'`` trains each pair with the Stochastic Batch Perceptron at
+    slack budget ``nu`` (then in (0, 1)); ``solver_options`` as in
+    :class:`SVC` ('sbp': ``epochs``, ``max_kernel_evals``, ``time_limit``,
+    ``validation_fraction``).
     """
 
     _svm_type = 1
@@ -914,7 +996,7 @@ class NuSVC(_BaseSVC):
                  shrinking=True, probability=False, tol=1e-3, cache_size=200,
                  class_weight=None, verbose=False, max_iter=-1,
                  decision_function_shape="ovr", break_ties=False, random_state=None,
-                 n_jobs=None):
+                 solver="smo", solver_options=None, n_jobs=None):
         self.nu = nu
         self.kernel = kernel
         self.degree = degree
@@ -930,6 +1012,8 @@ class NuSVC(_BaseSVC):
         self.decision_function_shape = decision_function_shape
         self.break_ties = break_ties
         self.random_state = random_state
+        self.solver = solver
+        self.solver_options = solver_options
         self.n_jobs = n_jobs
 
 

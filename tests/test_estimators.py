@@ -67,19 +67,34 @@ _SW_REASON = ("sample_weight is not equivalent to removing/repeating samples at 
               "(scikit-learn marks the same checks xfail for its own SVMs)")
 
 
+_ONE_BUDGET = ("the approximate solvers (SBP, SDCA) refuse unequal sample weights and "
+               "class weights with a ValueError: their problem has one budget (one "
+               "lambda) for all points, and kernsolve.train refuses per-row C")
+
+
 def _expected_failures(est):
     out = {"check_sample_weight_equivalence_on_dense_data": _SW_REASON,
            "check_sample_weight_equivalence_on_sparse_data": _SW_REASON}
     if isinstance(est, NuSVC):
         out["check_class_weight_classifiers"] = ("class_weight is ignored: nu-SVC's "
                                                  "dual has no C (as in LIBSVM)")
+    if getattr(est, "solver", "smo") != "smo":
+        for check in ("check_sample_weight_equivalence_on_dense_data",
+                      "check_sample_weight_equivalence_on_sparse_data",
+                      "check_sample_weights_not_overwritten"):
+            out[check] = _ONE_BUDGET
+        out["check_class_weight_classifiers"] = (
+            _ONE_BUDGET + "; the check also sets max_iter, which is SMO's only")
     return out
 
 
 # All five LIBSVM types (about 2 s each); NuSVC also xfails
-# check_class_weight_classifiers (nu-SVC has no C to weight).
+# check_class_weight_classifiers (nu-SVC has no C to weight).  SVC with the
+# SBP and SDCA solvers (about 1.5 s each) xfail the checks that need unequal
+# sample weights or class weights, which those solvers refuse.
 @parametrize_with_checks([SVC(), NuSVC(), SVR(), NuSVR(), OneClassSVM(),
-                          SVC(kernel="precomputed")],
+                          SVC(kernel="precomputed"), SVC(solver="sbp"),
+                          SVC(solver="sdca")],
                          expected_failed_checks=_expected_failures)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
@@ -505,3 +520,103 @@ def test_feature_names():
     assert not hasattr(est, "feature_names_in_")
     with pytest.warns(UserWarning, match="fitted without feature names"):
         est.predict(_Frame(X, cols))
+
+
+# --------------------------------------------------------------------------
+# solver= and solver_options= (SBP, Pegasos, SDCA, Perceptron)
+# --------------------------------------------------------------------------
+
+def _grouped(est, X, y):
+    """(labels, rows) as the estimator trains them: class indices, rows grouped by class."""
+    codes = np.searchsorted(est.classes_, y)
+    order = np.argsort(codes, kind="stable")
+    return codes[order].astype(float), X[order]
+
+
+@pytest.mark.parametrize("cls, params, options", [
+    (SVC, {"solver": "sbp", "C": 2.0, "solver_options": {"epochs": 1.5}},
+     "-c 2 --solver sbp --epochs 1.5"),
+    (SVC, {"solver": "sbp", "bias": False, "solver_options": {"max-kernel-evals": 20000}},
+     "--solver sbp --bias 0 --max-kernel-evals 20000"),
+    (NuSVC, {"solver": "sbp", "nu": 0.3, "solver_options": {"validation_fraction": 0.2}},
+     "-s 1 -n 0.3 --solver sbp --validation-fraction 0.2"),
+    (SVC, {"solver": "sdca", "C": 0.5, "solver_options": {"epochs": 3}},
+     "-c 0.5 --solver sdca --epochs 3"),
+    (SVC, {"solver": "pegasos", "solver_options": {"iterations": 300}},
+     "--solver pegasos --iterations 300"),
+    (SVC, {"solver": "perceptron"}, "--solver perceptron"),
+])
+def test_solver_predictions_equal_kernsolve_train(cls, params, options):
+    """The estimator is kernsolve.train with --solver and the same long options."""
+    X, y = _heart()
+    X, y = X[:160], y[:160]
+    est = cls(gamma=0.1, random_state=7, n_jobs=1, **params).fit(X, y)
+    labels, rows = _grouped(est, X, y)
+    model = kernsolve.train(labels, rows, f"{options} -g 0.1 --seed 7 -q", n_jobs=1)
+    assert model.stats["pairs"][0].get("solver") == params["solver"]
+    predicted, _, values = kernsolve.predict(np.zeros(X.shape[0]), X, model)
+    np.testing.assert_array_equal(est.predict(X), est.classes_[predicted.astype(int)])
+    np.testing.assert_array_equal(est.decision_function(X), -values[:, 0])
+    if params["solver"] != "sbp":
+        np.testing.assert_array_equal(est.intercept_, [0.0])     # no bias
+
+
+def test_solver_grid_search_clone_and_params():
+    X, y = _heart()
+    Xd = X.toarray()[:150]
+    y = y[:150]
+    est = SVC(solver="sbp", solver_options={"epochs": 3}, n_jobs=1)
+    params = est.get_params()
+    assert params["solver"] == "sbp" and params["solver_options"] == {"epochs": 3}
+    assert "solver_options={'epochs': 3}" in repr(est)
+    fresh = clone(est)
+    assert fresh.get_params() == params
+    assert fresh.solver_options is not est.solver_options        # clone copies the dict
+    assert est.set_params(solver="sdca", solver_options={"iterations": 50}) is est
+    assert est.get_params()["solver_options"] == {"iterations": 50}
+    # GridSearchCV over the solver: each cell equals the same estimator scored by hand
+    grid = {"solver": ["smo", "sbp", "sdca"], "C": [1.0, 4.0]}
+    search = GridSearchCV(SVC(gamma=0.05, n_jobs=1), grid, cv=3).fit(Xd, y)
+    assert len(search.cv_results_["params"]) == 6
+    for p, score in zip(search.cv_results_["params"], search.cv_results_["mean_test_score"]):
+        by_hand = cross_val_score(SVC(gamma=0.05, n_jobs=1, **p), Xd, y, cv=3).mean()
+        assert score == pytest.approx(by_hand, abs=1e-12), p
+    assert search.best_estimator_.solver in grid["solver"]
+    # pickling keeps a fitted SBP model
+    back = pickle.loads(pickle.dumps(search.best_estimator_))
+    np.testing.assert_array_equal(back.decision_function(Xd),
+                                  search.best_estimator_.decision_function(Xd))
+
+
+def test_solver_errors_name_the_problem():
+    X, y = _heart()
+    Xd = X.toarray()[:100]
+    y = y[:100]
+    cases = [
+        (SVC(solver="dsg"), "use kernsolve.DSGClassifier"),
+        (SVC(solver="eigenpro"), "use kernsolve.EigenProClassifier"),
+        (SVC(solver="newton"), r"solver must be one of \['smo', 'sbp', 'pegasos'"),
+        (NuSVC(solver="sdca"), "'sdca' does not train NuSVC's problem"),
+        (SVC(solver_options={"epochs": 2}), "not an option of solver 'smo'"),
+        (SVC(solver="sdca", solver_options={"time_limit": 1}),
+         "'time_limit' is not an option of solver 'sdca' .its options: 'epochs', "
+         "'iterations'"),
+        (SVC(solver="sbp", solver_options=[("epochs", 2)]), "solver_options must be None or a dict"),
+        (SVC(solver="sbp", solver_options={"epochs": 0}), "--epochs: must be > 0"),
+        (SVC(solver="pegasos", solver_options={"epochs": 1, "iterations": 5}),
+         "not both"),
+        (SVC(solver="sbp", class_weight="balanced"), "does not support class_weight"),
+        (SVC(solver="sdca", max_iter=100), "max_iter is SMO's iteration limit"),
+        (NuSVC(solver="sbp", nu=1.0), "nu must be in .0, 1."),
+    ]
+    for est, message in cases:
+        with pytest.raises(ValueError, match=message):
+            est.fit(Xd, y)
+    with pytest.raises(ValueError, match="does not support unequal sample weights"):
+        SVC(solver="sbp").fit(Xd, y, sample_weight=np.linspace(1, 2, len(y)))
+    # equal weights (rows of weight 0 left out) are the unweighted problem
+    w = np.ones(len(y))
+    w[:10] = 0
+    a = SVC(solver="sbp", gamma=0.1, n_jobs=1).fit(Xd, y, sample_weight=w)
+    b = SVC(solver="sbp", gamma=0.1, n_jobs=1).fit(Xd[10:], y[10:])
+    np.testing.assert_array_equal(a.decision_function(Xd), b.decision_function(Xd))
