@@ -637,7 +637,9 @@ def train(y, X, options="", n_jobs=None):
     _info(param, f"optimization finished, #iter = {trainer.n_iter}\n"
                  f"{param.solver}: {model.n_blocks} blocks of {h['block_size']} random "
                  f"features, gamma = {h['gamma']:g}, lambda = {h['lam']:g}, "
-                 f"mean training loss = {model.stats['mean_loss']:g}\n")
+                 f"mean training loss = {model.stats['mean_loss']:g}"
+                 + (f", {trainer.n_old_updates} old-block updates" if param.solver != "dsg"
+                    else "") + "\n")
     return model
 
 

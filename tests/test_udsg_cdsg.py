@@ -188,6 +188,24 @@ def test_threads_and_seed(heart):
         assert not np.array_equal(one.coef, other.coef)
 
 
+def test_chunks_continue_the_run(heart):
+    """Two DSGTrainer calls (partial_fit-style) are one two-epoch run: the
+    iteration counter, beta and the lazy scale carry over."""
+    y, X = heart
+    for solver in ("udsg --old-blocks 2", "cdsg"):
+        opts = f"-q --solver {solver} -g 0.2 --batch-size 8 --step 5 --seed 7"
+        whole = kernsolve.train(y, X, opts + " --epochs 2")
+        param = kernsolve.parse_options(opts)
+        targets = _dsg._Targets.from_data("classification", "hinge", y)
+        trainer = _dsg.DSGTrainer(_dsg._hyper(param, X.shape[0], X.shape[1], "hinge", 0.2),
+                                  targets)
+        trainer.fit_rows(X, y).fit_rows(X, y)
+        part = trainer.model()
+        assert part.stats["n_old_updates"] == whole.stats["n_old_updates"] > 0
+        assert np.array_equal(part.coef, whole.coef)
+        assert np.array_equal(part.intercept, whole.intercept)
+
+
 def test_model_file_records_solver(heart, tmp_path):
     y, X = heart
     m = kernsolve.train(y, X, "-q --solver cdsg -g median --step 5")
