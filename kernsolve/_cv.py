@@ -118,6 +118,16 @@ def _check_n_folds(n_folds, n):
     return k
 
 
+def _check_folds(folds, n):
+    """Explicit folds: int arrays that together hold every row once."""
+    out = [np.asarray(f, dtype=np.intp).ravel() for f in folds]
+    rows = np.concatenate(out) if out else np.empty(0, dtype=np.intp)
+    if rows.size != n or not np.array_equal(np.sort(rows), np.arange(n)):
+        raise ValueError(f"folds must hold every row 0..{n - 1} exactly once "
+                         f"(got {rows.size} entries)")
+    return out
+
+
 def _warn_small_classes(y, k, stacklevel=3):
     """scikit-learn's warning when a class has fewer members than folds."""
     _, counts = np.unique(y, return_counts=True)
@@ -334,7 +344,7 @@ class CVResult:
 
 
 def cross_validation(y, X, options="", n_folds=None, n_jobs=None, seed=None,
-                     backend=None, verbose=None, sample_weight=None):
+                     backend=None, verbose=None, sample_weight=None, folds=None):
     """k-fold cross-validation, LIBSVM's ``svm-train -v k``, folds in parallel.
 
     Parameters
@@ -364,6 +374,10 @@ def cross_validation(y, X, options="", n_folds=None, n_jobs=None, seed=None,
         options have ``-q``.
     sample_weight : array-like of shape (n_samples,), optional
         Per-row weights, passed to each fold's ``train``.
+    folds : list of int arrays, optional
+        The held-out rows of each fold, instead of drawing them (e.g.
+        ``kernsolve._libsvm_rand.cv_folds``, svm-train's own folds).  Every
+        row must be in exactly one fold; ``n_folds`` is then ``len(folds)``.
 
     Returns
     -------
@@ -387,6 +401,9 @@ def cross_validation(y, X, options="", n_folds=None, n_jobs=None, seed=None,
     t0 = time.perf_counter()
     y, X, sw, param = prepare(y, X, options, sample_weight)
     n = y.shape[0]
+    if folds is not None:
+        folds = _check_folds(folds, n)
+        n_folds = len(folds)
     if n_folds is None:
         n_folds = param.n_folds or 5
     k = _check_n_folds(n_folds, n)
@@ -399,7 +416,8 @@ def cross_validation(y, X, options="", n_folds=None, n_jobs=None, seed=None,
     stratified = svm_type in _CLASSIFICATION
     if stratified:
         _warn_small_classes(y, k)
-    folds = make_folds(y, k, seed, stratified)
+    if folds is None:
+        folds = make_folds(y, k, seed, stratified)
     fit_param = fit_parameters(param)
     probability = bool(param.probability) and stratified
     tasks = [(y, X, sw, fit_param, train_rows(folds, i), folds[i], probability)

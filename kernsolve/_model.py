@@ -6,7 +6,9 @@ header lines ``svm_type``, ``kernel_type``, ``degree`` (polynomial only),
 ``probA``, ``probB``, ``prob_density_marks``, ``nr_sv``, then ``SV`` and one
 line per support vector: its coefficients, then ``index:value`` pairs
 (``0:serial`` for a precomputed kernel).  Every float is written with
-``%.17g``, so save/load is exact.  LIBSVM's reader rejects unknown header
+``%.17g``, except support-vector values that LIBSVM's ``%.8g`` gives back
+exactly (data read from LIBSVM files): those are written as LIBSVM writes
+them.  Either way save/load is exact.  LIBSVM's reader rejects unknown header
 keywords, so training statistics (``Model.stats``) are not written.
 """
 import math
@@ -241,6 +243,29 @@ def _format_model(model):
     return head + "".join(_format_sv_rows(coef, csr))
 
 
+def _sv_value_format(values):
+    """How to write a chunk of feature values: (format, texts or None).
+
+    LIBSVM writes them with ``%.8g``.  A value whose ``%.8g`` text reads back
+    as the same double (any value read from a LIBSVM file, which has at most
+    8 significant digits) is written that way, so the file has LIBSVM's own
+    bytes; any other value gets ``%.17g``, so ``load_model(save_model(m))``
+    still gives back the same doubles.  Returns ``("%.8g", None)`` or
+    ``("%.17g", None)`` when one format serves the whole chunk, else
+    ``("%s", texts)`` with one text per value.
+    """
+    short = ("%.8g " * values.size) % tuple(values.tolist())
+    texts = short.split()
+    exact = np.array(texts, dtype=np.float64) == values
+    if exact.all():
+        return "%.8g", None
+    if not exact.any():
+        return "%.17g", None
+    for i in np.flatnonzero(~exact).tolist():
+        texts[i] = "%.17g" % values[i]
+    return "%s", texts
+
+
 def _format_sv_rows(coef, csr, rows_per_chunk=2000):
     """The SV lines, chunk by chunk: one %-format over many rows (no per-value calls)."""
     m, l = coef.shape
@@ -264,13 +289,20 @@ def _format_sv_rows(coef, csr, rows_per_chunk=2000):
             lo, hi = indptr[a], indptr[b]
             out[pos] = indices[lo:hi]
             out[pos + 1] = data[lo:hi]
+        args = out.tolist()
+        fmt = "%.8g"
+        if nnz:
+            fmt, texts = _sv_value_format(data[lo:hi])
+            if texts is not None:
+                for p, text in zip((pos + 1).tolist(), texts):
+                    args[p] = text
         parts = []
         for cnt in counts.tolist():
-            tpl = templates.get(cnt)
+            tpl = templates.get((cnt, fmt))
             if tpl is None:
-                tpl = templates[cnt] = "%.17g " * m + "%d:%.17g " * cnt + "\n"
+                tpl = templates[cnt, fmt] = "%.17g " * m + ("%d:" + fmt + " ") * cnt + "\n"
             parts.append(tpl)
-        yield "".join(parts) % tuple(out.tolist())
+        yield "".join(parts) % tuple(args)
 
 
 def _umask():

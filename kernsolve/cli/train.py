@@ -50,6 +50,8 @@ kernsolve options:
 --bias 0|1 : whether the decision function has a bias term (default 1)
 --name value : solver options of the chosen solver (see the documentation)
 --stream : (--solver dsg) train from the file read in byte windows, never all in memory
+--libsvm-folds : draw the -v folds and the -b 1 internal folds as svm-train does on Linux
+	(glibc rand()), so -v and -b 1 give svm-train's numbers
 --chunk-mb n : window size in MB for --stream (default 64; implies --stream)
 """
 
@@ -103,8 +105,12 @@ def cv_folds(y, n_folds, seed, classification):
     return make_folds(y, n_folds, seed, stratified=classification)
 
 
-def cross_validation_targets(y, X, train_tokens, params):
-    """Predicted target of every row when its fold was held out."""
+def cross_validation_targets(y, X, train_tokens, params, libsvm_folds=False):
+    """Predicted target of every row when its fold was held out.
+
+    ``libsvm_folds``: the folds svm-train draws on Linux (glibc ``rand()``,
+    kernsolve._libsvm_rand) instead of kernsolve's seeded ones.
+    """
     from .._cv import cross_validation
     n = len(y)
     n_folds = params.n_folds
@@ -112,8 +118,12 @@ def cross_validation_targets(y, X, train_tokens, params):
         sys.stderr.write("WARNING: # folds > # data. Will use # folds = # data instead "
                          "(i.e., leave-one-out cross validation)\n")
         n_folds = n
+    folds = None
+    if libsvm_folds:
+        from .._libsvm_rand import GlibcRand, cv_folds as libsvm_cv_folds
+        folds = libsvm_cv_folds(y, n_folds, params.svm_type, GlibcRand(1))
     result = cross_validation(y, X, list(train_tokens), n_folds=n_folds,
-                              n_jobs=params.n_jobs, seed=params.seed)
+                              n_jobs=params.n_jobs, seed=params.seed, folds=folds)
     return result.target
 
 
@@ -186,8 +196,11 @@ def _train_streamed(data_path, model_path, tokens, chunk_mb):
 def main(argv):
     if not argv:
         raise UsageError("no training set file given")
-    options, positional = split_options(argv, flags=("-q", "--stream"))
+    options, positional = split_options(argv, flags=("-q", "--stream", "--libsvm-folds"))
     options, chunk_mb = _stream_options(options)
+    # --libsvm-folds belongs to this command, not to the option grammar
+    libsvm_folds = any(name == "--libsvm-folds" for name, _ in options)
+    options = [(name, values) for name, values in options if name != "--libsvm-folds"]
     tokens = _option_tokens(options)
     for name, values in options:
         if name == "-v":
@@ -226,14 +239,18 @@ def main(argv):
                 skip = True
                 continue
             train_tokens.append(tok)
-        target = cross_validation_targets(y, X, train_tokens, params)
+        target = cross_validation_targets(y, X, train_tokens, params, libsvm_folds)
         sys.stdout.flush()
         report_cross_validation(y, target, params.svm_type)
         return 0
 
     from .._model import save_model
     from .._svm import train
-    model = train(y, X, list(tokens))
+    folds = None
+    if libsvm_folds and params.probability:
+        from .._libsvm_rand import GlibcRand, probability_folds
+        folds = probability_folds(y, params.svm_type, GlibcRand(1))
+    model = train(y, X, list(tokens), _folds=folds)
     sys.stdout.flush()
     try:
         save_model(model_path, model)
