@@ -499,3 +499,44 @@ def test_read_only_alpha_rejected():
     args[7].setflags(write=False)
     with pytest.raises(ValueError, match="writable"):
         solve(*args)
+
+
+def test_threads_bit_identical_at_default_thresholds(shared):
+    # Long enough that, at the default parallel threshold, every solver loop
+    # (WSS passes, the fused G / G_bar step) runs in two chunks and the kernel
+    # rows in parallel; adaptive=False keeps them parallel on a busy machine.
+    n = 6000
+    old = _smo._get_tuning()
+    assert old["par_min"] < n
+    X, labels = load(shared, "a9a", n, n_features=123)
+    y = signs(labels)
+    _smo._set_tuning(adaptive=False)
+    try:
+        a1, i1 = run_csvc(X, y, 1.0, 0.05, n_threads=1)
+        a2, i2 = run_csvc(X, y, 1.0, 0.05, n_threads=2)
+    finally:
+        _smo._set_tuning(**old)
+    assert a1.tobytes() == a2.tobytes()
+    assert (i1["rho"], i1["obj"], i1["n_iter"]) == (i2["rho"], i2["obj"], i2["n_iter"])
+    # Same rows fetched in the same order: the cache does the same work.
+    assert i1["n_kernel_evals"] == i2["n_kernel_evals"]
+
+
+def test_ties_across_chunks_pick_what_libsvm_picks(shared, small_parallel_chunks):
+    # Four copies of the same 300 points: every gradient value occurs at least
+    # four times, in different chunks of the parallel scans, so each selection
+    # is decided by the tie rule (LIBSVM's: the last index wins).  Two threads
+    # with tiny chunks must still follow libsvm-official's path to the bit.
+    X, labels = load(shared, "a9a", 300, n_features=123)
+    X = type(X)(np.vstack([X.toarray()] * 4))
+    labels = np.tile(labels, 4)
+    Xg, lg, order = grouped(X, labels)
+    y = signs(lg)
+    alpha, info = run_csvc(Xg, y, 1.0, 0.05, n_threads=2)
+    model, ref = libsvm_train(labels, X, "-s 0 -t 2 -c 1 -g 0.05")
+    assert info["n_iter"] == ref["n_iter"]
+    assert info["rho"] == model.rho[0]
+    coef = np.zeros(len(y))
+    sv = np.array(model.get_sv_indices()) - 1
+    coef[sv] = np.array(model.get_sv_coef())[:, 0]
+    assert np.array_equal(y * alpha, coef[order])

@@ -180,6 +180,49 @@ cdef inline void _axpy2_up_chunk(double* G, const double* ys, const char* st,
     r.in_ = in_
 
 
+cdef inline void _axpy1_chunk(double* out, const double* ys, const kfloat* K,
+                              double a, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
+    # LIBSVM's out[k] += a' * Q_ik, with a = y_i a' and Q_ik = y_i y_k K_ik.
+    cdef Py_ssize_t k
+    for k in range(lo, hi):
+        out[k] += ys[k] * (K[k] * a)
+
+
+cdef struct Step:
+    # Everything one SMO step writes into the O(l) vectors, done in a single
+    # parallel region (one fork/join per step instead of up to three):
+    # G += a Ki + b Kj over the active set (then the first WSS pass), and
+    # G_bar += ci Bi, then += cj Bj, over all l variables when alpha_i /
+    # alpha_j entered or left the upper bound (Bi / Bj NULL otherwise).
+    # Each element sees the same operations in the same order as the
+    # separate loops, so splitting the range changes no bit.  Kj NULL: the
+    # one-variable step (G += a Ki only, no WSS pass).
+    const kfloat* Ki
+    double a
+    const kfloat* Kj
+    double b
+    const kfloat* Bi
+    double ci
+    const kfloat* Bj
+    double cj
+
+
+cdef inline void _step_chunk(double* G, double* G_bar, const double* ys,
+                             const char* st, const Step* s, Py_ssize_t act,
+                             Py_ssize_t l, int c, int nc, UpPick* r) noexcept nogil:
+    # Chunk c of nc: the same share of the active set and of all l variables,
+    # so both parts are balanced between threads.
+    if s.Kj != NULL:
+        _axpy2_up_chunk(G, ys, st, s.Ki, s.a, s.Kj, s.b,
+                        (act * c) // nc, (act * (c + 1)) // nc, r)
+    else:
+        _axpy1_chunk(G, ys, s.Ki, s.a, (act * c) // nc, (act * (c + 1)) // nc)
+    if s.Bi != NULL:
+        _axpy1_chunk(G_bar, ys, s.Bi, s.ci, (l * c) // nc, (l * (c + 1)) // nc)
+    if s.Bj != NULL:
+        _axpy1_chunk(G_bar, ys, s.Bj, s.cj, (l * c) // nc, (l * (c + 1)) // nc)
+
+
 cdef struct Bandit:
     # Parallel or serial, whichever is measured cheaper.  Now and then the
     # other mode is tried for a few iterations; a mode that keeps losing is
@@ -238,8 +281,22 @@ cdef inline void _bandit_step(Bandit* b, long long it) noexcept nogil:
         b.probing = 8
 
 
+# Why a chunked scan picks exactly what the serial scan picks.  LIBSVM's
+# scans compare with ">=" (maximum) or "<=" (minimum), so among equal values
+# the LAST index wins (not the first).  Each chunk is a contiguous index range
+# scanned in order with the same comparison, so it returns the last optimiser
+# of its range (or -1 if nothing there is admissible).  Folding the chunks in
+# increasing index order with the same comparison keeps, after chunk c, the
+# last optimiser of chunks 0..c: a strictly better chunk value replaces the
+# running pick; an equal one also replaces it, correctly, because every index
+# of chunk c is larger than every index before it; a worse one is dropped.
+# Values are only compared, never combined arithmetically, so no rounding
+# enters; a plain maximum (g2p, g2n, viol) is order-free anyway.  WSS2's
+# skip test uses the chunk's own best so far, which is never better than the
+# serial scan's at the same index, so it skips only candidates the serial
+# scan cannot pick either.
+
 cdef inline void _combine_up(const UpPick* u, int nc, UpPick* r) noexcept nogil:
-    # Chunks in index order with ">=": the serial scan's last maximiser.
     cdef int c
     r[0] = u[0]
     for c in range(1, nc):
@@ -251,3 +308,25 @@ cdef inline void _combine_up(const UpPick* u, int nc, UpPick* r) noexcept nogil:
             r.in_ = u[c].in_
 
 
+cdef inline void _combine_low(const LowPick* w, int nc, LowPick* r) noexcept nogil:
+    cdef int c
+    r[0] = w[0]
+    for c in range(1, nc):
+        if w[c].g2p > r.g2p:
+            r.g2p = w[c].g2p
+        if w[c].g2n > r.g2n:
+            r.g2n = w[c].g2n
+        if w[c].j != -1 and w[c].obj <= r.obj:
+            r.obj = w[c].obj
+            r.j = w[c].j
+
+
+cdef inline void _combine_one(const OnePick* o, int nc, OnePick* r) noexcept nogil:
+    cdef int c
+    r[0] = o[0]
+    for c in range(1, nc):
+        if o[c].viol > r.viol:
+            r.viol = o[c].viol
+        if o[c].i != -1 and o[c].obj <= r.obj:
+            r.obj = o[c].obj
+            r.i = o[c].i

@@ -16,7 +16,8 @@ same operands in the same order as LIBSVM (the signs y_i y_j are applied by
 exact multiplications by +-1), so with the same single-precision kernel values
 the iterates are LIBSVM's bit for bit.  Parallel loops are either element-wise
 or exact argmax reductions combined in a fixed order with LIBSVM's tie rule
-(the last index wins), so the result does not depend on the thread count.
+(the last index wins; proof in _smo.pxd), so the result does not depend on the
+thread count.
 """
 from libc.stdlib cimport malloc, free
 from libc.math cimport INFINITY
@@ -55,8 +56,7 @@ cdef void _axpy1(double* out, const double* ys, const kfloat* K, double a,
         for k in prange(lo, hi, num_threads=nt, schedule='static'):
             out[k] += ys[k] * (K[k] * a)
     else:
-        for k in range(lo, hi):
-            out[k] += ys[k] * (K[k] * a)
+        _axpy1_chunk(out, ys, K, a, lo, hi)
 
 
 cdef class _SMO:
@@ -234,6 +234,14 @@ cdef class _SMO:
                 b[k] = data[index[k]]
         return b
 
+    cdef const kfloat* krow_again(self, Py_ssize_t i, Py_ssize_t length,
+                                  const kfloat* prev) noexcept nogil:
+        """krow(i, length) for a row fetched before as prev; for SVR the row
+        goes back into prev's buffer, so the other recent row stays valid."""
+        if self.svr:
+            self.next_buf = 0 if prev == self.buf[0] else 1
+        return self.krow(i, length)
+
     cdef inline void update_status(self, Py_ssize_t i) noexcept nogil:
         if self.alpha[i] >= self.C[i]:
             self.status[i] = UPPER_BOUND
@@ -339,25 +347,24 @@ cdef class _SMO:
             _up_chunk(G, ys, st, lo, hi, &u[c])
         _combine_up(u, nc, r)
 
-    cdef void update_G_and_pick(self, const kfloat* Ki, double a,
-                                const kfloat* Kj, double b) noexcept nogil:
-        cdef Py_ssize_t act = self.active_size, lo, hi
-        cdef int nc = self.n_chunks(act), c
+    cdef void update_G_and_pick(self, const Step* s) noexcept nogil:
+        cdef Py_ssize_t act = self.active_size, l = self.l
+        cdef Py_ssize_t work = act + l * ((s.Bi != NULL) + (s.Bj != NULL))
+        cdef int nc = self.n_chunks(work), c
         cdef UpPick* u = self.up
         cdef double* G = self.G
+        cdef double* G_bar = self.G_bar
         cdef const double* ys = self.ys
         cdef const char* st = self.status
         cdef double t0 = _now()
         if nc == 1:
-            _axpy2_up_chunk(G, ys, st, Ki, a, Kj, b, 0, act, &self.next_up)
+            _step_chunk(G, G_bar, ys, st, s, act, l, 0, 1, &self.next_up)
         else:
             for c in prange(nc, num_threads=nc, schedule='static', chunksize=1):
-                lo = (act * c) // nc
-                hi = (act * (c + 1)) // nc
-                _axpy2_up_chunk(G, ys, st, Ki, a, Kj, b, lo, hi, &u[c])
+                _step_chunk(G, G_bar, ys, st, s, act, l, c, nc, &u[c])
             _combine_up(u, nc, &self.next_up)
-        self.record(_now() - t0, act)
-        self.next_up_valid = True
+        self.record(_now() - t0, work)
+        self.next_up_valid = s.Kj != NULL
 
     cdef void pick_low(self, double gp, const kfloat* Kp, double qdp,
                        double gn, const kfloat* Kn, double qdn,
@@ -380,15 +387,7 @@ cdef class _SMO:
             hi = (act * (c + 1)) // nc
             _low_chunk(G, ys, st, QD, gp, Kp, qdp, gn, Kn, qdn, lo, hi, &w[c])
         self.record(_now() - t0, act)
-        r[0] = w[0]
-        for c in range(1, nc):
-            if w[c].g2p > r.g2p:
-                r.g2p = w[c].g2p
-            if w[c].g2n > r.g2n:
-                r.g2n = w[c].g2n
-            if w[c].j != -1 and w[c].obj <= r.obj:
-                r.obj = w[c].obj
-                r.j = w[c].j
+        _combine_low(w, nc, r)
 
     cdef int select_working_set(self, Py_ssize_t* out_i, Py_ssize_t* out_j) noexcept nogil:
         """LIBSVM's WSS2; returns 1 when optimal, 0 with a pair, <0 on error."""
@@ -464,13 +463,7 @@ cdef class _SMO:
                 lo = (act * c) // nc
                 hi = (act * (c + 1)) // nc
                 _one_chunk(G, st, QD, lo, hi, &o[c])
-            r = o[0]
-            for c in range(1, nc):
-                if o[c].viol > r.viol:
-                    r.viol = o[c].viol
-                if o[c].i != -1 and o[c].obj <= r.obj:
-                    r.obj = o[c].obj
-                    r.i = o[c].i
+            _combine_one(o, nc, &r)
         self.gap = r.viol
         if r.viol < self.eps or r.i == -1:
             return 1
@@ -627,19 +620,19 @@ cdef class _SMO:
     # ------------------------------------------------------------------
     # the solver
 
-    cdef int update_G_bar(self, Py_ssize_t i, bint was_upper) noexcept nogil:
-        cdef const kfloat* Ki
-        cdef double c
+    cdef const kfloat* bar_row(self, Py_ssize_t i, bint was_upper, const kfloat* K,
+                               const kfloat** B, double* c) noexcept nogil:
+        """Row i of the step, extended to all l variables (B, with G_bar's
+        coefficient c) when alpha_i entered or left the upper bound; returns
+        where row i now is (NULL: no memory).  Extending row i keeps the other
+        row of the step valid: the two most recent rows always are."""
+        B[0] = NULL
         if was_upper == (self.status[i] == UPPER_BOUND):
-            return 0
-        Ki = self.krow(i, self.l)
-        if Ki == NULL:
-            return ST_NOMEM
-        c = self.C[i] * self.ys[i]
-        if was_upper:
-            c = -c
-        _axpy1(self.G_bar, self.ys, Ki, c, 0, self.l, self.loop_threads())
-        return 0
+            return K
+        K = self.krow_again(i, self.l, K)
+        B[0] = K
+        c[0] = -self.C[i] * self.ys[i] if was_upper else self.C[i] * self.ys[i]
+        return K
 
     cdef int two_variable_step(self, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
         cdef double* alpha = self.alpha
@@ -650,7 +643,7 @@ cdef class _SMO:
         cdef double old_i = alpha[i], old_j = alpha[j]
         cdef double quad, delta, diff, total
         cdef bint ui, uj
-        cdef int rc
+        cdef Step s
         Ki = self.krow(i, self.active_size)
         if Ki == NULL:
             return ST_NOMEM
@@ -710,17 +703,24 @@ cdef class _SMO:
         uj = self.status[j] == UPPER_BOUND
         self.update_status(i)
         self.update_status(j)
-        self.update_G_and_pick(Ki, self.ys[i] * (alpha[i] - old_i),
-                               Kj, self.ys[j] * (alpha[j] - old_j))
-        rc = self.update_G_bar(i, ui)
-        if rc < 0:
-            return rc
-        return self.update_G_bar(j, uj)
+        s.a = self.ys[i] * (alpha[i] - old_i)
+        s.b = self.ys[j] * (alpha[j] - old_j)
+        # The rows are fetched in the same order as by separate G and G_bar
+        # updates, so the cache (and the kernel count) behave as before.
+        s.Ki = self.bar_row(i, ui, Ki, &s.Bi, &s.ci)
+        if s.Ki == NULL:
+            return ST_NOMEM
+        s.Kj = self.bar_row(j, uj, Kj, &s.Bj, &s.cj)
+        if s.Kj == NULL:
+            return ST_NOMEM
+        self.update_G_and_pick(&s)
+        return 0
 
     cdef int one_variable_step(self, Py_ssize_t i) noexcept nogil:
         cdef const kfloat* Ki
-        cdef double quad = self.QD[i], old = self.alpha[i], a, t0
+        cdef double quad = self.QD[i], old = self.alpha[i], a
         cdef bint ui
+        cdef Step s
         Ki = self.krow(i, self.active_size)
         if Ki == NULL:
             return ST_NOMEM
@@ -732,13 +732,16 @@ cdef class _SMO:
         elif a > self.C[i]:
             a = self.C[i]
         self.alpha[i] = a
-        t0 = _now()
-        _axpy1(self.G, self.ys, Ki, self.ys[i] * (a - old), 0,
-               self.active_size, self.loop_threads())
-        self.record(_now() - t0, self.active_size)
         ui = self.status[i] == UPPER_BOUND
         self.update_status(i)
-        return self.update_G_bar(i, ui)
+        s.a = self.ys[i] * (a - old)
+        s.Kj = NULL
+        s.Bj = NULL
+        s.Ki = self.bar_row(i, ui, Ki, &s.Bi, &s.ci)
+        if s.Ki == NULL:
+            return ST_NOMEM
+        self.update_G_and_pick(&s)
+        return 0
 
     cdef int init_gradient(self) noexcept nogil:
         cdef Py_ssize_t i, l = self.l
