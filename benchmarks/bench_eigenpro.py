@@ -69,6 +69,18 @@ class TestError:
         return 100.0 * wrong / self.yt.size
 
 
+class TestErrorRF:
+    """Test error of a model linear in D random features (phi(test) computed once)."""
+
+    def __init__(self, Xt, yt, D, gamma, seed, threads):
+        from kernsolve._eigenpro_features import FeatureMap
+        self.Zt = FeatureMap(Xt.shape[1], D, 2, gamma, seed)(Xt)
+        self.yt = yt
+
+    def __call__(self, W):
+        return 100.0 * np.mean(np.argmax(self.Zt @ W, axis=1) != self.yt)
+
+
 def run(name, solver, extra, X, Y, error, args, target):
     param = kernsolve.Parameters(solver=solver, extra=dict(extra))
     opts = eigenpro_options(param, X.shape[0])
@@ -88,7 +100,8 @@ def run(name, solver, extra, X, Y, error, args, target):
     res = fit_eigenpro(X, Y, kernel_type=2, gamma=args.gamma, options=opts, seed=args.seed,
                        n_jobs=args.threads, callback=callback)
     stats = res.stats
-    print(f"  {name}: k = {stats['eigen_directions']}, lambda_1 = {stats['lambda_1']:.4g}, "
+    print(f"  {name}: {stats['epochs']} epochs in {stats['seconds']:.1f} s, "
+          f"k = {stats['eigen_directions']}, lambda_1 = {stats['lambda_1']:.4g}, "
           f"lambda_k+1 = {stats['lambda_k1']:.4g}, kappa = {stats['kappa']:.4g}, "
           f"step = {stats['step']:.4g}, setup {stats['setup_seconds']:.1f} s", flush=True)
     best = min(trace, key=lambda r: (r[2], r[0]))
@@ -114,6 +127,9 @@ def main(argv=None):
                     help="ridge of the exact reference, (K + n lam I) alpha = Y")
     ap.add_argument("--exact-max-n", type=int, default=12000,
                     help="largest n for the exact (Cholesky) reference")
+    ap.add_argument("--features", type=int, default=0,
+                    help="also run SGD and EigenPro (tau = 1/4) on D random features "
+                         "(the paper's 'Random' columns; 0 = skip)")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
@@ -142,17 +158,30 @@ def main(argv=None):
              dict(common, epochs=args.max_epochs_eigenpro,
                   eigen_directions=args.eigen_directions),
              X, Y, error, args, target)
+    results = [sgd, ep]
+    if args.features:
+        rf_error = TestErrorRF(Xt, yt, args.features, args.gamma, args.seed, args.threads)
+        rf = dict(common, features=args.features)
+        results.append(run("rf-sgd", "kernel-sgd", dict(rf, epochs=args.max_epochs_sgd),
+                           X, Y, rf_error, args, target))
+        results.append(run("rf-eigenpro", "eigenpro",
+                           dict(rf, epochs=args.max_epochs_eigenpro, damping=0.25,
+                                eigen_directions=args.eigen_directions),
+                           X, Y, rf_error, args, target))
     print()
-    print(f"| method | epochs | train time (s) | test error | reached exact? | best error (epoch) |")
-    print(f"|---|---|---|---|---|---|")
-    for r in (sgd, ep):
+    print("| method | epochs | train time (s) | test error | reached exact? | best error (epoch) |")
+    print("|---|---|---|---|---|---|")
+    for r in results:
         print(f"| {r['name']} | {r['stop_epoch']} | {r['stop_time']:.1f} | "
               f"{r['stop_error']:.2f}% | {'yes' if r['reached'] else 'no'} | "
               f"{r['best_error']:.2f}% ({r['best_epoch']}) |")
     if target is not None:
         print(f"| exact (Cholesky) | - | {exact_seconds:.1f} | {target:.2f}% | - | - |")
-    print(f"\nratios kernel-sgd / eigenpro: epochs {sgd['stop_epoch'] / ep['stop_epoch']:.1f}x, "
-          f"wall time {sgd['stop_time'] / ep['stop_time']:.1f}x")
+    pairs = [(sgd, ep)] + ([(results[2], results[3])] if args.features else [])
+    for a, b in pairs:
+        print(f"\nratios {a['name']} / {b['name']}: epochs "
+              f"{a['stop_epoch'] / b['stop_epoch']:.1f}x, wall time "
+              f"{a['stop_time'] / b['stop_time']:.1f}x")
     return 0
 
 

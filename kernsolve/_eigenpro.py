@@ -721,12 +721,13 @@ def decision_values(X, model, n_jobs=None):
     Xc = _prepare_X(X)
     coef = np.asarray(model.coef, dtype=np.float64)
     if model.features is not None:
-        from ._eigenpro_features import feature_values
+        from ._eigenpro_features import FeatureMap
         out = np.empty((Xc.shape[0], coef.shape[1]))
         rows = max(1, BLOCK_BYTES // (8 * model.features))
+        phi = FeatureMap(Xc.shape[1], model.features, int(p.kernel_type), float(p.gamma),
+                         int(p.seed))
         for start in range(0, Xc.shape[0], rows):
-            Z = feature_values(Xc[start:start + rows], model.features, int(p.kernel_type),
-                               float(p.gamma), int(p.seed), resolve_n_jobs(n_jobs))
+            Z = phi(Xc[start:start + rows])
             with _one_blas_thread():
                 out[start:start + rows] = Z @ coef
         return out

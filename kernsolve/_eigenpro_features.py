@@ -20,7 +20,6 @@ k = 0 is plain SGD on the random features (the paper's RF/DSGD column).
 import time
 
 import numpy as np
-import scipy.linalg
 
 from ._eigenpro import (DIVERGED, RANK_RTOL, AUTO_RTOL, _epoch_order, _one_blas_thread,
                         step_size)
@@ -28,12 +27,37 @@ from ._eigenpro import (DIVERGED, RANK_RTOL, AUTO_RTOL, _epoch_order, _one_blas_
 __all__ = ["fit_features", "feature_values"]
 
 
-def feature_values(X, D, kernel_type, gamma, seed, n_jobs):
-    """``phi(X) = random_features(X, D) / sqrt(D)``, shape (n, D)."""
-    from ._features import random_features
-    Z = random_features(X, D, kernel=int(kernel_type), gamma=gamma, seed=seed, n_jobs=n_jobs)
-    Z *= 1.0 / np.sqrt(D)
-    return Z
+class FeatureMap:
+    """``phi(X) = sqrt(2/D) cos(X omega^T + b)``: DSG's features 0..D-1, scaled.
+
+    The directions and phases are regenerated from the seed
+    (``kernsolve._features.feature_directions``) once per map, then every
+    block of rows is one dgemm (on one BLAS thread: the same bits for any
+    thread count) and a cosine.  The values equal
+    ``random_features(X, D) / sqrt(D)`` to rounding.
+    """
+
+    def __init__(self, n_features, D, kernel_type, gamma, seed):
+        from ._features import feature_directions
+        omega, phase = feature_directions(n_features, 0, D, kernel=int(kernel_type),
+                                          gamma=gamma, seed=seed)
+        self.omega_t = np.ascontiguousarray(omega.T)
+        self.phase = phase
+        self.scale = np.sqrt(2.0 / D)
+
+    def __call__(self, X):
+        with _one_blas_thread():
+            Z = X @ self.omega_t
+        Z = np.asarray(Z)
+        Z += self.phase
+        np.cos(Z, out=Z)
+        Z *= self.scale
+        return Z
+
+
+def feature_values(X, D, kernel_type, gamma, seed, n_jobs=None):
+    """``phi(X)``, shape (n, D) (see :class:`FeatureMap`)."""
+    return FeatureMap(X.shape[1], D, kernel_type, gamma, seed)(X)
 
 
 def _rows(X, idx):
@@ -42,20 +66,17 @@ def _rows(X, idx):
     return as_canonical(X[idx]) if sp.issparse(X) else np.ascontiguousarray(X[idx])
 
 
-def _eigensystem(Z_S, k):
+def _eigensystem(Z_S, k, seed=0):
     """Top k+1 eigenvalues of Z_S^T Z_S / M and the top k unit eigenvectors (D, k)."""
+    from ._eigenpro import top_eigensystem
     M, D = Z_S.shape
     with _one_blas_thread():
         if D <= M:
-            C = Z_S.T @ Z_S / M
-            w, E = scipy.linalg.eigh(C, subset_by_index=[D - k - 1, D - 1], driver="evr",
-                                     check_finite=False)
-            s, E = w[::-1], np.ascontiguousarray(E[:, ::-1][:, :k])
+            C = Z_S.T @ Z_S
+            s, E = top_eigensystem(C, k, seed=seed)      # eigenvalues of C / D
+            s = s * (D / M)
         else:
-            G = Z_S @ Z_S.T / M
-            w, U = scipy.linalg.eigh(G, subset_by_index=[M - k - 1, M - 1], driver="evr",
-                                     check_finite=False)
-            s, U = w[::-1], U[:, ::-1][:, :k]
+            s, U = top_eigensystem(Z_S @ Z_S.T, k, seed=seed)   # of G / M
             # e_i = Z_S^T u_i / sqrt(M s_i) has unit norm and C e_i = s_i e_i
             E = np.ascontiguousarray(Z_S.T @ U / np.sqrt(M * np.maximum(s[:k], 1e-300)))
     return s, E
@@ -91,12 +112,14 @@ def fit_features(Xc, Y, *, kernel_type, gamma, options, seed, n_jobs, n_threads,
     single = Y.ndim == 1
     Y = np.ascontiguousarray(Y.reshape(n, -1))
 
+    feature_map = FeatureMap(Xc.shape[1], D, kernel_type, gamma, seed)
+
     def phi(idx):
-        return feature_values(_rows(Xc, idx), D, kernel_type, gamma, seed, n_threads)
+        return feature_map(_rows(Xc, idx))
 
     S = np.sort(permutation(n, seed, "sampling")[:M]).astype(np.intp)
     Z_S = phi(S)
-    s, E = _eigensystem(Z_S, k)
+    s, E = _eigensystem(Z_S, k, seed)
     if options.get("auto_k"):
         rank = int(np.count_nonzero(s > AUTO_RTOL * max(s[0], 0.0)))
         if rank < k + 1:

@@ -433,3 +433,17 @@ def test_randomized_eigensolver_matches_eigh():
                                atol=1e-6)
     with pytest.raises(ValueError, match="unknown eigensolver"):
         top_eigensystem(K, 4, "lanczos")
+
+
+@pytest.mark.parametrize("kernel", [2, 5])
+def test_feature_map_is_dsg_feature_map(kernel):
+    # dgemm + cos on regenerated directions == DSG's compiled features / sqrt(D)
+    import scipy.sparse as sp
+    from kernsolve._eigenpro_features import FeatureMap
+    from kernsolve._features import random_features
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(60, 12)) * (rng.uniform(size=(60, 12)) < 0.4)
+    ref = random_features(X, 90, kernel=kernel, gamma=0.3, seed=11) / np.sqrt(90)
+    phi = FeatureMap(12, 90, kernel, 0.3, 11)
+    np.testing.assert_allclose(phi(X), ref, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(phi(sp.csr_matrix(X)), ref, rtol=0, atol=1e-12)
