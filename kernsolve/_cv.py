@@ -218,11 +218,14 @@ def run_tasks(fn, tasks, n_jobs, backend, on_done):
     return waves
 
 
-def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, n_threads):
+def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, n_threads,
+                prob_folds=None):
     """One task: train on ``train_idx``, predict ``test_idx``.
 
-    Never raises: a failure comes back as ``{"error": "Type: message"}``, so
-    the caller can name the fold and the parameters that failed.
+    ``prob_folds``: the internal probability folds of the fit (``train``'s
+    ``_folds``), or None for kernsolve's own.  Never raises: a failure comes
+    back as ``{"error": "Type: message"}``, so the caller can name the fold
+    and the parameters that failed.
     """
     from ._predict import predict
     from ._svm import train
@@ -233,7 +236,7 @@ def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, n_
                     "n_threads": n_threads, "error": None}
         sw = None if sample_weight is None else sample_weight[train_idx]
         model = train(y[train_idx], X[train_idx], param, sample_weight=sw,
-                      n_jobs=n_threads)
+                      n_jobs=n_threads, _folds=prob_folds)
         opts = f"-q --threads {n_threads}" + (" -b 1" if probability else "")
         pred, _, _ = predict(None, X[test_idx], model, opts)
         stats = model.stats
@@ -246,6 +249,13 @@ def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, n_
         return {"pred": None, "seconds": time.perf_counter() - t0,
                 "n_threads": n_threads,
                 "error": f"{type(exc).__name__}: {exc}", "error_type": type(exc).__name__}
+
+
+def _fit_predict_prob_folds(y, X, sample_weight, param, train_idx, test_idx, probability,
+                            prob_folds, n_threads):
+    """:func:`fit_predict` with explicit probability folds (a task of its own shape)."""
+    return fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability,
+                       n_threads, prob_folds=prob_folds)
 
 
 # --------------------------------------------------------------------------
@@ -344,7 +354,8 @@ class CVResult:
 
 
 def cross_validation(y, X, options="", n_folds=None, n_jobs=None, seed=None,
-                     backend=None, verbose=None, sample_weight=None, folds=None):
+                     backend=None, verbose=None, sample_weight=None, folds=None,
+                     _probability_folds=None):
     """k-fold cross-validation, LIBSVM's ``svm-train -v k``, folds in parallel.
 
     Parameters
@@ -378,6 +389,9 @@ def cross_validation(y, X, options="", n_folds=None, n_jobs=None, seed=None,
         The held-out rows of each fold, instead of drawing them (e.g.
         ``kernsolve._libsvm_rand.cv_folds``, svm-train's own folds).  Every
         row must be in exactly one fold; ``n_folds`` is then ``len(folds)``.
+    _probability_folds : private
+        Per fold, the ``_folds`` of its ``train`` call (the internal folds of
+        ``-b 1``), e.g. svm-train's own (kernsolve._libsvm_rand).
 
     Returns
     -------
@@ -422,6 +436,13 @@ def cross_validation(y, X, options="", n_folds=None, n_jobs=None, seed=None,
     probability = bool(param.probability) and stratified
     tasks = [(y, X, sw, fit_param, train_rows(folds, i), folds[i], probability)
              for i in range(k)]
+    task_fn = fit_predict
+    if _probability_folds is not None:
+        if len(_probability_folds) != k:
+            raise ValueError(f"_probability_folds must hold one entry per fold ({k}), "
+                             f"got {len(_probability_folds)}")
+        tasks = [task + (_probability_folds[i],) for i, task in enumerate(tasks)]
+        task_fn = _fit_predict_prob_folds
     total = resolve_n_jobs(n_jobs if n_jobs is not None else param.n_jobs)
 
     target = np.full(n, np.nan)
@@ -451,7 +472,7 @@ def cross_validation(y, X, options="", n_folds=None, n_jobs=None, seed=None,
             sys.stdout.flush()
 
     try:
-        waves = run_tasks(fit_predict, tasks, total, backend, on_done)
+        waves = run_tasks(task_fn, tasks, total, backend, on_done)
     except Exception as exc:
         missing = [i + 1 for i in range(k) if fold_results[i] is None]
         raise RuntimeError(f"cross_validation: a worker failed ({type(exc).__name__}: "

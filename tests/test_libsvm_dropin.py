@@ -90,7 +90,7 @@ def _heart_libsvm(heart_path):
 
 
 @pytest.mark.parametrize("options", ["-c 2 -g 0.1 -v 5", "-s 1 -n 0.4 -t 1 -d 2 -v 4",
-                                     "-s 3 -p 0.2 -v 5"])
+                                     "-s 3 -p 0.2 -v 5", "-s 1 -n 0.3 -b 1 -v 5"])
 def test_libsvm_folds_cross_validation_equals_libsvm(tmp_path, shared, options):
     libc = _glibc()
     name = "housing_scale" if "-s 3" in options else "heart_scale"

@@ -118,12 +118,20 @@ def cross_validation_targets(y, X, train_tokens, params, libsvm_folds=False):
         sys.stderr.write("WARNING: # folds > # data. Will use # folds = # data instead "
                          "(i.e., leave-one-out cross validation)\n")
         n_folds = n
-    folds = None
+    folds = prob_folds = None
     if libsvm_folds:
-        from .._libsvm_rand import GlibcRand, cv_folds as libsvm_cv_folds
-        folds = libsvm_cv_folds(y, n_folds, params.svm_type, GlibcRand(1))
+        from .._cv import train_rows
+        from .._libsvm_rand import GlibcRand, cv_folds as libsvm_cv_folds, probability_folds
+        rng = GlibcRand(1)
+        folds = libsvm_cv_folds(y, n_folds, params.svm_type, rng)
+        if params.probability:
+            # svm_cross_validation then trains fold after fold, each -b 1 fit
+            # drawing its internal folds from the same rand() sequence
+            prob_folds = [probability_folds(y[train_rows(folds, i)], params.svm_type, rng)
+                          for i in range(len(folds))]
     result = cross_validation(y, X, list(train_tokens), n_folds=n_folds,
-                              n_jobs=params.n_jobs, seed=params.seed, folds=folds)
+                              n_jobs=params.n_jobs, seed=params.seed, folds=folds,
+                              _probability_folds=prob_folds)
     return result.target
 
 
