@@ -21,6 +21,12 @@ Usage::
     python benchmarks/bench_smo.py               # full datasets (minutes)
     python benchmarks/bench_smo.py --quick       # 3000-row slices, seconds
     python benchmarks/bench_smo.py --json out.json --markdown out.md
+    python benchmarks/bench_smo.py --configs 1 --peers kernsolve,libsvm --repeat 3
+
+``--repeat N`` runs every (peer, threads) N times, round by round (so a
+change in the machine's load hits every peer alike), and ends with a table of
+medians and ratios.  ``--label`` names the kernsolve build in the tables
+(with ``--kernsolve-path``: before/after comparisons in one JSON log).
 
 ``--kernsolve-path DIR`` imports kernsolve from DIR (e.g. a frozen copy of
 the build, so editing the tree during a long run does not change what is
@@ -192,11 +198,45 @@ def markdown(rows):
                          f"error: {r['error']} | | | | | | | |")
             continue
         lines.append(
-            f"| {r['data']} | {r['C']:g} | {r['gamma']:g} | {r['peer']} | {r['threads']} | "
+            f"| {r['data']} | {r['C']:g} | {r['gamma']:g} | "
+            f"{r['peer'] + (' ' + r['label'] if r.get('label') else '')} | {r['threads']} | "
             f"{r.get('wait_policy', '-')} | {_fmt(r.get('train_s'), '.1f')} | {_fmt(r.get('train_cpu_s'), '.1f')} | "
             f"{_fmt(r.get('maxrss_mb'), '.0f')} | {_fmt(r.get('n_kernel_evals'), '.4g')} | "
             f"{_fmt(r.get('n_iter'), 'd')} | {_fmt(r.get('n_sv'), 'd')} | "
             f"{_fmt(r.get('accuracy'), '.2f')} | {_fmt(r.get('load_avg'), '.1f')} |")
+    return "\n".join(lines)
+
+
+def _median(v):
+    v = sorted(v)
+    m = len(v) // 2
+    return v[m] if len(v) % 2 else 0.5 * (v[m - 1] + v[m])
+
+
+def summary(rows):
+    """Medians per (data, peer, threads, wait policy), with speed-ups from 1 to
+    more threads and libsvm-official's median over each kernsolve row's."""
+    groups = {}
+    for r in rows:
+        if "error" in r or r.get("train_s") is None:
+            continue
+        key = (r["data"], r["C"], r["gamma"], r.get("wait_policy", "-"),
+               r["peer"] + (f" {r['label']}" if r.get("label") else ""), r["threads"])
+        groups.setdefault(key, []).append(r)
+    med = {k: (_median([r["train_s"] for r in v]), _median([r["train_cpu_s"] for r in v]),
+               len(v), _median([r["load_avg"] for r in v])) for k, v in groups.items()}
+    lines = ["| data | -c | -g | OMP wait | peer | threads | runs | median train s | "
+             "median CPU s | vs 1 thread | libsvm-official / this (wall) | median load |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for k in sorted(med):
+        data, C, gamma, wp, peer, t = k
+        w, c, n, load = med[k]
+        one = med.get(k[:5] + (1,))
+        ref = med.get((data, C, gamma, wp, "libsvm", t))
+        speed = f"{one[0] / w:.2f}x" if one and t != 1 else "-"
+        vs = f"{ref[0] / w:.2f}x" if ref and not peer.startswith("libsvm") else "-"
+        lines.append(f"| {data} | {C:g} | {gamma:g} | {wp} | {peer} | {t} | {n} | "
+                     f"{w:.1f} | {c:.1f} | {speed} | {vs} | {load:.1f} |")
     return "\n".join(lines)
 
 
@@ -216,6 +256,10 @@ def main(argv=None):
     ap.add_argument("--wait-policy", default=None, choices=["active", "passive"],
                     help="OMP_WAIT_POLICY for every peer (passive: idle OpenMP threads "
                          "sleep instead of spinning, which matters on a busy machine)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="runs per (peer, threads), round by round; prints medians")
+    ap.add_argument("--label", default=None,
+                    help="name of this kernsolve build in the tables (e.g. a commit)")
     ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(),
                                                       "kernsolve-bench-data"))
     # worker mode (internal)
@@ -245,25 +289,31 @@ def main(argv=None):
     for train_name, test_name, n_feat, C, gamma in configs:
         train = _prepare(args.workdir, train_name, n_rows)
         test = _prepare(args.workdir, test_name, n_rows)
-        for peer in peers:
-            # scikit-learn's SVC is single-threaded: one run.
-            for t in ([1] if peer == "sklearn" else threads):
-                r = _run(peer, t, train, test, n_feat, C, gamma, args.kernsolve_path,
-                         args.timeout, args.wait_policy)
-                r.update(data=train_name + (f"[:{n_rows}]" if n_rows else ""),
-                         C=C, gamma=gamma, load_avg=os.getloadavg()[0],
-                         wait_policy=args.wait_policy or "default")
-                rows.append(r)
-                print(json.dumps(r), flush=True)
-                if args.json:
-                    with open(args.json, "a") as f:
-                        f.write(json.dumps(r) + "\n")
-    table = markdown(rows)
+        for _ in range(args.repeat):
+            for peer in peers:
+                # scikit-learn's SVC is single-threaded: one run.
+                for t in ([1] if peer == "sklearn" else threads):
+                    r = _run(peer, t, train, test, n_feat, C, gamma,
+                             args.kernsolve_path, args.timeout, args.wait_policy)
+                    r.update(data=train_name + (f"[:{n_rows}]" if n_rows else ""),
+                             C=C, gamma=gamma, load_avg=os.getloadavg()[0],
+                             wait_policy=args.wait_policy
+                             or os.environ.get("OMP_WAIT_POLICY") or "default")
+                    if args.label and peer == "kernsolve":
+                        r["label"] = args.label
+                    rows.append(r)
+                    print(json.dumps(r), flush=True)
+                    if args.json:
+                        with open(args.json, "a") as f:
+                            f.write(json.dumps(r) + "\n")
     if args.json:
-        # The table of everything recorded in the JSON file so far.
+        # The tables of everything recorded in the JSON file so far.
         with open(args.json) as f:
-            table = markdown([json.loads(x) for x in f if x.strip()])
+            rows = [json.loads(x) for x in f if x.strip()]
+    table = markdown(rows)
     print(table)
+    print()
+    print(summary(rows))
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write(table + "\n")
