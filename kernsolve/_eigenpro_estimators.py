@@ -26,7 +26,7 @@ class _BaseEigenPro(_BaseEstimator):
 
     def __init__(self, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0,
                  eigen_directions=None, subsample=None, batch_size=None, damping=1.0,
-                 epochs=10, step=None, random_state=None, n_jobs=None):
+                 epochs=10, step=None, features=None, random_state=None, n_jobs=None):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -37,6 +37,7 @@ class _BaseEigenPro(_BaseEstimator):
         self.damping = damping
         self.epochs = epochs
         self.step = step
+        self.features = features
         self.random_state = random_state
         self.n_jobs = n_jobs
 
@@ -59,7 +60,7 @@ class _BaseEigenPro(_BaseEstimator):
             raise ValueError(f"{name}: n_jobs must be None or a non-zero integer, "
                              f"got {self.n_jobs!r}")
         extra = {"epochs": self.epochs, "damping": self.damping}
-        for key in ("eigen_directions", "subsample", "batch_size", "step"):
+        for key in ("eigen_directions", "subsample", "batch_size", "step", "features"):
             value = getattr(self, key)
             if value is not None:
                 extra[key] = value
@@ -99,17 +100,19 @@ class _BaseEigenPro(_BaseEstimator):
         param = Parameters(svm_type=0, kernel_type=t, degree=int(self.degree),
                            gamma=gamma if t in (1, 2, 5) else None, coef0=float(self.coef0),
                            solver="eigenpro", seed=_seed_of(self.random_state))
-        alpha = res.alpha.reshape(X.shape[0], -1)
+        D = opts["features"]
+        alpha = res.alpha.reshape(X.shape[0] if D is None else D, -1)
         self.model_ = EigenProModel(param=param, labels=np.arange(alpha.shape[1],
                                                                   dtype=np.float64),
-                                    centres=X, coef=alpha, stats=res.stats)
+                                    centres=X if D is None else None, coef=alpha,
+                                    stats=res.stats, features=D)
         self.n_features_in_ = int(X.shape[1])
         names = getattr(self, "_fit_feature_names", None)
         if names is not None and len(names) == X.shape[1]:
             self.feature_names_in_ = names
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
-        self.centres_ = X
+        self.centres_ = X if D is None else None
         self.eigenvalues_ = res.eigenvalues
         self.subsample_indices_ = res.subsample
         self.step_ = float(res.step)
@@ -164,6 +167,9 @@ class EigenProRegressor(_BaseEigenPro):
     epochs : int, default=10
     step : float or None, default=None
         Step size; None: the paper's rule from lambda_{k+1} and m.
+    features : int or None, default=None
+        D: fit a linear model on D random Fourier features (rbf, laplacian)
+        instead of the kernel expansion (the paper's Table 1).
     random_state : int, RandomState or None, default=None
         Seed of the subsample and of the batch order (None means 0).
     n_jobs : int or None, default=None
@@ -171,9 +177,10 @@ class EigenProRegressor(_BaseEigenPro):
 
     Attributes
     ----------
-    dual_coef_ : ndarray of shape (n_samples,)
-        alpha, one coefficient per training point (centre).
-    centres_ : ndarray or sparse matrix, shape (n_samples, n_features)
+    dual_coef_ : ndarray of shape (n_samples,) or (features,)
+        alpha, one coefficient per training point (centre), or W on the
+        random features.
+    centres_ : ndarray or sparse matrix, shape (n_samples, n_features), or None
     eigenvalues_ : ndarray of shape (k + 1,)
         Top eigenvalues of the subsample kernel matrix divided by M.
     step_ : float

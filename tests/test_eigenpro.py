@@ -314,7 +314,8 @@ sklearn = pytest.importorskip("sklearn")
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
 
-@parametrize_with_checks([kernsolve.EigenProRegressor(), kernsolve.EigenProClassifier()])
+@parametrize_with_checks([kernsolve.EigenProRegressor(), kernsolve.EigenProClassifier(),
+                          kernsolve.EigenProClassifier(features=64, damping=0.25)])
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 
