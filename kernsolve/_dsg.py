@@ -36,7 +36,7 @@ CLASSIFICATION_LOSSES = ("hinge", "squared-hinge", "logistic", "softmax")
 REGRESSION_LOSSES = ("squared", "huber", "epsilon-insensitive", "quantile")
 # -s code -> task; DSG has no nu-SVC / nu-SVR formulation.
 _TASKS = {0: "classification", 2: "novelty", 3: "regression"}
-_DEFAULTS = {"batch_size": 64, "feature_block": 32, "step": 1.0, "t0": 1.0,
+_DEFAULTS = {"batch_size": 64, "feature_block": 32, "step": 1000.0, "t0": 1000.0,
              "epochs": 1.0, "average": 0, "tau": 0.5, "delta": 1.0,
              "new_blocks": 1, "old_blocks": 1, "max_step_ratio": 2.0}
 _MIN_CAPACITY = 64      # blocks allocated at first

@@ -268,7 +268,7 @@ def test_save_load_round_trip_and_size(heart, tmp_path):
     ("--step -1", "--step"),
     ("-t 0", "RBF"),
     ("-s 1", "nu-SVC"),
-    ("--lambda 2 --step 10", "shrink"),
+    ("--lambda 2 --step 10 --t0 1", "shrink"),
     ("--epochs 0", "--epochs"),
 ])
 def test_bad_options(heart, options, match):

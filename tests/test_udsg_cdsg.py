@@ -222,7 +222,7 @@ def test_model_file_records_solver(heart, tmp_path):
     ("--solver udsg --new-blocks 0", "--new-blocks"),
     ("--solver udsg --new-blocks 1.5", "--new-blocks"),
     ("--solver cdsg --max-step-ratio 1", "--max-step-ratio"),
-    ("--solver cdsg --max-step-ratio 10 --lambda 0.5 --step 1", "--max-step-ratio"),
+    ("--solver cdsg --max-step-ratio 10 --lambda 0.5 --step 1 --t0 1", "--max-step-ratio"),
     ("--solver dsg --old-blocks 1", "old-blocks"),
     ("--solver cdsg --new-blocks 2", "new-blocks"),
 ])
