@@ -130,6 +130,8 @@ def main(argv=None):
     ap.add_argument("--features", type=int, default=0,
                     help="also run SGD and EigenPro (tau = 1/4) on D random features "
                          "(the paper's 'Random' columns; 0 = skip)")
+    ap.add_argument("--no-kernel", action="store_true",
+                    help="skip the kernel-expansion columns (with --features: RF only)")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
@@ -141,6 +143,8 @@ def main(argv=None):
           f"threads {threads} (read in {time.perf_counter() - t:.1f} s)", flush=True)
     Y = one_hot(y)
     error = TestError(X, Xt, yt, args.gamma, args.threads)
+    if args.no_kernel and not args.features:
+        ap.error("--no-kernel needs --features D")
 
     target = None
     if y.size <= args.exact_max_n:
@@ -152,13 +156,14 @@ def main(argv=None):
               f"{target:.2f}% in {exact_seconds:.1f} s", flush=True)
     M = min(args.subsample, y.size)
     common = {"batch_size": args.batch_size, "subsample": M}
-    sgd = run("kernel-sgd", "kernel-sgd", dict(common, epochs=args.max_epochs_sgd),
-              X, Y, error, args, target)
-    ep = run("eigenpro", "eigenpro",
-             dict(common, epochs=args.max_epochs_eigenpro,
-                  eigen_directions=args.eigen_directions),
-             X, Y, error, args, target)
-    results = [sgd, ep]
+    results = []
+    if not args.no_kernel:
+        results.append(run("kernel-sgd", "kernel-sgd", dict(common, epochs=args.max_epochs_sgd),
+                           X, Y, error, args, target))
+        results.append(run("eigenpro", "eigenpro",
+                           dict(common, epochs=args.max_epochs_eigenpro,
+                                eigen_directions=args.eigen_directions),
+                           X, Y, error, args, target))
     if args.features:
         rf_error = TestErrorRF(Xt, yt, args.features, args.gamma, args.seed, args.threads)
         rf = dict(common, features=args.features)
@@ -177,7 +182,7 @@ def main(argv=None):
               f"{r['best_error']:.2f}% ({r['best_epoch']}) |")
     if target is not None:
         print(f"| exact (Cholesky) | - | {exact_seconds:.1f} | {target:.2f}% | - | - |")
-    pairs = [(sgd, ep)] + ([(results[2], results[3])] if args.features else [])
+    pairs = [(results[i], results[i + 1]) for i in range(0, len(results), 2)]
     for a, b in pairs:
         if a["reached"]:
             print(f"\n{a['name']} / {b['name']} to the exact error: epochs "
