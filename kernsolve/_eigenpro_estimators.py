@@ -10,7 +10,8 @@ scikit-learn.  ``eigen_directions=0`` is plain kernel SGD.
 """
 import numpy as np
 
-from ._eigenpro import EigenProModel, decision_values, eigenpro_options, fit_eigenpro
+from ._eigenpro import eigenpro_options, fit_eigenpro
+from ._eigenpro_model import EigenProModel, decision_values
 from ._estimators import (_BaseEstimator, _BaseSVM, _check_feature_names, _check_X,
                           _column_or_1d, _check_lengths, _encode_classes, _feature_names,
                           _is_number, _seed_of)

@@ -725,7 +725,7 @@ def _slow_pairs(r, lineno, pairs, t):
 MODEL_MAGIC = "kernsolve_model"
 MODEL_KINDS = {
     "dsg": ("kernsolve._dsg", "DSGModel"),
-    "eigenpro": ("kernsolve._eigenpro", "EigenProModel"),
+    "eigenpro": ("kernsolve._eigenpro_model", "EigenProModel"),
 }
 
 

@@ -7,7 +7,6 @@ bound of preconditioned Richardson iteration as the tolerance; a plain numpy
 transcription of the paper's Table 2 on the full kernel matrix; LIBSVM's own
 model reader and predictor for the regression model file.
 """
-import os
 
 import numpy as np
 import pytest
@@ -15,9 +14,9 @@ import scipy.linalg
 
 import kernsolve
 from kernsolve import Parameters, kernel_matrix
-from kernsolve._eigenpro import (EigenProModel, _build_preconditioner, _epoch_order,
-                                 _Kernel, eigenpro_options, exact_kernel_ridge,
-                                 fit_eigenpro)
+from kernsolve._eigenpro import (_build_preconditioner, _epoch_order, _Kernel,
+                                 eigenpro_options, exact_kernel_ridge, fit_eigenpro)
+from kernsolve._eigenpro_model import EigenProModel
 from kernsolve._random import permutation
 
 
@@ -118,7 +117,7 @@ def test_converges_to_kernel_least_squares():
 
 def _table2(K, Y, S, k, tau, eta, m, epochs, seed):
     """The paper's Table 2, transcribed with numpy on the full kernel matrix."""
-    n, M = K.shape[0], len(S)
+    n = K.shape[0]
     w, V = scipy.linalg.eigh(K[np.ix_(S, S)])
     w, V = w[::-1], V[:, ::-1]
     Lam, lk1 = w[:k], w[k]

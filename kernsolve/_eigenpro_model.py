@@ -1,0 +1,358 @@
+"""EigenPro models: the multi-output kernel expansion, its file format, prediction.
+
+:class:`EigenProModel` holds what ``--solver eigenpro`` / ``kernel-sgd`` fit
+for classification (one output per class) and any ``--features`` model; its
+text format starts with ``kernsolve_model eigenpro`` and ``load_model``
+dispatches on that line (``kernsolve._model.MODEL_KINDS``).  Regression
+kernel expansions are LIBSVM ``Model`` objects instead (see
+``kernsolve._eigenpro``).  ``doc/eigenpro.md`` describes the format.
+"""
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._eigenpro import BLOCK_BYTES, EPSILON_SVR, MAGIC, _Kernel, _one_blas_thread
+from ._params import KERNELS, SVM_TYPES, Parameters
+
+__all__ = ["EigenProModel", "decision_values", "format_eigenpro_model",
+           "parse_eigenpro_model", "predict_eigenpro"]
+
+
+@dataclass
+class EigenProModel:
+    """A multi-output kernel expansion: outputs = K(x, centres) @ coef.
+
+    With ``features = D`` it is instead linear in D random Fourier features
+    regenerated from ``param.seed``: outputs = phi(x) @ coef, coef (D, n_outputs).
+
+    Attributes
+    ----------
+    param : Parameters
+        Training parameters (gamma resolved).  ``svm_type`` 3 (epsilon_svr)
+        marks a regression model (prediction = output 0).
+    labels : ndarray of shape (n_outputs,)
+        The class of each output column; prediction is the label of the
+        largest output (the first one on ties).
+    centres : ndarray or csr_matrix, shape (n_centres, n_features), or None
+    coef : ndarray of shape (n_centres, n_outputs) or (D, n_outputs)
+    stats : dict
+        Training statistics (not written to the file).
+    features : int or None
+        D for a random-feature model.
+    """
+    param: Parameters
+    labels: np.ndarray
+    centres: object
+    coef: np.ndarray
+    stats: dict = field(default_factory=dict)
+    features: int = None
+
+    @property
+    def n_outputs(self):
+        return int(self.coef.shape[1])
+
+    @property
+    def n_sv(self):
+        return 0 if self.centres is None else int(self.centres.shape[0])
+
+    @property
+    def support_vectors(self):
+        """The centres, under the name :class:`~kernsolve.Model` uses (empty for features)."""
+        return np.zeros((0, 1)) if self.centres is None else self.centres
+
+    @property
+    def nr_class(self):
+        return int(len(self.labels))
+
+    @property
+    def is_probability_model(self):
+        return False
+
+    def __repr__(self):
+        p = self.param
+        parts = [KERNELS[int(p.kernel_type)]]
+        if int(p.kernel_type) in (1, 2, 3, 5) and p.gamma is not None:
+            parts.append("gamma=%g" % float(p.gamma))
+        parts.append("n_outputs=%d" % self.n_outputs)
+        if self.features is not None:
+            parts.append("features=%d" % self.features)
+        else:
+            parts.append("n_centres=%d" % self.n_sv)
+        return "EigenProModel(" + ", ".join(parts) + ")"
+
+    def save(self, path):
+        """Write the model (see :func:`format_eigenpro_model`)."""
+        from ._model import save_model
+        save_model(path, self)
+
+    def to_text(self):
+        """The model file's text (``save_model`` writes it atomically)."""
+        return format_eigenpro_model(self)
+
+    @classmethod
+    def from_lines(cls, lines, fail):
+        """The model from a file's lines (``load_model`` dispatches here)."""
+        return parse_eigenpro_model(lines, fail)
+
+    def predict_tuple(self, y, X, options=""):
+        """``kernsolve.predict(y, X, model, options)`` for this model."""
+        return predict_eigenpro(y, X, self, options)
+
+    def decision_function(self, X, n_jobs=None):
+        """The outputs ``K(X, centres) @ coef``, shape (n_samples, n_outputs)."""
+        return decision_values(X, self, n_jobs)
+
+    def predict(self, X, n_jobs=None):
+        """The label of the largest output for each row (regression: output 0)."""
+        return _labels_of(decision_values(X, self, n_jobs), self)
+
+
+def _labels_of(values, model):
+    if int(model.param.svm_type) == EPSILON_SVR:
+        return values[:, 0].copy()
+    if values.shape[0] == 0:
+        return np.empty(0)
+    return np.asarray(model.labels, dtype=np.float64)[np.argmax(values, axis=1)]
+
+
+def decision_values(X, model, n_jobs=None):
+    """``K(X, centres) @ coef`` block by block (width rule as LIBSVM's predict)."""
+    from ._predict import _prepare_X, _widen
+    from ._threads import resolve_n_jobs
+    p = model.param
+    Xc = _prepare_X(X)
+    coef = np.asarray(model.coef, dtype=np.float64)
+    if model.features is not None:
+        from ._eigenpro_features import FeatureMap
+        out = np.empty((Xc.shape[0], coef.shape[1]))
+        rows = max(1, BLOCK_BYTES // (8 * model.features))
+        phi = FeatureMap(Xc.shape[1], model.features, int(p.kernel_type), float(p.gamma),
+                         int(p.seed))
+        for start in range(0, Xc.shape[0], rows):
+            Z = phi(Xc[start:start + rows])
+            with _one_blas_thread():
+                out[start:start + rows] = Z @ coef
+        return out
+    C = model.centres
+    width = max(Xc.shape[1], C.shape[1], 1)
+    if Xc.shape[1] != width:
+        Xc = _widen(Xc, width)
+    if C.shape[1] != width:
+        C = _widen(C, width)
+    kern = _Kernel(C, int(p.kernel_type), float(p.gamma or 0.0), int(p.degree),
+                   float(p.coef0), resolve_n_jobs(n_jobs))
+    coef = np.asarray(model.coef, dtype=np.float64)
+    n = Xc.shape[0]
+    out = np.empty((n, coef.shape[1]))
+    rows = max(1, BLOCK_BYTES // (8 * max(coef.shape[0], 1)))
+    for start in range(0, n, rows):
+        stop = min(n, start + rows)
+        Xb = Xc[start:stop]
+        K = kern.block(_canonical_block(Xb), kern.X)
+        with _one_blas_thread():
+            out[start:stop] = K @ coef
+    return out
+
+
+def _canonical_block(Xb):
+    from ._kernels import as_canonical
+    return as_canonical(Xb) if sp.issparse(Xb) else np.ascontiguousarray(Xb, dtype=np.float64)
+
+
+def _g(x):
+    return "%.17g" % x
+
+
+def format_eigenpro_model(model):
+    """The text of kernsolve's EigenPro model file.
+
+    ::
+
+        kernsolve_model eigenpro
+        svm_type c_svc
+        kernel_type rbf
+        degree 3            (polynomial only)
+        gamma 0.02          (polynomial, rbf, laplacian)
+        coef0 0             (polynomial)
+        n_outputs 10
+        label 0 1 2 ...     (one label per output column)
+        total_sv 60000
+        SV
+        c_1 ... c_{n_outputs} index:value index:value ...
+
+    Each centre line is LIBSVM's SV line with ``n_outputs`` coefficients;
+    numbers are written with ``%.17g`` so a round trip is exact.  A
+    random-feature model has ``features D`` and ``seed S`` instead of
+    ``total_sv``, then ``W`` and D lines of ``n_outputs`` coefficients.
+    """
+    from ._model import _format_sv_rows, _label_text
+    p = model.param
+    t = int(p.kernel_type)
+    coef = np.asarray(model.coef, dtype=np.float64)
+    C = model.centres
+    rows = model.features if model.features is not None else C.shape[0]
+    if coef.ndim != 2 or coef.shape[0] != rows:
+        raise ValueError(f"model: coef has shape {coef.shape}, expected "
+                         f"({rows}, n_outputs)")
+    if len(model.labels) != coef.shape[1]:
+        raise ValueError(f"model: {len(model.labels)} labels for {coef.shape[1]} outputs")
+    if not np.all(np.isfinite(coef)):
+        raise ValueError("model: coef has non-finite values")
+    lines = [MAGIC, f"svm_type {SVM_TYPES[int(p.svm_type)]}", f"kernel_type {KERNELS[t]}"]
+    if t == 1:
+        lines.append("degree %d" % int(p.degree))
+    if t in (1, 2, 5):
+        lines.append("gamma " + _g(float(p.gamma)))
+    if t == 1:
+        lines.append("coef0 " + _g(float(p.coef0)))
+    lines.append("n_outputs %d" % coef.shape[1])
+    lines.append(" ".join(["label"] + [_label_text(v) for v in np.asarray(model.labels)]))
+    if model.features is not None:
+        lines += ["features %d" % model.features, "seed %d" % int(p.seed), "W"]
+        return "\n".join(lines + [" ".join(_g(v) for v in row) for row in coef]) + "\n"
+    lines.append("total_sv %d" % C.shape[0])
+    lines.append("SV")
+    csr = sp.csr_matrix(C, dtype=np.float64)
+    if not csr.has_canonical_format:
+        csr = csr.copy()
+        csr.sum_duplicates()
+    if not np.all(np.isfinite(csr.data)):
+        raise ValueError("model: a centre has non-finite values")
+    return "\n".join(lines) + "\n" + "".join(_format_sv_rows(coef.T.copy(), csr))
+
+
+_HEADER = ("svm_type", "kernel_type", "degree", "gamma", "coef0", "n_outputs", "label",
+           "total_sv", "features", "seed")
+
+
+class _FailOnly:
+    """The reader interface of ``kernsolve._model``'s helpers around a ``fail``."""
+
+    def __init__(self, fail):
+        self.fail = fail
+
+
+def parse_eigenpro_model(lines, fail):
+    """An :class:`EigenProModel` from the lines of a file whose first line is MAGIC.
+
+    ``fail(lineno, problem)`` raises ModelFormatError
+    (``"<file>:<line>: <problem>"``); it is called for anything corrupt or
+    truncated.
+    """
+    from ._model import _float, _int, _read_support_vectors
+    r = _FailOnly(fail)
+    if not lines or lines[0].strip() != MAGIC:
+        r.fail(1, f"expected {MAGIC!r} on the first line")
+    header, where, sv_line, section = {}, {}, None, None
+    for k in range(1, len(lines)):
+        tokens = lines[k].split()
+        if not tokens:
+            continue
+        if tokens[0] in ("SV", "W"):
+            if len(tokens) != 1:
+                r.fail(k + 1, f"unexpected text after {tokens[0]!r}")
+            sv_line = k
+            section = tokens[0]
+            break
+        if tokens[0] not in _HEADER:
+            r.fail(k + 1, f"unknown keyword {tokens[0][:40]!r} in the model header")
+        if tokens[0] in header:
+            r.fail(k + 1, f"{tokens[0]} given twice")
+        header[tokens[0]] = tokens[1:]
+        where[tokens[0]] = k + 1
+    if sv_line is None:
+        r.fail(len(lines), "truncated model file: no 'SV' (or 'W') line")
+
+    def one(key):
+        if key not in header:
+            r.fail(sv_line + 1, f"missing '{key}' line in the model header")
+        if len(header[key]) != 1:
+            r.fail(where[key], f"{key} takes one value, got {len(header[key])}")
+        return header[key][0]
+
+    svm_name = one("svm_type")
+    if svm_name not in SVM_TYPES:
+        r.fail(where["svm_type"], f"unknown svm_type {svm_name[:40]!r}")
+    kname = one("kernel_type")
+    if kname not in KERNELS or KERNELS.index(kname) in (3, 4):
+        r.fail(where["kernel_type"], f"kernel_type {kname[:40]!r} is not an EigenPro kernel")
+    t = KERNELS.index(kname)
+    param = Parameters(svm_type=SVM_TYPES.index(svm_name), kernel_type=t, solver="eigenpro")
+    if t == 1:
+        param.degree = _int(r, where.get("degree", sv_line + 1), one("degree"), "degree")
+        if param.degree < 0:
+            r.fail(where["degree"], f"degree must be >= 0, got {param.degree}")
+        param.coef0 = _float(r, where.get("coef0", sv_line + 1), one("coef0"), "coef0")
+    if t in (1, 2, 5):
+        param.gamma = _float(r, where.get("gamma", sv_line + 1), one("gamma"), "gamma")
+    n_out = _int(r, where.get("n_outputs", sv_line + 1), one("n_outputs"), "n_outputs")
+    if not 1 <= n_out <= 65536:
+        r.fail(where["n_outputs"], f"n_outputs must be in 1..65536, got {n_out}")
+    if "label" not in header:
+        r.fail(sv_line + 1, "missing 'label' line in the model header")
+    if len(header["label"]) != n_out:
+        r.fail(where["label"], f"label needs {n_out} values, got {len(header['label'])}")
+    labels = np.array([_float(r, where["label"], v, "label") for v in header["label"]])
+    if ("features" in header) != (section == "W"):
+        r.fail(sv_line + 1, "a random-feature model has a 'features' line and a 'W' "
+                            "section; a kernel expansion has 'total_sv' and 'SV'")
+    if section == "W":
+        D = _int(r, where["features"], one("features"), "features")
+        if D < 1:
+            r.fail(where["features"], f"features must be >= 1, got {D}")
+        seed = _int(r, where.get("seed", sv_line + 1), one("seed"), "seed")
+        if not 0 <= seed < 2 ** 64:
+            r.fail(where["seed"], f"seed must be in [0, 2**64), got {seed}")
+        param.seed = seed
+        body = lines[sv_line + 1:]
+        if len(body) < D or any(body[j].strip() for j in range(D, len(body))):
+            r.fail(min(len(lines), sv_line + 2 + D), f"expected exactly {D} coefficient "
+                                                     "lines after 'W'")
+        W = np.empty((D, n_out))
+        for j in range(D):
+            tokens = body[j].split()
+            if len(tokens) != n_out:
+                r.fail(sv_line + 2 + j, f"expected {n_out} coefficients, got {len(tokens)}")
+            W[j] = [_float(r, sv_line + 2 + j, v, "coefficient") for v in tokens]
+        return EigenProModel(param=param, labels=labels, centres=None, coef=W, features=D)
+    l = _int(r, where.get("total_sv", sv_line + 1), one("total_sv"), "total_sv")
+    if l < 0:
+        r.fail(where["total_sv"], f"total_sv must be >= 0, got {l}")
+    body = lines[sv_line + 1:]
+    if len(body) < l:
+        r.fail(len(lines) + 1, f"truncated model file: total_sv is {l} but only "
+                               f"{len(body)} centre lines follow")
+    for k in range(l, len(body)):
+        if body[k].strip():
+            r.fail(sv_line + 2 + k, f"unexpected text after the {l} centres")
+    centres, coef = _read_support_vectors(r, body[:l], sv_line + 2, n_out, t)
+    return EigenProModel(param=param, labels=labels, centres=centres,
+                         coef=np.ascontiguousarray(coef.T))
+
+
+
+def predict_eigenpro(y, X, model, options=""):
+    """``kernsolve.predict`` for an :class:`EigenProModel` (same return values)."""
+    from ._predict import _parse_predict_options, evaluations
+    probability, quiet, n_jobs = _parse_predict_options(options)
+    if probability:
+        raise ValueError("an EigenPro model has no probability estimates (-b 1)")
+    values = decision_values(X, model, n_jobs)
+    labels = _labels_of(values, model)
+    if y is None:
+        return labels, (float("nan"),) * 3, values
+    y = np.asarray(y, dtype=np.float64).ravel()
+    if y.size != labels.size:
+        raise ValueError(f"y has {y.size} labels but X has {labels.size} rows")
+    acc, mse, scc = evaluations(y, labels)
+    if not quiet:
+        n = y.size
+        if int(model.param.svm_type) == EPSILON_SVR:
+            print("Mean squared error = %g (regression)" % mse, file=sys.stdout)
+            print("Squared correlation coefficient = %g (regression)" % scc, file=sys.stdout)
+        else:
+            print("Accuracy = %g%% (%d/%d) (classification)"
+                  % (acc, int(round(n * acc / 100)), n), file=sys.stdout)
+    return labels, (acc, mse, scc), values
