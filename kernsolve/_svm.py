@@ -86,14 +86,14 @@ def train(y, X, options="", *, sample_weight=None, n_jobs=None, _folds=None,
     if param.solver in ("eigenpro", "kernel-sgd"):   # kernel least squares (kernsolve._eigenpro)
         from ._eigenpro import train_eigenpro
         return train_eigenpro(y, X, param, n_jobs=n_jobs, sample_weight=sample_weight)
-    if n_jobs is None:
-        n_jobs = param.n_jobs
     if param.solver in ("dsg", "udsg", "cdsg"):    # random-feature models (kernsolve._dsg)
         from ._dsg import train as train_dsg
         if sample_weight is not None:
             raise ValueError("sample_weight is not supported by the DSG solvers")
         param.check()
         return train_dsg(y, X, param, n_jobs=n_jobs)
+    if n_jobs is None:
+        n_jobs = param.n_jobs
     n_threads = resolve_n_jobs(n_jobs)
     _check_parameters(param)
     if param.solver in _BASELINES:
