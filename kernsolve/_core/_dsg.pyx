@@ -57,6 +57,8 @@ cnp.import_array()
 
 # Scratch for regenerated (uncached) blocks, in doubles.
 cdef Py_ssize_t SCRATCH_DOUBLES = 1 << 21      # 16 MB
+# Rows that share a pass over a block's directions (cache reuse).
+cdef Py_ssize_t ROW_TILE = 16
 # Renormalise the stored coefficients when the lazy scale gets this small.
 cdef double MIN_SCALE = 1e-100
 # Solvers of fit_chunk (h["solver"]).
@@ -100,7 +102,8 @@ cdef int _add_group(const FeatureMap* fm, const Rows* X, const int64_t* rows,
     """
     cdef Py_ssize_t F = fm.block_size, K = n_outputs, stride = _stride(fm)
     cdef Py_ssize_t d_f = fm.n_features * F
-    cdef Py_ssize_t r, i, b, f, k
+    cdef Py_ssize_t n_tiles = (n_rows + ROW_TILE - 1) // ROW_TILE
+    cdef Py_ssize_t tile, r, r_end, i, b, f, k
     cdef double s
     cdef double* z
     # Written through a pointer: a plain assignment inside the parallel
@@ -112,16 +115,23 @@ cdef int _add_group(const FeatureMap* fm, const Rows* X, const int64_t* rows,
         if z == NULL:
             failed_ptr[0] = 1
         else:
-            for r in prange(n_rows, schedule="static"):
-                i = rows[r] if rows != NULL else r
+            # A tile of rows passes over each block in turn, so the block's
+            # directions stay in cache for ROW_TILE rows; every row still adds
+            # its blocks in block order (the bits do not depend on tiling).
+            for tile in prange(n_tiles, schedule="static"):
+                r_end = tile * ROW_TILE + ROW_TILE
+                if r_end > n_rows:
+                    r_end = n_rows
                 for b in range(n_group):
-                    fm_apply_row(fm, blocks + b * stride, blocks + b * stride + d_f,
-                                 X, i, z)
-                    for k in range(K):
-                        s = 0.0
-                        for f in range(F):
-                            s = s + z[f] * coef[(b * F + f) * K + k]
-                        out[r * K + k] += s
+                    for r in range(tile * ROW_TILE, r_end):
+                        i = rows[r] if rows != NULL else r
+                        fm_apply_row(fm, blocks + b * stride, blocks + b * stride + d_f,
+                                     X, i, z)
+                        for k in range(K):
+                            s = 0.0
+                            for f in range(F):
+                                s = s + z[f] * coef[(b * F + f) * K + k]
+                            out[r * K + k] += s
             free(z)
     return -1 if failed else 0
 

@@ -100,27 +100,46 @@ cdef void fm_block(const FeatureMap* fm, int64_t block, double* omega,
     fm_features(fm, block * fm.block_size, fm.block_size, omega, phase, 1)
 
 
+# Features summed together in registers by fm_apply_row_n.
+cdef enum:
+    LANES = 16
+
+
 cdef void fm_apply_row_n(const double* omega, const double* phase, Py_ssize_t count,
                          const Rows* X, Py_ssize_t i, double* out) noexcept nogil:
     cdef const double* v
     cdef const int32_t* ix
     cdef const double* w
     cdef Py_ssize_t m = row_ptr(X, i, &v, &ix)
-    cdef Py_ssize_t t, f, j
-    cdef double xj
-    for f in range(count):
-        out[f] = 0.0
-    # Terms in increasing column order (CSR indices are sorted), one axpy per
-    # nonzero; a zero x_j adds nothing, so dense zeros are skipped and dense
-    # and CSR rows give the same bits.
-    for t in range(m):
-        xj = v[t]
-        if xj == 0.0:
-            continue
-        j = ix[t] if ix != NULL else t
-        w = omega + j * count
-        for f in range(count):
-            out[f] = out[f] + xj * w[f]
+    cdef Py_ssize_t t, f, f0 = 0, q
+    cdef double xj, s
+    cdef double acc[LANES]
+    # Terms in increasing column order (CSR indices are sorted); a zero x_j
+    # adds nothing, so dense zeros are skipped and dense and CSR rows give the
+    # same bits.  LANES features at a time are summed in registers over the
+    # whole row (each feature's sum keeps the same term order, so the bits do
+    # not depend on LANES): one load of omega per multiply-add instead of a
+    # load and a store of out[f] as well.
+    while f0 + LANES <= count:
+        for q in range(LANES):
+            acc[q] = 0.0
+        for t in range(m):
+            xj = v[t]
+            if xj == 0.0:
+                continue
+            w = omega + (ix[t] if ix != NULL else t) * count + f0
+            for q in range(LANES):
+                acc[q] = acc[q] + xj * w[q]
+        for q in range(LANES):
+            out[f0 + q] = acc[q]
+        f0 += LANES
+    for f in range(f0, count):
+        s = 0.0
+        for t in range(m):
+            xj = v[t]
+            if xj != 0.0:
+                s = s + xj * omega[(ix[t] if ix != NULL else t) * count + f]
+        out[f] = s
     for f in range(count):
         out[f] = SQRT2 * cos(out[f] + phase[f])
 
