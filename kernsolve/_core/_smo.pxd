@@ -223,13 +223,25 @@ cdef inline void _step_chunk(double* G, double* G_bar, const double* ys,
         _axpy1_chunk(G_bar, ys, s.Bj, s.cj, (l * c) // nc, (l * (c + 1)) // nc)
 
 
+cdef enum:
+    TRIAL_ITERS = 16     # iterations of a trial of the other mode
+    TRIAL_WARMUP = 2     # of which the first ones are not measured
+    MAX_GAP = 4096       # iterations between trials of a losing mode, at most
+
+
 cdef struct Bandit:
     # Parallel or serial, whichever is measured cheaper.  Now and then the
     # other mode is tried for a few iterations; a mode that keeps losing is
-    # tried less and less often.  Only speed depends on the choice: every
-    # parallel reduction is exact, so the result is the same either way.
+    # tried less and less often (but at least every MAX_GAP iterations, so a
+    # machine that becomes free is noticed).  A trial's first iterations are
+    # not measured: after a stretch in serial mode, the sleeping OpenMP
+    # threads must be woken and their caches refilled once, which is no cost
+    # of the parallel mode in steady state.  Only speed depends on the
+    # choice: every parallel reduction is exact, so the result is the same.
     bint par
     double cost[2]       # seconds per unit of work (EMA), serial / parallel
+    double t_trial       # the trial's measured seconds and units
+    double u_trial
     long long next_probe
     long long gap
     int probing          # iterations left in the current trial
@@ -249,6 +261,11 @@ cdef inline void _bandit_record(Bandit* b, double seconds, double units) noexcep
     cdef double v
     if units <= 0:
         return
+    if b.probing > 0:
+        if b.probing <= TRIAL_ITERS - TRIAL_WARMUP:
+            b.t_trial += seconds
+            b.u_trial += units
+        return
     v = seconds / units
     if b.cost[m] < 0:
         b.cost[m] = v
@@ -263,6 +280,7 @@ cdef inline void _bandit_step(Bandit* b, long long it) noexcept nogil:
         if b.probing > 0:
             return
         tried = b.par
+        b.cost[1 if tried else 0] = b.t_trial / b.u_trial if b.u_trial > 0 else -1.0
         if b.cost[0] >= 0 and b.cost[1] >= 0:
             b.par = b.cost[1] < b.cost[0]
         elif b.cost[1 if tried else 0] < 0:
@@ -271,14 +289,15 @@ cdef inline void _bandit_step(Bandit* b, long long it) noexcept nogil:
             b.par = not tried
         if b.par == tried:
             b.gap = 256
-        elif b.gap < 65536:
+        elif b.gap < MAX_GAP:
             b.gap *= 2
         b.next_probe = it + b.gap
         return
     if it >= b.next_probe:
         b.par = not b.par
-        b.cost[1 if b.par else 0] = -1.0
-        b.probing = 8
+        b.t_trial = 0.0
+        b.u_trial = 0.0
+        b.probing = TRIAL_ITERS
 
 
 # Why a chunked scan picks exactly what the serial scan picks.  LIBSVM's
