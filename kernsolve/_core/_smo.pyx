@@ -362,7 +362,8 @@ cdef class _SMO:
         else:
             for c in prange(nc, num_threads=nc, schedule='static', chunksize=1):
                 _step_chunk(G, G_bar, ys, st, s, act, l, c, nc, &u[c])
-            _combine_up(u, nc, &self.next_up)
+            if s.Kj != NULL:
+                _combine_up(u, nc, &self.next_up)
         self.record(_now() - t0, work)
         self.next_up_valid = s.Kj != NULL
 
