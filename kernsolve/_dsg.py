@@ -40,6 +40,7 @@ _DEFAULTS = {"batch_size": 64, "feature_block": 32, "step": 1000.0, "t0": 1000.0
              "epochs": 1.0, "average": 0, "tau": 0.5, "delta": 1.0,
              "new_blocks": 1, "old_blocks": 1, "max_step_ratio": 2.0}
 _MIN_CAPACITY = 64      # blocks allocated at first
+_SLICE_BATCHES = 16     # batches per compiled call (progress and Ctrl-C between)
 
 
 # --------------------------------------------------------------- options
@@ -518,6 +519,8 @@ class DSGTrainer:
         self.n_seen = 0
         self.seconds = 0.0
         self.sampling_key = stream_key(hyper["seed"], "sampling")
+        self.progress = None        # kernsolve._progress.Progress, or None
+        self.planned_iter = None    # iterations of the whole run, when known
 
     def _reserve(self, n_new):
         need = self.n_blocks + n_new
@@ -550,24 +553,39 @@ class DSGTrainer:
         B = self.h["batch_size"]
         self._reserve(-(-order.size // B))
         cached = min(self.cache.shape[0] // self.stride, self.cache_capacity)
-        n_blocks, n_iter, evals, status, loss_sum, n_old = _c.fit_chunk(
-            X, targets, order, self.h, self.coef, self.intercept, self.scalars,
-            self.cache if cached else np.zeros(1), cached, self.avg_coef,
-            self.avg_intercept, self.n_blocks, self.n_iter, resolve_n_jobs(n_jobs),
-            self.beta)
-        if status == 1:
-            raise ValueError(f"DSG diverged at iteration {n_iter} (a prediction became "
-                             f"infinite or NaN); use a smaller --step than "
-                             f"{self.h['step']:g} or a larger --t0")
-        if status != 0:
-            raise MemoryError("DSG: out of memory for per-thread scratch")
-        self.n_blocks, self.n_iter = n_blocks, n_iter
-        self.feature_evals += evals
-        self.n_old_updates += n_old
-        self.loss_sum += loss_sum
-        self.n_seen += order.size
+        # Slices of whole batches: the loop resumes exactly where it stopped
+        # (same bits as one call), and between slices the progress line is
+        # updated and Ctrl-C is seen.
+        step = B * _SLICE_BATCHES
+        for start in range(0, order.size, step):
+            n_blocks, n_iter, evals, status, loss_sum, n_old = _c.fit_chunk(
+                X, targets, order[start:start + step], self.h, self.coef, self.intercept,
+                self.scalars, self.cache if cached else np.zeros(1), cached,
+                self.avg_coef, self.avg_intercept, self.n_blocks, self.n_iter,
+                resolve_n_jobs(n_jobs), self.beta)
+            if status == 1:
+                raise ValueError(f"DSG diverged at iteration {n_iter} (a prediction became "
+                                 f"infinite or NaN); use a smaller --step than "
+                                 f"{self.h['step']:g} or a larger --t0")
+            if status != 0:
+                raise MemoryError("DSG: out of memory for per-thread scratch")
+            self.n_blocks, self.n_iter = n_blocks, n_iter
+            self.feature_evals += evals
+            self.n_old_updates += n_old
+            self.loss_sum += loss_sum
+            self.n_seen += min(step, order.size - start)
+            if self.progress is not None:
+                self._report()
         self.seconds += time.perf_counter() - t
         return self
+
+    def _report(self):
+        state = {"n_iter": self.n_iter, "n_feature_evals": self.feature_evals}
+        if self.planned_iter:
+            state["max_iter"] = self.planned_iter
+            # the work of iteration t grows like t (it evaluates t blocks)
+            state["fraction"] = min(1.0, (self.n_iter / self.planned_iter) ** 2)
+        self.progress(state)
 
     def model(self):
         """The current iterate (or the running average with ``--average 1``)."""
@@ -626,11 +644,20 @@ def train(y, X, options="", n_jobs=None):
     trainer = DSGTrainer(h, targets)
     epochs = h["epochs"]
     full, part = int(epochs), epochs - int(epochs)
-    for _ in range(full):
-        trainer.fit_rows(X, y, n_jobs=n_jobs)
-    if part > 0:
-        trainer.fit_rows(X, y, n_rows_used=max(1, int(round(part * X.shape[0]))),
-                         n_jobs=n_jobs)
+    n_part = max(1, int(round(part * X.shape[0]))) if part > 0 else 0
+    B = h["batch_size"]
+    trainer.planned_iter = -(-(full * X.shape[0] + n_part) // B)
+    if not param.quiet:
+        from ._progress import Progress
+        trainer.progress = Progress(param.solver)
+    try:
+        for _ in range(full):
+            trainer.fit_rows(X, y, n_jobs=n_jobs)
+        if n_part:
+            trainer.fit_rows(X, y, n_rows_used=n_part, n_jobs=n_jobs)
+    finally:
+        if trainer.progress is not None:
+            trainer.progress.close()
     model = trainer.model()
     model.stats["wall_seconds"] = time.perf_counter() - t
     model.stats["n_threads"] = resolve_n_jobs(n_jobs)

@@ -140,6 +140,8 @@ class Progress:
         """Share of the planned work done (0..1), or None when unknown."""
         if not self.estimate:
             return None
+        if "fraction" in state:         # the solver knows its share of the work
+            return state["fraction"]
         if self.planned is None:
             if self.n_parts == 1 and state.get("max_iter"):
                 return min(1.0, int(state.get("n_iter", 0)) / int(state["max_iter"]))
@@ -163,8 +165,11 @@ class Progress:
                 parts.append(f"iter {state['n_iter']}")
         if "gap" in state:
             parts.append(f"gap {state['gap']:.4g}")
-        evals = self.done_evals + int(state.get("n_kernel_evals", 0))
-        parts.append(f"kernel evals {evals:.4g}")
+        if "n_feature_evals" in state:   # solvers on random features (DSG)
+            parts.append(f"feature evals {state['n_feature_evals']:.4g}")
+        else:
+            evals = self.done_evals + int(state.get("n_kernel_evals", 0))
+            parts.append(f"kernel evals {evals:.4g}")
         parts.append(f"{_seconds(elapsed)} elapsed")
         frac = self.fraction_done(state)
         if frac is not None and frac > 0:

@@ -301,3 +301,21 @@ def test_corrupt_model_files(heart, tmp_path, edit, match):
     path.write_text(edit(m.to_text()))
     with pytest.raises(kernsolve.ModelFormatError, match=match):
         kernsolve.load_model(path)
+
+
+def test_progress_line_and_quiet(heart, capsys):
+    from kernsolve._progress import Progress
+    y, X = heart
+    param = kernsolve.parse_options("--solver dsg -g 0.1 --batch-size 4")
+    targets = _dsg._Targets.from_data("classification", "hinge", y)
+    trainer = _dsg.DSGTrainer(_dsg._hyper(param, X.shape[0], X.shape[1], "hinge", 0.1), targets)
+    trainer.planned_iter = -(-X.shape[0] // 4)
+    trainer.progress = Progress("dsg", delay=0, interval=0)
+    trainer.fit_rows(X, y, n_jobs=1)
+    lines = capsys.readouterr().err.strip().splitlines()
+    # one line per slice of 16 batches, with the feature evaluations so far
+    assert len(lines) == -(-trainer.planned_iter // 16)
+    assert lines[-1].startswith(f"kernsolve dsg: iter {trainer.n_iter}/{trainer.planned_iter}")
+    assert f"feature evals {trainer.feature_evals:.4g}" in lines[-1]
+    kernsolve.train(y, X, "-q --solver dsg -g 0.1")
+    assert capsys.readouterr() == ("", "")
