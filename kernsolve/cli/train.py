@@ -44,11 +44,17 @@ options:
 -v n: n-fold cross validation mode
 -q : quiet mode (no outputs)
 kernsolve options:
---solver name : smo, sbp, dsg, udsg, cdsg, pegasos, sdca or perceptron (default smo)
+--solver name : smo, sbp, dsg, udsg, cdsg, eigenpro, kernel-sgd, pegasos, sdca or
+	perceptron (default smo)
 --threads n : number of threads; negative counts back from all cores (default: all cores)
 --seed s : seed of the random numbers (folds, probability CV, sampling) (default 0)
 --bias 0|1 : whether the decision function has a bias term (default 1)
---name value : solver options of the chosen solver (see the documentation)
+--name value : solver options of the chosen solver (see the documentation), e.g.
+	sbp: --epochs --max-kernel-evals; dsg: --loss --batch-size --feature-block
+	--lambda --step --t0 --epochs --average; udsg: --new-blocks --old-blocks;
+	cdsg: --max-step-ratio; eigenpro: --eigen-directions --subsample --batch-size
+	--damping --epochs --step
+-g median : (dsg, udsg, cdsg, eigenpro, kernel-sgd) gamma by the median trick
 --stream : (--solver dsg) train from the file read in byte windows, never all in memory
 --libsvm-folds : draw the -v folds and the -b 1 internal folds as svm-train does on Linux
 	(glibc rand()), so -v and -b 1 give svm-train's numbers
