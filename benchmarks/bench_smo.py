@@ -183,6 +183,14 @@ def _run(peer, threads, train, test, n_feat, C, gamma, kernsolve_path, timeout,
             "error": (proc.stderr or proc.stdout).strip().splitlines()[-1:]}
 
 
+def _wait_policy(forced):
+    """How idle OpenMP threads wait in the runs (libgomp's variables)."""
+    policy = forced or os.environ.get("OMP_WAIT_POLICY") or "default"
+    if not forced and os.environ.get("GOMP_SPINCOUNT"):
+        policy += f", GOMP_SPINCOUNT={os.environ['GOMP_SPINCOUNT']}"
+    return policy
+
+
 def _fmt(v, spec):
     return "-" if v is None else format(v, spec)
 
@@ -297,8 +305,7 @@ def main(argv=None):
                              args.kernsolve_path, args.timeout, args.wait_policy)
                     r.update(data=train_name + (f"[:{n_rows}]" if n_rows else ""),
                              C=C, gamma=gamma, load_avg=os.getloadavg()[0],
-                             wait_policy=args.wait_policy
-                             or os.environ.get("OMP_WAIT_POLICY") or "default")
+                             wait_policy=_wait_policy(args.wait_policy))
                     if args.label and peer == "kernsolve":
                         r["label"] = args.label
                     rows.append(r)
