@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from ._params import option_key
+from ._params import option_key, option_number as _number
 
 C_SVC = 0
 BASELINES = ("pegasos", "sdca", "perceptron")
@@ -36,18 +36,6 @@ _NAMES = {"pegasos": "Pegasos", "sdca": "SDCA", "perceptron": "Perceptron"}
 
 __all__ = ["BASELINES", "check_parameters", "baseline_options", "planned_iterations",
            "train_binary"]
-
-
-def _number(value, name, integer=False):
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"--{name}: expected {'an integer' if integer else 'a number'}, "
-                         f"got {value!r}")
-    if integer and float(value) != int(value):
-        raise ValueError(f"--{name}: expected an integer, got {value!r}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"--{name}: expected a finite number, got {value!r}")
-    return value
 
 
 def baseline_options(param):

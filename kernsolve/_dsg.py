@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from ._core import _dsg as _c
 from ._features import _feature_kernel, _check_gamma, median_gamma
 from ._kernels import as_canonical
-from ._params import Parameters, parse_options
+from ._params import Parameters, option_number, parse_options
 from ._random import _uint64, permutation, stream_key
 from ._threads import resolve_n_jobs
 
@@ -46,15 +46,9 @@ _SLICE_BATCHES = 16     # batches per compiled call (progress and Ctrl-C between
 # --------------------------------------------------------------- options
 
 def _number(extra, key, *, integer=False, low=None, low_open=True, high=None):
-    value = extra.get(key, _DEFAULTS.get(key))
     option = "--" + key.replace("_", "-")
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{option}: expected a number, got {value!r}")
-    if integer and value != int(value):
-        raise ValueError(f"{option}: expected an integer, got {value!r}")
-    value = int(value) if integer else float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{option}: expected a finite number, got {value!r}")
+    value = option_number(extra.get(key, _DEFAULTS.get(key)), option[2:], integer)
+    value = int(value) if integer else value
     if low is not None and (value <= low if low_open else value < low):
         raise ValueError(f"{option}: must be {'>' if low_open else '>='} {low:g}, "
                          f"got {value:g}")

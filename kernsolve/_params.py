@@ -13,6 +13,8 @@ import re
 import shlex
 from dataclasses import dataclass, field, fields, replace
 
+import numpy as np
+
 SVM_TYPES = ("c_svc", "nu_svc", "one_class", "epsilon_svr", "nu_svr")  # -s 0..4
 KERNELS = ("linear", "polynomial", "rbf", "sigmoid", "precomputed", "laplacian")  # -t 0..5
 
@@ -250,6 +252,20 @@ def _parse_number(option, text, kind):
             raise ValueError(f"{option}: expected a finite number, got {text!r}")
         return value
     return text
+
+
+def option_number(value, name, integer=False):
+    """A solver option's value as a finite float (integral if ``integer``), or
+    a ValueError naming ``--name``; solvers check ranges themselves."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"--{name}: expected {'an integer' if integer else 'a number'}, "
+                         f"got {value!r}")
+    if integer and float(value) != int(value):
+        raise ValueError(f"--{name}: expected an integer, got {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"--{name}: expected a finite number, got {value!r}")
+    return value
 
 
 def _typed_extra(text):

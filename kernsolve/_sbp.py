@@ -28,7 +28,7 @@ import warnings
 
 import numpy as np
 
-from ._params import option_key
+from ._params import option_key, option_number as _number
 
 C_SVC, NU_SVC = 0, 1
 DEFAULT_EPOCHS = 2.0          # iterations = epochs * n (see doc/sbp.md)
@@ -40,18 +40,6 @@ DEFAULT_C = 1.0
 
 __all__ = ["check_parameters", "sbp_options", "nu_from_c", "planned_iterations",
            "train_binary"]
-
-
-def _number(value, name, integer=False):
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"--{name}: expected {'an integer' if integer else 'a number'}, "
-                         f"got {value!r}")
-    if integer and float(value) != int(value):
-        raise ValueError(f"--{name}: expected an integer, got {value!r}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"--{name}: expected a finite number, got {value!r}")
-    return value
 
 
 def sbp_options(param):

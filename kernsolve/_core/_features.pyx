@@ -18,6 +18,7 @@ import scipy.sparse as sp
 
 from ._random cimport (rng_key, rng_uniform, rng_normal_pair_sub, rng_cauchy_sub,
                        STREAM_FEATURES, STREAM_PHASES)
+from ._kernel cimport as_rows
 from ._rows cimport Rows, row_ptr
 
 cnp.import_array()
@@ -151,28 +152,6 @@ cdef void fm_apply_row(const FeatureMap* fm, const double* omega, const double* 
 
 # ------------------------------------------------------------ Python fills
 
-cdef object _rows(object X, Rows* out):
-    """Point ``out`` at canonical X (kernsolve._kernels.as_canonical); return the
-    arrays to keep alive."""
-    if sp.issparse(X):
-        data = np.ascontiguousarray(X.data, dtype=np.float64)
-        indices = np.ascontiguousarray(X.indices, dtype=np.int32)
-        indptr = np.ascontiguousarray(X.indptr, dtype=np.int64)
-        out.is_sparse = True
-        out.values = <const double*>cnp.PyArray_DATA(data)
-        out.indices = <const int32_t*>cnp.PyArray_DATA(indices)
-        out.indptr = <const int64_t*>cnp.PyArray_DATA(indptr)
-        keep = (data, indices, indptr)
-    else:
-        arr = np.ascontiguousarray(X, dtype=np.float64)
-        out.is_sparse = False
-        out.values = <const double*>cnp.PyArray_DATA(arr)
-        out.indices = NULL
-        out.indptr = NULL
-        keep = (arr,)
-    out.n_rows = X.shape[0]
-    out.n_features = X.shape[1]
-    return keep
 
 
 def fill_directions(int kernel, double gamma, Py_ssize_t n_features, uint64_t seed,
@@ -214,7 +193,7 @@ def fill_features(X, int kernel, double gamma, uint64_t seed, int64_t start,
     on its global index.
     """
     cdef Rows R
-    keep = _rows(X, &R)
+    keep = as_rows(X, &R)
     cdef Py_ssize_t n = R.n_rows, d = R.n_features, total = out.shape[1]
     cdef Py_ssize_t chunk, c0, cnt, i
     cdef FeatureMap fm
@@ -257,7 +236,7 @@ def block_features(X, int kernel, double gamma, uint64_t seed, int64_t block,
     """phi_g(x_i) of block ``block`` through fm_init / fm_block / fm_apply_row,
     the exact calls DSG makes (for tests of the .pxd contract); serial."""
     cdef Rows R
-    keep = _rows(X, &R)
+    keep = as_rows(X, &R)
     cdef FeatureMap fm
     cdef Py_ssize_t i, F = block_size, d = R.n_features
     out = np.empty((R.n_rows, F), dtype=np.float64)
