@@ -28,14 +28,13 @@ the seeded order ``permutation(n_rows, stream_key(seed, "sampling"), k)``, so
   chunks (same ``alpha`` (``--lambda``), numeric ``gamma``, seed and
   ``n_features``; for a binary problem whose labels are -1/+1).
 """
-import warnings
 
 import numpy as np
-import scipy.sparse as sp
 
 from ._estimators import (_BaseEstimator, _available_if, _check_feature_names, _check_lengths,
                           _check_X, _column_or_1d, _encode_classes, _feature_names,
-                          _is_number, _not_fitted_error, _seed_of)
+                          _is_number, _seed_of, r2_score,
+                          regression_targets)
 from ._params import Parameters
 
 __all__ = ["DSGClassifier", "DSGRegressor"]
@@ -552,17 +551,7 @@ class DSGRegressor(_BaseDSG):
         self.verbose = verbose
 
     def _y(self, y):
-        name = type(self).__name__
-        y = _column_or_1d(y, name)
-        if y.dtype.kind not in "biuf":
-            try:
-                y = y.astype(np.float64)
-            except (TypeError, ValueError):
-                raise ValueError(f"{name}: y must hold numbers, got dtype {y.dtype}") from None
-        y = np.ascontiguousarray(y, dtype=np.float64)
-        if not np.all(np.isfinite(y)):
-            raise ValueError("Input y contains NaN or infinity.")
-        return y
+        return regression_targets(y, type(self).__name__)
 
     def _check_own_params(self):
         super()._check_own_params()
@@ -621,11 +610,4 @@ class DSGRegressor(_BaseDSG):
 
     def score(self, X, y, sample_weight=None):
         """Coefficient of determination R^2 of the prediction (weighted)."""
-        y = np.asarray(_column_or_1d(y, type(self).__name__), dtype=np.float64)
-        pred = self.predict(X)
-        w = np.ones_like(y) if sample_weight is None else np.asarray(sample_weight, float)
-        num = float(np.sum(w * (y - pred) ** 2))
-        den = float(np.sum(w * (y - np.average(y, weights=w)) ** 2))
-        if den == 0:
-            return 1.0 if num == 0 else 0.0
-        return 1.0 - num / den
+        return r2_score(self, X, y, sample_weight)

@@ -309,6 +309,33 @@ def _check_lengths(X, y):
                          f"y has {y.shape[0]} entries)")
 
 
+def regression_targets(y, owner):
+    """A regressor's y: a finite float64 vector (scikit-learn's messages)."""
+    y = _column_or_1d(y, owner)
+    if y.dtype.kind not in "biuf":
+        try:
+            y = y.astype(np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"{owner}: y must hold numbers, got dtype {y.dtype}") from None
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    if not np.all(np.isfinite(y)):
+        raise ValueError("Input y contains NaN or infinity.")
+    return y
+
+
+def r2_score(est, X, y, sample_weight=None):
+    """Coefficient of determination R^2 of ``est.predict(X)`` (weighted), as
+    scikit-learn's regressors score."""
+    y = np.asarray(_column_or_1d(y, type(est).__name__), dtype=np.float64)
+    pred = est.predict(X)
+    w = np.ones_like(y) if sample_weight is None else np.asarray(sample_weight, float)
+    num = float(np.sum(w * (y - pred) ** 2))
+    den = float(np.sum(w * (y - np.average(y, weights=w)) ** 2))
+    if den == 0:
+        return 1.0 if num == 0 else 0.0
+    return 1.0 - num / den
+
+
 def _check_sample_weight(sample_weight, n):
     if sample_weight is None:
         return None
@@ -1041,16 +1068,8 @@ class _BaseSVR(_BaseSVM):
         name = type(self).__name__
         t = self._validate_params()
         X, Xt = self._fit_X(X)
-        y = _column_or_1d(y, name)
-        if y.dtype.kind not in "biuf":
-            try:
-                y = y.astype(np.float64)
-            except (TypeError, ValueError):
-                raise ValueError(f"{name}: y must hold numbers, got dtype {y.dtype}") from None
-        y = np.ascontiguousarray(y, dtype=np.float64)
+        y = regression_targets(y, name)
         _check_lengths(X, y)
-        if not np.all(np.isfinite(y)):
-            raise ValueError("Input y contains NaN or infinity.")
         sw = _check_sample_weight(sample_weight, X.shape[0])
         gamma = self._gamma_value(X, t)
         param = self._parameters(t, gamma)
@@ -1070,14 +1089,7 @@ class _BaseSVR(_BaseSVM):
 
     def score(self, X, y, sample_weight=None):
         """Coefficient of determination R^2 of the prediction (weighted)."""
-        y = np.asarray(_column_or_1d(y, type(self).__name__), dtype=np.float64)
-        pred = self.predict(X)
-        w = np.ones_like(y) if sample_weight is None else np.asarray(sample_weight, float)
-        num = float(np.sum(w * (y - pred) ** 2))
-        den = float(np.sum(w * (y - np.average(y, weights=w)) ** 2))
-        if den == 0:
-            return 1.0 if num == 0 else 0.0
-        return 1.0 - num / den
+        return r2_score(self, X, y, sample_weight)
 
 
 class SVR(_BaseSVR):
