@@ -552,7 +552,7 @@ def load_model(path):
         prob_b = floats("probB", n_pairs)
     if "prob_density_marks" in header:
         if s != 2:
-            r.fail(where["prob_density_marks"], f"prob_density_marks is only for one_class")
+            r.fail(where["prob_density_marks"], "prob_density_marks is only for one_class")
         marks = floats("prob_density_marks", N_MARKS)
 
     # support vectors
