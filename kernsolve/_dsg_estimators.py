@@ -35,7 +35,10 @@ from ._estimators import (_BaseEstimator, _available_if, _check_feature_names, _
                           _check_X, _column_or_1d, _encode_classes, _feature_names,
                           _is_number, _seed_of, r2_score,
                           regression_targets)
-from ._params import Parameters
+from ._params import Parameters, option_key
+
+# Options of UDSG/CDSG beyond DSG's (every DSG option has its own parameter).
+_SOLVER_ONLY = {"udsg": ("new_blocks", "old_blocks"), "cdsg": ("max_step_ratio",)}
 
 __all__ = ["DSGClassifier", "DSGRegressor"]
 
@@ -73,6 +76,12 @@ class _BaseDSG(_BaseEstimator):
     def _check_own_params(self):
         """The checks the DSG validator cannot make (types it never sees)."""
         name = type(self).__name__
+        if self.solver not in ("dsg", "udsg", "cdsg"):
+            raise ValueError(f"{name}: solver must be 'dsg', 'udsg' or 'cdsg', "
+                             f"got {self.solver!r}")
+        if self.solver_options is not None and not isinstance(self.solver_options, dict):
+            raise ValueError(f"{name}: solver_options must be None or a dict of the "
+                             f"solver's options, got {type(self.solver_options).__name__}")
         if not isinstance(self.loss, str) or self.loss.replace("_", "-") not in self._losses:
             raise ValueError(f"{name}: loss must be one of {list(self._losses)}, "
                              f"got {self.loss!r}")
@@ -134,12 +143,20 @@ class _BaseDSG(_BaseEstimator):
         for attr in ("tau", "delta"):
             if hasattr(self, attr):
                 extra[attr] = getattr(self, attr)
+        # UDSG's --new-blocks/--old-blocks, CDSG's --max-step-ratio
+        for key, value in (self.solver_options or {}).items():
+            key = option_key(str(key))
+            if key not in _SOLVER_ONLY.get(self.solver, ()):
+                raise ValueError(f"{type(self).__name__}: solver_options: {key!r} is not an "
+                                 f"option of solver {self.solver!r} (it takes "
+                                 f"{sorted(_SOLVER_ONLY.get(self.solver, ())) or 'none'})")
+            extra[key] = value
         param = Parameters(
             svm_type=self._svm_type, kernel_type=_KERNELS[self.kernel],
             gamma=self.gamma if isinstance(self.gamma, str) else float(self.gamma),
             C=float(self.C) if self.alpha is None else 1.0,
             p=float(getattr(self, "epsilon", 0.1)), cache_size=float(self.cache_size),
-            quiet=not bool(self.verbose), solver="dsg", bias=bool(self.fit_intercept),
+            quiet=not bool(self.verbose), solver=self.solver, bias=bool(self.fit_intercept),
             n_jobs=self.n_jobs, seed=_seed_of(self.random_state), extra=extra)
         from ._dsg import check_parameters
         try:
@@ -265,6 +282,13 @@ class DSGClassifier(_BaseDSG):
         Binary losses train one output for two classes and one-vs-rest
         outputs beyond; 'softmax' is the multinomial logistic loss (one
         output per class).  'logistic' and 'softmax' give ``predict_proba``.
+    solver : {'dsg', 'udsg', 'cdsg'}, default='dsg'
+        Plain DSG, or the variants that also update old feature blocks
+        (``doc/dsg.md``, "UDSG and CDSG"); CDSG usually needs far fewer
+        random features for the same error.
+    solver_options : dict or None, default=None
+        The variant's own options: ``{"new_blocks": G, "old_blocks": U}``
+        for 'udsg', ``{"max_step_ratio": r}`` for 'cdsg'.
     gamma : 'median' or float, default='median'
         Kernel parameter; 'median' is the median trick on a seeded sample of
         the (first) training data (``kernsolve.median_gamma``).
@@ -330,11 +354,13 @@ class DSGClassifier(_BaseDSG):
     _svm_type = 0
     _losses = ("hinge", "squared-hinge", "logistic", "softmax")
 
-    def __init__(self, loss="hinge", *, gamma="median", kernel="rbf", alpha=None, C=1.0,
-                 batch_size=64, feature_block=32, step=None, t0=None, max_iter=None,
-                 average=False, fit_intercept=True, random_state=None, n_jobs=None,
-                 cache_size=100, verbose=False):
+    def __init__(self, loss="hinge", *, solver="dsg", gamma="median", kernel="rbf",
+                 alpha=None, C=1.0, batch_size=64, feature_block=32, step=None, t0=None,
+                 max_iter=None, average=False, fit_intercept=True, solver_options=None,
+                 random_state=None, n_jobs=None, cache_size=100, verbose=False):
         self.loss = loss
+        self.solver = solver
+        self.solver_options = solver_options
         self.gamma = gamma
         self.kernel = kernel
         self.alpha = alpha
@@ -526,11 +552,14 @@ class DSGRegressor(_BaseDSG):
     _svm_type = 3
     _losses = ("squared", "huber", "epsilon-insensitive", "quantile")
 
-    def __init__(self, loss="squared", *, epsilon=0.1, delta=1.0, tau=0.5, gamma="median",
-                 kernel="rbf", alpha=None, C=1.0, batch_size=64, feature_block=32, step=None,
-                 t0=None, max_iter=None, average=False, fit_intercept=True,
-                 random_state=None, n_jobs=None, cache_size=100, verbose=False):
+    def __init__(self, loss="squared", *, solver="dsg", epsilon=0.1, delta=1.0, tau=0.5,
+                 gamma="median", kernel="rbf", alpha=None, C=1.0, batch_size=64,
+                 feature_block=32, step=None, t0=None, max_iter=None, average=False,
+                 fit_intercept=True, solver_options=None, random_state=None, n_jobs=None,
+                 cache_size=100, verbose=False):
         self.loss = loss
+        self.solver = solver
+        self.solver_options = solver_options
         self.epsilon = epsilon
         self.delta = delta
         self.tau = tau

@@ -310,3 +310,31 @@ def test_bad_regressor_parameters(params, needle):
     X = np.arange(20.0).reshape(10, 2)
     with pytest.raises(ValueError, match=needle):
         DSGRegressor(**params).fit(X, X[:, 0])
+
+
+@pytest.mark.parametrize("solver,options", [
+    ("udsg", {"old_blocks": 2}), ("cdsg", {"max-step-ratio": 3}), ("cdsg", None)])
+def test_solver_variants_equal_train(solver, options):
+    import kernsolve
+    y, X = kernsolve.read_problem(kernsolve.dataset_path("heart_scale"))
+    est = DSGClassifier(solver=solver, solver_options=options, gamma=0.1, step=10, t0=10,
+                        max_iter=2, n_jobs=1).fit(X, y)
+    extra = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in (options or {}).items())
+    model = kernsolve.train(y, X, f"-q --solver {solver} -g 0.1 --step 10 --t0 10 "
+                            f"--epochs 2 {extra}")
+    assert np.array_equal(est.model_.coef, model.coef)
+    assert np.array_equal(est.decision_function(X).ravel(), model.decision_function(X).ravel())
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"solver": "smo"}, "solver must be"),
+    ({"solver": "dsg", "solver_options": {"old_blocks": 1}}, "not an option of solver 'dsg'"),
+    ({"solver": "udsg", "solver_options": {"max_step_ratio": 2}}, "not an option"),
+    ({"solver": "udsg", "solver_options": [1]}, "must be None or a dict"),
+    ({"solver": "udsg", "solver_options": {"new_blocks": 0}}, "new-blocks"),
+])
+def test_solver_variant_errors(kwargs, match):
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    y = np.arange(20) % 2
+    with pytest.raises(ValueError, match=match):
+        DSGClassifier(**kwargs).fit(X, y)
