@@ -33,9 +33,9 @@ DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
 
 def load(args):
     from kernsolve._random import permutation
-    y, X = kernsolve.read_problem(os.path.join(DATA, "fashion-mnist.scale.xz"),
+    y, X = kernsolve.read_problem(os.path.join(args.data, "fashion-mnist.scale.xz"),
                                   n_features=784, n_jobs=args.threads)
-    yt, Xt = kernsolve.read_problem(os.path.join(DATA, "fashion-mnist.scale.t.xz"),
+    yt, Xt = kernsolve.read_problem(os.path.join(args.data, "fashion-mnist.scale.t.xz"),
                                     n_features=784, n_jobs=args.threads)
     if args.n_train < y.size:
         rows = np.sort(permutation(y.size, args.seed, "sampling")[:args.n_train])
@@ -117,6 +117,7 @@ def run(name, solver, extra, X, Y, error, args, target):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", default=DATA, help="folder of fashion-mnist.scale{,.t}.xz")
     ap.add_argument("--n-train", type=int, default=60000)
     ap.add_argument("--n-test", type=int, default=10000)
     ap.add_argument("--gamma", type=float, default=0.02,
