@@ -697,7 +697,7 @@ def train_eigenpro(y, X, param, n_jobs=None, sample_weight=None, callback=None):
 def __getattr__(name):
     # The model class and its file format live in kernsolve._eigenpro_model.
     if name in ("EigenProModel", "decision_values", "format_eigenpro_model",
-                "parse_eigenpro_model", "predict_eigenpro"):
+                "parse_eigenpro_model"):
         from . import _eigenpro_model
         return getattr(_eigenpro_model, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

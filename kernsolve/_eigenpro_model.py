@@ -7,7 +7,6 @@ dispatches on that line (``kernsolve._model.MODEL_KINDS``).  Regression
 kernel expansions are LIBSVM ``Model`` objects instead (see
 ``kernsolve._eigenpro``).  ``doc/eigenpro.md`` describes the format.
 """
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,7 +16,7 @@ from ._eigenpro import BLOCK_BYTES, EPSILON_SVR, MAGIC, _Kernel, _one_blas_threa
 from ._params import KERNELS, SVM_TYPES, Parameters
 
 __all__ = ["EigenProModel", "decision_values", "format_eigenpro_model",
-           "parse_eigenpro_model", "predict_eigenpro"]
+           "parse_eigenpro_model"]
 
 
 @dataclass
@@ -96,9 +95,16 @@ class EigenProModel:
         """The model from a file's lines (``load_model`` dispatches here)."""
         return parse_eigenpro_model(lines, fail)
 
-    def predict_tuple(self, y, X, options=""):
-        """``kernsolve.predict(y, X, model, options)`` for this model."""
-        return predict_eigenpro(y, X, self, options)
+    @property
+    def is_regression(self):
+        return int(self.param.svm_type) == EPSILON_SVR
+
+    def predict_arrays(self, X, probability=False, n_jobs=None):
+        """(labels, values) for ``kernsolve.predict``: the outputs and their labels."""
+        if probability:
+            raise ValueError("an EigenPro model has no probability estimates (-b 1)")
+        values = decision_values(X, self, n_jobs)
+        return _labels_of(values, self), values
 
     def decision_function(self, X, n_jobs=None):
         """The outputs ``K(X, centres) @ coef``, shape (n_samples, n_outputs)."""
@@ -330,29 +336,3 @@ def parse_eigenpro_model(lines, fail):
     centres, coef = _read_support_vectors(r, body[:l], sv_line + 2, n_out, t)
     return EigenProModel(param=param, labels=labels, centres=centres,
                          coef=np.ascontiguousarray(coef.T))
-
-
-
-def predict_eigenpro(y, X, model, options=""):
-    """``kernsolve.predict`` for an :class:`EigenProModel` (same return values)."""
-    from ._predict import _parse_predict_options, evaluations
-    probability, quiet, n_jobs = _parse_predict_options(options)
-    if probability:
-        raise ValueError("an EigenPro model has no probability estimates (-b 1)")
-    values = decision_values(X, model, n_jobs)
-    labels = _labels_of(values, model)
-    if y is None:
-        return labels, (float("nan"),) * 3, values
-    y = np.asarray(y, dtype=np.float64).ravel()
-    if y.size != labels.size:
-        raise ValueError(f"y has {y.size} labels but X has {labels.size} rows")
-    acc, mse, scc = evaluations(y, labels)
-    if not quiet:
-        n = y.size
-        if int(model.param.svm_type) == EPSILON_SVR:
-            print("Mean squared error = %g (regression)" % mse, file=sys.stdout)
-            print("Squared correlation coefficient = %g (regression)" % scc, file=sys.stdout)
-        else:
-            print("Accuracy = %g%% (%d/%d) (classification)"
-                  % (acc, int(round(n * acc / 100)), n), file=sys.stdout)
-    return labels, (acc, mse, scc), values

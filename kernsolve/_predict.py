@@ -462,8 +462,6 @@ def predict(y, X, model, options=""):
     """
     if not isinstance(model, Model) and hasattr(model, "predict_arrays"):
         return _predict_other_kind(y, X, model, options)
-    if not isinstance(model, Model) and hasattr(model, "predict_tuple"):
-        return model.predict_tuple(y, X, options)   # kernsolve's non-LIBSVM model kinds
     probability, quiet, n_jobs = _parse_predict_options(options)
     _check_predictable(model)
     info = (lambda *a: None) if quiet else (lambda s: print(s, file=sys.stdout))
