@@ -537,12 +537,7 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
                 alpha[S] += scale * corr
             n_steps += 1
             worst = max(worst, float(np.einsum("ij,ij->", G, G)) / G.size)
-        # A converging run keeps the batch loss near or below its start,
-        # mean(Y^2); DIVERGED times that (or NaN) means the step is too large.
-        if not (worst <= DIVERGED * start_loss) or not np.all(np.isfinite(alpha)):
-            raise ValueError(f"EigenPro diverged in epoch {epoch + 1} (batch loss "
-                             f"{worst:.3g}, initial {start_loss:.3g}); use a smaller --step "
-                             f"(was {eta_for(m):.4g}) or a larger --batch-size")
+        check_diverged(worst, start_loss, alpha, epoch, eta_for(m))
         epochs_run = epoch + 1
         if callback is not None:
             tc = time.perf_counter()
@@ -692,6 +687,18 @@ def train_eigenpro(y, X, param, n_jobs=None, sample_weight=None, callback=None):
                      rho=np.zeros(1), stats=stats)
     return EigenProModel(param=fitted, labels=labels.astype(np.float64), centres=Xc,
                          coef=res.alpha, stats=stats)
+
+
+def check_diverged(worst, start_loss, weights, epoch, step):
+    """Raise when an epoch's largest batch loss ran away from the start.
+
+    A converging run keeps the batch loss near or below its start, mean(Y^2);
+    DIVERGED times that (or NaN) means the step is too large.
+    """
+    if not (worst <= DIVERGED * start_loss) or not np.all(np.isfinite(weights)):
+        raise ValueError(f"EigenPro diverged in epoch {epoch + 1} (batch loss "
+                         f"{worst:.3g}, initial {start_loss:.3g}); use a smaller --step "
+                         f"(was {step:.4g}) or a larger --batch-size")
 
 
 def __getattr__(name):

@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from ._eigenpro import (DIVERGED, RANK_RTOL, AUTO_RTOL, _epoch_order, _one_blas_thread,
+from ._eigenpro import (RANK_RTOL, check_diverged, AUTO_RTOL, _epoch_order, _one_blas_thread,
                         step_size)
 
 __all__ = ["fit_features", "feature_values"]
@@ -162,10 +162,7 @@ def fit_features(Xc, Y, *, kernel_type, gamma, options, seed, n_jobs, n_threads,
             W -= eta_for(B.size) * G
             n_steps += 1
             worst = max(worst, float(np.einsum("ij,ij->", R, R)) / R.size)
-        if not (worst <= DIVERGED * start_loss) or not np.all(np.isfinite(W)):
-            raise ValueError(f"EigenPro diverged in epoch {epoch + 1} (batch loss "
-                             f"{worst:.3g}, initial {start_loss:.3g}); use a smaller --step "
-                             f"(was {eta_for(m):.4g}) or a larger --batch-size")
+        check_diverged(worst, start_loss, W, epoch, eta_for(m))
         epochs_run = epoch + 1
         if callback is not None:
             tc = time.perf_counter()

@@ -193,11 +193,9 @@ def _check_solver_options(params, chunk_mb):
                              "needs the data in memory)")
 
 
-def _train_streamed(data_path, model_path, tokens, chunk_mb):
-    """``--stream``: :func:`kernsolve._dsg.train_file`, windows of ``chunk_mb`` MB."""
-    from .._dsg import train_file
+def _save(model_path, model):
+    """Write the model as svm-train does (after the training lines); exit status 0."""
     from .._model import save_model
-    model = train_file(data_path, list(tokens), chunk_bytes=max(1, int(chunk_mb * 2**20)))
     sys.stdout.flush()
     try:
         save_model(model_path, model)
@@ -205,6 +203,13 @@ def _train_streamed(data_path, model_path, tokens, chunk_mb):
         raise CommandError(f"can't save model to file {model_path}: "
                            f"{exc.strerror or exc}") from None
     return 0
+
+
+def _train_streamed(data_path, model_path, tokens, chunk_mb):
+    """``--stream``: :func:`kernsolve._dsg.train_file`, windows of ``chunk_mb`` MB."""
+    from .._dsg import train_file
+    model = train_file(data_path, list(tokens), chunk_bytes=max(1, int(chunk_mb * 2**20)))
+    return _save(model_path, model)
 
 
 def main(argv):
@@ -258,20 +263,13 @@ def main(argv):
         report_cross_validation(y, target, params.svm_type)
         return 0
 
-    from .._model import save_model
     from .._svm import train
     folds = None
     if libsvm_folds and params.probability:
         from .._libsvm_rand import GlibcRand, probability_folds
         folds = probability_folds(y, params.svm_type, GlibcRand(1))
     model = train(y, X, list(tokens), _folds=folds)
-    sys.stdout.flush()
-    try:
-        save_model(model_path, model)
-    except OSError as exc:
-        raise CommandError(f"can't save model to file {model_path}: "
-                           f"{exc.strerror or exc}") from None
-    return 0
+    return _save(model_path, model)
 
 
 def cli(argv=None):
