@@ -247,7 +247,7 @@ def parse_eigenpro_model(lines, fail):
     (``"<file>:<line>: <problem>"``); it is called for anything corrupt or
     truncated.
     """
-    from ._model import _float, _int, _read_support_vectors
+    from ._model import _float, _int, read_vector_lines
     r = _FailOnly(fail)
     if not lines or lines[0].strip() != MAGIC:
         r.fail(1, f"expected {MAGIC!r} on the first line")
@@ -326,13 +326,6 @@ def parse_eigenpro_model(lines, fail):
     l = _int(r, where.get("total_sv", sv_line + 1), one("total_sv"), "total_sv")
     if l < 0:
         r.fail(where["total_sv"], f"total_sv must be >= 0, got {l}")
-    body = lines[sv_line + 1:]
-    if len(body) < l:
-        r.fail(len(lines) + 1, f"truncated model file: total_sv is {l} but only "
-                               f"{len(body)} centre lines follow")
-    for k in range(l, len(body)):
-        if body[k].strip():
-            r.fail(sv_line + 2 + k, f"unexpected text after the {l} centres")
-    centres, coef = _read_support_vectors(r, body[:l], sv_line + 2, n_out, t)
+    centres, coef = read_vector_lines(r, lines, sv_line, l, n_out, t, "centre")
     return EigenProModel(param=param, labels=labels, centres=centres,
                          coef=np.ascontiguousarray(coef.T))

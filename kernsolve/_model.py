@@ -557,18 +557,25 @@ def load_model(path):
 
     # support vectors
     m = nr_class - 1 if classification else 1
-    body = lines[sv_line + 1:]
-    if len(body) < l:
-        r.fail(len(lines) + 1, f"truncated model file: total_sv is {l} but only "
-                               f"{len(body)} support vector lines follow")
-    for k in range(l, len(body)):
-        if body[k].strip():
-            r.fail(sv_line + 2 + k, f"unexpected text after the {l} support vectors")
-    sv, coef = _read_support_vectors(r, body[:l], sv_line + 2, m, t)
+    sv, coef = read_vector_lines(r, lines, sv_line, l, m, t, "support vector")
     return Model(param=param, labels=labels, support_vectors=sv,
                  support_indices=np.zeros(l, dtype=np.int64), n_support=n_support,
                  dual_coef=coef, rho=rho, prob_a=prob_a, prob_b=prob_b,
                  prob_density_marks=marks)
+
+
+def read_vector_lines(r, lines, sv_line, l, m, t, what):
+    """The ``l`` lines after the ``SV`` line (index ``sv_line``): ``m``
+    coefficients then ``index:value`` pairs each, nothing but blank lines after
+    them; ``what`` names a line in the messages.  Returns (rows, coef)."""
+    body = lines[sv_line + 1:]
+    if len(body) < l:
+        r.fail(len(lines) + 1, f"truncated model file: total_sv is {l} but only "
+                               f"{len(body)} {what} lines follow")
+    for k in range(l, len(body)):
+        if body[k].strip():
+            r.fail(sv_line + 2 + k, f"unexpected text after the {l} {what}s")
+    return _read_support_vectors(r, body[:l], sv_line + 2, m, t)
 
 
 def _read_support_vectors(r, lines, first_lineno, m, t, bulk=True):
