@@ -4,8 +4,19 @@ Public names are imported lazily from the private modules listed in
 ``_EXPORTS`` so ``import kernsolve`` stays cheap.
 """
 import importlib
+import os
 
 __version__ = "0.1.0"
+
+try:  # the smallest compiled module: present in every built copy
+    from ._core import _parallel as _built  # noqa: F401
+except ImportError:
+    _here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    raise ImportError(
+        f"kernsolve is being imported from its source folder {_here}, whose compiled "
+        "core is not built: run 'pip install -e .' there (it builds the core in "
+        "place), or start Python from another folder to use an installed copy"
+    ) from None
 
 _EXPORTS = {
     "show_config": "._config",

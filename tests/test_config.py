@@ -1,4 +1,5 @@
 import io
+import os
 
 import pytest
 
@@ -40,3 +41,26 @@ def test_bundled_dataset_exists():
     assert kernsolve.dataset_path("heart_scale").endswith("heart_scale.xz")
     with pytest.raises(ValueError, match="available"):
         kernsolve.dataset_path("nope")
+
+
+def test_unbuilt_source_tree_says_what_to_do(tmp_path):
+    # Python started in a clone after a plain `pip install .` imports the
+    # source folder, which has no compiled core: one sentence, not a bare
+    # "cannot import name" from deep inside the package.
+    import shutil
+    import subprocess
+    import sys
+    import kernsolve
+    src = os.path.dirname(os.path.abspath(kernsolve.__file__))
+    shutil.copytree(src, tmp_path / "kernsolve",
+                    ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    for args in (["-c", "import kernsolve"], ["-m", "kernsolve"]):
+        proc = subprocess.run([sys.executable, *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 1
+        last = proc.stderr.strip().splitlines()[-1]
+        assert last == (f"ImportError: kernsolve is being imported from its source folder "
+                        f"{tmp_path}, whose compiled core is not built: run 'pip install -e .' "
+                        "there (it builds the core in place), or start Python from another "
+                        "folder to use an installed copy"), proc.stderr
