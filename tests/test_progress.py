@@ -141,22 +141,35 @@ def cli_train(*args):
     return code, out.getvalue(), err.getvalue()
 
 
-def test_train_progress_on_stderr_and_quiet(tmp_path, separable, monkeypatch):
-    # no initial delay, so that a 1.5 s run shows its line (the solver calls
-    # back once a second)
+@pytest.fixture
+def poll_every_check():
+    """The compiled loops visit Python at every clock check, not once a second,
+    so a progress line appears however fast the machine runs the training."""
+    from kernsolve._core import _baselines
+    old = _baselines._get_tuning()
+    _baselines._set_tuning(poll_seconds=0.0)
+    yield
+    _baselines._set_tuning(**old)
+
+
+def test_train_progress_on_stderr_and_quiet(tmp_path, separable, monkeypatch,
+                                            poll_every_check):
+    # no initial delay and no rate limit: every callback of the solver is a line
     import kernsolve._svm as svm
-    monkeypatch.setattr(svm, "Progress", functools.partial(Progress, delay=0.0))
-    args = ["--solver", "perceptron", "--iterations", "250000000", "-g", "0.5",
+    monkeypatch.setattr(svm, "Progress", functools.partial(Progress, delay=0.0,
+                                                           interval=0.0))
+    args = ["--solver", "perceptron", "--iterations", "20000", "-g", "0.5",
             separable, tmp_path / "m"]
     code, out, err = cli_train(*args)
     assert code == 0, err
-    assert out.startswith("Perceptron: 250000000 iterations")
+    assert out.startswith("Perceptron: 20000 iterations")
     lines = err.splitlines()
-    assert lines, "no progress line"
+    # the loop reads the clock every 256 steps and now calls back each time
+    assert len(lines) == 20000 // 256, lines[:3]
     for line in lines:
-        assert re.fullmatch(r"kernsolve perceptron: iter \d+/250000000, kernel evals \d+, "
+        assert re.fullmatch(r"kernsolve perceptron: iter \d+/20000, kernel evals \d+, "
                             r"\d+ s elapsed, about \d+ s left", line), line
-    # -q: nothing at all on stdout or stderr, for the same long run
+    # -q: nothing at all on stdout or stderr, for the same run
     code, out, err = cli_train("-q", *args)
     assert (code, out, err) == (0, "", "")
 

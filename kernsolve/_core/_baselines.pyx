@@ -186,3 +186,21 @@ def run(X, int kernel_type, int degree, double gamma, double coef0, y,
         "trace": [(int(tr[4 * q]), int(tr[4 * q + 1]), float(tr_sec[q]), int(tr[4 * q + 2]))
                   for q in range(n_tr)],
     }
+
+
+def _get_tuning():
+    """The parallel threshold and the polling interval (for tests)."""
+    return {"par_min": PAR_MIN, "poll_seconds": POLL_SECONDS}
+
+
+def _set_tuning(par_min=None, poll_seconds=None):
+    """Tests: poll Python at an interval they control (0: every POLL_EVERY steps)."""
+    global PAR_MIN, POLL_SECONDS
+    if par_min is not None:
+        if int(par_min) < 1:
+            raise ValueError("par_min must be >= 1")
+        PAR_MIN = int(par_min)
+    if poll_seconds is not None:
+        if not (poll_seconds >= 0):
+            raise ValueError("poll_seconds must be >= 0")
+        POLL_SECONDS = float(poll_seconds)
