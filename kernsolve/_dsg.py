@@ -714,7 +714,7 @@ def train_file(path, options="", *, chunk_bytes=64 << 20, n_features=None, n_job
             try:
                 y, X = read_problem(path, n_features=n_features or 2**31 - 1,
                                     zero_based=False, offset=offset, length=length,
-                                    n_jobs=n_jobs)
+                                    n_jobs=n_jobs, for_training=True)
             except DataFormatError as exc:
                 exc.trainer = None
                 raise

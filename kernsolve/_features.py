@@ -62,15 +62,6 @@ def _feature_range(start, count):
     return start
 
 
-def _canonical_X(X):
-    # as_canonical renumbers the columns of matrices 2**31 wide or wider, which
-    # would change every feature; refuse instead.
-    if sp.issparse(X) and X.shape[1] > _INT32_MAX:
-        raise ValueError(f"X has {X.shape[1]} columns; random features need "
-                         f"fewer than 2**31")
-    return as_canonical(X)
-
-
 def random_features(X, n_components, *, kernel="rbf", gamma, seed=0, start=0,
                     n_jobs=None):
     """Random Fourier features ``phi_g(x_i)`` for ``g = start .. start+n_components-1``.
@@ -113,7 +104,7 @@ def random_features(X, n_components, *, kernel="rbf", gamma, seed=0, start=0,
     start = _feature_range(start, n_components)
     seed = _uint64(seed, "seed")
     n_threads = resolve_n_jobs(n_jobs)
-    Xc = _canonical_X(X)
+    Xc = as_canonical(X)
     from ._core import _features
     out = np.empty((Xc.shape[0], n_components), dtype=np.float64)
     _features.fill_features(Xc, code, gamma, seed, start, out, n_threads)

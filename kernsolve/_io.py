@@ -10,13 +10,13 @@ import io
 import lzma
 import numbers
 import os
-import tempfile
 
 import numpy as np
 import scipy.sparse as sp
 
 from ._core import _reader
 from ._errors import DataFormatError
+from ._fileutil import output_file
 from ._threads import resolve_n_jobs
 
 __all__ = ["read_problem", "write_problem"]
@@ -219,7 +219,8 @@ class _Source:
 
 
 def read_problem(source, n_features=None, zero_based="auto", dtype=np.float64,
-                 offset=0, length=-1, query_id=False, n_jobs=None):
+                 offset=0, length=-1, query_id=False, n_jobs=None, *,
+                 for_training=False):
     """Read a LIBSVM/svmlight-format data file.
 
     Parameters
@@ -251,6 +252,10 @@ def read_problem(source, n_features=None, zero_based="auto", dtype=np.float64,
     n_jobs : int, optional
         Threads for parsing (None = all cores).  The result does not depend
         on it.
+    for_training : bool, default=False
+        Refuse, with the file and line, a feature index that kernsolve's
+        solvers cannot use (2**31 or more columns; they number features with
+        32-bit integers, as LIBSVM does).  The command-line tools set it.
 
     Returns
     -------
@@ -270,6 +275,8 @@ def read_problem(source, n_features=None, zero_based="auto", dtype=np.float64,
     """
     if n_features is not None:
         n_features = _check_int("n_features", n_features, 1)
+        if for_training and n_features > _INT32_MAX:
+            raise ValueError(_too_wide(n_features))
     if isinstance(zero_based, np.bool_):
         zero_based = bool(zero_based)
     if not (zero_based is True or zero_based is False or zero_based == "auto"):
@@ -291,7 +298,7 @@ def read_problem(source, n_features=None, zero_based="auto", dtype=np.float64,
     src = _Source(source)
     try:
         return _read(src, n_features, mode, dt, offset, length, bool(query_id),
-                     n_threads, windowed)
+                     n_threads, windowed, _INT32_MAX if for_training else None)
     finally:
         src.close()
 
@@ -303,8 +310,17 @@ def _grown(buf, start, stop, block):
     return new, block
 
 
-def _read(src, n_features, mode, dt, offset, length, query_id, n_threads, windowed):
-    builder = _reader.Builder(mode, -1 if n_features is None else n_features,
+def _too_wide(index):
+    return (f"feature index {index} is too large: kernsolve numbers features with "
+            f"32-bit integers, as LIBSVM does (at most {_INT32_MAX} features)")
+
+
+def _read(src, n_features, mode, dt, offset, length, query_id, n_threads, windowed,
+          column_limit=None):
+    # column_limit bounds the width without fixing it (n_features fixes it).
+    limited = column_limit is not None and n_features in (None, column_limit)
+    width_bound = column_limit if limited else n_features
+    builder = _reader.Builder(mode, -1 if width_bound is None else width_bound,
                               dt == np.float32, query_id)
     max_block = max(int(_BLOCK_SIZE), 16)
     # The buffer stays near a quarter of the input (the output takes about as
@@ -399,6 +415,8 @@ def _read(src, n_features, mode, dt, offset, length, query_id, n_threads, window
         err = builder.feed(view, cut, n_threads, max(int(_MIN_CHUNK), 1), left)
         if err is not None:
             status, line, token, a, b = err
+            if limited and status == _S["index_big"]:
+                raise fail(line, _too_wide(a))
             raise fail(line, _message(status, token, a, b, mode))
         if final:
             break
@@ -422,6 +440,8 @@ def _read(src, n_features, mode, dt, offset, length, query_id, n_threads, window
         one_based = nnz == 0 or builder.min_idx > 0
     else:
         one_based = mode == 1
+    if not one_based and limited and builder.eq_line > 0:
+        raise fail(builder.eq_line, _too_wide(width_bound))
     if not one_based and n_features is not None and builder.eq_line > 0:
         raise fail(builder.eq_line,
                    f"feature index {n_features} is past n_features={n_features} "
@@ -441,21 +461,16 @@ def _read(src, n_features, mode, dt, offset, length, query_id, n_threads, window
     return y, X
 
 
-def _open_write(path):
-    """Temp file beside ``path`` (for an atomic rename) and its writer."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory,
-                               prefix="." + os.path.basename(path) + ".",
-                               suffix=".tmp")
-    raw = os.fdopen(fd, "wb")
+def _compressor(raw, path):
+    """A writer that compresses into ``raw`` by the extension of ``path``, or None."""
     kind = _compression(path)
     if kind == "gz":
-        return tmp, raw, gzip.GzipFile(fileobj=raw, mode="wb")
+        return gzip.GzipFile(fileobj=raw, mode="wb")
     if kind == "bz2":
-        return tmp, raw, bz2.BZ2File(raw, "wb")
+        return bz2.BZ2File(raw, "wb")
     if kind == "xz":
-        return tmp, raw, lzma.LZMAFile(raw, "wb")
-    return tmp, raw, raw
+        return lzma.LZMAFile(raw, "wb")
+    return None
 
 
 def write_problem(destination, y, X, zero_based=False, query_id=None, n_jobs=None):
@@ -464,9 +479,10 @@ def write_problem(destination, y, X, zero_based=False, query_id=None, n_jobs=Non
     Parameters
     ----------
     destination : str, path-like or binary file object
-        A path is written atomically: to a temp file in the same directory,
-        then renamed over the target (``.gz``/``.bz2``/``.xz`` compress by
-        extension).  A file object is written in place.
+        A regular file is written atomically: to a temp file in the same
+        directory, then renamed over the target (``.gz``/``.bz2``/``.xz``
+        compress by extension); a symlink is followed and a device or FIFO
+        is written in place.  A file object is written in place.
     y : array-like of shape (n_samples,)
         Labels (finite).  Integral values are written as integers.
     X : array-like or sparse matrix of shape (n_samples, n_features)
@@ -556,28 +572,13 @@ def write_problem(destination, y, X, zero_based=False, query_id=None, n_jobs=Non
 
     if isinstance(destination, (str, bytes, os.PathLike)):
         path = os.fsdecode(os.fspath(destination))
-        tmp, raw, out = _open_write(path)
-        try:
-            try:
-                emit(out)
-                if out is not raw:
-                    out.close()
-                raw.flush()
-                os.fsync(raw.fileno())
-            finally:
-                raw.close()
-            try:
-                mode = os.stat(path).st_mode & 0o7777
-            except OSError:
-                mode = 0o644
-            os.chmod(tmp, mode)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        with output_file(path, binary=True) as raw:
+            out = _compressor(raw, path)
+            if out is None:
+                emit(raw)
+            else:
+                with out:
+                    emit(out)
     elif hasattr(destination, "write"):
         emit(destination)
     else:

@@ -138,7 +138,14 @@ def _dense(X, name):
     return arr
 
 
-def as_canonical(X, name="X"):
+def too_many_columns(name, n_columns):
+    """The error for a matrix wider than the core's 32-bit feature numbers."""
+    return ValueError(
+        f"{name} has {n_columns} columns: kernsolve numbers features with 32-bit "
+        f"integers, as LIBSVM does, so feature indices must be below 2**31")
+
+
+def as_canonical(X, name="X", renumber=False):
     """Convert X to the form the compiled core reads.
 
     Parameters
@@ -146,23 +153,29 @@ def as_canonical(X, name="X"):
     X : array-like or scipy sparse matrix, shape (n_samples, n_features)
     name : str
         Used in error messages.
+    renumber : bool, default=False
+        Accept a sparse matrix 2**31 or more columns wide by renumbering its
+        columns to the used ones. Only for a matrix whose kernel values are
+        all that is computed (its own Gram rows): renumbered columns must
+        never reach a model, a default gamma or a second matrix.
 
     Returns
     -------
     ndarray or csr_matrix
         A C-contiguous float64 ndarray, or a CSR matrix with float64 data,
-        sorted int32 column indices and int64 row pointers. If the matrix has
-        2**31 columns or more, its columns are renumbered to the used ones
-        (unused columns change no kernel value).
+        sorted int32 column indices and int64 row pointers.
 
     Raises
     ------
     ValueError
-        On non-finite values, a shape that is not 2-D, or an empty matrix.
+        On non-finite values, a shape that is not 2-D, an empty matrix, or
+        2**31 or more columns (unless ``renumber``).
     """
     if sp.issparse(X):
         shape, data, indices, indptr = _csr_base(X, name)
         if shape[1] > _INT32_MAX:
+            if not renumber:
+                raise too_many_columns(name, shape[1])
             used, indices = np.unique(indices, return_inverse=True)
             shape = (shape[0], max(len(used), 1))
         return _build_csr(shape, data, indices, indptr)
@@ -206,7 +219,7 @@ def _canonical_pair(X, Y):
     if n_features > _INT32_MAX:
         sparse_parts = [p for p in parts if p is not None and p[0] == "csr"]
         if len(sparse_parts) != sum(p is not None for p in parts):
-            raise ValueError("a dense matrix with 2**31 or more columns is not supported")
+            raise too_many_columns("a dense X or Y", n_features)
         used = np.unique(np.concatenate([p[3] for p in sparse_parts]))
         width = max(len(used), 1)
         parts = [None if p is None else
@@ -314,7 +327,7 @@ def kernel_rows(X, kernel="rbf", gamma=None, degree=3, coef0=0.0, cache_mb=100.0
     """
     from ._core import _kernel
     code = kernel_code(kernel)
-    Xc = as_canonical(X)
+    Xc = as_canonical(X, renumber=True)     # only X's own Gram rows are computed
     if code == 4:
         if sp.issparse(Xc):
             Xc = np.ascontiguousarray(Xc.toarray())

@@ -14,13 +14,13 @@ keywords, so training statistics (``Model.stats``) are not written.
 import math
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
 
 from ._errors import ModelFormatError
+from ._fileutil import output_file
 from ._params import KERNELS, SVM_TYPES, Parameters
 
 N_MARKS = 10  # LIBSVM's number of one-class probability density marks
@@ -305,23 +305,13 @@ def _format_sv_rows(coef, csr, rows_per_chunk=2000):
         yield "".join(parts) % tuple(args)
 
 
-def _umask():
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except OSError:
-        pass
-    return 0o022
-
-
 def save_model(path, model):
     """Write ``model`` to ``path`` in LIBSVM's model file format.
 
-    The text goes to a temporary file in the same directory, which is then
-    renamed over ``path`` (``os.replace``), so an interrupted save never
-    leaves half a model.  LIBSVM (``svm_load_model``) reads the result;
+    A regular file is written to a temporary file in the same directory and
+    renamed over ``path``, so an interrupted save never leaves half a model;
+    a symlink is followed, a device or FIFO is written in place (see
+    ``doc/cli.md``, "Output paths").  LIBSVM (``svm_load_model``) reads the result;
     ``load_model(path)`` gives back the same numbers exactly.
 
     Raises
@@ -332,32 +322,8 @@ def save_model(path, model):
         The file cannot be written.
     """
     text = model.to_text() if hasattr(model, "to_text") else _format_model(model)
-    write_text_atomically(path, text)
-
-
-def write_text_atomically(path, text):
-    """Write ``text`` to a temporary file beside ``path``, then rename it over
-    ``path``: an interrupted save never leaves half a file."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".",
-                               suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="ascii", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        try:
-            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
-        except OSError:
-            os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with output_file(path) as f:
+        f.write(text)
 
 
 # ---------------------------------------------------------------- reading

@@ -617,12 +617,13 @@ def test_ctrl_c_during_training_exits_130_without_a_model(tmp_path, shared):
 
 
 def test_interrupt_exits_130_and_partial_output_is_removed(tmp_path, capsys):
+    from kernsolve import _fileutil
     from kernsolve.cli import _common
 
     target = tmp_path / "out"
 
     def main(argv):
-        with _common.atomic_output(str(target)) as f:
+        with _fileutil.output_file(str(target)) as f:
             f.write("half a file")
             raise KeyboardInterrupt
 

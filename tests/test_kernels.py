@@ -154,9 +154,14 @@ def test_huge_feature_indices_use_merge_and_remap():
         kr = kernel_rows(wide, kernel="laplacian", gamma=0.3, cache_mb=0)
         np.testing.assert_allclose(kr.row(4), reference(dense, dense, "laplacian", 0.3, 3, 0)[4],
                                    rtol=2e-7)
-    C = as_canonical(sp.csr_matrix((S.data, huge[S.indices], S.indptr), shape=(20, 2**41)))
+    wide = sp.csr_matrix((S.data, huge[S.indices], S.indptr), shape=(20, 2**41))
+    # Renumbering is only for a matrix's own Gram rows; anything that could
+    # carry the new numbers into a model or a second matrix refuses the width.
+    C = as_canonical(wide, renumber=True)
     assert C.shape[1] == len(np.unique(huge[S.indices]))
     assert C.indices.dtype == np.int32 and C.indptr.dtype == np.int64
+    with pytest.raises(ValueError, match=r"X has 2199023255552 columns: .*below 2\*\*31"):
+        as_canonical(wide)
 
 
 def test_default_gamma_uses_declared_width():

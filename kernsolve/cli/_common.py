@@ -1,17 +1,17 @@
-"""What the three commands share: error handling, option splitting, atomic output.
+"""What the four commands share: error handling, option splitting, output checks.
 
 Every user error ends the same way: one line ``prog: what is wrong`` on stderr
 (followed by the usage text when the command line itself was wrong) and exit
 status 1. Ctrl-C exits with 130. No traceback reaches the user unless
 ``KERNSOLVE_DEBUG_CLI=1`` is set in the environment (for reporting a bug).
 """
-import contextlib
 import os
 import sys
-import tempfile
 import warnings
 
 import numpy as np
+
+from .. import _fileutil
 
 EXIT_USER_ERROR = 1
 EXIT_INTERRUPTED = 130
@@ -209,43 +209,11 @@ def parse_int(name, text):
         raise UsageError(f"bad value for {name}: {text!r} is not an integer") from None
 
 
-@contextlib.contextmanager
-def atomic_output(path, mode="w"):
-    """Write ``path`` through a temporary file in the same folder, renamed at the end.
-
-    If the block raises (including KeyboardInterrupt), the temporary file is
-    removed and ``path`` is left as it was: an output file is either complete
-    or untouched, never half-written.
-    """
-    folder = os.path.dirname(os.path.abspath(path))
-    base = os.path.basename(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp", dir=folder)
-    try:
-        kwargs = {} if "b" in mode else {"encoding": "ascii", "newline": "\n"}
-        with os.fdopen(fd, mode, **kwargs) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        # mkstemp creates 0600; give the file the permissions a plain open() would
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def check_output_path(path):
     """Fail early (before any long computation) if ``path`` cannot be written."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise CommandError(f"can't open output file {path}: Is a directory")
-    if not os.path.isdir(folder):
-        raise CommandError(f"can't open output file {path}: No such file or directory")
-    if not os.access(folder, os.W_OK):
-        raise CommandError(f"can't open output file {path}: Permission denied")
+    reason = _fileutil.check_output_path(path)
+    if reason is not None:
+        raise CommandError(f"can't open output file {path}: {reason}")
 
 
 def check_input_path(path, what="input file"):
@@ -269,7 +237,8 @@ def read_data(path, precomputed=False):
     from .._io import read_problem
     check_input_path(path)
     try:
-        return read_problem(path, zero_based="auto" if precomputed else False)
+        return read_problem(path, zero_based="auto" if precomputed else False,
+                            for_training=True)
     except DataFormatError as exc:
         msg = str(exc)
         marker = ": feature index 0 in 1-based data"

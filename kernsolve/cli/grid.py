@@ -232,7 +232,7 @@ def main(argv):
         backend = "dask"
 
     from .._io import read_problem
-    y, X = read_problem(dataset)
+    y, X = read_problem(dataset, for_training=True)
     y = np.asarray(y, dtype=np.float64)
     check_rows_for_folds(dataset, len(y))
     from .._grid import GridSearchError, grid_search

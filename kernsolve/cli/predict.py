@@ -9,7 +9,8 @@ import sys
 
 import numpy as np
 
-from ._common import (CommandError, UsageError, atomic_output, c_divide, check_input_path,
+from .._fileutil import output_file
+from ._common import (CommandError, UsageError, c_divide, check_input_path,
                       check_output_path, parse_int, read_data, regression_summary, run,
                       split_options)
 
@@ -173,7 +174,7 @@ def main(argv):
 
     text = format_predictions(labels, probabilities, header)
     try:
-        with atomic_output(output_path) as f:
+        with output_file(output_path) as f:
             f.write(text)
     except OSError as exc:
         raise CommandError(f"can't open output file {output_path}: "

@@ -13,7 +13,8 @@ import sys
 import numpy as np
 import scipy.sparse as sp
 
-from ._common import (CommandError, UsageError, atomic_output, check_input_path,
+from .._fileutil import output_file
+from ._common import (CommandError, UsageError, check_input_path,
                       parse_float, read_data, run, split_options)
 
 PROG = "kernsolve-scale"
@@ -291,7 +292,7 @@ def main(argv):
 
     if save_path is not None:
         try:
-            with atomic_output(save_path) as f:
+            with output_file(save_path) as f:
                 f.write(format_range_file(lower, upper, fmin, fmax, y_params))
         except OSError as exc:
             raise CommandError(f"can't open file {save_path}: {exc.strerror or exc}") from None

@@ -1,0 +1,146 @@
+"""Output files: the one writer behind every file kernsolve writes.
+
+A user names an output path the way they would for LIBSVM's tools, and
+expects what ``fopen(path, "w")`` does, without its one flaw (an interrupted
+run leaves half a file):
+
+* a **regular file** (new or existing) is written to a temporary file in the
+  same folder and renamed over the target at the end, so it is either complete
+  or untouched; an existing file keeps its permission bits (and, for root, its
+  owner), a new one gets ``0o666 & ~umask`` as ``open()`` would give it;
+* a **symbolic link** is followed: the file it points to is replaced, the link
+  stays a link;
+* anything else that exists -- a **device** (``/dev/null``), a **FIFO**, a
+  socket -- and any path under ``/dev`` or ``/proc`` (``/dev/stdout``,
+  ``/dev/fd/3``) is opened and written in place, as svm-predict does: renaming
+  over those would replace the device node, or cut off the reader of the pipe.
+
+Temporary files are named ``.NAME.PID.XXXXXX.tmp``. A run killed by SIGKILL
+cannot remove its own, so each write first removes the leftovers of NAME whose
+process is gone.
+"""
+import contextlib
+import errno
+import os
+import stat
+import tempfile
+
+__all__ = ["output_file", "check_output_path", "umask"]
+
+# Paths under these folders are streams or kernel objects, never files to replace.
+_STREAM_FOLDERS = ("/dev/", "/proc/")
+
+
+def umask():
+    """The process umask, read without changing it (``os.umask`` is not thread-safe)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    return 0o022
+
+
+def _in_place(path):
+    """True when ``path`` must be written through rather than replaced."""
+    absolute = os.path.abspath(path)
+    if absolute.startswith(_STREAM_FOLDERS):
+        return True
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode)
+
+
+def _process_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:          # EPERM: alive, another user's
+        return True
+    return True
+
+
+def _remove_stale_temporaries(folder, base):
+    """Remove ``.BASE.PID.XXXXXX.tmp`` files left by processes that no longer run."""
+    prefix = f".{base}."
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        if not (name.startswith(prefix) and name.endswith(".tmp")):
+            continue
+        pid = name[len(prefix):-len(".tmp")].split(".", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _process_alive(int(pid)):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(folder, name))
+
+
+@contextlib.contextmanager
+def output_file(path, binary=False):
+    """Open ``path`` for writing; yield the file object (see the module notes).
+
+    Text mode writes ASCII with ``\\n`` line ends. If the ``with`` block raises
+    (KeyboardInterrupt included), a regular target is left as it was.
+    """
+    path = os.fspath(path)
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    kwargs = {} if binary else {"encoding": "ascii", "newline": "\n"}
+    mode = "wb" if binary else "w"
+    if _in_place(path):
+        with open(path, mode, **kwargs) as f:
+            yield f
+        return
+    target = os.path.realpath(path)       # write where a symlink points
+    folder, base = os.path.split(target)
+    _remove_stale_temporaries(folder, base)
+    fd, tmp = tempfile.mkstemp(prefix=f".{base}.{os.getpid()}.", suffix=".tmp",
+                               dir=folder)
+    try:
+        with os.fdopen(fd, mode, **kwargs) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            old = os.stat(target)
+        except FileNotFoundError:
+            os.chmod(tmp, 0o666 & ~umask())
+        else:
+            os.chmod(tmp, stat.S_IMODE(old.st_mode))
+            if (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
+                with contextlib.suppress(OSError):
+                    os.chown(tmp, old.st_uid, old.st_gid)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def check_output_path(path):
+    """Return None if ``path`` can be written, else the reason (``strerror`` text).
+
+    Called before long computations, so a bad output path fails at once.
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        return os.strerror(errno.EISDIR)
+    if _in_place(path):
+        if os.path.exists(path) and not os.access(path, os.W_OK):
+            return os.strerror(errno.EACCES)
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.exists(path) and not os.path.isdir(folder):
+            return os.strerror(errno.ENOENT)
+        return None
+    folder = os.path.dirname(os.path.realpath(path))
+    if not os.path.isdir(folder):
+        return os.strerror(errno.ENOENT)
+    if not os.access(folder, os.W_OK):
+        return os.strerror(errno.EACCES)
+    return None
