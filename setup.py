@@ -1,7 +1,8 @@
 """Build script for kernsolve's compiled core.
 
-Every ``kernsolve/_core/*.pyx`` becomes one extension module, so adding a
-solver needs no edit here.  OpenMP is detected by compiling *and running* a
+Every ``kernsolve/**/*.pyx`` becomes one extension module named after its
+path (the shared engines in ``_core/``, each solver's loops in its folder under
+``solvers/``), so adding a solver needs no edit here.  OpenMP is detected by compiling *and running* a
 small program; ``KERNSOLVE_OPENMP=0`` forces it off, ``KERNSOLVE_OPENMP=1``
 forces it on (the build then fails loudly if the compiler cannot do it).
 ``KERNSOLVE_DEBUG=1`` turns Cython's bounds and wraparound checks back on.
@@ -96,20 +97,26 @@ def _selected(path):
     return not only or name in {m.strip() for m in only.split(",")}
 
 
+def _module_name(path):
+    # kernsolve/solvers/smo/_smo.pyx -> kernsolve.solvers.smo._smo
+    return os.path.splitext(path)[0].replace(os.sep, ".")
+
+
 extensions = [
     Extension(
-        "kernsolve._core." + os.path.splitext(os.path.basename(path))[0],
+        _module_name(path),
         [path],
         include_dirs=[numpy.get_include(), "kernsolve/_core"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         extra_compile_args=COMPILE_ARGS,
         extra_link_args=LINK_ARGS,
     )
-    for path in sorted(glob.glob("kernsolve/_core/*.pyx"))
+    # the shared engines in _core/, and each solver's loops beside its Python
+    for path in sorted(glob.glob(os.path.join("kernsolve", "**", "*.pyx"), recursive=True))
     if _selected(path)
 ]
 
 setup(
-    ext_modules=cythonize(extensions, compiler_directives=DIRECTIVES,
-                          compile_time_env={"KERNSOLVE_OPENMP": OPENMP}),
+    # include_path ".": solvers cimport the engines as kernsolve._core.NAME
+    ext_modules=cythonize(extensions, compiler_directives=DIRECTIVES, include_path=["."]),
 )

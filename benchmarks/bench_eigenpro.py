@@ -5,7 +5,7 @@ with a subsample of M = 4800 and k = 160 eigen-directions (the paper's
 settings).  Both solvers run on the same code path (kernel SGD is EigenPro
 with k = 0), with the same seed, so they see the same mini-batches.  The
 reference is the exact kernel least-squares solution (Cholesky,
-``kernsolve._eigenpro.exact_kernel_ridge`` with a tiny ridge ``--lam``) when
+``kernsolve.solvers.eigenpro.train.exact_kernel_ridge`` with a tiny ridge ``--lam``) when
 n is small enough; each iterative method stops at the first epoch whose test
 error reaches the reference, else at ``--max-epochs``, and reports its best
 error.  Test errors are measured after every epoch; that time is not counted.
@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 import kernsolve
-from kernsolve._eigenpro import (_Kernel, eigenpro_options, exact_kernel_ridge,
+from kernsolve.solvers.eigenpro.train import (_Kernel, eigenpro_options, exact_kernel_ridge,
                                  fit_eigenpro)
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
@@ -73,7 +73,7 @@ class TestErrorRF:
     """Test error of a model linear in D random features (phi(test) computed once)."""
 
     def __init__(self, Xt, yt, D, gamma, seed, threads):
-        from kernsolve._eigenpro_features import FeatureMap
+        from kernsolve.solvers.eigenpro.features import FeatureMap
         self.Zt = FeatureMap(Xt.shape[1], D, 2, gamma, seed)(Xt)
         self.yt = yt
 

@@ -99,7 +99,7 @@ def _worker(args):
         import numpy as np
         import scipy.sparse as sp
         import kernsolve
-        from kernsolve._core._sbp import solve
+        from kernsolve.solvers.sbp._sbp import solve
         from kernsolve._kernels import as_canonical
         y, X = kernsolve.read_problem(args.train, n_features=123)
         yt, Xt = kernsolve.read_problem(args.test, n_features=123)

@@ -32,7 +32,7 @@ import os
 import numpy as np
 
 import kernsolve
-from kernsolve._dsg import DSGTrainer, _Targets, _hyper, resolve_gamma
+from kernsolve.solvers.dsg.train import DSGTrainer, _Targets, _hyper, resolve_gamma
 from kernsolve._params import parse_options
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -10,7 +10,7 @@ plain SGD does not.
 import numpy as np
 
 import kernsolve
-from kernsolve._eigenpro import exact_kernel_ridge
+from kernsolve.solvers.eigenpro.train import exact_kernel_ridge
 
 
 def main():

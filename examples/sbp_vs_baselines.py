@@ -30,8 +30,8 @@ import numpy as np
 import scipy.sparse as sp
 
 import kernsolve
-from kernsolve._core._baselines import run as run_baseline
-from kernsolve._core._sbp import solve as sbp_solve
+from kernsolve.solvers.baselines._baselines import run as run_baseline
+from kernsolve.solvers.sbp._sbp import solve as sbp_solve
 from kernsolve._kernels import as_canonical
 
 HERE = os.path.dirname(os.path.abspath(__file__))

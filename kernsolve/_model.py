@@ -697,8 +697,8 @@ def _slow_pairs(r, lineno, pairs, t):
 # ModelFormatError).  Imported lazily: loading a LIBSVM model needs none of them.
 MODEL_MAGIC = "kernsolve_model"
 MODEL_KINDS = {
-    "dsg": ("kernsolve._dsg", "DSGModel"),
-    "eigenpro": ("kernsolve._eigenpro_model", "EigenProModel"),
+    "dsg": ("kernsolve.solvers.dsg.train", "DSGModel"),
+    "eigenpro": ("kernsolve.solvers.eigenpro.model", "EigenProModel"),
 }
 
 

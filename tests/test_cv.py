@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 import kernsolve
 from kernsolve import cross_validation, predict, read_problem, train
-from kernsolve._cv import make_folds, plan_waves, train_rows
+from kernsolve.model_selection.cv import make_folds, plan_waves, train_rows
 from kernsolve._random import integers, permutation
 
 from conftest import libsvm_serial

@@ -1,4 +1,4 @@
-"""DSG (kernsolve._dsg, _core/_dsg.pyx) against independent oracles.
+"""DSG (kernsolve.solvers.dsg.train, _core/_dsg.pyx) against independent oracles.
 
 * Algorithm 1 re-implemented in numpy on the explicitly materialised random
   Fourier map (``random_features``, itself checked bit for bit against a
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import kernsolve
-from kernsolve import _dsg
-from kernsolve._core import _dsg as _c
+from kernsolve.solvers.dsg import train as _dsg
+from kernsolve.solvers.dsg import _dsg as _c
 from kernsolve._features import random_features
 from kernsolve._random import permutation, stream_key
 

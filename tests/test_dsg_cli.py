@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import kernsolve
-from kernsolve import _dsg
+from kernsolve.solvers.dsg import train as _dsg
 from kernsolve._errors import DataFormatError
 
 from test_cli import assert_user_error, run_cli, run_inproc

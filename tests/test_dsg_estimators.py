@@ -1,4 +1,4 @@
-"""DSGClassifier / DSGRegressor (kernsolve._dsg_estimators).
+"""DSGClassifier / DSGRegressor (kernsolve.estimators.dsg).
 
 Oracles: scikit-learn's estimator checks; ``kernsolve.train`` with the
 equivalent option string and ``_dsg.train_file`` over the same windows (the
@@ -19,8 +19,8 @@ from sklearn.model_selection import GridSearchCV  # noqa: E402
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
 import kernsolve  # noqa: E402
-from kernsolve import _dsg  # noqa: E402
-from kernsolve._dsg_estimators import DSGClassifier, DSGRegressor  # noqa: E402
+from kernsolve.solvers.dsg import train as _dsg  # noqa: E402
+from kernsolve.estimators.dsg import DSGClassifier, DSGRegressor  # noqa: E402
 
 
 def _a9a(shared, tmp_path, n=600):

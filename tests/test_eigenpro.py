@@ -14,9 +14,9 @@ import scipy.linalg
 
 import kernsolve
 from kernsolve import Parameters, kernel_matrix
-from kernsolve._eigenpro import (_build_preconditioner, _epoch_order, _Kernel,
+from kernsolve.solvers.eigenpro.train import (_build_preconditioner, _epoch_order, _Kernel,
                                  eigenpro_options, exact_kernel_ridge, fit_eigenpro)
-from kernsolve._eigenpro_model import EigenProModel
+from kernsolve.solvers.eigenpro.model import EigenProModel
 from kernsolve._random import permutation
 
 
@@ -348,7 +348,7 @@ def _phi(X, D, gamma, seed):
 def test_features_preconditioned_spectrum():
     # M = n: P H with H = Z^T Z / n has top eigenvalue lambda_{k+1}(H), the top k
     # moved to tau * lambda_{k+1} (Table 1, line 2).
-    from kernsolve._eigenpro_features import _eigensystem
+    from kernsolve.solvers.eigenpro.features import _eigensystem
     X, _, _ = _problem(300)
     Z = _phi(X, 150, 5.0, 2)
     lam = np.linalg.eigvalsh(Z.T @ Z / 300)[::-1]
@@ -419,7 +419,7 @@ def test_cross_validation_runs_eigenpro():
 
 def test_randomized_eigensolver_matches_eigh():
     # The subspace iteration (used for M > 2000) against LAPACK's eigh.
-    from kernsolve._eigenpro import top_eigensystem
+    from kernsolve.solvers.eigenpro.train import top_eigensystem
     rng = np.random.default_rng(5)
     X = rng.uniform(0, 1, (800, 8))
     K = kernel_matrix(X, X, gamma=2.0)
@@ -439,7 +439,7 @@ def test_randomized_eigensolver_matches_eigh():
 def test_feature_map_is_dsg_feature_map(kernel):
     # dgemm + cos on regenerated directions == DSG's compiled features / sqrt(D)
     import scipy.sparse as sp
-    from kernsolve._eigenpro_features import FeatureMap
+    from kernsolve.solvers.eigenpro.features import FeatureMap
     from kernsolve._features import random_features
     rng = np.random.default_rng(8)
     X = rng.normal(size=(60, 12)) * (rng.uniform(size=(60, 12)) < 0.4)

@@ -28,7 +28,7 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
 import kernsolve  # noqa: E402
-from kernsolve._estimators import (SVC, SVR, ConvergenceWarning, NotFittedError,  # noqa: E402
+from kernsolve.estimators.svm import (SVC, SVR, ConvergenceWarning, NotFittedError,  # noqa: E402
                                    NuSVC, NuSVR, OneClassSVM)
 
 DATA = "/work/shared/data"

@@ -9,8 +9,8 @@ import pytest
 
 import kernsolve
 from kernsolve import cross_validation, grid_search, predict, read_problem, train
-from kernsolve._cv import make_folds, train_rows
-from kernsolve._grid import GridSearchError, grid_order, permute_sequence, read_out_file
+from kernsolve.model_selection.cv import make_folds, train_rows
+from kernsolve.model_selection.grid import GridSearchError, grid_order, permute_sequence, read_out_file
 
 GRID = {"c": [0.5, 2.0, 8.0], "g": [0.5, 0.125, 2.0 ** -5]}
 
@@ -176,7 +176,7 @@ def test_failing_cell_is_named_and_finished_cells_are_kept(german, tmp_path):
 
 
 def test_worker_that_dies(heart, tmp_path, monkeypatch):
-    import kernsolve._cv as cv
+    import kernsolve.model_selection.cv as cv
     y, X = heart
     original = cv.fit_predict
 
@@ -287,7 +287,7 @@ def test_dask_local_cluster_equals_local(heart):
             g = grid_search(y, X, "-q", grid=grid, n_folds=3, n_jobs=2)
         # the tasks really ran in the worker processes
         assert len(client.scheduler_info()["workers"]) == 2
-        done = client.run(lambda: __import__("sys").modules.get("kernsolve._svm") is not None)
+        done = client.run(lambda: __import__("sys").modules.get("kernsolve.solvers.libsvm.driver") is not None)
         assert all(done.values())
     np.testing.assert_array_equal(r.target, local_cv.target)
     assert [c["rate"] for c in g.cells] == [c["rate"] for c in local_grid.cells]

@@ -3,7 +3,7 @@
 Oracles:
 
 * the C library's own ``rand()`` (glibc, through ctypes) for
-  kernsolve._libsvm_rand, and glibc's published first outputs after
+  kernsolve.solvers.libsvm.libsvm_rand, and glibc's published first outputs after
   ``srand(1)``;
 * libsvm-official (LIBSVM 3.37) run in this process after ``srand(1)``, which
   is what ``svm-train`` sees when it starts: its ``-v`` accuracy and its
@@ -28,7 +28,7 @@ import pytest
 
 from conftest import libsvm_serial, package_env
 
-from kernsolve._libsvm_rand import GlibcRand, cv_folds, probability_folds
+from kernsolve.solvers.libsvm.libsvm_rand import GlibcRand, cv_folds, probability_folds
 
 
 def _glibc():

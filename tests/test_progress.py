@@ -96,8 +96,8 @@ def test_terminal_line_is_rewritten_in_place_and_cleared():
 
 def test_compiled_solvers_call_back_and_can_be_stopped():
     """About once a second the loops call progress; an exception there stops them."""
-    from kernsolve._core._baselines import run
-    from kernsolve._core import _sbp
+    from kernsolve.solvers.baselines._baselines import run
+    from kernsolve.solvers.sbp import _sbp as _sbp
     rng = np.random.default_rng(1)
     X = np.vstack([rng.normal(-2, 0.5, (30, 2)), rng.normal(2, 0.5, (30, 2))])
     y = np.r_[np.ones(30), -np.ones(30)].astype(np.int8)
@@ -145,7 +145,7 @@ def cli_train(*args):
 def poll_every_check():
     """The compiled loops visit Python at every clock check, not once a second,
     so a progress line appears however fast the machine runs the training."""
-    from kernsolve._core import _baselines
+    from kernsolve.solvers.baselines import _baselines as _baselines
     old = _baselines._get_tuning()
     _baselines._set_tuning(poll_seconds=0.0)
     yield
@@ -155,7 +155,7 @@ def poll_every_check():
 def test_train_progress_on_stderr_and_quiet(tmp_path, separable, monkeypatch,
                                             poll_every_check):
     # no initial delay and no rate limit: every callback of the solver is a line
-    import kernsolve._svm as svm
+    import kernsolve.solvers.libsvm.driver as svm
     monkeypatch.setattr(svm, "Progress", functools.partial(Progress, delay=0.0,
                                                            interval=0.0))
     args = ["--solver", "perceptron", "--iterations", "20000", "-g", "0.5",

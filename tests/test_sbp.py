@@ -15,7 +15,7 @@ import pytest
 import scipy.sparse as sp
 
 import kernsolve
-from kernsolve._core import _sbp as core
+from kernsolve.solvers.sbp import _sbp as core
 from kernsolve._kernels import as_canonical, kernel_matrix
 
 from conftest import libsvm_serial, shared_lines
@@ -147,7 +147,7 @@ def test_accuracy_close_to_smo_a9a_slice(a9a_slice):
 
 def test_c_to_nu_subsample(a9a_slice):
     """More points than the subsample: SMO on a seeded subset with C * n / m."""
-    from kernsolve._sbp import nu_from_c
+    from kernsolve.solvers.sbp.train import nu_from_c
     y, X, _, _ = a9a_slice
     yy = np.where(y > 0, 1, -1).astype(np.int8)
     args = (2, 3, 0.05, 0.0)
@@ -295,7 +295,7 @@ def test_bad_data():
 def test_baselines_reach_the_no_bias_svm_optimum(heart):
     """Pegasos and SDCA minimise lambda/2 ||w||^2 + mean hinge: compare the
     primal value with SMO-no-bias's optimum (C = 1/(lambda n))."""
-    from kernsolve._core._baselines import run
+    from kernsolve.solvers.baselines._baselines import run
     y, X = heart
     yy = np.where(y > 0, 1, -1).astype(np.int8)
     n = y.size
@@ -318,7 +318,7 @@ def test_baselines_reach_the_no_bias_svm_optimum(heart):
 
 
 def test_perceptron_separable_and_trace():
-    from kernsolve._core._baselines import run
+    from kernsolve.solvers.baselines._baselines import run
     rng = np.random.default_rng(3)
     X = np.vstack([rng.normal(-2, 0.5, size=(30, 2)), rng.normal(2, 0.5, size=(30, 2))])
     y = np.r_[np.ones(30), -np.ones(30)].astype(np.int8)

@@ -1,4 +1,4 @@
-"""The compiled SMO solver (kernsolve._core._smo.solve) against independent oracles.
+"""The compiled SMO solver (kernsolve.solvers.smo._smo.solve) against independent oracles.
 
 Oracles: libsvm-official (LIBSVM 3.37) run on the same data, its printed
 ``obj``/``rho``/``#iter`` captured from the C stdout, its model's sv_coef;
@@ -19,8 +19,8 @@ from sklearn.datasets import load_svmlight_file
 from sklearn.metrics.pairwise import rbf_kernel
 
 from kernsolve._kernels import as_canonical
-from kernsolve._core import _smo
-from kernsolve._core._smo import solve
+from kernsolve.solvers.smo import _smo as _smo
+from kernsolve.solvers.smo._smo import solve
 
 libsvm = pytest.importorskip("libsvm.svmutil")
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from kernsolve._svm import train
+from kernsolve.solvers.libsvm.driver import train
 
 svmutil = pytest.importorskip("libsvm.svmutil")
 

@@ -26,8 +26,8 @@ svmutil = pytest.importorskip("libsvm.svmutil")
 
 import kernsolve  # noqa: E402
 from conftest import libsvm_serial  # noqa: E402
-from kernsolve import _probability  # noqa: E402
-from kernsolve._svm import train  # noqa: E402
+from kernsolve.solvers.libsvm import probability as _probability  # noqa: E402
+from kernsolve.solvers.libsvm.driver import train  # noqa: E402
 
 _CACHE = {}
 
@@ -693,7 +693,7 @@ def test_progress_callback_prints_to_stderr_unless_quiet(capsys):
     """The solvers' callback is the rate-limited progress line (tests/test_progress.py)."""
     from kernsolve._params import parse_options
     from kernsolve._progress import Progress
-    from kernsolve._svm import _Context
+    from kernsolve.solvers.libsvm.driver import _Context
     ctx = _Context(parse_options(""), 1, None)
     report = ctx.progress()
     assert isinstance(report, Progress) and report.solver == "smo"

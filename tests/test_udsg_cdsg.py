@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import kernsolve
-from kernsolve import _dsg
+from kernsolve.solvers.dsg import train as _dsg
 from kernsolve._features import random_features
 from kernsolve._random import integers, permutation, stream_key
 

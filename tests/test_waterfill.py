@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from scipy.optimize import linprog
 
-from kernsolve._core._waterfill import water_level, water_level_bias
+from kernsolve.solvers.sbp._waterfill import water_level, water_level_bias
 
 
 # ------------------------------------------------------------------ oracles

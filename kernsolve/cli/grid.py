@@ -235,7 +235,7 @@ def main(argv):
     y, X = read_problem(dataset, for_training=True)
     y = np.asarray(y, dtype=np.float64)
     check_rows_for_folds(dataset, len(y))
-    from .._grid import GridSearchError, grid_search
+    from ..model_selection.grid import GridSearchError, grid_search
     try:
         result = grid_search(y, X, params, grid=grid, n_folds=min(settings["fold"], len(y)),
                              n_jobs=params.n_jobs, out=out, resume=resume, backend=backend,

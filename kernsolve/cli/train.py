@@ -85,7 +85,7 @@ def _parse(tokens):
 def check_solver_options(params):
     """The checks ``kernsolve.train`` makes before it looks at the data, made
     before the (possibly long) read of the training file.  Raises ValueError."""
-    from .. import _svm
+    from ..solvers.libsvm import driver as _svm
     if params.solver in ("smo", "sbp") + tuple(_svm._BASELINES):
         _svm._check_parameters(params)
 
@@ -106,8 +106,8 @@ def default_model_path(training_path):
 # predictions as the Python API).
 
 def cv_folds(y, n_folds, seed, classification):
-    """The folds of ``-v`` (:func:`kernsolve._cv.make_folds`), for callers of the old helper."""
-    from .._cv import make_folds
+    """The folds of ``-v`` (:func:`kernsolve.model_selection.cv.make_folds`), for callers of the old helper."""
+    from ..model_selection.cv import make_folds
     return make_folds(y, n_folds, seed, stratified=classification)
 
 
@@ -115,9 +115,9 @@ def cross_validation_targets(y, X, train_tokens, params, libsvm_folds=False):
     """Predicted target of every row when its fold was held out.
 
     ``libsvm_folds``: the folds svm-train draws on Linux (glibc ``rand()``,
-    kernsolve._libsvm_rand) instead of kernsolve's seeded ones.
+    kernsolve.solvers.libsvm.libsvm_rand) instead of kernsolve's seeded ones.
     """
-    from .._cv import cross_validation
+    from ..model_selection.cv import cross_validation
     n = len(y)
     n_folds = params.n_folds
     if n_folds > n:
@@ -126,8 +126,8 @@ def cross_validation_targets(y, X, train_tokens, params, libsvm_folds=False):
         n_folds = n
     folds = prob_folds = None
     if libsvm_folds:
-        from .._cv import train_rows
-        from .._libsvm_rand import GlibcRand, cv_folds as libsvm_cv_folds, probability_folds
+        from ..model_selection.cv import train_rows
+        from ..solvers.libsvm.libsvm_rand import GlibcRand, cv_folds as libsvm_cv_folds, probability_folds
         rng = GlibcRand(1)
         folds = libsvm_cv_folds(y, n_folds, params.svm_type, rng)
         if params.probability:
@@ -179,7 +179,7 @@ def _stream_options(options):
 def _check_solver_options(params, chunk_mb):
     """DSG's option values, checked before the (possibly long) read of the data."""
     if params.solver in ("dsg", "udsg", "cdsg"):
-        from .._dsg import check_parameters
+        from ..solvers.dsg.train import check_parameters
         try:
             check_parameters(params)
         except ValueError as exc:
@@ -206,8 +206,8 @@ def _save(model_path, model):
 
 
 def _train_streamed(data_path, model_path, tokens, chunk_mb):
-    """``--stream``: :func:`kernsolve._dsg.train_file`, windows of ``chunk_mb`` MB."""
-    from .._dsg import train_file
+    """``--stream``: :func:`kernsolve.solvers.dsg.train.train_file`, windows of ``chunk_mb`` MB."""
+    from ..solvers.dsg.train import train_file
     model = train_file(data_path, list(tokens), chunk_bytes=max(1, int(chunk_mb * 2**20)))
     return _save(model_path, model)
 
@@ -263,10 +263,10 @@ def main(argv):
         report_cross_validation(y, target, params.svm_type)
         return 0
 
-    from .._svm import train
+    from ..solvers.libsvm.driver import train
     folds = None
     if libsvm_folds and params.probability:
-        from .._libsvm_rand import GlibcRand, probability_folds
+        from ..solvers.libsvm.libsvm_rand import GlibcRand, probability_folds
         folds = probability_folds(y, params.svm_type, GlibcRand(1))
     model = train(y, X, list(tokens), _folds=folds)
     return _save(model_path, model)

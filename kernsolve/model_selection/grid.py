@@ -2,7 +2,7 @@
 
 Every (parameter cell, fold) pair is one task of a single joblib job list
 (``_cv.run_tasks``), so a 9-cell, 5-fold grid is 45 tasks spread over the
-cores (or a Dask cluster) with the thread budget of :mod:`kernsolve._cv`.
+cores (or a Dask cluster) with the thread budget of :mod:`kernsolve.model_selection.cv`.
 
 The order of the cells, the tie rule of the best cell, and the output file
 follow ``grid.py``: the ``c`` and ``g`` axes are visited middle-out
@@ -22,8 +22,8 @@ import time
 
 import numpy as np
 
-from . import _cv
-from ._params import _LETTERS, _LONG, SOLVER_OPTIONS, parse_options
+from . import cv as _cv
+from .._params import _LETTERS, _LONG, SOLVER_OPTIONS, parse_options
 
 _MAX_FAILURES_SHOWN = 3     # failed cells named in a GridSearchError message
 

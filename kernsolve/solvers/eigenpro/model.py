@@ -5,15 +5,15 @@ for classification (one output per class) and any ``--features`` model; its
 text format starts with ``kernsolve_model eigenpro`` and ``load_model``
 dispatches on that line (``kernsolve._model.MODEL_KINDS``).  Regression
 kernel expansions are LIBSVM ``Model`` objects instead (see
-``kernsolve._eigenpro``).  ``doc/eigenpro.md`` describes the format.
+``kernsolve.solvers.eigenpro.train``).  ``doc/eigenpro.md`` describes the format.
 """
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
 
-from ._eigenpro import BLOCK_BYTES, EPSILON_SVR, MAGIC, _Kernel, _one_blas_thread
-from ._params import KERNELS, SVM_TYPES, Parameters
+from .train import BLOCK_BYTES, EPSILON_SVR, MAGIC, _Kernel, _one_blas_thread
+from ..._params import KERNELS, SVM_TYPES, Parameters
 
 __all__ = ["EigenProModel", "decision_values", "format_eigenpro_model",
            "parse_eigenpro_model"]
@@ -83,7 +83,7 @@ class EigenProModel:
 
     def save(self, path):
         """Write the model (see :func:`format_eigenpro_model`)."""
-        from ._model import save_model
+        from ..._model import save_model
         save_model(path, self)
 
     def to_text(self):
@@ -125,13 +125,13 @@ def _labels_of(values, model):
 
 def decision_values(X, model, n_jobs=None):
     """``K(X, centres) @ coef`` block by block (width rule as LIBSVM's predict)."""
-    from ._predict import _prepare_X, _widen
-    from ._threads import resolve_n_jobs
+    from ..._predict import _prepare_X, _widen
+    from ..._threads import resolve_n_jobs
     p = model.param
     Xc = _prepare_X(X)
     coef = np.asarray(model.coef, dtype=np.float64)
     if model.features is not None:
-        from ._eigenpro_features import FeatureMap
+        from .features import FeatureMap
         out = np.empty((Xc.shape[0], coef.shape[1]))
         rows = max(1, BLOCK_BYTES // (8 * model.features))
         phi = FeatureMap(Xc.shape[1], model.features, int(p.kernel_type), float(p.gamma),
@@ -163,7 +163,7 @@ def decision_values(X, model, n_jobs=None):
 
 
 def _canonical_block(Xb):
-    from ._kernels import as_canonical
+    from ..._kernels import as_canonical
     return as_canonical(Xb) if sp.issparse(Xb) else np.ascontiguousarray(Xb, dtype=np.float64)
 
 
@@ -193,7 +193,7 @@ def format_eigenpro_model(model):
     random-feature model has ``features D`` and ``seed S`` instead of
     ``total_sv``, then ``W`` and D lines of ``n_outputs`` coefficients.
     """
-    from ._model import _format_sv_rows, _label_text
+    from ..._model import _format_sv_rows, _label_text
     p = model.param
     t = int(p.kernel_type)
     coef = np.asarray(model.coef, dtype=np.float64)
@@ -247,7 +247,7 @@ def parse_eigenpro_model(lines, fail):
     (``"<file>:<line>: <problem>"``); it is called for anything corrupt or
     truncated.
     """
-    from ._model import _float, _int, read_vector_lines
+    from ..._model import _float, _int, read_vector_lines
     r = _FailOnly(fail)
     if not lines or lines[0].strip() != MAGIC:
         r.fail(1, f"expected {MAGIC!r} on the first line")

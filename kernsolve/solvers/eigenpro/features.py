@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from ._eigenpro import (RANK_RTOL, check_diverged, AUTO_RTOL, _epoch_order, _one_blas_thread,
+from .train import (RANK_RTOL, check_diverged, AUTO_RTOL, _epoch_order, _one_blas_thread,
                         step_size)
 
 __all__ = ["fit_features", "feature_values"]
@@ -38,7 +38,7 @@ class FeatureMap:
     """
 
     def __init__(self, n_features, D, kernel_type, gamma, seed):
-        from ._features import feature_directions
+        from ..._features import feature_directions
         omega, phase = feature_directions(n_features, 0, D, kernel=int(kernel_type),
                                           gamma=gamma, seed=seed)
         self.omega_t = np.ascontiguousarray(omega.T)
@@ -62,13 +62,13 @@ def feature_values(X, D, kernel_type, gamma, seed, n_jobs=None):
 
 def _rows(X, idx):
     import scipy.sparse as sp
-    from ._kernels import as_canonical
+    from ..._kernels import as_canonical
     return as_canonical(X[idx]) if sp.issparse(X) else np.ascontiguousarray(X[idx])
 
 
 def _eigensystem(Z_S, k, seed=0):
     """Top k+1 eigenvalues of Z_S^T Z_S / M and the top k unit eigenvectors (D, k)."""
-    from ._eigenpro import top_eigensystem
+    from .train import top_eigensystem
     M, D = Z_S.shape
     with _one_blas_thread():
         if D <= M:
@@ -93,7 +93,7 @@ def fit_features(Xc, Y, *, kernel_type, gamma, options, seed, n_jobs, n_threads,
     subsample : ndarray (M,)
     stats : dict
     """
-    from ._random import permutation
+    from ..._random import permutation
     t0 = time.perf_counter()
     if int(kernel_type) not in (2, 5):
         raise ValueError("--features: random Fourier features exist for the rbf (-t 2) "

@@ -32,7 +32,7 @@ from libc.math cimport INFINITY, isfinite
 
 import numpy as np
 
-from ._random cimport rng_integer, rng_key, STREAM_SAMPLING
+from kernsolve._core._random cimport rng_integer, rng_key, STREAM_SAMPLING
 
 
 cdef inline void _swap(double* v, Py_ssize_t* ix, Py_ssize_t i,

@@ -41,8 +41,8 @@ import time
 
 import numpy as np
 
-from ._kernel cimport KernelRows, kfloat
-from ._random cimport rng_key, rng_integer, STREAM_SAMPLING
+from kernsolve._core._kernel cimport KernelRows, kfloat
+from kernsolve._core._random cimport rng_key, rng_integer, STREAM_SAMPLING
 from ._waterfill cimport find_gamma, find_gamma_and_bias, WF_OK
 
 cdef enum:

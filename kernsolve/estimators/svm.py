@@ -32,7 +32,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from ._params import SOLVER_OPTIONS, Parameters, option_key
+from .._params import SOLVER_OPTIONS, Parameters, option_key
 
 __all__ = ["SVC", "NuSVC", "SVR", "NuSVR", "OneClassSVM", "NotFittedError",
            "DataConversionWarning", "ConvergenceWarning"]
@@ -45,8 +45,8 @@ _GAMMA_KERNELS = ("poly", "rbf", "sigmoid", "laplacian")
 _TINY_GAMMA = float(np.nextafter(0.0, 1.0))
 
 # The solvers kernsolve.train runs for each SVM type (-s) besides SMO: the SBP
-# (kernsolve._sbp) for C-SVC and nu-SVC sub-problems, the SBP paper's
-# comparison solvers (kernsolve._baselines) for C-SVC only.  Regression and
+# (kernsolve.solvers.sbp.train) for C-SVC and nu-SVC sub-problems, the SBP paper's
+# comparison solvers (kernsolve.solvers.baselines.train) for C-SVC only.  Regression and
 # one-class problems are SMO's alone.
 _SOLVERS = {0: ("smo", "sbp", "pegasos", "sdca", "perceptron"), 1: ("smo", "sbp")}
 # Solvers that train another kind of model, and the estimator that runs them.
@@ -575,7 +575,7 @@ class _BaseSVM(_BaseEstimator):
         return X
 
     def _train(self, y, Xt, param, sample_weight):
-        from ._svm import train
+        from ..solvers.libsvm.driver import train
         max_iter = None if self.max_iter == -1 else int(self.max_iter)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -621,7 +621,7 @@ class _BaseSVM(_BaseEstimator):
 
     def _decision_values(self, X):
         """LIBSVM's decision values (n, n_values) of validated X."""
-        from ._predict import decision_function
+        from .._predict import decision_function
         return decision_function(self._predict_X(X), self.model_, n_jobs=self.n_jobs)
 
     @property
@@ -852,7 +852,7 @@ class _BaseSVC(_BaseSVM):
         if not self.model_.is_probability_model:
             raise _not_fitted_error("predict_proba is not available: the model was "
                                     "fitted with probability=False; fit again")
-        from ._predict import predict_probability
+        from .._predict import predict_probability
         return predict_probability(self._predict_X(X), self.model_, n_jobs=self.n_jobs)
 
     @_available_if(_check_proba)

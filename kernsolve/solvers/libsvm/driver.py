@@ -9,7 +9,7 @@ same bookkeeping of support vectors and coefficients, and the same printed
 lines.  What LIBSVM lacks is added on top: sample weights, the no-bias C-SVC,
 seeded probability folds, and training statistics.
 
-The numerical work is in ``kernsolve._core._smo.solve``; this module only
+The numerical work is in ``kernsolve.solvers.smo._smo.solve``; this module only
 builds its inputs and reads its outputs.
 """
 import sys
@@ -18,15 +18,15 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from . import _probability
-from ._model import Model
-from ._params import Parameters
-from ._progress import Progress
-from ._threads import resolve_n_jobs
+from . import probability as _probability
+from ..._model import Model
+from ..._params import Parameters
+from ..._progress import Progress
+from ..._threads import resolve_n_jobs
 
 C_SVC, NU_SVC, ONE_CLASS, EPSILON_SVR, NU_SVR = range(5)
 PRECOMPUTED = 4
-_BASELINES = ("pegasos", "sdca", "perceptron")   # kernsolve._baselines: no bias
+_BASELINES = ("pegasos", "sdca", "perceptron")   # kernsolve.solvers.baselines.train: no bias
 N_PROB_FOLDS = 5          # LIBSVM's internal folds for probability models
 _DECISION_BLOCK = 1 << 22  # kernel values per block when computing decision values
 
@@ -83,11 +83,11 @@ def train(y, X, options="", *, sample_weight=None, n_jobs=None, _folds=None,
     """
     t_start = time.perf_counter()
     param = _as_parameters(options)
-    if param.solver in ("eigenpro", "kernel-sgd"):   # kernel least squares (kernsolve._eigenpro)
-        from ._eigenpro import train_eigenpro
+    if param.solver in ("eigenpro", "kernel-sgd"):   # kernel least squares (kernsolve.solvers.eigenpro.train)
+        from ..eigenpro.train import train_eigenpro
         return train_eigenpro(y, X, param, n_jobs=n_jobs, sample_weight=sample_weight)
-    if param.solver in ("dsg", "udsg", "cdsg"):    # random-feature models (kernsolve._dsg)
-        from ._dsg import train as train_dsg
+    if param.solver in ("dsg", "udsg", "cdsg"):    # random-feature models (kernsolve.solvers.dsg.train)
+        from ..dsg.train import train as train_dsg
         if sample_weight is not None:
             raise ValueError("sample_weight is not supported by the DSG solvers")
         param.check()
@@ -146,7 +146,7 @@ def train(y, X, options="", *, sample_weight=None, n_jobs=None, _folds=None,
 def _as_parameters(options):
     if isinstance(options, Parameters):
         return options.copy()
-    from ._params import parse_options
+    from ..._params import parse_options
     return parse_options(options)
 
 
@@ -163,10 +163,10 @@ def _check_parameters(param):
             raise ValueError(f"-w{label} 0: a class weight of 0 makes C = 0 for class "
                              f"{label}; leave that class out of the data instead")
     if param.solver == "sbp":
-        from ._sbp import check_parameters as _check_sbp
+        from ..sbp.train import check_parameters as _check_sbp
         _check_sbp(param)
     elif param.solver in _BASELINES:
-        from ._baselines import check_parameters as _check_baseline
+        from ..baselines.train import check_parameters as _check_baseline
         _check_baseline(param)
     elif param.solver != "smo":
         raise ValueError(f"kernsolve.train trains the SMO, SBP, Pegasos, SDCA and "
@@ -252,7 +252,7 @@ class _Data:
         if param.kernel_type == PRECOMPUTED:
             self._init_precomputed(X, n_rows)
             return
-        from ._kernels import as_canonical
+        from ..._kernels import as_canonical
         Xc = as_canonical(X)
         if Xc.ndim != 2:
             raise ValueError(f"X must be two-dimensional, got shape {Xc.shape}")
@@ -345,12 +345,12 @@ class _Data:
 
 
 def _canonical(X):
-    from ._kernels import as_canonical
+    from ..._kernels import as_canonical
     return as_canonical(X)
 
 
 def _kernel_block(A, B, param, n_threads):
-    from ._kernels import kernel_matrix
+    from ..._kernels import kernel_matrix
     return kernel_matrix(A, B, kernel=int(param.kernel_type), gamma=float(param.gamma),
                          degree=int(param.degree), coef0=float(param.coef0),
                          n_jobs=n_threads)
@@ -408,16 +408,16 @@ class _Context:
 def _planned_iterations(param, sizes):
     """Iterations each sub-problem will run, when the solver fixes them in advance."""
     if param.solver in _BASELINES:
-        from ._baselines import planned_iterations
+        from ..baselines.train import planned_iterations
         return [planned_iterations(param, n) for n in sizes]
     if param.solver == "sbp":
-        from ._sbp import planned_iterations
+        from ..sbp.train import planned_iterations
         return [planned_iterations(param, n) for n in sizes]
     return None              # SMO: unknown until it converges
 
 
 def _smo(ctx, rows, y_pm, p, alpha, C, *, svr=False, nu=False):
-    from ._core._smo import solve
+    from ..smo._smo import solve
     param = ctx.param
     Xs = ctx.data.solver_input(rows)
     info = solve(Xs, int(param.kernel_type), int(param.degree), float(param.gamma),
@@ -452,11 +452,11 @@ def _train_one(ctx, rows, target, C, cp=None, cn=None):
     svm_type = param.svm_type
     uniform = bool(np.all(C == C[0])) if l else True
 
-    if param.solver == "sbp":   # C-SVC / nu-SVC sub-problem by the SBP (kernsolve._sbp)
-        from ._sbp import train_binary
+    if param.solver == "sbp":   # C-SVC / nu-SVC sub-problem by the SBP (kernsolve.solvers.sbp.train)
+        from ..sbp.train import train_binary
         return train_binary(ctx, rows, target, C)
-    if param.solver in _BASELINES:   # C-SVC sub-problem, no bias (kernsolve._baselines)
-        from ._baselines import train_binary
+    if param.solver in _BASELINES:   # C-SVC sub-problem, no bias (kernsolve.solvers.baselines.train)
+        from ..baselines.train import train_binary
         return train_binary(ctx, rows, target, C)
     if svm_type == C_SVC:
         y_pm = np.where(target > 0, 1, -1).astype(np.int8)
@@ -724,7 +724,7 @@ def _check_perm(perm, n):
 
 
 def _fold_permutation(ctx, n):
-    from ._random import permutation
+    from ..._random import permutation
     return permutation(n, ctx.param.seed, "probability").astype(np.intp)
 
 

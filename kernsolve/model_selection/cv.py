@@ -25,7 +25,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from ._threads import resolve_n_jobs
+from .._threads import resolve_n_jobs
 
 __all__ = ["cross_validation", "CVResult", "make_folds", "plan_waves"]
 
@@ -70,14 +70,14 @@ def make_folds(y, n_folds, seed=0, stratified=True):
     the pieces ``i`` in class order.  Plain: ``perm = permutation(n, seed,
     "folds")`` and fold ``i`` is ``perm[i*n//k:(i+1)*n//k]``.
     """
-    from ._random import permutation
+    from .._random import permutation
     y = np.asarray(y)
     n = y.shape[0]
     k = _check_n_folds(n_folds, n)
     if stratified and k < n:
-        from ._core import _random as _c
-        from ._random import stream_key
-        from ._svm import _group_classes
+        from .._core import _random as _c
+        from .._random import stream_key
+        from ..solvers.libsvm.driver import _group_classes
         _, start, count, grouped = _group_classes(np.asarray(y, dtype=np.float64))
         index = np.array(grouped, dtype=np.intp)
         key = stream_key(_seed(seed), "folds")
@@ -227,8 +227,8 @@ def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, n_
     back as ``{"error": "Type: message"}``, so the caller can name the fold
     and the parameters that failed.
     """
-    from ._predict import predict
-    from ._svm import train
+    from .._predict import predict
+    from ..solvers.libsvm.driver import train
     t0 = time.perf_counter()
     try:
         if test_idx.size == 0:
@@ -264,8 +264,8 @@ def _fit_predict_prob_folds(y, X, sample_weight, param, train_idx, test_idx, pro
 
 def prepare(y, X, options, sample_weight=None):
     """(y, X, sample_weight, Parameters) checked and in the form the tasks index."""
-    from ._params import Parameters, parse_options
-    from ._svm import _as_sample_weight, _as_targets
+    from .._params import Parameters, parse_options
+    from ..solvers.libsvm.driver import _as_sample_weight, _as_targets
     param = options.copy() if isinstance(options, Parameters) else parse_options(options)
     if X is None:
         raise ValueError("X is None; expected an (n_samples, n_features) matrix")
@@ -289,7 +289,7 @@ def fit_parameters(param):
 
 def scores(y, target, svm_type):
     """(accuracy %, MSE, squared correlation) of LIBSVM's ``-v`` summary."""
-    from ._predict import evaluations
+    from .._predict import evaluations
     return evaluations(y, target)
 
 
@@ -387,11 +387,11 @@ def cross_validation(y, X, options="", n_folds=None, n_jobs=None, seed=None,
         Per-row weights, passed to each fold's ``train``.
     folds : list of int arrays, optional
         The held-out rows of each fold, instead of drawing them (e.g.
-        ``kernsolve._libsvm_rand.cv_folds``, svm-train's own folds).  Every
+        ``kernsolve.solvers.libsvm.libsvm_rand.cv_folds``, svm-train's own folds).  Every
         row must be in exactly one fold; ``n_folds`` is then ``len(folds)``.
     _probability_folds : private
         Per fold, the ``_folds`` of its ``train`` call (the internal folds of
-        ``-b 1``), e.g. svm-train's own (kernsolve._libsvm_rand).
+        ``-b 1``), e.g. svm-train's own (kernsolve.solvers.libsvm.libsvm_rand).
 
     Returns
     -------

@@ -2,7 +2,7 @@
 from a seed (Dai et al., NIPS 2014, Algorithms 1 and 2).
 
 ``train(y, X, "--solver dsg --loss hinge -g median ...")`` returns a
-:class:`DSGModel`; the numerical work is in ``kernsolve._core._dsg``.  The
+:class:`DSGModel`; the numerical work is in ``kernsolve.solvers.dsg._dsg``.  The
 model holds one block of ``block_size`` coefficients per iteration and the
 seed, never the random directions, so its size is O(iterations), independent
 of the input dimension.  :class:`DSGTrainer` keeps the training state between
@@ -17,16 +17,16 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ._core import _dsg as _c
-from ._features import _feature_kernel, _check_gamma, median_gamma
-from ._kernels import as_canonical
-from ._params import Parameters, option_number, parse_options
-from ._random import _uint64, permutation, stream_key
-from ._threads import resolve_n_jobs
+from . import _dsg as _c
+from ..._features import _feature_kernel, _check_gamma, median_gamma
+from ..._kernels import as_canonical
+from ..._params import Parameters, option_number, parse_options
+from ..._random import _uint64, permutation, stream_key
+from ..._threads import resolve_n_jobs
 
 __all__ = ["LOSSES", "DSGModel", "DSGTrainer", "train", "train_file"]
 
-# Loss name -> code of kernsolve/_core/_losses.pxd.  Model files store names.
+# Loss name -> code of kernsolve/solvers/dsg/_losses.pxd.  Model files store names.
 LOSSES = {
     "hinge": 0, "squared-hinge": 1, "logistic": 2, "softmax": 3,
     "squared": 4, "huber": 5, "epsilon-insensitive": 6, "quantile": 7,
@@ -182,7 +182,7 @@ class _Targets:
     def from_data(cls, task, loss, y):
         if task != "classification":
             return cls(task, loss)
-        from ._svm import _group_classes
+        from ..libsvm.driver import _group_classes
         labels = _group_classes(y)[0]
         if labels.size < 2:
             raise ValueError(f"training data has only one class (label {labels[0]:g}); "
@@ -289,7 +289,7 @@ class DSGModel:
 
     # -- prediction (Algorithm 2)
     def _check_X(self, X):
-        from ._predict import _prepare_X      # also takes LIBSVM's list-of-dicts rows
+        from ..._predict import _prepare_X      # also takes LIBSVM's list-of-dicts rows
         X = as_canonical(_prepare_X(X))
         d = X.shape[1]
         if d > self.n_features:
@@ -389,7 +389,7 @@ class DSGModel:
         return "\n".join(lines) + "\n"
 
     def save(self, path):
-        from ._model import save_model
+        from ..._model import save_model
         save_model(path, self)
 
     @classmethod
@@ -623,7 +623,7 @@ def train(y, X, options="", n_jobs=None):
     param = options.copy() if isinstance(options, Parameters) else parse_options(options)
     if n_jobs is None:
         n_jobs = param.n_jobs
-    from ._svm import _as_targets
+    from ..libsvm.driver import _as_targets
     check_parameters(param)
     y = _as_targets(y, 0 if _task(param) == "classification" else 3)
     X = as_canonical(X)
@@ -642,7 +642,7 @@ def train(y, X, options="", n_jobs=None):
     B = h["batch_size"]
     trainer.planned_iter = -(-(full * X.shape[0] + n_part) // B)
     if not param.quiet:
-        from ._progress import Progress
+        from ..._progress import Progress
         trainer.progress = Progress(param.solver)
     try:
         for _ in range(full):
@@ -667,7 +667,7 @@ def train(y, X, options="", n_jobs=None):
 def _stream_size(path):
     """Bytes of the data stream: the file size, or for a compressed file the
     decompressed size (byte windows are positions in the decompressed data)."""
-    from ._io import _compression, _open_read
+    from ..._io import _compression, _open_read
     if _compression(path) is None:
         return os.path.getsize(path)
     size = 0
@@ -695,8 +695,8 @@ def train_file(path, options="", *, chunk_bytes=64 << 20, n_features=None, n_job
     holds the training state up to the window before it (None when the first
     pass found it).
     """
-    from ._io import read_problem
-    from ._errors import DataFormatError
+    from ..._io import read_problem
+    from ..._errors import DataFormatError
     param = options.copy() if isinstance(options, Parameters) else parse_options(options)
     if n_jobs is None:
         n_jobs = param.n_jobs

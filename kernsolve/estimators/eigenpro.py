@@ -1,21 +1,21 @@
 """scikit-learn-style estimators on EigenPro: ``EigenProRegressor``, ``EigenProClassifier``.
 
 Both fit ``f(x) = sum_i alpha_i k(x_i, x)`` over the training points by
-EigenPro-preconditioned SGD on the square loss (``kernsolve._eigenpro``); the
+EigenPro-preconditioned SGD on the square loss (``kernsolve.solvers.eigenpro.train``); the
 classifier fits one output per class on one-hot targets and predicts the class
 of the largest output.  They follow the estimator contract of
-``kernsolve._estimators`` (parameters from ``__init__``, fitted attributes
+``kernsolve.estimators.svm`` (parameters from ``__init__``, fitted attributes
 with a trailing underscore, scikit-learn's messages) and do not import
 scikit-learn.  ``eigen_directions=0`` is plain kernel SGD.
 """
 import numpy as np
 
-from ._eigenpro import eigenpro_options, fit_eigenpro
-from ._eigenpro_model import EigenProModel, decision_values
-from ._estimators import (_BaseEstimator, _BaseSVM, _check_feature_names, _check_X,
+from ..solvers.eigenpro.train import eigenpro_options, fit_eigenpro
+from ..solvers.eigenpro.model import EigenProModel, decision_values
+from .svm import (_BaseEstimator, _BaseSVM, _check_feature_names, _check_X,
                           _column_or_1d, _check_lengths, _encode_classes, _feature_names,
                           _is_number, _seed_of)
-from ._params import Parameters
+from .._params import Parameters
 
 __all__ = ["EigenProRegressor", "EigenProClassifier"]
 

@@ -1,4 +1,4 @@
-"""scikit-learn-style estimators on Doubly Stochastic Gradients (``kernsolve._dsg``).
+"""scikit-learn-style estimators on Doubly Stochastic Gradients (``kernsolve.solvers.dsg.train``).
 
 ``DSGClassifier`` and ``DSGRegressor`` follow the scikit-learn estimator
 contract (``fit``/``partial_fit``/``predict``/``score``, ``get_params``/
@@ -14,7 +14,7 @@ dsg``; :meth:`_BaseDSG._parameters` is the only place the mapping is written,
 so an estimator and the command line given the same settings train the same
 model, bit for bit.
 
-Training is :class:`kernsolve._dsg.DSGTrainer`: ``fit`` starts a new trainer
+Training is :class:`kernsolve.solvers.dsg.train.DSGTrainer`: ``fit`` starts a new trainer
 and makes ``max_iter`` passes; ``partial_fit`` makes one pass over the chunk
 it is given, continuing the trainer of the previous call (or of ``fit``).
 Pass ``k`` (counting every pass since the trainer started) visits its rows in
@@ -24,18 +24,18 @@ the seeded order ``permutation(n_rows, stream_key(seed, "sampling"), k)``, so
   ``partial_fit(X, y)`` on a fresh estimator, bit for bit (with ``alpha``
   given, or with ``C`` since both map ``C`` with the same ``n_samples``);
 * ``partial_fit`` over the chunks ``X_1, X_2, ...`` equals
-  :func:`kernsolve._dsg.train_file` reading a file whose windows hold those
+  :func:`kernsolve.solvers.dsg.train.train_file` reading a file whose windows hold those
   chunks (same ``alpha`` (``--lambda``), numeric ``gamma``, seed and
   ``n_features``; for a binary problem whose labels are -1/+1).
 """
 
 import numpy as np
 
-from ._estimators import (_BaseEstimator, _available_if, _check_feature_names, _check_lengths,
+from .svm import (_BaseEstimator, _available_if, _check_feature_names, _check_lengths,
                           _check_X, _column_or_1d, _encode_classes, _feature_names,
                           _is_number, _seed_of, r2_score,
                           regression_targets)
-from ._params import Parameters, option_key
+from .._params import Parameters, option_key
 
 # Options of UDSG/CDSG beyond DSG's (every DSG option has its own parameter).
 _SOLVER_ONLY = {"udsg": ("new_blocks", "old_blocks"), "cdsg": ("max_step_ratio",)}
@@ -128,7 +128,7 @@ class _BaseDSG(_BaseEstimator):
 
         The one place where parameter names meet option names.  ``None``
         (``step``, ``t0``, ``max_iter``) leaves the option out, so the DSG
-        default of ``kernsolve._dsg`` applies.
+        default of ``kernsolve.solvers.dsg.train`` applies.
         """
         self._check_own_params()
         extra = {"loss": self.loss.replace("_", "-"),
@@ -158,7 +158,7 @@ class _BaseDSG(_BaseEstimator):
             p=float(getattr(self, "epsilon", 0.1)), cache_size=float(self.cache_size),
             quiet=not bool(self.verbose), solver=self.solver, bias=bool(self.fit_intercept),
             n_jobs=self.n_jobs, seed=_seed_of(self.random_state), extra=extra)
-        from ._dsg import check_parameters
+        from ..solvers.dsg.train import check_parameters
         try:
             check_parameters(param)
         except ValueError as exc:
@@ -169,7 +169,7 @@ class _BaseDSG(_BaseEstimator):
 
     def _new_trainer(self, param, X, targets):
         """A fresh DSGTrainer for data like X (gamma, lambda and width from X)."""
-        from ._dsg import DSGTrainer, _hyper, resolve_gamma
+        from ..solvers.dsg.train import DSGTrainer, _hyper, resolve_gamma
         name = type(self).__name__
         if param.gamma == "median" and X.shape[0] < 2:
             raise ValueError(f"{name}: gamma='median' needs at least 2 samples to measure "
@@ -332,7 +332,7 @@ class DSGClassifier(_BaseDSG):
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
     feature_names_in_ : ndarray of str, only for data frames with string column names
-    model_ : kernsolve._dsg.DSGModel
+    model_ : kernsolve.solvers.dsg.train.DSGModel
         The trained model; its ``labels`` are indices into ``classes_``
         (``kernsolve.save_model(path, est.model_)`` writes the DSG model file).
     coef_ : ndarray of shape (n_blocks, feature_block, n_outputs)
@@ -379,7 +379,7 @@ class DSGClassifier(_BaseDSG):
 
     # -- labels
     def _targets(self, loss, k):
-        from ._dsg import _Targets
+        from ..solvers.dsg.train import _Targets
         # Binary losses on two classes: labels [1, 0] make the single output's
         # target +1 for classes_[1], so the decision value is positive for it.
         labels = np.array([1.0, 0.0]) if (k == 2 and loss != "softmax") \
@@ -596,7 +596,7 @@ class DSGRegressor(_BaseDSG):
         -------
         self
         """
-        from ._dsg import _Targets
+        from ..solvers.dsg.train import _Targets
         param = self._parameters()
         X = self._fit_X(X, reset=True)
         y = self._y(y)
@@ -615,7 +615,7 @@ class DSGRegressor(_BaseDSG):
         -------
         self
         """
-        from ._dsg import _Targets
+        from ..solvers.dsg.train import _Targets
         first = not hasattr(self, "_trainer")
         if first:
             param = self._parameters()

@@ -2,7 +2,7 @@
 
 ``kernsolve.train(y, X, "-c 1 -g 0.05 --solver sdca --epochs 10 --seed 1")``
 trains each one-vs-one sub-problem of a C-SVC (``-s 0``) with kernelized
-Pegasos, SDCA or the online Perceptron (``kernsolve._core._baselines``)
+Pegasos, SDCA or the online Perceptron (``kernsolve.solvers.baselines._baselines``)
 instead of SMO.  None of the three has a bias, so every sub-problem's rho is
 0; the model is otherwise an ordinary C-SVC model (support vectors = rows
 with a non-zero coefficient), so prediction, model files and LIBSVM's own
@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from ._params import option_key, option_number as _number
+from ..._params import option_key, option_number as _number
 
 C_SVC = 0
 BASELINES = ("pegasos", "sdca", "perceptron")
@@ -86,10 +86,10 @@ def check_parameters(param):
 def train_binary(ctx, rows, target, C):
     """One binary sub-problem: the data rows ``rows``, labels ``target`` (> 0 is +1).
 
-    Returns (coef, rho, stats) like ``kernsolve._svm._train_one``: coef by row
+    Returns (coef, rho, stats) like ``kernsolve.solvers.libsvm.driver._train_one``: coef by row
     (the signed kernel-expansion coefficients), rho = 0.
     """
-    from ._core._baselines import run
+    from ._baselines import run
     param = ctx.param
     name = param.solver
     l = rows.size if rows is not None else ctx.data.n_rows

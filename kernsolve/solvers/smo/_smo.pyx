@@ -29,7 +29,7 @@ import time
 
 import numpy as np
 
-from ._kernel cimport KernelRows, kfloat
+from kernsolve._core._kernel cimport KernelRows, kfloat
 
 cdef enum:
     ST_OK = 0

@@ -51,7 +51,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from ._params import Parameters, option_key
+from ..._params import Parameters, option_key
 
 __all__ = ["eigenpro_options", "fit_eigenpro", "exact_kernel_ridge", "step_size",
            "top_eigensystem", "train_eigenpro", "MAGIC"]
@@ -215,7 +215,7 @@ class _Kernel:
     """K(rows, centres) blocks on canonical data, bit-identical for any thread count."""
 
     def __init__(self, X, kernel_type, gamma, degree, coef0, n_threads):
-        from ._kernels import _worth_densifying, as_canonical
+        from ..._kernels import _worth_densifying, as_canonical
         Xc = as_canonical(X)
         if sp.issparse(Xc) and kernel_type != 5 and _worth_densifying(Xc, None):
             Xc = np.ascontiguousarray(Xc.toarray())
@@ -233,7 +233,7 @@ class _Kernel:
 
     def rows(self, idx):
         """Canonical copy of the rows ``idx``."""
-        from ._kernels import as_canonical
+        from ..._kernels import as_canonical
         if sp.issparse(self.X):
             return as_canonical(self.X[idx])
         return np.ascontiguousarray(self.X[idx])
@@ -244,8 +244,8 @@ class _Kernel:
         A is the small operand (a batch or a block of queries); when its
         storage differs from B's, A is converted to B's.
         """
-        from ._core import _kernel
-        from ._kernels import _blas_controller, as_canonical
+        from ..._core import _kernel
+        from ..._kernels import _blas_controller, as_canonical
         self.n_evals += A.shape[0] * B.shape[0]
         if sp.issparse(A) and not sp.issparse(B):
             A = np.ascontiguousarray(A.toarray())
@@ -274,7 +274,7 @@ class _Kernel:
 
 def _one_blas_thread():
     """A context that keeps numpy/scipy BLAS on one thread (determinism), or a no-op."""
-    from ._kernels import _blas_controller
+    from ..._kernels import _blas_controller
     controller = _blas_controller()
     if controller is None:  # pragma: no cover - threadpoolctl ships with scikit-learn
         import contextlib
@@ -316,7 +316,7 @@ def top_eigensystem(K_S, k, method="auto", seed=0):
         method = "randomized" if M > RSVD_MIN_M and 4 * width < M else "eigh"
     with _one_blas_thread():
         if method == "randomized":
-            from ._random import normal
+            from ..._random import normal
             # Counters past 2**40 of the "sampling" stream: disjoint from the
             # subsample's draws (which use counters below n).
             Q = normal(seed, "sampling", start=1 << 40, count=M * width).reshape(M, width)
@@ -377,7 +377,7 @@ class _Preconditioner:
 
 
 def _build_preconditioner(kern, opts, seed):
-    from ._random import permutation
+    from ..._random import permutation
     n = kern.n_rows
     M, k, tau = opts["subsample"], opts["eigen_directions"], opts["damping"]
     S = np.sort(permutation(n, seed, "sampling")[:M]).astype(np.intp)
@@ -437,7 +437,7 @@ def _epoch_order(n, seed, epoch):
     A pure function of (seed, epoch); draws n*epoch .. n*(epoch+1)-1, so
     every epoch has its own independent permutation.
     """
-    from ._random import random_u64
+    from ..._random import random_u64
     keys = random_u64(seed, "shuffle", start=n * epoch, count=n)
     return np.argsort(keys, kind="stable").astype(np.intp)
 
@@ -467,8 +467,8 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
     -------
     EigenProResult
     """
-    from ._kernels import check_kernel_params
-    from ._threads import resolve_n_jobs
+    from ..._kernels import check_kernel_params
+    from ..._threads import resolve_n_jobs
     t0 = time.perf_counter()
     n_threads = resolve_n_jobs(n_jobs)
     _check_kernel(int(kernel_type), float(coef0))
@@ -495,7 +495,7 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
         raise ValueError(f"--batch-size: m = {m} is larger than the training set (n = {n})")
 
     if opts.get("features") is not None:
-        from ._eigenpro_features import fit_features
+        from .features import fit_features
         W, s, S, stats = fit_features(kern.X, Y[:, 0] if single else Y,
                                       kernel_type=kern.code, gamma=kern.gamma, options=opts,
                                       seed=seed, n_jobs=n_jobs, n_threads=n_threads,
@@ -583,8 +583,8 @@ def exact_kernel_ridge(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, 
         ``lam < 0``, or K + n lam I is not numerically positive definite
         (duplicate points, a flat kernel): the message suggests ``lam > 0``.
     """
-    from ._kernels import check_kernel_params
-    from ._threads import resolve_n_jobs
+    from ..._kernels import check_kernel_params
+    from ..._threads import resolve_n_jobs
     if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not math.isfinite(lam) \
             or lam < 0:
         raise ValueError(f"lam must be a finite number >= 0, got {lam!r}")
@@ -618,9 +618,9 @@ def train_eigenpro(y, X, param, n_jobs=None, sample_weight=None, callback=None):
     :class:`EigenProModel`.  ``-s 3``: regression; returns a LIBSVM
     epsilon-SVR-shaped :class:`~kernsolve.Model` (rho = 0).
     """
-    from ._eigenpro_model import EigenProModel
-    from ._model import Model
-    from ._svm import _as_targets
+    from .model import EigenProModel
+    from ..._model import Model
+    from ..libsvm.driver import _as_targets
     t0 = time.perf_counter()
     param.check()
     if sample_weight is not None:
@@ -640,7 +640,7 @@ def train_eigenpro(y, X, param, n_jobs=None, sample_weight=None, callback=None):
     y = _as_targets(y, s)
     if X is None:
         raise ValueError("X is None; expected an (n_samples, n_features) matrix")
-    from ._kernels import as_canonical
+    from ..._kernels import as_canonical
     Xc = as_canonical(X)
     if Xc.shape[0] != y.shape[0]:
         raise ValueError(f"X has {Xc.shape[0]} rows but y has {y.shape[0]} entries")
@@ -702,9 +702,9 @@ def check_diverged(worst, start_loss, weights, epoch, step):
 
 
 def __getattr__(name):
-    # The model class and its file format live in kernsolve._eigenpro_model.
+    # The model class and its file format live in kernsolve.solvers.eigenpro.model.
     if name in ("EigenProModel", "decision_values", "format_eigenpro_model",
                 "parse_eigenpro_model"):
-        from . import _eigenpro_model
+        from . import model as _eigenpro_model
         return getattr(_eigenpro_model, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,7 +1,7 @@
 # The losses of the DSG paper's section 4 (extended version), as value and
 # derivative with respect to the prediction u.  One output per call except the
 # softmax, which couples the K outputs of a row.  The Python mirror with the
-# names is kernsolve/_dsg.py (LOSSES); keep the numbering in step, saved models
+# names is kernsolve/solvers/dsg/train.py (LOSSES); keep the numbering in step, saved models
 # store the name, not the number.
 #
 # Targets: hinge, squared hinge and logistic take y in {-1, +1}; the regression

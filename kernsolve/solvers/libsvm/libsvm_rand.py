@@ -78,13 +78,13 @@ def cv_folds(y, n_folds, svm_type, rng):
     with ``rand()``, fold ``i`` = piece ``i`` of every class.  Otherwise the
     rows are shuffled and fold ``i`` is ``perm[i*l//k:(i+1)*l//k]``.  The
     training rows of fold ``i`` are the other folds in order (as
-    :func:`kernsolve._cv.train_rows` takes them).
+    :func:`kernsolve.model_selection.cv.train_rows` takes them).
     """
     y = np.asarray(y, dtype=np.float64)
     l = y.shape[0]
     k = int(n_folds)
     if svm_type in (_C_SVC, _NU_SVC) and k < l:
-        from ._svm import _group_classes
+        from .driver import _group_classes
         _, start, count, perm = _group_classes(y)
         index = [int(v) for v in perm]
         for s, c in zip(start.tolist(), count.tolist()):
@@ -108,7 +108,7 @@ def probability_folds(y, svm_type, rng):
     """
     y = np.asarray(y, dtype=np.float64)
     if svm_type in (_C_SVC, _NU_SVC):
-        from ._svm import _group_classes
+        from .driver import _group_classes
         _, _, count, _ = _group_classes(y)
         k = count.size
         return [rng.shuffle(int(count[i] + count[j]))

@@ -1,10 +1,10 @@
-# Building blocks of the SMO solver (kernsolve/_core/_smo.pyx): the per-chunk
+# Building blocks of the SMO solver (kernsolve/solvers/smo/_smo.pyx): the per-chunk
 # sweeps over the active set and the serial/parallel chooser.  They are inline
 # so each chunk of a parallel loop runs the same code as the serial loop.
 from libc.math cimport INFINITY
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
-from ._kernel cimport kfloat
+from kernsolve._core._kernel cimport kfloat
 
 cdef enum:
     LOWER_BOUND = 0

@@ -30,8 +30,8 @@ from cython.parallel cimport prange
 
 import numpy as np
 
-from ._kernel cimport KernelRows, kfloat
-from ._random cimport rng_key, rng_integer, rng_permutation, STREAM_SAMPLING, STREAM_SHUFFLE
+from kernsolve._core._kernel cimport KernelRows, kfloat
+from kernsolve._core._random cimport rng_key, rng_integer, rng_permutation, STREAM_SAMPLING, STREAM_SHUFFLE
 
 METHODS = {"pegasos": 0, "sdca": 1, "perceptron": 2}
 cdef Py_ssize_t PAR_MIN = 32768

@@ -45,10 +45,10 @@ from cython.parallel cimport prange, parallel
 import numpy as np
 cimport numpy as cnp
 
-from ._rows cimport Rows
-from ._random cimport rng_key, rng_integer, STREAM_SAMPLING
-from ._kernel cimport as_rows
-from ._features cimport FeatureMap, fm_init, fm_block, fm_apply_row
+from kernsolve._core._rows cimport Rows
+from kernsolve._core._random cimport rng_key, rng_integer, STREAM_SAMPLING
+from kernsolve._core._kernel cimport as_rows
+from kernsolve._core._features cimport FeatureMap, fm_init, fm_block, fm_apply_row
 from ._losses cimport (loss_value, loss_derivative, softmax_value, softmax_gradient,
                        LOSS_SOFTMAX, LOSS_NOVELTY, LOSS_HINGE, LOSS_LOGISTIC,
                        LOSS_HUBER, LOSS_EPSILON_INSENSITIVE, LOSS_QUANTILE)
