@@ -1,8 +1,7 @@
-"""KernelRows' cache (LRU order, byte budget, counters, swap) and Responses.
+"""KernelRows' cache (LRU order, byte budget, counters, swap).
 
 Oracles: a brute-force Python model of LIBSVM's Cache (get_data and
-swap_index semantics), freshly computed rows of an unswapped engine, and the
-dense response formula c = c0 + sum_t eta_t y_p y K(x_p, .).
+swap_index semantics) and freshly computed rows of an unswapped engine.
 """
 import io
 
@@ -11,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
-from kernsolve._core._kernel import KernelRows, Responses
+from kernsolve._core._kernel import KernelRows
 from kernsolve._kernels import kernel_rows
 
 KFLOAT = 4  # bytes per cached kernel value
@@ -192,79 +191,6 @@ def test_swap_keeps_rows_consistent_like_libsvm():
     assert np.array_equal(kr.row(0), ref.row(0)[perm])
     assert np.array_equal(kr.row(2, 6), ref.row(5)[perm[:6]])
     assert kr.n_cache_hits == 2
-
-
-def test_responses_equal_dense_formula():
-    n = 70
-    X = data(n, seed=4, sparse=True)
-    kr = engine(X, cache_mb=0.002)   # small: rows get evicted and recomputed
-    rng = np.random.default_rng(5)
-    y = rng.choice([-1, 1], size=n)
-    c0 = rng.standard_normal(n)
-    resp = Responses(kr, y=y, c=c0)
-    D = X.toarray()
-    Kd = np.exp(-0.5 * ((D[:, None, :] - D[None, :, :]) ** 2).sum(axis=2))
-    K32 = Kd.astype(np.float32).astype(np.float64)
-    expected = c0.copy()
-    sequential = c0.copy()
-    perm = np.arange(n)
-    for _ in range(60):
-        if rng.random() < 0.2:
-            p, q = rng.integers(n, size=2)
-            resp.swap(p, q)
-            perm[[p, q]] = perm[[q, p]]
-            continue
-        p = int(rng.integers(n))
-        eta = float(rng.standard_normal())
-        end = int(rng.integers(1, n + 1))
-        start = int(rng.integers(0, end))
-        resp.update(p, eta, start, end)
-        i = perm[p]
-        active = perm[start:end]
-        expected[active] += eta * y[i] * y[active] * Kd[i, active]
-        sequential[active] += eta * y[i] * y[active] * K32[i, active]
-    by_data = np.empty(n)
-    by_data[perm] = resp.c
-    assert np.array_equal(resp.y, y[perm])
-    np.testing.assert_allclose(by_data, sequential, rtol=1e-13, atol=1e-13)
-    # the float32 cache stays within float precision of the exact formula
-    np.testing.assert_allclose(by_data, expected, rtol=0, atol=1e-5)
-
-
-def test_responses_update_many_and_defaults():
-    X = data(40, seed=6)
-    kr = engine(X, cache_mb=1, kernel="linear")
-    resp = Responses(kr)
-    positions = np.array([3, 7, 3, 11])
-    etas = np.array([0.5, -1.0, 0.25, 2.0])
-    resp.update_many(positions, etas)
-    Kd = X @ X.T
-    expected = sum(e * Kd[p] for p, e in zip(positions, etas))
-    np.testing.assert_allclose(resp.c, expected, rtol=1e-6, atol=1e-6)
-    with pytest.raises(ValueError, match="start <= end"):
-        resp.update(0, 1.0, 5, 3)
-    with pytest.raises(IndexError):
-        resp.update(40, 1.0)
-    with pytest.raises(ValueError, match=r"\+1 or -1"):
-        Responses(kr, y=np.zeros(40))
-    with pytest.raises(ValueError, match="finite"):
-        resp.update(0, np.nan)
-
-
-def test_responses_threads_identical_bits():
-    # Long enough for the parallel update path (>= 2**15 positions).
-    n = 40_000
-    X = np.random.default_rng(7).standard_normal((n, 3))
-    y = np.where(np.arange(n) % 3 == 0, -1, 1)
-    out = []
-    for n_jobs in (1, 2):
-        kr = engine(X, cache_mb=1, n_jobs=n_jobs)
-        resp = Responses(kr, y=y)
-        resp.update_many([5, 17, 5, 39_999], [0.3, -0.7, 1.1, 0.01], 10, n)
-        resp.swap(3, 20_000)
-        resp.update(20_000, 0.5)
-        out.append(resp.c.copy())
-    assert out[0].tobytes() == out[1].tobytes()
 
 
 def test_real_data_rows_and_counters(shared):

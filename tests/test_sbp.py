@@ -196,7 +196,8 @@ def test_nu_selection_rules(heart):
 def test_determinism_threads_and_seed(heart):
     y, X = heart
     old = core._get_tuning()
-    core._set_tuning(par_min=16)          # run the parallel update loop on 270 rows
+    # run the parallel update loop on 270 rows, and keep it parallel
+    core._set_tuning(par_min=16, adaptive=False)
     try:
         # one epoch: OpenMP fork/join per step is slow on a loaded machine
         opts = f"-t 2 -g {G_HEART} -n 0.05 --solver sbp --epochs 1 --seed 7 -q"
@@ -205,13 +206,47 @@ def test_determinism_threads_and_seed(heart):
         m3 = kernsolve.train(y, X, opts + " --threads 2")
         m4 = kernsolve.train(y, X, opts.replace("--seed 7", "--seed 8") + " --threads 2")
     finally:
-        core._set_tuning(par_min=old["par_min"])
+        core._set_tuning(**old)
     for m in (m2, m3):
         assert np.array_equal(m.dual_coef, m1.dual_coef)       # bit for bit
         assert np.array_equal(m.rho, m1.rho)
         assert np.array_equal(m.support_indices, m1.support_indices)
     assert not (m4.dual_coef.shape == m1.dual_coef.shape
                 and np.array_equal(m4.dual_coef, m1.dual_coef))
+
+
+def test_adaptive_update_loop_same_bits(heart):
+    """The serial/parallel chooser (kernsolve/_core/_solver.pxd) switches the
+    response update between one and two threads during a run (its first
+    trial of the serial mode starts at update 64): the SBP and a baseline
+    give the bits of a one-thread run, and the tuning hooks check their values."""
+    from kernsolve.solvers.baselines import _baselines
+    y, X = heart
+    yy = np.where(y > 0, 1, -1).astype(np.int8)
+    n = y.size
+    old, old_b = core._get_tuning(), _baselines._get_tuning()
+    assert old["adaptive"] and old_b["adaptive"]
+    core._set_tuning(par_min=16)
+    _baselines._set_tuning(par_min=16)
+    try:
+        opts = f"-t 2 -g {G_HEART} -n 0.05 --solver sbp --epochs 1 --seed 7 -q"
+        m1 = kernsolve.train(y, X, opts + " --threads 1")
+        m2 = kernsolve.train(y, X, opts + " --threads 2")
+        p1, p2 = (_baselines.run(X, 2, 3, G_HEART, 0.0, yy, n, "pegasos", 1.0 / n,
+                                 4 * n, seed=1, n_threads=t) for t in (1, 2))
+        with pytest.raises(ValueError, match="par_min must be >= 1"):
+            core._set_tuning(par_min=0, adaptive=False)
+        with pytest.raises(ValueError, match="poll_seconds must be >= 0"):
+            _baselines._set_tuning(poll_seconds=-1.0)
+        assert core._get_tuning()["adaptive"]          # a refused call changes nothing
+    finally:
+        core._set_tuning(**old)
+        _baselines._set_tuning(**old_b)
+    assert np.array_equal(m1.dual_coef, m2.dual_coef)
+    assert np.array_equal(m1.rho, m2.rho)
+    assert p2["n_updates"] > 100
+    assert p1["coef"].tobytes() == p2["coef"].tobytes()
+    assert p1["c"].tobytes() == p2["c"].tobytes()
 
 
 def test_multiclass_one_vs_one_and_libsvm_predicts_our_file(tmp_path):
@@ -338,13 +373,13 @@ def test_determinism_parallel_kernel_rows():
     X = rng.normal(size=(600, 100))
     y = np.where(X[:, 0] + 0.5 * rng.normal(size=600) > 0, 1.0, -1.0)
     old = core._get_tuning()
-    core._set_tuning(par_min=16)
+    core._set_tuning(par_min=16, adaptive=False)
     try:
         opts = "-t 2 -g 0.01 -n 0.05 --solver sbp --epochs 0.25 --seed 4 -q"
         m1 = kernsolve.train(y, X, opts + " --threads 1")
         m2 = kernsolve.train(y, X, opts + " --threads 2")
     finally:
-        core._set_tuning(par_min=old["par_min"])
+        core._set_tuning(**old)
     assert np.array_equal(m1.dual_coef, m2.dual_coef)
     assert np.array_equal(m1.rho, m2.rho)
     assert m1.stats["n_kernel_evals"] == m2.stats["n_kernel_evals"]

@@ -72,14 +72,6 @@ cdef class KernelRows:
                     kfloat* out) noexcept nogil
 
 
-# c[k] += coef * y[k] * row[k] for start <= k < end (y NULL means all +1): the
-# response update shared by SBP, Pegasos, SDCA and the Perceptron. Parallel
-# over k only for long ranges; every c[k] gets the same arithmetic either way.
-cdef void add_scaled_row(double* c, const kfloat* row, const signed char* y,
-                         double coef, Py_ssize_t start, Py_ssize_t end,
-                         int n_threads) noexcept nogil
-
-
 # Point ``out`` at a canonical dense (C-order float64) or CSR matrix (from
 # kernsolve._kernels.as_canonical) after checking its structure; returns the
 # arrays to keep alive while ``out`` is used.  Shared by every module that

@@ -1,6 +1,6 @@
 """The kernel engine: kernel values on dense or CSR rows, KernelRows (LIBSVM's
-LRU cache of kernel rows, computed in parallel), the response update, and the
-dense kernel matrix used by kernel_matrix() and prediction.
+LRU cache of kernel rows, computed in parallel), and the dense kernel matrix
+used by kernel_matrix() and prediction.
 
 Every kernel value is produced by one function (``_pair``) whatever thread or
 loop shape asks for it, and the dgemm path of the kernel matrix works on fixed
@@ -31,8 +31,6 @@ cdef double PAR_MIN_WORK = 40000.0
 # thread the OS preempts on a busy machine holds up little, large enough that
 # the shared chunk counter costs nothing.
 cdef double CHUNK_WORK = 16384.0
-# Length below which add_scaled_row stays serial (it is memory bound).
-cdef Py_ssize_t ADD_PAR_MIN = 1 << 15
 
 KERNEL_NAMES = {LINEAR: "linear", POLY: "polynomial", RBF: "rbf",
                 SIGMOID: "sigmoid", PRECOMPUTED: "precomputed",
@@ -548,28 +546,6 @@ def _kernel_matrix(X, Y, int kernel_type, int degree, double gamma, double coef0
     return out
 
 
-# ---------------------------------------------------------- response update
-
-cdef void add_scaled_row(double* c, const kfloat* row, const signed char* y,
-                         double coef, Py_ssize_t start, Py_ssize_t end,
-                         int n_threads) noexcept nogil:
-    cdef Py_ssize_t k
-    # coef * y[k] is exact (y is +-1), so y == NULL gives the bits of y == +1.
-    if n_threads <= 1 or end - start < ADD_PAR_MIN:
-        if y == NULL:
-            for k in range(start, end):
-                c[k] += coef * row[k]
-        else:
-            for k in range(start, end):
-                c[k] += coef * y[k] * row[k]
-    elif y == NULL:
-        for k in prange(start, end, schedule="static", num_threads=n_threads):
-            c[k] += coef * row[k]
-    else:
-        for k in prange(start, end, schedule="static", num_threads=n_threads):
-            c[k] += coef * y[k] * row[k]
-
-
 # --------------------------------------------------------------- KernelRows
 
 cdef class KernelRows:
@@ -880,95 +856,3 @@ cdef class KernelRows:
         self.n_kernel_evals = 0
         self.n_cache_hits = 0
         self.n_cache_misses = 0
-
-
-# ---------------------------------------------------------------- Responses
-
-cdef class Responses:
-    """Responses(kernel_rows, y=None, c=None)
-
-    The response vector ``c`` by position, maintained by updates
-    ``c[k] += eta * y[p] * y[k] * K(p, k)`` over the active positions
-    ``start <= k < end`` (SMO-style shrinking keeps the active set a prefix).
-
-    Parameters
-    ----------
-    kernel_rows : KernelRows
-    y : array of +1/-1 by position, or None for all +1.
-    c : initial responses (float64), or None for zeros.
-    """
-    cdef readonly KernelRows kernel_rows
-    cdef object _c
-    cdef object _y
-
-    def __init__(self, KernelRows kernel_rows, y=None, c=None):
-        n = kernel_rows.n
-        self.kernel_rows = kernel_rows
-        if y is None:
-            self._y = np.ones(n, dtype=np.int8)
-        else:
-            yy = np.asarray(y)
-            if yy.shape != (n,) or not np.all((yy == 1) | (yy == -1)):
-                raise ValueError(f"y must hold {n} values, each +1 or -1")
-            self._y = yy.astype(np.int8)
-        if c is None:
-            self._c = np.zeros(n, dtype=np.float64)
-        else:
-            cc = np.array(c, dtype=np.float64)
-            if cc.shape != (n,) or not np.all(np.isfinite(cc)):
-                raise ValueError(f"c must hold {n} finite values")
-            self._c = cc
-
-    @property
-    def c(self):
-        """The responses by position (the live array)."""
-        return self._c
-
-    @property
-    def y(self):
-        """The labels by position (the live int8 array)."""
-        return self._y
-
-    def update(self, Py_ssize_t p, double eta, Py_ssize_t start=0, end=None):
-        """c[k] += eta * y[p] * y[k] * K(p, k) for start <= k < end (default: all)."""
-        self.update_many(np.array([p], dtype=np.intp), np.array([eta]), start, end)
-
-    def update_many(self, positions, etas, Py_ssize_t start=0, end=None):
-        """Apply ``update(p, eta, start, end)`` for each pair, in order."""
-        cdef KernelRows kr = self.kernel_rows
-        cdef Py_ssize_t n = kr.n
-        cdef Py_ssize_t stop = n if end is None else end
-        if not 0 <= start <= stop <= n:
-            raise ValueError(f"need 0 <= start <= end <= {n}, got {start}, {stop}")
-        cdef Py_ssize_t[::1] pos = np.ascontiguousarray(positions, dtype=np.intp).ravel()
-        cdef double[::1] eta = np.ascontiguousarray(etas, dtype=np.float64).ravel()
-        if pos.shape[0] != eta.shape[0]:
-            raise ValueError("positions and etas differ in length")
-        cdef Py_ssize_t t
-        for t in range(pos.shape[0]):
-            if pos[t] < 0 or pos[t] >= n:
-                raise IndexError(f"position {pos[t]} out of range for {n} rows")
-            if not (abs(eta[t]) < float("inf")):
-                raise ValueError(f"eta must be finite, got {eta[t]}")
-        if stop == start:
-            return
-        cdef double[::1] c = self._c
-        cdef signed char[::1] y = self._y
-        cdef const kfloat* row
-        cdef int failed = 0
-        with nogil:
-            for t in range(pos.shape[0]):
-                row = kr.get_row(pos[t], stop)
-                if row == NULL:
-                    failed = 1
-                    break
-                add_scaled_row(&c[0], row, &y[0], eta[t] * y[pos[t]], start, stop,
-                               kr.n_threads)
-        if failed:
-            raise MemoryError("Responses: cannot allocate a cache row")
-
-    def swap(self, Py_ssize_t p, Py_ssize_t q):
-        """Exchange positions p and q in the kernel rows, y and c."""
-        self.kernel_rows.py_swap(p, q)
-        self._y[[p, q]] = self._y[[q, p]]
-        self._c[[p, q]] = self._c[[q, p]]

@@ -20,37 +20,39 @@ the Perceptron's order is ``permutation(n_train, seed, "shuffle")``.
 
 About once a second (the clock is read every ``POLL_EVERY`` steps, so steps
 without an update stay a few nanoseconds) the loop takes the GIL to check for
-Ctrl-C and to call the optional ``progress`` callback.
+Ctrl-C and to call the optional ``progress`` callback.  A response update at
+least ``par_min`` long runs on one thread or on all of them, whichever the
+serial/parallel chooser (kernsolve/_core/_solver.pxd) measures faster; it is
+element-wise, so the result is the same bits either way.
 """
 from libc.math cimport sqrt, isfinite
 from libc.stdint cimport uint64_t, int64_t
-from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
-from cpython.exc cimport PyErr_CheckSignals
 from cython.parallel cimport prange
 
 import numpy as np
 
 from kernsolve._core._kernel cimport KernelRows, kfloat
 from kernsolve._core._random cimport rng_key, rng_integer, rng_permutation, STREAM_SAMPLING, STREAM_SHUFFLE
+from kernsolve._core._solver cimport (
+    ST_OK, ST_NOMEM, ST_ABORT, monotonic, Tuning, tuning_dict, tuning_update,
+    Poll, poll_init, poll_due, visit_python, Bandit, bandit_init, bandit_record,
+    bandit_step, bandit_threads)
 
 METHODS = {"pegasos": 0, "sdca": 1, "perceptron": 2}
-cdef Py_ssize_t PAR_MIN = 32768
-# Wall-clock seconds between two visits to Python (progress, Ctrl-C), and the
-# steps between two readings of the clock (a power of two).
-cdef double POLL_SECONDS = 1.0
-cdef long long POLL_EVERY = 256
-
-
-cdef inline double _now() noexcept nogil:
-    cdef timespec ts
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return ts.tv_sec + 1e-9 * ts.tv_nsec
+# par_min: below this many responses an update runs serially (fork/join cost;
+# above, the chooser measures).  poll_seconds: between two visits to Python
+# (progress, Ctrl-C).  adaptive False keeps long updates parallel.
+cdef Tuning TUNING = Tuning(par_min=32768, poll_seconds=1.0, adaptive=True)
+# Steps between two readings of the clock (a power of two).
+cdef enum:
+    POLL_EVERY = 256
 
 
 cdef inline void _add_row(double* c, const kfloat* row, const signed char* y,
                           double a, Py_ssize_t n, int nt) noexcept nogil:
+    # c[j] += a y_j K_ij: the response update, on nt threads
     cdef Py_ssize_t j
-    if nt > 1 and n >= PAR_MIN:
+    if nt > 1:
         for j in prange(n, schedule="static", num_threads=nt):
             c[j] += a * y[j] * row[j]
     else:
@@ -103,9 +105,18 @@ def run(X, int kernel_type, int degree, double gamma, double coef0, y,
     cdef Py_ssize_t n_tr = 0, i, j, e
     cdef long long t, n_updates = 0
     cdef double Cbox = 1.0 / (lam * n_train) if m == 1 else 0.0
-    cdef double margin, new, delta, scale, t0 = _now(), last_poll = t0, now
+    cdef double margin, new, delta, scale, t0, t_add = 0.0
+    cdef Poll clock
+    poll_init(&clock, TUNING.poll_seconds)
+    t0 = clock.start
+    # The update loop is measured and chosen (serial / parallel) when it is at
+    # least par_min long and there are threads; serial otherwise.
+    cdef bint timed = n_threads > 1 and n_total >= TUNING.par_min
+    cdef int add_threads = n_threads if timed else 1
+    cdef Bandit adds
+    bandit_init(&adds, 64)
     cdef const kfloat* row
-    cdef int failed = 0
+    cdef int status = ST_OK
     error = None
     with nogil:
         t = 0
@@ -133,11 +144,18 @@ def run(X, int kernel_type, int degree, double gamma, double coef0, y,
             if delta != 0.0:
                 row = kr.get_row(i, n_total)
                 if row == NULL:
-                    failed = 1
+                    status = ST_NOMEM
                     break
                 a[i] += delta
-                _add_row(&c[0], row, &ys[0], delta * ys[i], n_total, n_threads)
+                if timed:
+                    t_add = monotonic()
+                _add_row(&c[0], row, &ys[0], delta * ys[i], n_total, add_threads)
                 n_updates += 1
+                if timed:
+                    bandit_record(&adds, monotonic() - t_add, <double>n_total)
+                    if TUNING.adaptive:
+                        bandit_step(&adds, n_updates)
+                        add_threads = bandit_threads(&adds, n_threads)
             if check_every > 0 and t % check_every == 0 and n_tr < n_checks:
                 e = 0
                 for j in range(n_train, n_total):
@@ -146,28 +164,22 @@ def run(X, int kernel_type, int degree, double gamma, double coef0, y,
                 tr[4 * n_tr] = t
                 tr[4 * n_tr + 1] = kr.n_kernel_evals
                 tr[4 * n_tr + 2] = e
-                tr_sec[n_tr] = _now() - t0
+                tr_sec[n_tr] = monotonic() - t0
                 n_tr += 1
-            if (t & (POLL_EVERY - 1)) == 0:
-                now = _now()
-                if now - last_poll >= POLL_SECONDS:
-                    last_poll = now
-                    with gil:
-                        try:
-                            PyErr_CheckSignals()
-                            if progress is not None:
-                                progress({"n_iter": int(t), "max_iter": int(max_iter),
-                                          "n_updates": int(n_updates),
-                                          "n_kernel_evals": int(kr.n_kernel_evals),
-                                          "seconds": now - t0})
-                        except BaseException as exc:
-                            error = exc
-                            failed = 2
-                    if failed:
-                        break
-    if failed == 2:
+            if poll_due(&clock, t, POLL_EVERY):
+                with gil:
+                    error = visit_python(
+                        progress, {"n_iter": int(t), "max_iter": int(max_iter),
+                                   "n_updates": int(n_updates),
+                                   "n_kernel_evals": int(kr.n_kernel_evals),
+                                   "seconds": clock.last - t0})
+                    if error is not None:
+                        status = ST_ABORT
+                if status != ST_OK:
+                    break
+    if status == ST_ABORT:
         raise error
-    if failed:
+    if status == ST_NOMEM:
         raise MemoryError("the kernel engine could not allocate a row")
     coef = np.asarray(a) * yy[:n_train]
     resp = np.asarray(c)[:n_train].copy()
@@ -182,25 +194,18 @@ def run(X, int kernel_type, int degree, double gamma, double coef0, y,
         "n_kernel_evals": int(kr.n_kernel_evals),
         "n_cache_hits": int(kr.n_cache_hits),
         "n_cache_misses": int(kr.n_cache_misses),
-        "seconds": _now() - t0,
+        "seconds": monotonic() - t0,
         "trace": [(int(tr[4 * q]), int(tr[4 * q + 1]), float(tr_sec[q]), int(tr[4 * q + 2]))
                   for q in range(n_tr)],
     }
 
 
 def _get_tuning():
-    """The parallel threshold and the polling interval (for tests)."""
-    return {"par_min": PAR_MIN, "poll_seconds": POLL_SECONDS}
+    """The parallel threshold, the polling interval and the adaptive switch (for tests)."""
+    return tuning_dict(&TUNING)
 
 
-def _set_tuning(par_min=None, poll_seconds=None):
-    """Tests: poll Python at an interval they control (0: every POLL_EVERY steps)."""
-    global PAR_MIN, POLL_SECONDS
-    if par_min is not None:
-        if int(par_min) < 1:
-            raise ValueError("par_min must be >= 1")
-        PAR_MIN = int(par_min)
-    if poll_seconds is not None:
-        if not (poll_seconds >= 0):
-            raise ValueError("poll_seconds must be >= 0")
-        POLL_SECONDS = float(poll_seconds)
+def _set_tuning(par_min=None, poll_seconds=None, adaptive=None):
+    """Tests: poll Python at an interval they control (0: every POLL_EVERY
+    steps), or run the parallel update on small problems."""
+    tuning_update(&TUNING, par_min, poll_seconds, adaptive)

@@ -23,7 +23,10 @@ evaluate at any time: it drives the validation stopping rule.
 
 Every loop over points is element-wise (the same arithmetic for each element
 whatever the thread count) and the water filling is serial, so the result is
-bit-identical for any number of threads.
+bit-identical for any number of threads.  Whether the update loop of step 3
+runs on one thread or on all of them is measured (the serial/parallel chooser
+of kernsolve/_core/_solver.pxd) once it is at least ``par_min`` long; shorter
+ones stay serial.
 
 Speed-up of step 1 that does not change its result: only points below a
 threshold tau (the previous level plus a margin) are gathered and
@@ -33,8 +36,6 @@ above it, so they hold no water); otherwise the step is redone on every point.
 """
 from libc.math cimport sqrt, isfinite, INFINITY
 from libc.stdint cimport uint64_t
-from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
-from cpython.exc cimport PyErr_CheckSignals
 from cython.parallel cimport prange
 
 import time
@@ -43,14 +44,11 @@ import numpy as np
 
 from kernsolve._core._kernel cimport KernelRows, kfloat
 from kernsolve._core._random cimport rng_key, rng_integer, STREAM_SAMPLING
+from kernsolve._core._solver cimport (
+    ST_OK, ST_NOMEM, ST_ABORT, ST_NONFINITE, ST_EMPTY, monotonic, Tuning,
+    tuning_dict, tuning_update, Poll, poll_init, poll_due_at, visit_python,
+    Bandit, bandit_init, bandit_record, bandit_step, bandit_threads)
 from ._waterfill cimport find_gamma, find_gamma_and_bias, WF_OK
-
-cdef enum:
-    ST_OK = 0
-    ST_NOMEM = -1
-    ST_ABORT = -2
-    ST_NONFINITE = -3
-    ST_EMPTY = -4
 
 cdef enum:
     STOP_ITERATIONS = 0
@@ -61,19 +59,13 @@ cdef enum:
 STOP_NAMES = {STOP_ITERATIONS: "epochs", STOP_KERNEL_EVALS: "max_kernel_evals",
               STOP_TIME: "time_limit", STOP_VALIDATION: "validation"}
 
-# Below this many responses the update loop runs serially (fork/join cost).
-cdef Py_ssize_t PAR_MIN = 32768
-# Wall-clock seconds between two visits to Python (Ctrl-C).
-cdef double POLL_SECONDS = 1.0
+# par_min: below this many responses the update loop runs serially (fork/join
+# cost; above, the chooser measures).  poll_seconds: between two visits to
+# Python (progress, Ctrl-C).  adaptive False keeps long update loops parallel.
+cdef Tuning TUNING = Tuning(par_min=32768, poll_seconds=1.0, adaptive=True)
 # Pivot draws of the water filling use counters from 2**63 up in the sampling
 # stream; the index draws use counters 0, 1, ... (draw t-1 at iteration t).
 cdef uint64_t PIVOT_COUNTER0 = (<uint64_t>1) << 63
-
-
-cdef inline double _now() noexcept nogil:
-    cdef timespec ts
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return ts.tv_sec + 1e-9 * ts.tv_nsec
 
 
 cdef class _SBP:
@@ -83,6 +75,11 @@ cdef class _SBP:
     cdef bint bias
     cdef double volume           # n * nu
     cdef int n_threads
+    # The update loop: measured and chosen (serial / parallel) when it is at
+    # least par_min long and there are threads; serial otherwise.
+    cdef bint timed
+    cdef int loop_threads
+    cdef Bandit loops
     cdef uint64_t key
     cdef uint64_t pivot_counter
     # state, by position
@@ -122,6 +119,9 @@ cdef class _SBP:
         self.bias = bias
         self.volume = nu * <double>n_train
         self.n_threads = n_threads
+        self.timed = n_threads > 1 and self.n_total >= TUNING.par_min
+        self.loop_threads = n_threads if self.timed else 1
+        bandit_init(&self.loops, 64)
         self.key = rng_key(seed, STREAM_SAMPLING)
         self.pivot_counter = PIVOT_COUNTER0
         self.y = y
@@ -242,7 +242,7 @@ cdef class _SBP:
         cdef long long t = self.n_iter + 1
         cdef double eta = self.eta0 / sqrt(<double>t)
         cdef Py_ssize_t i, j, u, s, n_total = self.n_total
-        cdef double scale, a, cj, r
+        cdef double scale, a, cj, r, t0 = 0.0
         cdef const kfloat* row
         cdef int st = self._fill_restricted()
         if st != ST_OK:
@@ -268,8 +268,10 @@ cdef class _SBP:
         cdef double* c = &self.c[0]
         cdef double* cbar = &self.cbar[0]
         cdef const signed char* y = &self.y[0]
-        if self.n_threads > 1 and n_total >= PAR_MIN:
-            for j in prange(n_total, schedule="static", num_threads=self.n_threads):
+        if self.timed:
+            t0 = monotonic()
+        if self.loop_threads > 1:
+            for j in prange(n_total, schedule="static", num_threads=self.loop_threads):
                 cj = (c[j] + a * y[j] * row[j]) * scale
                 c[j] = cj
                 cbar[j] += cj
@@ -278,6 +280,11 @@ cdef class _SBP:
                 cj = (c[j] + a * y[j] * row[j]) * scale
                 c[j] = cj
                 cbar[j] += cj
+        if self.timed:
+            bandit_record(&self.loops, monotonic() - t0, <double>n_total)
+            if TUNING.adaptive:
+                bandit_step(&self.loops, t)
+                self.loop_threads = bandit_threads(&self.loops, self.n_threads)
         if not self.in_support[i]:
             self.in_support[i] = 1
             self.support[self.n_support] = i
@@ -396,7 +403,9 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y,
     cdef Py_ssize_t[::1] tr_err = np.zeros(max(max_checks, 1), dtype=np.intp)
     cdef Py_ssize_t n_checks = 0, errors = 0, best = -1, since_best = 0
     cdef int status = ST_OK, stop = STOP_ITERATIONS
-    cdef double t0 = _now(), last_poll = t0, now
+    cdef Poll clock
+    poll_init(&clock, TUNING.poll_seconds)
+    cdef double t0 = clock.start, now
     cdef bint done = False
     with nogil:
         while not done:
@@ -409,7 +418,7 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y,
             if max_kernel_evals > 0 and kr.n_kernel_evals >= max_kernel_evals:
                 stop = STOP_KERNEL_EVALS
                 done = True
-            now = _now()
+            now = monotonic()
             if time_limit > 0.0 and now - t0 >= time_limit:
                 stop = STOP_TIME
                 done = True
@@ -430,17 +439,13 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y,
                     if since_best >= patience:
                         stop = STOP_VALIDATION
                         done = True
-            if now - last_poll >= POLL_SECONDS:
-                last_poll = now
+            if poll_due_at(&clock, now):
                 with gil:
-                    try:
-                        PyErr_CheckSignals()
-                        if progress is not None:
-                            progress({"n_iter": int(s.n_iter), "max_iter": int(max_iter),
-                                      "n_kernel_evals": int(kr.n_kernel_evals),
-                                      "seconds": now - t0})
-                    except BaseException as exc:
-                        s.error = exc
+                    s.error = visit_python(
+                        progress, {"n_iter": int(s.n_iter), "max_iter": int(max_iter),
+                                   "n_kernel_evals": int(kr.n_kernel_evals),
+                                   "seconds": now - t0})
+                    if s.error is not None:
                         status = ST_ABORT
                 if status != ST_OK:
                     break
@@ -479,7 +484,7 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y,
         "n_kernel_evals": int(kr.n_kernel_evals),
         "n_cache_hits": int(kr.n_cache_hits),
         "n_cache_misses": int(kr.n_cache_misses),
-        "seconds": _now() - t0,
+        "seconds": monotonic() - t0,
         "stop_reason": STOP_NAMES[stop],
         "trace": trace,
         "n_heldout": int(n_total - n_train),
@@ -490,17 +495,11 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y,
 
 
 def _get_tuning():
-    return {"par_min": PAR_MIN, "poll_seconds": POLL_SECONDS}
+    """The parallel threshold, the polling interval and the adaptive switch (for tests)."""
+    return tuning_dict(&TUNING)
 
 
-def _set_tuning(par_min=None, poll_seconds=None):
-    """Tests: run the parallel update loop on small problems."""
-    global PAR_MIN, POLL_SECONDS
-    if par_min is not None:
-        if int(par_min) < 1:
-            raise ValueError("par_min must be >= 1")
-        PAR_MIN = int(par_min)
-    if poll_seconds is not None:
-        if not (poll_seconds >= 0):
-            raise ValueError("poll_seconds must be >= 0")
-        POLL_SECONDS = float(poll_seconds)
+def _set_tuning(par_min=None, poll_seconds=None, adaptive=None):
+    """Tests: run the parallel update loop on small problems (adaptive=False
+    keeps it parallel), or poll Python at an interval they control."""
+    tuning_update(&TUNING, par_min, poll_seconds, adaptive)

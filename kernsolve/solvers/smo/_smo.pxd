@@ -1,8 +1,9 @@
 # Building blocks of the SMO solver (kernsolve/solvers/smo/_smo.pyx): the per-chunk
-# sweeps over the active set and the serial/parallel chooser.  They are inline
-# so each chunk of a parallel loop runs the same code as the serial loop.
+# sweeps over the active set and the exact combination of their picks.  They
+# are inline so each chunk of a parallel loop runs the same code as the serial
+# loop.  The serial/parallel chooser that decides between the two is shared
+# with the other solvers (kernsolve/_core/_solver.pxd).
 from libc.math cimport INFINITY
-from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 from kernsolve._core._kernel cimport kfloat
 
@@ -38,12 +39,6 @@ cdef struct OnePick:
     double viol        # largest projected-gradient violation
     double obj
     Py_ssize_t i
-
-
-cdef inline double _now() noexcept nogil:
-    cdef timespec ts
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return ts.tv_sec + 1e-9 * ts.tv_nsec
 
 
 cdef inline void _up_chunk(const double* G, const double* ys, const char* st,
@@ -221,83 +216,6 @@ cdef inline void _step_chunk(double* G, double* G_bar, const double* ys,
         _axpy1_chunk(G_bar, ys, s.Bi, s.ci, (l * c) // nc, (l * (c + 1)) // nc)
     if s.Bj != NULL:
         _axpy1_chunk(G_bar, ys, s.Bj, s.cj, (l * c) // nc, (l * (c + 1)) // nc)
-
-
-cdef enum:
-    TRIAL_ITERS = 16     # iterations of a trial of the other mode
-    TRIAL_WARMUP = 2     # of which the first ones are not measured
-    MAX_GAP = 4096       # iterations between trials of a losing mode, at most
-
-
-cdef struct Bandit:
-    # Parallel or serial, whichever is measured cheaper.  Now and then the
-    # other mode is tried for a few iterations; a mode that keeps losing is
-    # tried less and less often (but at least every MAX_GAP iterations, so a
-    # machine that becomes free is noticed).  A trial's first iterations are
-    # not measured: after a stretch in serial mode, the sleeping OpenMP
-    # threads must be woken and their caches refilled once, which is no cost
-    # of the parallel mode in steady state.  Only speed depends on the
-    # choice: every parallel reduction is exact, so the result is the same.
-    bint par
-    double cost[2]       # seconds per unit of work (EMA), serial / parallel
-    double t_trial       # the trial's measured seconds and units
-    double u_trial
-    long long next_probe
-    long long gap
-    int probing          # iterations left in the current trial
-
-
-cdef inline void _bandit_init(Bandit* b, long long first) noexcept nogil:
-    b.par = True
-    b.cost[0] = -1.0
-    b.cost[1] = -1.0
-    b.next_probe = first
-    b.gap = 256
-    b.probing = 0
-
-
-cdef inline void _bandit_record(Bandit* b, double seconds, double units) noexcept nogil:
-    cdef int m = 1 if b.par else 0
-    cdef double v
-    if units <= 0:
-        return
-    if b.probing > 0:
-        if b.probing <= TRIAL_ITERS - TRIAL_WARMUP:
-            b.t_trial += seconds
-            b.u_trial += units
-        return
-    v = seconds / units
-    if b.cost[m] < 0:
-        b.cost[m] = v
-    else:
-        b.cost[m] = 0.9 * b.cost[m] + 0.1 * v
-
-
-cdef inline void _bandit_step(Bandit* b, long long it) noexcept nogil:
-    cdef bint tried
-    if b.probing > 0:
-        b.probing -= 1
-        if b.probing > 0:
-            return
-        tried = b.par
-        b.cost[1 if tried else 0] = b.t_trial / b.u_trial if b.u_trial > 0 else -1.0
-        if b.cost[0] >= 0 and b.cost[1] >= 0:
-            b.par = b.cost[1] < b.cost[0]
-        elif b.cost[1 if tried else 0] < 0:
-            # Nothing measured in the trial (no long loop, no row computed):
-            # go back and try again later.
-            b.par = not tried
-        if b.par == tried:
-            b.gap = 256
-        elif b.gap < MAX_GAP:
-            b.gap *= 2
-        b.next_probe = it + b.gap
-        return
-    if it >= b.next_probe:
-        b.par = not b.par
-        b.t_trial = 0.0
-        b.u_trial = 0.0
-        b.probing = TRIAL_ITERS
 
 
 # Why a chunked scan picks exactly what the serial scan picks.  LIBSVM's

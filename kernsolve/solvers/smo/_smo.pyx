@@ -21,8 +21,6 @@ thread count.
 """
 from libc.stdlib cimport malloc, free
 from libc.math cimport INFINITY
-from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
-from cpython.exc cimport PyErr_CheckSignals
 from cython.parallel cimport prange
 
 import time
@@ -30,29 +28,29 @@ import time
 import numpy as np
 
 from kernsolve._core._kernel cimport KernelRows, kfloat
-
-cdef enum:
-    ST_OK = 0
-    ST_MAX_ITER = 1
-    ST_NOMEM = -1
-    ST_ABORT = -2
+from kernsolve._core._solver cimport (
+    ST_OK, ST_MAX_ITER, ST_NOMEM, ST_ABORT, monotonic, Tuning, tuning_dict,
+    tuning_update, Poll, poll_init, poll_due, visit_python, Bandit, bandit_init,
+    bandit_record, bandit_step, bandit_threads)
 
 cdef double TAU = SMO_TAU
-# Below this length a loop runs serially: an OpenMP fork/join costs about as
-# much as a few thousand element updates.
-cdef Py_ssize_t PAR_MIN = 4096
 cdef int MAX_CHUNKS = 64
-# Wall-clock seconds between two visits to Python (progress, Ctrl-C).
-cdef double POLL_SECONDS = 2.0
-# False pins every loop to the parallel mode (tests of thread invariance).
-cdef bint ADAPTIVE = True
+# Iterations between two readings of the clock for the visit to Python (a
+# power of two); an iteration costs at least a few microseconds.
+cdef enum:
+    POLL_EVERY = 16
+# par_min: below this length a loop runs serially (an OpenMP fork/join costs
+# about as much as a few thousand element updates).  poll_seconds: between two
+# visits to Python (progress, Ctrl-C).  adaptive False pins every loop to the
+# parallel mode (tests of thread invariance).
+cdef Tuning TUNING = Tuning(par_min=4096, poll_seconds=2.0, adaptive=True)
 
 
 cdef void _axpy1(double* out, const double* ys, const kfloat* K, double a,
                  Py_ssize_t lo, Py_ssize_t hi, int nt) noexcept nogil:
     """out[k] += y_k * K[k] * a: LIBSVM's ``out[k] += a' * Q_ik`` with a = y_i a'."""
     cdef Py_ssize_t k
-    if nt > 1 and hi - lo >= PAR_MIN:
+    if nt > 1 and hi - lo >= TUNING.par_min:
         for k in prange(lo, hi, num_threads=nt, schedule='static'):
             out[k] += ys[k] * (K[k] * a)
     else:
@@ -91,7 +89,7 @@ cdef class _SMO:
     cdef Bandit rows              # the kernel engine's row fills
     cdef long long max_iter, n_iter
     cdef double rho, obj, r, gap
-    cdef double t_start, t_poll
+    cdef Poll clock               # run start and visits to Python
     cdef object progress
     cdef object error
 
@@ -187,8 +185,8 @@ cdef class _SMO:
             self.update_status(i)
         self.active_size = l
         self.next_up_valid = False
-        _bandit_init(&self.loops, 64)
-        _bandit_init(&self.rows, 96)
+        bandit_init(&self.loops, 64)
+        bandit_init(&self.rows, 96)
         self.n_iter = 0
         self.rho = 0.0
         self.obj = 0.0
@@ -214,19 +212,19 @@ cdef class _SMO:
         cdef long long evals = self.kr.n_kernel_evals
         cdef double t0 = 0.0
         if self.n_threads > 1:
-            t0 = _now()
+            t0 = monotonic()
         if not self.svr:
             data = self.kr.get_row(i, length)
         else:
             data = self.kr.get_row(index[i], self.n)
         if self.n_threads > 1 and self.kr.n_kernel_evals > evals:
-            _bandit_record(&self.rows, _now() - t0,
+            bandit_record(&self.rows, monotonic() - t0,
                            <double>(self.kr.n_kernel_evals - evals))
         if data == NULL or not self.svr:
             return data
         b = self.buf[self.next_buf]
         self.next_buf = 1 - self.next_buf
-        if nt > 1 and length >= PAR_MIN:
+        if nt > 1 and length >= TUNING.par_min:
             for k in prange(length, num_threads=nt, schedule='static'):
                 b[k] = data[index[k]]
         else:
@@ -267,25 +265,25 @@ cdef class _SMO:
 
     cdef int n_chunks(self, Py_ssize_t length) noexcept nogil:
         cdef int c = self.n_threads
-        if c <= 1 or length < PAR_MIN or not self.loops.par:
+        if c <= 1 or length < TUNING.par_min or not self.loops.par:
             return 1
         if c > MAX_CHUNKS:
             c = MAX_CHUNKS
         return c
 
     cdef inline int loop_threads(self) noexcept nogil:
-        return self.n_threads if self.loops.par else 1
+        return bandit_threads(&self.loops, self.n_threads)
 
     cdef inline void record(self, double seconds, Py_ssize_t length) noexcept nogil:
-        if self.n_threads > 1 and length >= PAR_MIN:
-            _bandit_record(&self.loops, seconds, <double>length)
+        if self.n_threads > 1 and length >= TUNING.par_min:
+            bandit_record(&self.loops, seconds, <double>length)
 
     cdef void adapt(self) noexcept nogil:
-        if self.n_threads <= 1 or not ADAPTIVE:
+        if self.n_threads <= 1 or not TUNING.adaptive:
             return
-        _bandit_step(&self.loops, self.n_iter)
-        _bandit_step(&self.rows, self.n_iter)
-        self.kr.n_threads = self.n_threads if self.rows.par else 1
+        bandit_step(&self.loops, self.n_iter)
+        bandit_step(&self.rows, self.n_iter)
+        self.kr.n_threads = bandit_threads(&self.rows, self.n_threads)
 
     cdef int reconstruct_gradient(self) noexcept nogil:
         """Rebuild G of the inactive variables from G_bar and the free alphas."""
@@ -356,7 +354,7 @@ cdef class _SMO:
         cdef double* G_bar = self.G_bar
         cdef const double* ys = self.ys
         cdef const char* st = self.status
-        cdef double t0 = _now()
+        cdef double t0 = monotonic()
         if nc == 1:
             _step_chunk(G, G_bar, ys, st, s, act, l, 0, 1, &self.next_up)
         else:
@@ -364,7 +362,7 @@ cdef class _SMO:
                 _step_chunk(G, G_bar, ys, st, s, act, l, c, nc, &u[c])
             if s.Kj != NULL:
                 _combine_up(u, nc, &self.next_up)
-        self.record(_now() - t0, work)
+        self.record(monotonic() - t0, work)
         self.next_up_valid = s.Kj != NULL
 
     cdef void pick_low(self, double gp, const kfloat* Kp, double qdp,
@@ -378,16 +376,16 @@ cdef class _SMO:
         cdef const double* ys = self.ys
         cdef const char* st = self.status
         cdef const double* QD = self.QD
-        cdef double t0 = _now()
+        cdef double t0 = monotonic()
         if nc == 1:
             _low_chunk(G, ys, st, QD, gp, Kp, qdp, gn, Kn, qdn, 0, act, r)
-            self.record(_now() - t0, act)
+            self.record(monotonic() - t0, act)
             return
         for c in prange(nc, num_threads=nc, schedule='static', chunksize=1):
             lo = (act * c) // nc
             hi = (act * (c + 1)) // nc
             _low_chunk(G, ys, st, QD, gp, Kp, qdp, gn, Kn, qdn, lo, hi, &w[c])
-        self.record(_now() - t0, act)
+        self.record(monotonic() - t0, act)
         _combine_low(w, nc, r)
 
     cdef int select_working_set(self, Py_ssize_t* out_i, Py_ssize_t* out_j) noexcept nogil:
@@ -607,16 +605,11 @@ cdef class _SMO:
     # Python visits (progress, Ctrl-C): the only places the GIL is taken
 
     cdef int poll(self) noexcept with gil:
-        try:
-            PyErr_CheckSignals()
-            if self.progress is not None:
-                self.progress({"n_iter": self.n_iter, "gap": self.gap,
-                               "n_kernel_evals": self.kr.n_kernel_evals,
-                               "seconds": _now() - self.t_start})
-        except BaseException as e:
-            self.error = e
-            return -1
-        return 0
+        self.error = visit_python(
+            self.progress, {"n_iter": self.n_iter, "gap": self.gap,
+                            "n_kernel_evals": self.kr.n_kernel_evals,
+                            "seconds": self.clock.last - self.clock.start})
+        return 0 if self.error is None else -1
 
     # ------------------------------------------------------------------
     # the solver
@@ -766,9 +759,8 @@ cdef class _SMO:
         cdef Py_ssize_t i = 0, j = 0, l = self.l, k
         cdef long long counter
         cdef int rc, status = ST_OK
-        cdef double now, v
-        self.t_start = _now()
-        self.t_poll = self.t_start
+        cdef double v
+        poll_init(&self.clock, TUNING.poll_seconds)
         rc = self.init_gradient()
         if rc < 0:
             return rc
@@ -800,12 +792,9 @@ cdef class _SMO:
                 counter = 1
             self.n_iter += 1
             self.adapt()
-            if (self.n_iter & 15) == 0:
-                now = _now()
-                if now - self.t_poll >= POLL_SECONDS:
-                    self.t_poll = now
-                    if self.poll() != 0:
-                        return ST_ABORT
+            if poll_due(&self.clock, self.n_iter, POLL_EVERY):
+                if self.poll() != 0:
+                    return ST_ABORT
             if self.bias:
                 rc = self.two_variable_step(i, j)
             else:
@@ -984,22 +973,12 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
 
 
 def _get_tuning():
-    """The parallel threshold and the polling interval (for tests)."""
-    return {"par_min": PAR_MIN, "poll_seconds": POLL_SECONDS, "adaptive": ADAPTIVE}
+    """The parallel threshold, the polling interval and the adaptive switch (for tests)."""
+    return tuning_dict(&TUNING)
 
 
 def _set_tuning(par_min=None, poll_seconds=None, adaptive=None):
     """Change the parallel threshold / polling interval / adaptive choice of
     parallel loops; tests use this to run the chunked reductions and the
     progress path on small problems."""
-    global PAR_MIN, POLL_SECONDS, ADAPTIVE
-    if adaptive is not None:
-        ADAPTIVE = bool(adaptive)
-    if par_min is not None:
-        if int(par_min) < 1:
-            raise ValueError("par_min must be >= 1")
-        PAR_MIN = int(par_min)
-    if poll_seconds is not None:
-        if not (poll_seconds >= 0):
-            raise ValueError("poll_seconds must be >= 0")
-        POLL_SECONDS = float(poll_seconds)
+    tuning_update(&TUNING, par_min, poll_seconds, adaptive)
