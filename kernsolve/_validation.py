@@ -28,7 +28,8 @@ from ._constants import CLASSIFICATION
 from ._kernels import as_canonical
 
 __all__ = ["DataConversionWarning", "check_X", "check_targets", "check_sample_weight",
-           "column_or_1d", "group_classes", "resolve_gamma", "seed_of", "is_number"]
+           "column_or_1d", "group_classes", "resolve_gamma", "estimator_gamma", "seed_of",
+           "is_number"]
 
 
 class DataConversionWarning(UserWarning):
@@ -306,6 +307,22 @@ def resolve_gamma(gamma, n_features):
     """
     if gamma is None or gamma == 0:
         return 1.0 / n_features if n_features and n_features > 0 else 0.0
+    return float(gamma)
+
+
+def estimator_gamma(gamma, X):
+    """scikit-learn's ``gamma=``: 'scale' is ``1 / (n_features * X.var())`` (1 when
+    X is constant), 'auto' ``1 / n_features``, a number as given."""
+    n_features = X.shape[1]
+    if gamma == "auto":
+        return 1.0 / n_features
+    if gamma == "scale":
+        if sp.issparse(X):
+            mean = X.mean()
+            var = X.multiply(X).mean() - mean * mean
+        else:
+            var = X.var()
+        return 1.0 / (n_features * var) if var != 0 else 1.0
     return float(gamma)
 
 
