@@ -34,6 +34,8 @@ cdef double CHUNK_WORK = 16384.0
 # Length below which add_scaled_row stays serial (it is memory bound).
 cdef Py_ssize_t ADD_PAR_MIN = 1 << 15
 
+# The C enum's numbers and names, for tests/test_constants.py to compare with
+# kernsolve/_constants.py (the owner of the table).
 KERNEL_NAMES = {LINEAR: "linear", POLY: "polynomial", RBF: "rbf",
                 SIGMOID: "sigmoid", PRECOMPUTED: "precomputed",
                 LAPLACIAN: "laplacian"}
