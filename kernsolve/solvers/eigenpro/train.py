@@ -614,7 +614,7 @@ def train_eigenpro(y, X, param, n_jobs=None, sample_weight=None, callback=None):
     """``kernsolve.train`` for ``--solver eigenpro`` and ``--solver kernel-sgd``.
 
     ``-s 0`` (default): classification, one output per class (one-hot targets,
-    labels in order of first appearance, as LIBSVM); returns an
+    labels in LIBSVM's order: first appearance, -1/+1 swapped); returns an
     :class:`EigenProModel`.  ``-s 3``: regression; returns a LIBSVM
     epsilon-SVR-shaped :class:`~kernsolve.Model` (rho = 0).
     """
