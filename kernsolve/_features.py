@@ -13,6 +13,8 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
+from ._constants import LAPLACIAN, RBF
+from ._core import _features
 from ._kernels import as_canonical, kernel_code
 from ._random import _uint64, permutation
 from ._threads import resolve_n_jobs
@@ -29,10 +31,10 @@ _MEDIAN_DENSE_BYTES = 1 << 28
 def _feature_kernel(kernel):
     """The compiled feature code (0 Gaussian, 1 Laplacian) of an rbf/laplacian kernel."""
     code = kernel_code(kernel, allow_precomputed=True)
-    if code == 2:
-        return 0
-    if code == 5:
-        return 1
+    if code == RBF:
+        return _features.FEATURE_CODES["gaussian"]
+    if code == LAPLACIAN:
+        return _features.FEATURE_CODES["laplacian"]
     raise ValueError(f"random Fourier features exist for the 'rbf' and 'laplacian' "
                      f"kernels only (codes 2 and 5), got kernel {kernel!r}")
 
@@ -105,7 +107,6 @@ def random_features(X, n_components, *, kernel="rbf", gamma, seed=0, start=0,
     seed = _uint64(seed, "seed")
     n_threads = resolve_n_jobs(n_jobs)
     Xc = as_canonical(X)
-    from ._core import _features
     out = np.empty((Xc.shape[0], n_components), dtype=np.float64)
     _features.fill_features(Xc, code, gamma, seed, start, out, n_threads)
     return out
@@ -140,7 +141,6 @@ def feature_directions(n_features, start, count, *, kernel="rbf", gamma, seed=0)
     count = _count(count, "count")
     start = _feature_range(start, count)
     seed = _uint64(seed, "seed")
-    from ._core import _features
     omega_t = np.empty((n_features, count), dtype=np.float64)
     phase = np.empty(count, dtype=np.float64)
     _features.fill_directions(code, gamma, n_features, seed, start, omega_t, phase)
@@ -193,7 +193,7 @@ def median_gamma(X, *, kernel="rbf", seed=0, n_samples=1000, factor=1.0):
                          f"{Xc.shape[0]}")
     m = min(Xc.shape[0], n_samples)
     rows = permutation(Xc.shape[0], seed, "sampling")[:m]
-    dist = _pairwise_distances(Xc[rows], l1=(code == 1))
+    dist = _pairwise_distances(Xc[rows], l1=(code == _features.FEATURE_CODES["laplacian"]))
     median = float(np.median(dist))
     if median == 0.0:
         if not np.any(dist):
@@ -203,7 +203,7 @@ def median_gamma(X, *, kernel="rbf", seed=0, n_samples=1000, factor=1.0):
                          "sampled rows are duplicates); pass gamma explicitly or "
                          "deduplicate X")
     sigma = float(factor) * median
-    return 1.0 / (2.0 * sigma * sigma) if code == 0 else 1.0 / sigma
+    return 1.0 / (2.0 * sigma * sigma) if code == _features.FEATURE_CODES["gaussian"] else 1.0 / sigma
 
 
 def _pairwise_distances(S, l1):

@@ -10,20 +10,8 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
+from ._constants import KERNEL_CODES, KERNEL_NAMES, LAPLACIAN, PRECOMPUTED
 from ._threads import resolve_n_jobs
-
-# LIBSVM's -t codes; 5 (laplacian) is kernsolve's.
-KERNEL_CODES = {
-    "linear": 0,
-    "poly": 1,
-    "polynomial": 1,
-    "rbf": 2,
-    "sigmoid": 3,
-    "precomputed": 4,
-    "laplacian": 5,
-}
-KERNEL_NAMES = {0: "linear", 1: "polynomial", 2: "rbf", 3: "sigmoid",
-                4: "precomputed", 5: "laplacian"}
 
 _INT32_MAX = 2**31 - 1
 
@@ -46,17 +34,17 @@ def kernel_code(kernel, allow_precomputed=True):
     if isinstance(kernel, str):
         code = KERNEL_CODES.get(kernel.strip().lower())
     elif isinstance(kernel, numbers.Integral) and not isinstance(kernel, bool):
-        code = int(kernel) if int(kernel) in KERNEL_NAMES else None
+        code = int(kernel) if 0 <= int(kernel) < len(KERNEL_NAMES) else None
     else:
         code = None
     if code is None:
         raise ValueError(f"unknown kernel {kernel!r}; expected one of "
                          "'linear', 'poly', 'rbf', 'sigmoid', 'laplacian', "
                          "'precomputed' or LIBSVM's codes 0-5")
-    if code == 4 and not allow_precomputed:
+    if code == PRECOMPUTED and not allow_precomputed:
         raise ValueError("kernel 'precomputed' has no kernel function; pass the "
                          "kernel values themselves")
-    return code
+    return int(code)
 
 
 def check_kernel_params(gamma, degree, coef0, n_features):
@@ -66,6 +54,9 @@ def check_kernel_params(gamma, degree, coef0, n_features):
     -------
     (gamma, degree, coef0) : (float, int, float)
     """
+    # A kernel function's gamma: only None means 1/n_features; 0 is the
+    # constant kernel (training options follow LIBSVM's rule instead, where 0
+    # also means 1/n_features: kernsolve._validation.resolve_gamma).
     if gamma is None:
         gamma = 1.0 / max(int(n_features), 1)
     if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real):
@@ -189,7 +180,7 @@ def as_operand(X, kernel="rbf", name="X"):
     prediction): converting once saves a conversion per block.
     """
     Xc = as_canonical(X, name=name)
-    if (sp.issparse(Xc) and kernel_code(kernel, allow_precomputed=False) != 5
+    if (sp.issparse(Xc) and kernel_code(kernel, allow_precomputed=False) != LAPLACIAN
             and _worth_densifying(Xc, None)):
         return Xc.toarray()
     return Xc
@@ -277,10 +268,10 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=0.0,
     # single-threaded (our threads run the tiles), so the bits do not depend
     # on n_jobs; the Laplacian kernel and truly sparse data use the core's
     # loops. Fairly dense CSR (e.g. images) is faster densified for dgemm.
-    if code != 5 and (sp.issparse(Xc) or sp.issparse(Yc)) and _worth_densifying(Xc, Yc):
+    if code != LAPLACIAN and (sp.issparse(Xc) or sp.issparse(Yc)) and _worth_densifying(Xc, Yc):
         Xc = Xc.toarray() if sp.issparse(Xc) else Xc
         Yc = Yc.toarray() if sp.issparse(Yc) else Yc
-    if code != 5 and not sp.issparse(Xc) and not sp.issparse(Yc):
+    if code != LAPLACIAN and not sp.issparse(Xc) and not sp.issparse(Yc):
         controller = _blas_controller()
         if controller is not None:
             with controller.limit(limits=1, user_api="blas"):
@@ -328,7 +319,7 @@ def kernel_rows(X, kernel="rbf", gamma=None, degree=3, coef0=0.0, cache_mb=100.0
     from ._core import _kernel
     code = kernel_code(kernel)
     Xc = as_canonical(X, renumber=True)     # only X's own Gram rows are computed
-    if code == 4:
+    if code == PRECOMPUTED:
         if sp.issparse(Xc):
             Xc = np.ascontiguousarray(Xc.toarray())
         if Xc.shape[0] != Xc.shape[1]:

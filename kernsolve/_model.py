@@ -21,7 +21,10 @@ import scipy.sparse as sp
 
 from ._errors import ModelFormatError
 from ._fileutil import output_file
-from ._params import KERNELS, SVM_TYPES, Parameters
+from ._constants import (CLASSIFICATION, COEF0_KERNELS, GAMMA_KERNELS,
+                         KERNEL_NAMES as KERNELS, ONE_CLASS, POLY, PRECOMPUTED, REGRESSION,
+                         SVM_TYPE_NAMES as SVM_TYPES)
+from ._params import Parameters
 
 N_MARKS = 10  # LIBSVM's number of one-class probability density marks
 _MAX_INDEX = 2 ** 31 - 1  # LIBSVM stores feature indices in a C int
@@ -74,12 +77,12 @@ class Model:
 
     @property
     def n_classes(self):
-        return max(len(self.labels), 2) if self.param.svm_type in (0, 1) else 2
+        return max(len(self.labels), 2) if self.param.svm_type in CLASSIFICATION else 2
 
     @property
     def nr_class(self):
         """LIBSVM's nr_class: number of labels for classification, 2 otherwise."""
-        return len(self.labels) if self.param.svm_type in (0, 1) else 2
+        return len(self.labels) if self.param.svm_type in CLASSIFICATION else 2
 
     @property
     def n_sv(self):
@@ -95,18 +98,18 @@ class Model:
     def is_probability_model(self):
         """True when the model can give probabilities (LIBSVM's svm_check_probability_model)."""
         s = self.param.svm_type
-        if s in (0, 1):
+        if s in CLASSIFICATION:
             return self.prob_a is not None and self.prob_b is not None
-        if s in (3, 4):
+        if s in REGRESSION:
             return self.prob_a is not None
         return self.prob_density_marks is not None
 
     def __repr__(self):
         p = self.param
         parts = [SVM_TYPES[int(p.svm_type)], KERNELS[int(p.kernel_type)]]
-        if int(p.kernel_type) in (1, 2, 3, 5) and p.gamma is not None:
+        if int(p.kernel_type) in GAMMA_KERNELS and p.gamma is not None:
             parts.append("gamma=%g" % float(p.gamma))
-        if int(p.svm_type) in (0, 1):
+        if int(p.svm_type) in CLASSIFICATION:
             parts.append("labels=[%s]" % ", ".join(_label_text(v) for v in np.asarray(self.labels)))
         parts.append("n_sv=%d" % self.n_sv)
         if self.is_probability_model:
@@ -146,14 +149,14 @@ def _check_model(model):
         raise ValueError(f"model: unknown svm type {s}")
     if not 0 <= t < len(KERNELS):
         raise ValueError(f"model: unknown kernel type {t}")
-    if t in (1, 2, 3, 5) and param.gamma is None:
+    if t in GAMMA_KERNELS and param.gamma is None:
         raise ValueError("model: param.gamma is None; training must resolve it")
     sv = model.support_vectors
     if sv is None or len(getattr(sv, "shape", ())) != 2:
         raise ValueError("model: support_vectors must be a 2-D array or CSR matrix")
     l = sv.shape[0]
     nr_class = model.nr_class
-    classification = s in (0, 1)
+    classification = s in CLASSIFICATION
     if classification and nr_class < 1:
         raise ValueError("model: a classification model needs at least one label")
     m = max(nr_class - 1, 1) if not classification else nr_class - 1
@@ -195,18 +198,18 @@ def _format_model(model):
     s, t = int(param.svm_type), int(param.kernel_type)
     nr_class = model.nr_class
     lines = [f"svm_type {SVM_TYPES[s]}", f"kernel_type {KERNELS[t]}"]
-    if t == 1:
+    if t == POLY:
         lines.append("degree %d" % int(param.degree))
-    if t in (1, 2, 3, 5):
+    if t in GAMMA_KERNELS:
         lines.append("gamma " + _g(param.gamma))
-    if t in (1, 3):
+    if t in COEF0_KERNELS:
         lines.append("coef0 " + _g(param.coef0))
     sv = model.support_vectors
     l = sv.shape[0]
     lines.append("nr_class %d" % nr_class)
     lines.append("total_sv %d" % l)
     lines.append(" ".join(["rho"] + [_g(v) for v in rho]))
-    if s in (0, 1):
+    if s in CLASSIFICATION:
         lines.append(" ".join(["label"] + [_label_text(v) for v in np.asarray(model.labels)]))
     if model.prob_a is not None:
         lines.append(" ".join(["probA"] + [_g(v) for v in np.ravel(model.prob_a)]))
@@ -215,10 +218,10 @@ def _format_model(model):
     if model.prob_density_marks is not None:
         lines.append(" ".join(["prob_density_marks"] +
                               [_g(v) for v in np.ravel(model.prob_density_marks)]))
-    if s in (0, 1):
+    if s in CLASSIFICATION:
         lines.append(" ".join(["nr_sv"] + ["%d" % v for v in np.ravel(model.n_support)]))
     lines.append("SV")
-    if t == 4:
+    if t == PRECOMPUTED:
         if sv.shape[1] == 0:
             col0 = np.zeros(l)
         elif sp.issparse(sv):
@@ -449,24 +452,24 @@ def load_model(path):
         r.fail(where["kernel_type"], f"unknown kernel_type {kernel_name[:40]!r}")
     t = KERNELS.index(kernel_name)
     param = Parameters(svm_type=s, kernel_type=t)
-    if t == 1:
+    if t == POLY:
         d = _int(r, where.get("degree", sv_line + 1), one("degree"), "degree")
         if d < 0:
             r.fail(where["degree"], f"degree must be >= 0, got {d}")
         param.degree = d
     elif "degree" in header:
         param.degree = _int(r, where["degree"], one("degree"), "degree")
-    if t in (1, 2, 3, 5):
+    if t in GAMMA_KERNELS:
         param.gamma = _float(r, where.get("gamma", sv_line + 1), one("gamma"), "gamma")
     elif "gamma" in header:
         param.gamma = _float(r, where["gamma"], one("gamma"), "gamma")
-    if t in (1, 3):
+    if t in COEF0_KERNELS:
         param.coef0 = _float(r, where.get("coef0", sv_line + 1), one("coef0"), "coef0")
     elif "coef0" in header:
         param.coef0 = _float(r, where["coef0"], one("coef0"), "coef0")
 
     nr_class = _int(r, where.get("nr_class", sv_line + 1), one("nr_class"), "nr_class")
-    classification = s in (0, 1)
+    classification = s in CLASSIFICATION
     if classification and nr_class < 1:
         r.fail(where["nr_class"], f"nr_class must be >= 1, got {nr_class}")
     if not classification and nr_class != 2:
@@ -509,15 +512,15 @@ def load_model(path):
                 r.fail(where[key], f"'{key}' is not allowed for {svm_name}")
     prob_a = prob_b = marks = None
     if "probA" in header:
-        if s == 2:
+        if s == ONE_CLASS:
             r.fail(where["probA"], "probA is not allowed for one_class")
         prob_a = floats("probA", n_pairs)
     if "probB" in header:
-        if s not in (0, 1):
+        if s not in CLASSIFICATION:
             r.fail(where["probB"], f"probB is not allowed for {svm_name}")
         prob_b = floats("probB", n_pairs)
     if "prob_density_marks" in header:
-        if s != 2:
+        if s != ONE_CLASS:
             r.fail(where["prob_density_marks"], "prob_density_marks is only for one_class")
         marks = floats("prob_density_marks", N_MARKS)
 
@@ -551,14 +554,14 @@ def _read_support_vectors(r, lines, first_lineno, m, t, bulk=True):
     reader through the lines one by one, which names the line and the problem.
     """
     l = len(lines)
-    if bulk and t != 4:
+    if bulk and t != PRECOMPUTED:
         out = _bulk_support_vectors(lines, m)
         if out is not None:
             return out
     coef = np.empty((m, l), dtype=np.float64)
     indptr = np.zeros(l + 1, dtype=np.int64)
     all_idx, all_val = [], []
-    width = 1 if t == 4 else 0
+    width = 1 if t == PRECOMPUTED else 0
     for i, line in enumerate(lines):
         lineno = first_lineno + i
         tokens = line.split()
@@ -568,7 +571,7 @@ def _read_support_vectors(r, lines, first_lineno, m, t, bulk=True):
             coef[c, i] = _float(r, lineno, tokens[c], "coefficient")
         pairs = tokens[m:]
         idx, val = _slow_pairs(r, lineno, pairs, t)
-        if t == 4 and len(pairs) != 1:
+        if t == PRECOMPUTED and len(pairs) != 1:
             r.fail(lineno, "a precomputed-kernel support vector needs its '0:serial' pair")
         if len(idx):
             width = max(width, int(idx[-1]) + 1)
@@ -672,7 +675,7 @@ def _slow_pairs(r, lineno, pairs, t):
         v = _float(r, lineno, b, "feature value")
         if j > _MAX_INDEX:
             r.fail(lineno, f"feature index {j} is too large")
-        if t == 4:
+        if t == PRECOMPUTED:
             if q > 0 or j != 0:
                 r.fail(lineno, "a precomputed-kernel support vector is one '0:serial' pair")
             if v < 0 or not float(v).is_integer():

@@ -15,8 +15,13 @@ from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
-SVM_TYPES = ("c_svc", "nu_svc", "one_class", "epsilon_svr", "nu_svr")  # -s 0..4
-KERNELS = ("linear", "polynomial", "rbf", "sigmoid", "precomputed", "laplacian")  # -t 0..5
+from ._constants import (C_TYPES, EPSILON_SVR, GAMMA_KERNELS, KERNEL_NAMES, NU_TYPES, POLY,
+                         SVM_TYPE_NAMES)
+from ._threads import check_n_jobs
+from ._validation import resolve_gamma
+
+SVM_TYPES = SVM_TYPE_NAMES   # -s 0..4 (names as in model files; owner: _constants)
+KERNELS = KERNEL_NAMES       # -t 0..5
 
 # Solver-specific long options, spelled as on the command line (``--max-kernel-evals``).
 # A solver issue that adds options extends its entry here.  Values are stored in
@@ -162,10 +167,8 @@ class Parameters:
         return KERNELS[self.kernel_type]
 
     def resolved_gamma(self, n_features):
-        """gamma, or LIBSVM's default 1/n_features when it is None (0 if no features)."""
-        if self.gamma is not None:
-            return float(self.gamma)
-        return 1.0 / n_features if n_features and n_features > 0 else 0.0
+        """gamma, or LIBSVM's default 1/n_features when it is None or 0 (0 if no features)."""
+        return resolve_gamma(self.gamma, n_features)
 
     def copy(self, **changes):
         """A copy (dicts copied too) with some fields changed."""
@@ -213,10 +216,8 @@ class Parameters:
         return " ".join(out)
 
     def check(self, n_features=None):
-        """Raise ValueError with :func:`check_parameters`' message if invalid."""
-        message = check_parameters(self, n_features)
-        if message is not None:
-            raise ValueError(message)
+        """Raise ValueError naming the problem if invalid (see :func:`check_parameters`)."""
+        _check(self, n_features)
         return self
 
 
@@ -296,27 +297,81 @@ def _tokens(options):
     return out
 
 
+def _split(argv, flags, n_values, end_marker):
+    """The option splitter: (pairs, end, start) for the token list ``argv``.
+
+    ``pairs`` are (name, values) in order, ``values`` None for a last option
+    that lacks them; ``argv[:end]`` are the option tokens, ``argv[start:]``
+    the positional arguments.
+    """
+    i = 0
+    pairs = []
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "--" and end_marker:
+            return pairs, i, i + 1
+        if not tok.startswith("-") or tok == "-":
+            break
+        if tok in flags:
+            pairs.append((tok, []))
+            i += 1
+            continue
+        if tok.startswith("--") and "=" in tok:
+            name, value = tok.split("=", 1)
+            pairs.append((name, [value]))
+            i += 1
+            continue
+        k = n_values.get(tok, 1)
+        if i + k >= len(argv):
+            pairs.append((tok, None))
+            return pairs, len(argv), len(argv)
+        pairs.append((tok, argv[i + 1:i + 1 + k]))
+        i += 1 + k
+    return pairs, i, i
+
+
+def split_options(argv, flags=("-q",), n_values=None, end_marker=True):
+    """Split LIBSVM-style arguments into options and positional arguments.
+
+    The one splitter of kernsolve's option strings and command lines.  As in
+    LIBSVM's tools, options come first and every argument that starts with
+    ``-`` is an option; its value is the next argument whatever it looks like
+    (so ``-r -1`` works).  ``--`` ends the options (a kernsolve addition, for
+    file names that start with ``-``; not when ``end_marker`` is False).
+    ``--name=value`` is one token.
+
+    Parameters
+    ----------
+    argv : str or list of str
+    flags : iterable of str
+        Options that take no value (``-q``).
+    n_values : dict, optional
+        Options that take more than one value (``{"-y": 2}`` for svm-scale).
+    end_marker : bool
+        Whether ``--`` ends the options.
+
+    Returns
+    -------
+    options : list of (name, values) pairs, in command-line order
+        ``values`` is a list of strings, or None for a last option whose
+        value(s) are missing (the caller words that error).
+    positional : list of str
+    """
+    argv = _tokens(argv)
+    pairs, _, start = _split(argv, frozenset(flags), dict(n_values or {}), end_marker)
+    return pairs, argv[start:]
+
+
 def split_arguments(argv):
     """Split a command line into (option tokens, positional arguments).
 
-    Options come first, as in LIBSVM's tools: the first token that does not
-    start with ``-`` (and is not an option's value) starts the positional
-    arguments.  A lone ``--`` also ends the options.
+    Options come first, as in LIBSVM's tools (:func:`split_options`, with
+    ``-q`` the only flag); a last option without its value stays among the
+    option tokens, for :func:`parse_options` to name.
     """
     argv = _tokens(argv)
-    i = 0
-    while i < len(argv):
-        tok = argv[i]
-        if tok == "--":
-            return argv[:i], argv[i + 1:]
-        if not tok.startswith("-") or tok == "-":
-            break
-        if tok == "-q" or (tok.startswith("--") and "=" in tok):
-            i += 1
-        else:
-            i += 2
-    i = min(i, len(argv))
-    return argv[:i], argv[i:]
+    _, end, start = _split(argv, frozenset(("-q",)), {}, True)
+    return argv[:end], argv[start:]
 
 
 def parse_options(options=None):
@@ -534,115 +589,115 @@ def check_parameters(param, n_features=None):
     SVM types that use them) plus kernsolve's: finite numbers, the solver
     name, thread count, seed, fold count, solver options and ``n_features``.
     Data-dependent checks (infeasible nu, one class only) belong to training.
+
+    This is LIBSVM's message-returning contract, kept for this public
+    function; :meth:`Parameters.check` (and every solver) raises ValueError
+    with the same message.
     """
+    try:
+        _check(param, n_features)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def _check(param, n_features=None):
+    """The checks of :func:`check_parameters`; raise ValueError with its message."""
     if not isinstance(param, Parameters):
-        return f"expected Parameters, got {type(param).__name__}"
+        raise ValueError(f"expected Parameters, got {type(param).__name__}")
 
     def num(attr, integer=False):
         v = getattr(param, attr)
         opt = _FIELD_OPTION.get(attr, attr)
         if isinstance(v, bool) or not _is_number(v):
             kind = "an integer" if integer else "a number"
-            raise _Bad(f"{opt}: expected {kind}, got {v!r}")
+            raise ValueError(f"{opt}: expected {kind}, got {v!r}")
         if integer:
             if float(v) != int(v):
-                raise _Bad(f"{opt}: expected an integer, got {v!r}")
+                raise ValueError(f"{opt}: expected an integer, got {v!r}")
             return int(v)
         v = float(v)
         if not math.isfinite(v):
-            raise _Bad(f"{opt}: expected a finite number, got {v!r}")
+            raise ValueError(f"{opt}: expected a finite number, got {v!r}")
         return v
 
-    try:
-        s = num("svm_type", True)
-        if not 0 <= s < len(SVM_TYPES):
-            return f"-s: unknown svm type {s} (0..{len(SVM_TYPES) - 1})"
-        t = num("kernel_type", True)
-        if not 0 <= t < len(KERNELS):
-            return f"-t: unknown kernel type {t} (0..{len(KERNELS) - 1})"
-        # As LIBSVM: degree only matters to the polynomial kernel, gamma to the
-        # kernels that use it (Laplacian is kernsolve's).
-        degree = num("degree", True)
-        if t == 1 and degree < 0:
-            return f"-d: degree must be >= 0, got {degree}"
-        if param.gamma == "median":
-            if param.solver not in MEDIAN_GAMMA_SOLVERS:
-                return (f"-g median: the median trick is available to the solvers "
-                        f"{', '.join(MEDIAN_GAMMA_SOLVERS)}, not {param.solver!r}")
-        elif param.gamma is not None:
-            gamma = num("gamma")
-            if t in (1, 2, 3, 5) and gamma < 0:
-                return f"-g: gamma must be >= 0, got {_fmt_float(gamma)}"
-        num("coef0")
-        cache = num("cache_size")
-        if cache <= 0:
-            return f"-m: cache size must be > 0 MB, got {_fmt_float(cache)}"
-        eps = num("eps")
-        if eps <= 0:
-            return f"-e: eps must be > 0, got {_fmt_float(eps)}"
-        C = num("C")
-        if s in (0, 3, 4) and C <= 0:
-            return f"-c: C must be > 0, got {_fmt_float(C)}"
-        nu = num("nu")
-        if s in (1, 2, 4) and not 0 < nu <= 1:
-            return f"-n: nu must be in (0, 1], got {_fmt_float(nu)}"
-        p = num("p")
-        if s == 3 and p < 0:
-            return f"-p: epsilon must be >= 0, got {_fmt_float(p)}"
-        for attr, opt in (("shrinking", "-h"), ("probability", "-b"), ("quiet", "-q"),
-                          ("bias", "--bias")):
-            v = getattr(param, attr)
-            if isinstance(v, str) or not _is_number(v) and not isinstance(v, bool) \
-                    or v not in (0, 1):
-                return f"{opt}: expected 0 or 1, got {v!r}"
-        folds = num("n_folds", True)
-        if folds != 0 and folds < 2:
-            return f"-v: n-fold cross validation needs n >= 2, got {folds}"
-        if not isinstance(param.weight, dict):
-            return f"-w: weights must be a dict {{label: weight}}, got {type(param.weight).__name__}"
-        for label, w in param.weight.items():
-            if isinstance(label, bool) or not _is_number(label) or not math.isfinite(float(label)):
-                return f"-w: class label must be a finite number, got {label!r}"
-            if isinstance(w, bool) or not _is_number(w) or not math.isfinite(float(w)):
-                return f"-w{_fmt_label(label)}: weight must be a finite number, got {w!r}"
-            if float(w) < 0:
-                return f"-w{_fmt_label(label)}: weight must be >= 0, got {_fmt_float(w)}"
-        if param.solver not in SOLVER_OPTIONS:
-            return (f"--solver: unknown solver {param.solver!r} "
-                    f"(known: {', '.join(SOLVER_OPTIONS)})")
-        if param.n_jobs is not None:
-            nj = param.n_jobs
-            if isinstance(nj, bool) or not hasattr(nj, "__index__"):
-                return f"--threads: expected an integer, got {nj!r}"
-            if nj == 0:
-                return "--threads: must be a positive count or negative (back from all cores), got 0"
-        seed = param.seed
-        if isinstance(seed, bool) or not hasattr(seed, "__index__"):
-            return f"--seed: expected an integer, got {seed!r}"
-        if not 0 <= int(seed) < 2 ** 64:
-            return f"--seed: must be in [0, 2**64), got {seed}"
-        if not isinstance(param.extra, dict):
-            return f"extra: expected a dict of solver options, got {type(param.extra).__name__}"
-        declared = SOLVER_OPTIONS[param.solver]
-        for key in param.extra:
-            if _option_name(key) not in declared:
-                return f"--{_option_name(key)}: not an option of solver {param.solver!r}"
-        if n_features is not None:
-            if isinstance(n_features, bool) or not hasattr(n_features, "__index__") \
-                    or n_features < 0:
-                return f"n_features must be a non-negative integer, got {n_features!r}"
-    except _Bad as exc:
-        return str(exc)
-    return None
-
-
-class _Bad(Exception):
-    pass
+    s = num("svm_type", True)
+    if not 0 <= s < len(SVM_TYPES):
+        raise ValueError(f"-s: unknown svm type {s} (0..{len(SVM_TYPES) - 1})")
+    t = num("kernel_type", True)
+    if not 0 <= t < len(KERNELS):
+        raise ValueError(f"-t: unknown kernel type {t} (0..{len(KERNELS) - 1})")
+    # As LIBSVM: degree only matters to the polynomial kernel, gamma to the
+    # kernels that use it (Laplacian is kernsolve's).
+    degree = num("degree", True)
+    if t == POLY and degree < 0:
+        raise ValueError(f"-d: degree must be >= 0, got {degree}")
+    if param.gamma == "median":
+        if param.solver not in MEDIAN_GAMMA_SOLVERS:
+            raise ValueError(f"-g median: the median trick is available to the solvers "
+                             f"{', '.join(MEDIAN_GAMMA_SOLVERS)}, not {param.solver!r}")
+    elif param.gamma is not None:
+        gamma = num("gamma")
+        if t in GAMMA_KERNELS and gamma < 0:
+            raise ValueError(f"-g: gamma must be >= 0, got {_fmt_float(gamma)}")
+    num("coef0")
+    cache = num("cache_size")
+    if cache <= 0:
+        raise ValueError(f"-m: cache size must be > 0 MB, got {_fmt_float(cache)}")
+    eps = num("eps")
+    if eps <= 0:
+        raise ValueError(f"-e: eps must be > 0, got {_fmt_float(eps)}")
+    C = num("C")
+    if s in C_TYPES and C <= 0:
+        raise ValueError(f"-c: C must be > 0, got {_fmt_float(C)}")
+    nu = num("nu")
+    if s in NU_TYPES and not 0 < nu <= 1:
+        raise ValueError(f"-n: nu must be in (0, 1], got {_fmt_float(nu)}")
+    p = num("p")
+    if s == EPSILON_SVR and p < 0:
+        raise ValueError(f"-p: epsilon must be >= 0, got {_fmt_float(p)}")
+    for attr, opt in (("shrinking", "-h"), ("probability", "-b"), ("quiet", "-q"),
+                      ("bias", "--bias")):
+        v = getattr(param, attr)
+        if isinstance(v, str) or not _is_number(v) and not isinstance(v, bool) \
+                or v not in (0, 1):
+            raise ValueError(f"{opt}: expected 0 or 1, got {v!r}")
+    folds = num("n_folds", True)
+    if folds != 0 and folds < 2:
+        raise ValueError(f"-v: n-fold cross validation needs n >= 2, got {folds}")
+    if not isinstance(param.weight, dict):
+        raise ValueError(f"-w: weights must be a dict {{label: weight}}, "
+                         f"got {type(param.weight).__name__}")
+    for label, w in param.weight.items():
+        if isinstance(label, bool) or not _is_number(label) or not math.isfinite(float(label)):
+            raise ValueError(f"-w: class label must be a finite number, got {label!r}")
+        if isinstance(w, bool) or not _is_number(w) or not math.isfinite(float(w)):
+            raise ValueError(f"-w{_fmt_label(label)}: weight must be a finite number, got {w!r}")
+        if float(w) < 0:
+            raise ValueError(f"-w{_fmt_label(label)}: weight must be >= 0, got {_fmt_float(w)}")
+    if param.solver not in SOLVER_OPTIONS:
+        raise ValueError(f"--solver: unknown solver {param.solver!r} "
+                         f"(known: {', '.join(SOLVER_OPTIONS)})")
+    check_n_jobs(param.n_jobs, "--threads")
+    seed = param.seed
+    if isinstance(seed, bool) or not hasattr(seed, "__index__"):
+        raise ValueError(f"--seed: expected an integer, got {seed!r}")
+    if not 0 <= int(seed) < 2 ** 64:
+        raise ValueError(f"--seed: must be in [0, 2**64), got {seed}")
+    if not isinstance(param.extra, dict):
+        raise ValueError(f"extra: expected a dict of solver options, "
+                         f"got {type(param.extra).__name__}")
+    declared = SOLVER_OPTIONS[param.solver]
+    for key in param.extra:
+        if _option_name(key) not in declared:
+            raise ValueError(f"--{_option_name(key)}: not an option of solver {param.solver!r}")
+    if n_features is not None:
+        if isinstance(n_features, bool) or not hasattr(n_features, "__index__") \
+                or n_features < 0:
+            raise ValueError(f"n_features must be a non-negative integer, got {n_features!r}")
 
 
 def check_parameters_or_raise(param, n_features=None):
     """:func:`check_parameters`, raising ValueError with its message."""
-    message = check_parameters(param, n_features)
-    if message is not None:
-        raise ValueError(message)
+    _check(param, n_features)
     return param

@@ -14,14 +14,17 @@ values directly for two classes and LIBSVM's ``multiclass_probability``
 (pairwise coupling, same iteration and stopping rule) for more; one-class
 probabilities from the ten density marks.
 """
-import shlex
 import sys
 
 import numpy as np
 import scipy.sparse as sp
 
-from ._kernels import as_canonical, as_operand, kernel_matrix
+from ._constants import CLASSIFICATION, ONE_CLASS, PRECOMPUTED, REGRESSION
+from ._kernels import as_operand, kernel_matrix
 from ._model import Model, _check_model
+from ._params import _parse_number, split_options
+from ._threads import check_n_jobs
+from ._validation import check_X
 
 # Bytes of kernel values per block (K block plus the product): bounds memory.
 BLOCK_BYTES = 32 * 2 ** 20
@@ -32,46 +35,23 @@ MIN_PROB = 1e-7  # LIBSVM's clip of pairwise probabilities
 
 def _parse_predict_options(options):
     """``-b 0|1``, ``-q``, ``--threads N`` -> (probability, quiet, n_jobs)."""
-    if options is None:
-        options = ""
-    if isinstance(options, str):
-        try:
-            argv = shlex.split(options)
-        except ValueError as exc:
-            raise ValueError(f"cannot split the option string: {exc}") from None
-    else:
-        argv = [str(t) for t in options]
+    # "--" is no end marker here: there are no positional arguments to protect.
+    pairs, positional = split_options("" if options is None else options, flags=("-q",),
+                                      end_marker=False)
     probability, quiet, n_jobs = False, False, None
-    i = 0
-    while i < len(argv):
-        tok = argv[i]
-        if tok == "-q":
+    for name, values in pairs:
+        if name == "-q":
             quiet = True
-            i += 1
-            continue
-        name, eq, value = tok.partition("=") if tok.startswith("--") else (tok, "", "")
-        if name in ("-b", "--threads"):
-            if not eq:
-                if i + 1 >= len(argv):
-                    raise ValueError(f"{name}: missing value")
-                value = argv[i + 1]
-                i += 2
-            else:
-                i += 1
-            v = value.strip()
-            if name == "-b":
-                if v not in ("0", "1"):
-                    raise ValueError(f"-b: expected 0 or 1, got {value!r}")
-                probability = v == "1"
-            else:
-                if not v.lstrip("+-").isdigit() or v.count("-") + v.count("+") > 1:
-                    raise ValueError(f"--threads: expected an integer, got {value!r}")
-                n_jobs = int(v)
-                if n_jobs == 0:
-                    raise ValueError("--threads: must be a positive count or negative "
-                                     "(back from all cores), got 0")
-            continue
-        raise ValueError(f"unknown option: {tok}")
+        elif name not in ("-b", "--threads"):
+            raise ValueError(f"unknown option: {name}")
+        elif values is None:
+            raise ValueError(f"{name}: missing value")
+        elif name == "-b":
+            probability = _parse_number("-b", values[0], "flag01")
+        else:
+            n_jobs = check_n_jobs(_parse_number("--threads", values[0], "int"), "--threads")
+    if positional:
+        raise ValueError(f"unknown option: {positional[0]}")
     return probability, quiet, n_jobs
 
 
@@ -83,20 +63,7 @@ def _prepare_X(X):
         raise ValueError("X is None")
     if isinstance(X, (list, tuple)) and X and all(isinstance(r, dict) for r in X):
         X = _dicts_to_csr(X)
-    if not sp.issparse(X):
-        arr = np.asarray(X)
-        if arr.ndim == 1:
-            raise ValueError(f"X must be 2-D (n_samples, n_features), got 1-D with "
-                             f"shape {arr.shape}")
-        if arr.ndim == 2 and arr.shape[1] == 0:
-            # Rows without features: LIBSVM reads them as all-zero vectors.
-            return sp.csr_matrix((arr.shape[0], 1), dtype=np.float64)
-        if arr.ndim == 2 and arr.shape[0] == 0:
-            return np.zeros((0, max(arr.shape[1], 1)))
-        X = arr
-    elif X.shape[0] == 0 or X.shape[1] == 0:
-        return sp.csr_matrix((X.shape[0], max(X.shape[1], 1)), dtype=np.float64)
-    return as_canonical(X)
+    return check_X(X, empty_ok=True)
 
 
 def _dicts_to_csr(rows):
@@ -140,7 +107,7 @@ class _KernelBlocks:
         self.n_jobs = n_jobs
         self.l = model.support_vectors.shape[0]
         t = int(self.param.kernel_type)
-        if t == 4:
+        if t == PRECOMPUTED:
             sv = model.support_vectors
             col0 = sv[:, [0]].toarray().ravel() if sp.issparse(sv) else \
                 np.asarray(sv, dtype=np.float64)[:, 0]
@@ -173,7 +140,7 @@ class _KernelBlocks:
         if self.l == 0:
             return np.zeros((stop - start, 0))
         p = self.param
-        if int(p.kernel_type) == 4:
+        if int(p.kernel_type) == PRECOMPUTED:
             K = Xb[:, self.serials]
             return K.toarray() if sp.issparse(K) else np.asarray(K, dtype=np.float64)
         return kernel_matrix(Xb, self.SV, kernel=int(p.kernel_type), gamma=p.gamma,
@@ -184,7 +151,7 @@ def _coef_matrix(model, coef):
     """(n_SV, n_values) matrix W so that decision values = K @ W - rho."""
     s = int(model.param.svm_type)
     l = model.support_vectors.shape[0]
-    if s not in (0, 1):
+    if s not in CLASSIFICATION:
         return coef[0].reshape(l, 1).copy()
     k = model.nr_class
     ns = np.asarray(model.n_support, dtype=np.int64).ravel()
@@ -329,14 +296,12 @@ def _one_class_probability(dec, marks):
 
 # ---------------------------------------------------------------- public API
 
-def _labels_from_values(dec, model):
-    s = int(model.param.svm_type)
-    if s in (3, 4):
-        return dec[:, 0].copy()
-    if s == 2:
-        return np.where(dec[:, 0] > 0, 1.0, -1.0)
-    k = model.nr_class
-    labels = np.asarray(model.labels, dtype=np.float64)
+def ovo_vote(dec, k):
+    """LIBSVM's one-vs-one vote: the index of each row's winning class.
+
+    Pair (i, j) (LIBSVM's pair order) votes for i when its value is > 0, else
+    for j; the first class with the most votes wins, as in ``svm_predict_values``.
+    """
     votes = np.zeros((dec.shape[0], k), dtype=np.int64)
     p = 0
     for i in range(k):
@@ -345,7 +310,17 @@ def _labels_from_values(dec, model):
             votes[:, i] += pos
             votes[:, j] += ~pos
             p += 1
-    return labels[np.argmax(votes, axis=1)]  # argmax takes the first maximum, as LIBSVM
+    return np.argmax(votes, axis=1)      # argmax takes the first maximum, as LIBSVM
+
+
+def _labels_from_values(dec, model):
+    s = int(model.param.svm_type)
+    if s in REGRESSION:
+        return dec[:, 0].copy()
+    if s == ONE_CLASS:
+        return np.where(dec[:, 0] > 0, 1.0, -1.0)
+    labels = np.asarray(model.labels, dtype=np.float64)
+    return labels[ovo_vote(dec, model.nr_class)]
 
 
 def _check_predictable(model):
@@ -364,11 +339,11 @@ def _predict_arrays(X, model, probability=False, n_jobs=None):
         return _labels_from_values(dec, model), dec
     if not model.is_probability_model:
         raise ValueError("model does not support probability estimates (train it with -b 1)")
-    if s in (0, 1):
+    if s in CLASSIFICATION:
         prob = _classification_probabilities(dec, model)
         labels = np.asarray(model.labels, dtype=np.float64)[np.argmax(prob, axis=1)]
         return labels, prob
-    if s == 2:
+    if s == ONE_CLASS:
         p1 = _one_class_probability(dec[:, 0], model.prob_density_marks)
         return _labels_from_values(dec, model), np.column_stack([p1, 1 - p1])
     return dec[:, 0].copy(), dec
@@ -471,7 +446,7 @@ def predict(y, X, model, options=""):
     if probability:
         if not model.is_probability_model:
             raise ValueError("model does not support probability estimates (train it with -b 1)")
-        if s in (3, 4):
+        if s in REGRESSION:
             info("Prob. model for test data: target value = predicted value + z,\n"
                  "z: Laplace distribution e^(-|z|/sigma)/(2sigma),sigma=%g"
                  % float(np.ravel(model.prob_a)[0]))
@@ -480,7 +455,7 @@ def predict(y, X, model, options=""):
     labels, values = _predict_arrays(Xc, model, probability, n_jobs)
     if y is None:
         return labels, (float("nan"),) * 3, values
-    return labels, _evaluate(y, labels, s in (3, 4), info), values
+    return labels, _evaluate(y, labels, s in REGRESSION, info), values
 
 
 def _as_true_values(y, n):

@@ -7,6 +7,8 @@ from ._rows cimport Rows
 ctypedef float kfloat
 
 # Kernel kinds; the numbers are LIBSVM's -t codes (LAPLACIAN is kernsolve's).
+# kernsolve/_constants.py (KernelType) owns these numbers; this C enum mirrors
+# it, and tests/test_constants.py checks the two agree through KERNEL_NAMES.
 cdef enum:
     LINEAR = 0
     POLY = 1

@@ -32,6 +32,8 @@ cdef double PAR_MIN_WORK = 40000.0
 # the shared chunk counter costs nothing.
 cdef double CHUNK_WORK = 16384.0
 
+# The C enum's numbers and names, for tests/test_constants.py to compare with
+# kernsolve/_constants.py (the owner of the table).
 KERNEL_NAMES = {LINEAR: "linear", POLY: "polynomial", RBF: "rbf",
                 SIGMOID: "sigmoid", PRECOMPUTED: "precomputed",
                 LAPLACIAN: "laplacian"}

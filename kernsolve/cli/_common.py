@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from .. import _fileutil
+from .. import _fileutil, _params
 
 EXIT_USER_ERROR = 1
 EXIT_INTERRUPTED = 130
@@ -160,34 +160,17 @@ def split_options(argv, flags=(), n_values=None):
     options : list of (name, values) pairs, in command-line order
     positional : list of str
     """
-    flags = set(flags)
-    n_values = dict(n_values or {})
-    options = []
-    i = 0
-    while i < len(argv):
-        tok = argv[i]
-        if tok == "--":
-            i += 1
-            break
-        if not tok.startswith("-") or tok == "-":
-            break
+    # kernsolve._params.split_options is the splitter; the commands add --help
+    # and their wording of a missing value.
+    options, positional = _params.split_options(list(argv), flags=tuple(flags) + ("--help",),
+                                                n_values=n_values)
+    for tok, values in options:
         if tok == "--help":
             raise HelpRequested()
-        if tok in flags:
-            options.append((tok, []))
-            i += 1
-            continue
-        if tok.startswith("--") and "=" in tok:
-            name, value = tok.split("=", 1)
-            options.append((name, [value]))
-            i += 1
-            continue
-        k = n_values.get(tok, 1)
-        if i + k >= len(argv):
+        if values is None:
+            k = dict(n_values or {}).get(tok, 1)
             raise UsageError(f"option {tok} needs {'a value' if k == 1 else f'{k} values'}")
-        options.append((tok, argv[i + 1:i + 1 + k]))
-        i += 1 + k
-    return options, argv[i:]
+    return options, positional
 
 
 def parse_float(name, text):

@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 
+from .._constants import CLASSIFICATION, ONE_CLASS, REGRESSION
 from .._fileutil import output_file
 from ._common import (CommandError, UsageError, c_divide, check_input_path,
                       check_output_path, parse_int, read_data, regression_summary, run,
@@ -24,9 +25,6 @@ options:
 kernsolve options:
 --threads n : number of threads; negative counts back from all cores (default: all cores)
 """
-
-_SVR = (3, 4)
-_ONE_CLASS = 2
 
 
 def _model_type(model, attr):
@@ -44,12 +42,12 @@ def supports_probability(model):
     if isinstance(flag, bool):
         return flag
     svm_type = model.param.svm_type
-    if svm_type in (0, 1):
+    if svm_type in CLASSIFICATION:
         return model.prob_a is not None and model.prob_b is not None \
             and len(model.prob_a) > 0
-    if svm_type in _SVR:
+    if svm_type in REGRESSION:
         return model.prob_a is not None and len(model.prob_a) > 0
-    if svm_type == _ONE_CLASS:
+    if svm_type == ONE_CLASS:
         return model.prob_density_marks is not None and len(model.prob_density_marks) > 0
     return False
 
@@ -80,7 +78,7 @@ def summary_lines(y, labels, svm_type):
     Sums run in row order, as svm-predict accumulates them, so the printed
     numbers are the same to the last digit.
     """
-    if svm_type in _SVR:
+    if svm_type in REGRESSION:
         mse, scc = regression_summary(y, labels)
         return ["Mean squared error = %g (regression)\n" % mse,
                 "Squared correlation coefficient = %g (regression)\n" % scc]
@@ -160,13 +158,13 @@ def main(argv):
     header = None
     probabilities = None
     if probability:
-        if svm_type in _SVR:
+        if svm_type in REGRESSION:
             say("Prob. model for test data: target value = predicted value + z,\n"
                 "z: Laplace distribution e^(-|z|/sigma)/(2sigma),sigma=%g\n"
                 % float(np.ravel(model.prob_a)[0]))
         else:
             probabilities = values
-            if svm_type == _ONE_CLASS:
+            if svm_type == ONE_CLASS:
                 header = "label normal outlier"
             else:
                 header = "labels" + "".join(" %d" % int(l) for l in

@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 
+from .._constants import PRECOMPUTED, REGRESSION
 from ._common import (CommandError, UsageError, c_divide, check_input_path, check_output_path,
                       parse_float, parse_int, read_data, regression_summary, run,
                       split_options)
@@ -145,7 +146,7 @@ def report_cross_validation(y, target, svm_type, out=None):
     """svm-train's summary lines (printed even with -q, as svm-train does)."""
     out = sys.stdout if out is None else out
     n = len(y)
-    if svm_type in (3, 4):
+    if svm_type in REGRESSION:
         mse, scc = regression_summary(y, target)
         out.write("Cross Validation Mean squared error = %g\n" % mse)
         out.write("Cross Validation Squared correlation coefficient = %g\n" % scc)
@@ -243,7 +244,7 @@ def main(argv):
     if chunk_mb is not None:
         return _train_streamed(data_path, model_path, tokens, chunk_mb)
 
-    y, X = read_data(data_path, precomputed=params.kernel_type == 4)
+    y, X = read_data(data_path, precomputed=params.kernel_type == PRECOMPUTED)
     y = np.asarray(y, dtype=np.float64)
 
     if params.n_folds:

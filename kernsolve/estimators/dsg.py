@@ -32,17 +32,19 @@ the seeded order ``permutation(n_rows, stream_key(seed, "sampling"), k)``, so
 import numpy as np
 
 from .svm import (_BaseEstimator, _available_if, _check_feature_names, _check_lengths,
-                          _check_X, _column_or_1d, _encode_classes, _feature_names,
-                          _is_number, _seed_of, r2_score,
-                          regression_targets)
+                  _encode_classes, _feature_names, r2_score, regression_targets)
+from .._constants import ESTIMATOR_KERNELS, FOURIER_KERNELS, SvmType
 from .._params import Parameters, option_key
+from .._threads import check_n_jobs
+from .._validation import check_X, column_or_1d, is_number, seed_of
 
 # Options of UDSG/CDSG beyond DSG's (every DSG option has its own parameter).
 _SOLVER_ONLY = {"udsg": ("new_blocks", "old_blocks"), "cdsg": ("max_step_ratio",)}
 
 __all__ = ["DSGClassifier", "DSGRegressor"]
 
-_KERNELS = {"rbf": 2, "laplacian": 5}
+# scikit-learn's names of the kernels with random Fourier features.
+_KERNELS = {name: code for name, code in ESTIMATOR_KERNELS.items() if code in FOURIER_KERNELS}
 
 # Estimator parameter -> the kernsolve-train option it sets.  Used to build
 # Parameters (below) and to name the parameter in the messages of the DSG
@@ -92,21 +94,21 @@ class _BaseDSG(_BaseEstimator):
             if self.gamma != "median":
                 raise ValueError(f"{name}: gamma must be 'median' or a float > 0, "
                                  f"got {self.gamma!r}")
-        elif not _is_number(self.gamma) or not np.isfinite(self.gamma) or self.gamma <= 0:
+        elif not is_number(self.gamma) or not np.isfinite(self.gamma) or self.gamma <= 0:
             raise ValueError(f"{name}: gamma must be 'median' or a float > 0, "
                              f"got {self.gamma!r}")
         if self.alpha is None:
-            if not _is_number(self.C) or not np.isfinite(self.C) or self.C <= 0:
+            if not is_number(self.C) or not np.isfinite(self.C) or self.C <= 0:
                 raise ValueError(f"{name}: C must be a finite number > 0 (used when "
                                  f"alpha is None), got {self.C!r}")
-        elif not _is_number(self.alpha) or not np.isfinite(self.alpha) or self.alpha < 0:
+        elif not is_number(self.alpha) or not np.isfinite(self.alpha) or self.alpha < 0:
             raise ValueError(f"{name}: alpha must be None or a finite number >= 0, "
                              f"got {self.alpha!r}")
         for attr in ("batch_size", "feature_block"):
             v = getattr(self, attr)
-            if not _is_number(v, integral=True) or v < 1:
+            if not is_number(v, integral=True) or v < 1:
                 raise ValueError(f"{name}: {attr} must be an integer >= 1, got {v!r}")
-        if self.max_iter is not None and (not _is_number(self.max_iter)
+        if self.max_iter is not None and (not is_number(self.max_iter)
                                           or not np.isfinite(self.max_iter)
                                           or self.max_iter <= 0):
             raise ValueError(f"{name}: max_iter must be None or a number of passes > 0, "
@@ -115,13 +117,10 @@ class _BaseDSG(_BaseEstimator):
             if not isinstance(getattr(self, attr), (bool, np.bool_)):
                 raise ValueError(f"{name}: {attr} must be True or False, "
                                  f"got {getattr(self, attr)!r}")
-        if not _is_number(self.cache_size) or not np.isfinite(self.cache_size) \
+        if not is_number(self.cache_size) or not np.isfinite(self.cache_size) \
                 or self.cache_size <= 0:
             raise ValueError(f"{name}: cache_size must be > 0 (MB), got {self.cache_size!r}")
-        if self.n_jobs is not None and (not _is_number(self.n_jobs, integral=True)
-                                        or self.n_jobs == 0):
-            raise ValueError(f"{name}: n_jobs must be None or a non-zero integer, "
-                             f"got {self.n_jobs!r}")
+        check_n_jobs(self.n_jobs, "estimator", name)
 
     def _parameters(self):
         """The estimator's settings as ``Parameters`` (``--solver dsg`` options).
@@ -152,12 +151,12 @@ class _BaseDSG(_BaseEstimator):
                                  f"{sorted(_SOLVER_ONLY.get(self.solver, ())) or 'none'})")
             extra[key] = value
         param = Parameters(
-            svm_type=self._svm_type, kernel_type=_KERNELS[self.kernel],
+            svm_type=int(self._svm_type), kernel_type=int(_KERNELS[self.kernel]),
             gamma=self.gamma if isinstance(self.gamma, str) else float(self.gamma),
             C=float(self.C) if self.alpha is None else 1.0,
             p=float(getattr(self, "epsilon", 0.1)), cache_size=float(self.cache_size),
             quiet=not bool(self.verbose), solver=self.solver, bias=bool(self.fit_intercept),
-            n_jobs=self.n_jobs, seed=_seed_of(self.random_state), extra=extra)
+            n_jobs=self.n_jobs, seed=seed_of(self.random_state), extra=extra)
         from ..solvers.dsg.train import check_parameters
         try:
             check_parameters(param)
@@ -186,7 +185,7 @@ class _BaseDSG(_BaseEstimator):
         name = type(self).__name__
         if reset:
             names = _feature_names(X)
-            X = _check_X(X, name)
+            X = check_X(X, owner=name)
             self.n_features_in_ = int(X.shape[1])
             if names is not None and len(names) == X.shape[1]:
                 self.feature_names_in_ = names
@@ -194,7 +193,7 @@ class _BaseDSG(_BaseEstimator):
                 del self.feature_names_in_
             return X
         _check_feature_names(self, X)
-        X = _check_X(X, name)
+        X = check_X(X, owner=name)
         self._check_width(X)
         return X
 
@@ -231,7 +230,7 @@ class _BaseDSG(_BaseEstimator):
         """Decision values (n_samples, n_outputs) of validated X."""
         self._check_is_fitted()
         _check_feature_names(self, X)
-        X = _check_X(X, type(self).__name__)
+        X = check_X(X, owner=type(self).__name__)
         self._check_width(X)
         return self.model_.decision_function(X, n_jobs=self.n_jobs)
 
@@ -351,7 +350,7 @@ class DSGClassifier(_BaseDSG):
     """
 
     _estimator_type = "classifier"
-    _svm_type = 0
+    _svm_type = SvmType.C_SVC
     _losses = ("hinge", "squared-hinge", "logistic", "softmax")
 
     def __init__(self, loss="hinge", *, solver="dsg", gamma="median", kernel="rbf",
@@ -388,7 +387,7 @@ class DSGClassifier(_BaseDSG):
 
     def _codes(self, y):
         """Class indices of y in ``classes_`` (ValueError for unknown labels)."""
-        y = _column_or_1d(y, type(self).__name__)
+        y = column_or_1d(y, type(self).__name__)
         if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
             raise ValueError("Input y contains NaN or infinity.")
         try:
@@ -518,7 +517,7 @@ class DSGClassifier(_BaseDSG):
 
     def score(self, X, y, sample_weight=None):
         """Mean accuracy on (X, y), weighted by ``sample_weight``."""
-        y = _column_or_1d(y, type(self).__name__)
+        y = column_or_1d(y, type(self).__name__)
         return float(np.average(self.predict(X) == y, weights=sample_weight))
 
 
@@ -549,7 +548,7 @@ class DSGRegressor(_BaseDSG):
     """
 
     _estimator_type = "regressor"
-    _svm_type = 3
+    _svm_type = SvmType.EPSILON_SVR
     _losses = ("squared", "huber", "epsilon-insensitive", "quantile")
 
     def __init__(self, loss="squared", *, solver="dsg", epsilon=0.1, delta=1.0, tau=0.5,
@@ -585,7 +584,7 @@ class DSGRegressor(_BaseDSG):
     def _check_own_params(self):
         super()._check_own_params()
         name = type(self).__name__
-        if not _is_number(self.epsilon) or not np.isfinite(self.epsilon) or self.epsilon < 0:
+        if not is_number(self.epsilon) or not np.isfinite(self.epsilon) or self.epsilon < 0:
             raise ValueError(f"{name}: epsilon must be a finite number >= 0, "
                              f"got {self.epsilon!r}")
 

@@ -12,14 +12,17 @@ import numpy as np
 
 from ..solvers.eigenpro.train import eigenpro_options, fit_eigenpro
 from ..solvers.eigenpro.model import EigenProModel, decision_values
-from .svm import (_BaseEstimator, _BaseSVM, _check_feature_names, _check_X,
-                          _column_or_1d, _check_lengths, _encode_classes, _feature_names,
-                          _is_number, _seed_of)
+from .svm import (_BaseEstimator, _check_feature_names, _check_lengths, _encode_classes,
+                  _feature_names)
+from .._constants import C_SVC, ESTIMATOR_KERNELS, GAMMA_KERNELS, PSD_KERNELS
 from .._params import Parameters
+from .._threads import check_n_jobs
+from .._validation import check_X, column_or_1d, estimator_gamma, is_number, seed_of
 
 __all__ = ["EigenProRegressor", "EigenProClassifier"]
 
-_KERNELS = {"linear": 0, "poly": 1, "rbf": 2, "laplacian": 5}
+# scikit-learn's kernel names of the positive semi-definite kernels.
+_KERNELS = {name: code for name, code in ESTIMATOR_KERNELS.items() if code in PSD_KERNELS}
 
 
 class _BaseEigenPro(_BaseEstimator):
@@ -49,17 +52,14 @@ class _BaseEigenPro(_BaseEstimator):
             raise ValueError(f"{type(self).__name__}: kernel must be one of "
                              f"{sorted(_KERNELS)} (EigenPro needs a positive semi-definite "
                              f"kernel function), got {self.kernel!r}")
-        return _KERNELS[self.kernel]
+        return int(_KERNELS[self.kernel])
 
     def _options(self, n):
         """The solver options (validated by ``eigenpro_options``) and the kernel code."""
         name = type(self).__name__
         t = self._kernel_code()
         self._check_kernel_params(name)
-        if self.n_jobs is not None and (not _is_number(self.n_jobs, integral=True)
-                                        or self.n_jobs == 0):
-            raise ValueError(f"{name}: n_jobs must be None or a non-zero integer, "
-                             f"got {self.n_jobs!r}")
+        check_n_jobs(self.n_jobs, "estimator", name)
         extra = {"epochs": self.epochs, "damping": self.damping}
         for key in ("eigen_directions", "subsample", "batch_size", "step", "features"):
             value = getattr(self, key)
@@ -75,13 +75,13 @@ class _BaseEigenPro(_BaseEstimator):
             if self.gamma not in ("scale", "auto"):
                 raise ValueError(f"{name}: gamma must be 'scale', 'auto' or a float > 0, "
                                  f"got {self.gamma!r}")
-        elif not _is_number(self.gamma) or not np.isfinite(self.gamma) or self.gamma <= 0:
+        elif not is_number(self.gamma) or not np.isfinite(self.gamma) or self.gamma <= 0:
             raise ValueError(f"{name}: gamma must be 'scale', 'auto' or a float > 0, "
                              f"got {self.gamma!r}")
-        if not _is_number(self.degree) or self.degree < 0 \
+        if not is_number(self.degree) or self.degree < 0 \
                 or float(self.degree) != int(self.degree):
             raise ValueError(f"{name}: degree must be an integer >= 0, got {self.degree!r}")
-        if not _is_number(self.coef0) or not np.isfinite(self.coef0):
+        if not is_number(self.coef0) or not np.isfinite(self.coef0):
             raise ValueError(f"{name}: coef0 must be a finite number, got {self.coef0!r}")
         if self.kernel == "poly" and self.coef0 < 0:
             raise ValueError(f"{name}: the polynomial kernel with coef0 < 0 is not positive "
@@ -92,15 +92,15 @@ class _BaseEigenPro(_BaseEstimator):
     def _fit_outputs(self, X, Y):
         """Validate, fit alpha (n, n_outputs); set the shared fitted attributes."""
         t, opts = self._options(X.shape[0])
-        gamma = _BaseSVM._gamma_value(self, X, t) if t in (1, 2, 5) else 0.0
-        if t in (1, 2, 5) and not gamma > 0:
+        gamma = estimator_gamma(self.gamma, X) if t in GAMMA_KERNELS else 0.0
+        if t in GAMMA_KERNELS and not gamma > 0:
             gamma = 1.0
         res = fit_eigenpro(X, Y, kernel_type=t, gamma=gamma, degree=int(self.degree),
                            coef0=float(self.coef0), options=opts,
-                           seed=_seed_of(self.random_state), n_jobs=self.n_jobs)
-        param = Parameters(svm_type=0, kernel_type=t, degree=int(self.degree),
-                           gamma=gamma if t in (1, 2, 5) else None, coef0=float(self.coef0),
-                           solver="eigenpro", seed=_seed_of(self.random_state))
+                           seed=seed_of(self.random_state), n_jobs=self.n_jobs)
+        param = Parameters(svm_type=int(C_SVC), kernel_type=t, degree=int(self.degree),
+                           gamma=gamma if t in GAMMA_KERNELS else None, coef0=float(self.coef0),
+                           solver="eigenpro", seed=seed_of(self.random_state))
         D = opts["features"]
         alpha = res.alpha.reshape(X.shape[0] if D is None else D, -1)
         self.model_ = EigenProModel(param=param, labels=np.arange(alpha.shape[1],
@@ -129,7 +129,7 @@ class _BaseEigenPro(_BaseEstimator):
         else:
             self._check_is_fitted()
             _check_feature_names(self, X)
-        X = _check_X(X, name)
+        X = check_X(X, owner=name)
         if not fit and X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {name} is expecting "
                              f"{self.n_features_in_} features as input.")
@@ -206,7 +206,7 @@ class EigenProRegressor(_BaseEigenPro):
         """
         name = type(self).__name__
         X = self._validated_X(X, fit=True)
-        y = _column_or_1d(y, name)
+        y = column_or_1d(y, name)
         if y.dtype.kind not in "biuf":
             try:
                 y = y.astype(np.float64)
@@ -226,7 +226,7 @@ class EigenProRegressor(_BaseEigenPro):
 
     def score(self, X, y):
         """Coefficient of determination R^2."""
-        y = np.asarray(_column_or_1d(y, type(self).__name__), dtype=np.float64)
+        y = np.asarray(column_or_1d(y, type(self).__name__), dtype=np.float64)
         pred = self.predict(X)
         num = float(np.sum((y - pred) ** 2))
         den = float(np.sum((y - y.mean()) ** 2))
@@ -295,5 +295,5 @@ class EigenProClassifier(_BaseEigenPro):
 
     def score(self, X, y):
         """Mean accuracy."""
-        y = _column_or_1d(y, type(self).__name__)
+        y = column_or_1d(y, type(self).__name__)
         return float(np.mean(self.predict(X) == y))

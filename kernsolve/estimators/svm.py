@@ -25,21 +25,22 @@ scikit-learn's conventions on top of kernsolve's :class:`~kernsolve.Model`:
 """
 import functools
 import inspect
-import numbers
 import sys
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
 
+from .._constants import ESTIMATOR_KERNELS as _KERNELS
+from .._constants import GAMMA_KERNELS, PRECOMPUTED, SvmType
 from .._params import SOLVER_OPTIONS, Parameters, option_key
+from .._predict import ovo_vote
+from .._threads import check_n_jobs
+from .._validation import (DataConversionWarning, check_sample_weight, check_X,
+                           column_or_1d, estimator_gamma, is_number, seed_of)
 
 __all__ = ["SVC", "NuSVC", "SVR", "NuSVR", "OneClassSVM", "NotFittedError",
            "DataConversionWarning", "ConvergenceWarning"]
-
-_KERNELS = {"linear": 0, "poly": 1, "rbf": 2, "sigmoid": 3, "precomputed": 4,
-            "laplacian": 5}
-_GAMMA_KERNELS = ("poly", "rbf", "sigmoid", "laplacian")
 # LIBSVM (and kernsolve) read gamma = 0 as "1/n_features"; scikit-learn means a
 # constant kernel.  The smallest positive double gives that constant kernel.
 _TINY_GAMMA = float(np.nextafter(0.0, 1.0))
@@ -48,7 +49,8 @@ _TINY_GAMMA = float(np.nextafter(0.0, 1.0))
 # (kernsolve.solvers.sbp.train) for C-SVC and nu-SVC sub-problems, the SBP paper's
 # comparison solvers (kernsolve.solvers.baselines.train) for C-SVC only.  Regression and
 # one-class problems are SMO's alone.
-_SOLVERS = {0: ("smo", "sbp", "pegasos", "sdca", "perceptron"), 1: ("smo", "sbp")}
+_SOLVERS = {SvmType.C_SVC: ("smo", "sbp", "pegasos", "sdca", "perceptron"),
+            SvmType.NU_SVC: ("smo", "sbp")}
 # Solvers that train another kind of model, and the estimator that runs them.
 _OTHER_ESTIMATORS = {"dsg": "DSGClassifier", "udsg": "DSGClassifier",
                      "cdsg": "DSGClassifier", "eigenpro": "EigenProClassifier",
@@ -82,10 +84,6 @@ def _not_fitted_error(message):
             _BRIDGED[base] = cls
         return cls(message)
     return NotFittedError(message)
-
-
-class DataConversionWarning(UserWarning):
-    """The input had to be reshaped or converted (e.g. a column-vector y)."""
 
 
 class ConvergenceWarning(UserWarning):
@@ -214,50 +212,6 @@ class _BaseEstimator:
                                     "using this estimator.")
 
 
-# --------------------------------------------------------------------------
-# input validation (one message style)
-# --------------------------------------------------------------------------
-
-def _check_X(X, owner):
-    """X as a float64 C-order array or CSR matrix with finite values, or ValueError."""
-    if X is None:
-        raise ValueError(f"{owner}: expected a 2-D array X, got None")
-    if sp.issparse(X):
-        if X.dtype.kind == "c":
-            raise ValueError("Complex data not supported")
-        if X.dtype.kind not in "biuf":
-            raise ValueError(f"sparse X must hold numbers, got dtype {X.dtype}")
-        if len(X.shape) != 2:
-            raise ValueError(f"Expected a 2D sparse matrix, got shape {X.shape}")
-        X = sp.csr_matrix(X, dtype=np.float64)
-        values = X.data
-    else:
-        arr = np.asarray(X)
-        if arr.dtype.kind == "c":
-            raise ValueError("Complex data not supported\n{}\n".format(arr[:2]))
-        if arr.dtype.kind not in "biuf":
-            # TypeError/ValueError of the conversion is the clearest message
-            arr = arr.astype(np.float64)
-        if arr.ndim < 2:
-            raise ValueError(
-                f"Expected 2D array, got {arr.ndim}D array instead (shape {arr.shape}). "
-                "Reshape your data either using array.reshape(-1, 1) if your data has "
-                "a single feature or array.reshape(1, -1) if it contains a single sample.")
-        if arr.ndim > 2:
-            raise ValueError(f"Found array with dim {arr.ndim}; {owner} expected <= 2.")
-        X = np.ascontiguousarray(arr, dtype=np.float64)
-        values = X
-    if X.shape[0] == 0:
-        raise ValueError(f"Found array with 0 sample(s) (shape={X.shape}) while a "
-                         f"minimum of 1 is required by {owner}.")
-    if X.shape[1] == 0:
-        raise ValueError(f"Found array with 0 feature(s) (shape={X.shape}) while a "
-                         f"minimum of 1 is required by {owner}.")
-    if not np.all(np.isfinite(values)):
-        raise ValueError(f"Input X contains NaN or infinity; {owner} needs finite values.")
-    return X
-
-
 def _feature_names(X):
     """Column names of a data frame when they are all strings, else None."""
     columns = getattr(X, "columns", None)
@@ -285,23 +239,6 @@ def _check_feature_names(est, X):
                          f"fit: fitted with {list(seen)[:5]}..., got {list(given)[:5]}...")
 
 
-def _column_or_1d(y, owner, what="y"):
-    if y is None:
-        raise ValueError(f"{owner} requires y to be passed, but the target y is None")
-    if sp.issparse(y):
-        raise ValueError(f"{what} must be a 1-D array, not a sparse matrix")
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        warnings.warn("A column-vector y was passed when a 1d array was expected. "
-                      "Please change the shape of y to (n_samples,), for example "
-                      "using ravel().", DataConversionWarning, stacklevel=3)
-        y = y.ravel()
-    if y.ndim != 1:
-        raise ValueError(f"{what} should be a 1d array, got an array of shape "
-                         f"{y.shape} instead.")
-    return y
-
-
 def _check_lengths(X, y):
     if X.shape[0] != y.shape[0]:
         raise ValueError(f"Found input variables with inconsistent numbers of samples: "
@@ -311,7 +248,7 @@ def _check_lengths(X, y):
 
 def regression_targets(y, owner):
     """A regressor's y: a finite float64 vector (scikit-learn's messages)."""
-    y = _column_or_1d(y, owner)
+    y = column_or_1d(y, owner)
     if y.dtype.kind not in "biuf":
         try:
             y = y.astype(np.float64)
@@ -326,7 +263,7 @@ def regression_targets(y, owner):
 def r2_score(est, X, y, sample_weight=None):
     """Coefficient of determination R^2 of ``est.predict(X)`` (weighted), as
     scikit-learn's regressors score."""
-    y = np.asarray(_column_or_1d(y, type(est).__name__), dtype=np.float64)
+    y = np.asarray(column_or_1d(y, type(est).__name__), dtype=np.float64)
     pred = est.predict(X)
     w = np.ones_like(y) if sample_weight is None else np.asarray(sample_weight, float)
     num = float(np.sum(w * (y - pred) ** 2))
@@ -334,52 +271,6 @@ def r2_score(est, X, y, sample_weight=None):
     if den == 0:
         return 1.0 if num == 0 else 0.0
     return 1.0 - num / den
-
-
-def _check_sample_weight(sample_weight, n):
-    if sample_weight is None:
-        return None
-    if isinstance(sample_weight, numbers.Number) and not isinstance(sample_weight, bool):
-        sw = np.full(n, float(sample_weight))
-    else:
-        sw = np.asarray(sample_weight)
-        if sw.dtype.kind not in "biuf":
-            raise ValueError(f"sample_weight must be numbers, got dtype {sw.dtype}")
-        sw = np.ascontiguousarray(sw, dtype=np.float64)
-    if sw.ndim != 1:
-        raise ValueError(f"Sample weights must be 1D array or scalar, got shape {sw.shape}")
-    if sw.shape[0] != n:
-        raise ValueError(f"sample_weight.shape == ({sw.shape[0]},), expected ({n},): "
-                         "one weight per row of X")
-    if not np.all(np.isfinite(sw)):
-        raise ValueError("sample_weight contains NaN or infinity")
-    if (sw < 0).any():
-        raise ValueError("sample_weight must be >= 0 (a negative weight has no meaning "
-                         "as a bound on the dual variables)")
-    if not (sw > 0).any():
-        raise ValueError("Invalid input: sample_weight is zero for every row")
-    return sw
-
-
-def _is_number(v, integral=False):
-    kind = numbers.Integral if integral else numbers.Real
-    return isinstance(v, kind) and not isinstance(v, (bool, np.bool_))
-
-
-def _seed_of(random_state):
-    """An integer seed for kernsolve's RNG from scikit-learn's ``random_state``."""
-    if random_state is None:
-        return 0          # kernsolve is reproducible by default
-    if _is_number(random_state, integral=True):
-        if not 0 <= int(random_state) < 2 ** 64:
-            raise ValueError(f"random_state must be in [0, 2**64), got {random_state}")
-        return int(random_state)
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(np.iinfo(np.int32).max))
-    if isinstance(random_state, np.random.Generator):
-        return int(random_state.integers(2 ** 63))
-    raise ValueError(f"random_state must be None, an int or a numpy RandomState, "
-                     f"got {random_state!r}")
 
 
 # --------------------------------------------------------------------------
@@ -397,75 +288,61 @@ class _BaseSVM(_BaseEstimator):
     def _kernel_code(self):
         kernel = self.kernel
         if callable(kernel):
-            return 4
+            return int(PRECOMPUTED)
         if not isinstance(kernel, str) or kernel not in _KERNELS:
             raise ValueError(f"kernel must be one of {sorted(_KERNELS)} or a callable, "
                              f"got {kernel!r}")
-        return _KERNELS[kernel]
+        return int(_KERNELS[kernel])
 
     def _validate_params(self):
         name = type(self).__name__
         t = self._kernel_code()
-        if self._uses_C and (not _is_number(self.C) or not np.isfinite(self.C) or self.C <= 0):
+        if self._uses_C and (not is_number(self.C) or not np.isfinite(self.C) or self.C <= 0):
             raise ValueError(f"{name}: C must be a finite number > 0, got {self.C!r}")
         if hasattr(self, "nu") and "nu" in self._get_param_names():
-            if not _is_number(self.nu) or not 0 < self.nu <= 1:
+            if not is_number(self.nu) or not 0 < self.nu <= 1:
                 raise ValueError(f"{name}: nu must be in (0, 1], got {self.nu!r}")
         if "epsilon" in self._get_param_names():
-            if not _is_number(self.epsilon) or not np.isfinite(self.epsilon) or self.epsilon < 0:
+            if not is_number(self.epsilon) or not np.isfinite(self.epsilon) or self.epsilon < 0:
                 raise ValueError(f"{name}: epsilon must be a finite number >= 0, "
                                  f"got {self.epsilon!r}")
-        if not _is_number(self.degree) or self.degree < 0 or float(self.degree) != int(self.degree):
+        if not is_number(self.degree) or self.degree < 0 or float(self.degree) != int(self.degree):
             raise ValueError(f"{name}: degree must be an integer >= 0, got {self.degree!r}")
         if isinstance(self.gamma, str):
             if self.gamma not in ("scale", "auto"):
                 raise ValueError(f"{name}: gamma must be 'scale', 'auto' or a float >= 0, "
                                  f"got {self.gamma!r}")
-        elif not _is_number(self.gamma) or not np.isfinite(self.gamma) or self.gamma < 0:
+        elif not is_number(self.gamma) or not np.isfinite(self.gamma) or self.gamma < 0:
             raise ValueError(f"{name}: gamma must be 'scale', 'auto' or a float >= 0, "
                              f"got {self.gamma!r}")
-        if not _is_number(self.coef0) or not np.isfinite(self.coef0):
+        if not is_number(self.coef0) or not np.isfinite(self.coef0):
             raise ValueError(f"{name}: coef0 must be a finite number, got {self.coef0!r}")
-        if not _is_number(self.tol) or not np.isfinite(self.tol) or self.tol <= 0:
+        if not is_number(self.tol) or not np.isfinite(self.tol) or self.tol <= 0:
             raise ValueError(f"{name}: tol must be a number > 0, got {self.tol!r}")
-        if not _is_number(self.cache_size) or not np.isfinite(self.cache_size) \
+        if not is_number(self.cache_size) or not np.isfinite(self.cache_size) \
                 or self.cache_size <= 0:
             raise ValueError(f"{name}: cache_size must be > 0 (MB), got {self.cache_size!r}")
-        if not _is_number(self.max_iter, integral=True) or (self.max_iter < 1
+        if not is_number(self.max_iter, integral=True) or (self.max_iter < 1
                                                             and self.max_iter != -1):
             raise ValueError(f"{name}: max_iter must be -1 (no limit) or a positive "
                              f"integer, got {self.max_iter!r}")
-        if self.n_jobs is not None and (not _is_number(self.n_jobs, integral=True)
-                                        or self.n_jobs == 0):
-            raise ValueError(f"{name}: n_jobs must be None or a non-zero integer, "
-                             f"got {self.n_jobs!r}")
+        check_n_jobs(self.n_jobs, "estimator", name)
         return t
 
     def _gamma_value(self, X, t):
         """The numeric gamma: scikit-learn's 'scale'/'auto' rules, floats as given."""
-        if t not in (1, 2, 3, 5):
+        if t not in GAMMA_KERNELS:
             return 0.0
-        g = self.gamma
-        n_features = X.shape[1]
-        if g == "auto":
-            return 1.0 / n_features
-        if g == "scale":
-            if sp.issparse(X):
-                mean = X.mean()
-                var = X.multiply(X).mean() - mean * mean
-            else:
-                var = X.var()
-            return 1.0 / (n_features * var) if var != 0 else 1.0
-        return float(g)
+        return estimator_gamma(self.gamma, X)
 
     def _parameters(self, t, gamma, weight=None, probability=False, seed=0, bias=True,
                     solver="smo", extra=None):
-        if t in (1, 2, 3, 5):
+        if t in GAMMA_KERNELS:
             gamma = gamma if gamma > 0 else _TINY_GAMMA
         else:
             gamma = None
         return Parameters(
-            svm_type=self._svm_type, kernel_type=t, degree=int(self.degree),
+            svm_type=int(self._svm_type), kernel_type=t, degree=int(self.degree),
             gamma=gamma, coef0=float(self.coef0),
             C=float(getattr(self, "C", 1.0)), nu=float(getattr(self, "nu", 0.5)),
             p=float(getattr(self, "epsilon", 0.1)), cache_size=float(self.cache_size),
@@ -522,13 +399,13 @@ class _BaseSVM(_BaseEstimator):
         name = type(self).__name__
         self._fit_feature_names = _feature_names(X)
         if callable(self.kernel):
-            X = _check_X(X, name)
+            X = check_X(X, owner=name)
             K = np.asarray(self.kernel(X, X), dtype=np.float64)
             if K.shape != (X.shape[0], X.shape[0]):
                 raise ValueError(f"{name}: the kernel callable returned shape {K.shape}, "
                                  f"expected {(X.shape[0], X.shape[0])}")
             return X, self._serial_matrix(K, np.arange(1, X.shape[0] + 1))
-        X = _check_X(X, name)
+        X = check_X(X, owner=name)
         if self.kernel == "precomputed":
             if X.shape[0] != X.shape[1]:
                 raise ValueError(f"Precomputed matrix must be a square matrix. Input is a "
@@ -550,7 +427,7 @@ class _BaseSVM(_BaseEstimator):
         self._check_is_fitted()
         name = type(self).__name__
         _check_feature_names(self, X)
-        X = _check_X(X, name)
+        X = check_X(X, owner=name)
         n_in = self.n_features_in_
         if callable(self.kernel) and hasattr(self, "_X_fit"):
             if X.shape[1] != self._X_fit.shape[1]:
@@ -562,14 +439,14 @@ class _BaseSVM(_BaseEstimator):
                                  f"expected {(X.shape[0], self._X_fit.shape[0])}")
             return self._serial_matrix(K, np.zeros(X.shape[0]))
         if X.shape[1] != n_in:
-            if self.model_.param.kernel_type == 4:
+            if self.model_.param.kernel_type == PRECOMPUTED:
                 raise ValueError(f"X.shape[1] = {X.shape[1]} should be equal to {n_in}, "
                                  f"the number of samples at training time (X has "
                                  f"{X.shape[1]} features, but {name} is expecting "
                                  f"{n_in} features as input).")
             raise ValueError(f"X has {X.shape[1]} features, but {name} is expecting "
                              f"{n_in} features as input.")
-        if self.model_.param.kernel_type == 4:
+        if self.model_.param.kernel_type == PRECOMPUTED:
             K = X.toarray() if sp.issparse(X) else X
             return self._serial_matrix(K, np.zeros(X.shape[0]))
         return X
@@ -595,7 +472,7 @@ class _BaseSVM(_BaseEstimator):
         """Fitted attributes shared by all SVM estimators."""
         self.model_ = model
         self.support_ = np.asarray(support, dtype=np.int32)
-        if model.param.kernel_type == 4 and not callable(self.kernel):
+        if model.param.kernel_type == PRECOMPUTED and not callable(self.kernel):
             self.support_vectors_ = np.empty((0, 0))
         elif callable(self.kernel):
             self.support_vectors_ = X[self.support_]
@@ -667,14 +544,14 @@ def _check_proba(est):
 
 def _encode_classes(y, owner):
     """(classes, encoded) with classes sorted; ValueError for non-class targets."""
-    y = _column_or_1d(y, owner)
+    y = column_or_1d(y, owner)
     if y.dtype.kind == "c":
         raise ValueError("Unknown label type: complex. Complex targets are not supported.")
     if y.dtype.kind == "O":
         values = y.tolist()
         if any(isinstance(v, (float, np.floating)) and not np.isfinite(v) for v in values):
             raise ValueError("Input y contains NaN or infinity.")
-        if all(_is_number(v) for v in values):
+        if all(is_number(v) for v in values):
             as_float = np.asarray(values, dtype=np.float64)
             if np.any(as_float != np.round(as_float)):
                 raise ValueError("Unknown label type: continuous. Maybe you are trying "
@@ -730,7 +607,7 @@ class _BaseSVC(_BaseSVM):
         if k < 2:
             raise ValueError(f"The number of classes has to be greater than one; got "
                              f"{k} class")
-        sw = _check_sample_weight(sample_weight, X.shape[0])
+        sw = check_sample_weight(sample_weight, X.shape[0], owner=type(self).__name__)
         if sw is not None and np.unique(y_enc[sw > 0]).size < 2:
             raise ValueError("Invalid input: all samples with positive sample_weight "
                              "belong to one class; need at least 2 classes")
@@ -746,7 +623,7 @@ class _BaseSVC(_BaseSVM):
                 raise ValueError(f"{name}: solver={solver!r} does not support unequal "
                                  f"sample weights (its problem has one budget for all "
                                  f"points); use solver='smo'")
-        seed = _seed_of(self.random_state)
+        seed = seed_of(self.random_state)
 
         # Rows grouped by class in sorted order (stable): kernsolve's label
         # order (first appearance) becomes the sorted order of classes_.
@@ -807,7 +684,7 @@ class _BaseSVC(_BaseSVM):
             if hit.size == 0:
                 raise ValueError(f"class_weight: label {label!r} is not among the "
                                  f"classes {classes.tolist()}")
-            if not _is_number(w) or not np.isfinite(w) or w <= 0:
+            if not is_number(w) or not np.isfinite(w) or w <= 0:
                 raise ValueError(f"class_weight[{label!r}] must be a finite number > 0, "
                                  f"got {w!r}")
             out[hit[0]] = float(w)
@@ -842,7 +719,7 @@ class _BaseSVC(_BaseSVM):
         if self.break_ties and self.decision_function_shape == "ovr" and k > 2:
             index = np.argmax(_ovr_from_ovo(dec, k), axis=1)
         else:
-            index = _vote(dec, k)
+            index = ovo_vote(dec, k)
         return self.classes_[index]
 
     @_available_if(_check_proba)
@@ -862,22 +739,9 @@ class _BaseSVC(_BaseSVM):
 
     def score(self, X, y, sample_weight=None):
         """Mean accuracy on (X, y), weighted by ``sample_weight``."""
-        y = _column_or_1d(y, type(self).__name__)
+        y = column_or_1d(y, type(self).__name__)
         pred = self.predict(X)
         return float(np.average(pred == y, weights=sample_weight))
-
-
-def _vote(dec, k):
-    """LIBSVM's one-vs-one vote: pair (i, j) votes i when its value is > 0."""
-    votes = np.zeros((dec.shape[0], k), dtype=np.int64)
-    p = 0
-    for i in range(k):
-        for j in range(i + 1, k):
-            pos = dec[:, p] > 0
-            votes[:, i] += pos
-            votes[:, j] += ~pos
-            p += 1
-    return np.argmax(votes, axis=1)      # first maximum, as LIBSVM
 
 
 def _ovr_from_ovo(dec, k):
@@ -975,7 +839,7 @@ class SVC(_BaseSVC):
         LIBSVM model file; its labels are the class indices 0..k-1).
     """
 
-    _svm_type = 0
+    _svm_type = SvmType.C_SVC
 
     def __init__(self, *, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0,
                  shrinking=True, probability=False, tol=1e-3, cache_size=200,
@@ -1016,7 +880,7 @@ class NuSVC(_BaseSVC):
     ``validation_fraction``).
     """
 
-    _svm_type = 1
+    _svm_type = SvmType.NU_SVC
     _uses_C = False
 
     def __init__(self, *, nu=0.5, kernel="rbf", degree=3, gamma="scale", coef0=0.0,
@@ -1070,7 +934,7 @@ class _BaseSVR(_BaseSVM):
         X, Xt = self._fit_X(X)
         y = regression_targets(y, name)
         _check_lengths(X, y)
-        sw = _check_sample_weight(sample_weight, X.shape[0])
+        sw = check_sample_weight(sample_weight, X.shape[0], owner=type(self).__name__)
         gamma = self._gamma_value(X, t)
         param = self._parameters(t, gamma)
         model = self._train(y, Xt, param, sw)
@@ -1102,7 +966,7 @@ class SVR(_BaseSVR):
     ``n_features_in_``, ``n_iter_``, ``model_``.
     """
 
-    _svm_type = 3
+    _svm_type = SvmType.EPSILON_SVR
 
     def __init__(self, *, kernel="rbf", degree=3, gamma="scale", coef0=0.0, tol=1e-3,
                  C=1.0, epsilon=0.1, shrinking=True, cache_size=200, verbose=False,
@@ -1127,7 +991,7 @@ class NuSVR(_BaseSVR):
     ``nu`` in (0, 1] replaces ``epsilon``: the tube width is found by the solver.
     """
 
-    _svm_type = 4
+    _svm_type = SvmType.NU_SVR
 
     def __init__(self, *, nu=0.5, C=1.0, kernel="rbf", degree=3, gamma="scale",
                  coef0=0.0, shrinking=True, tol=1e-3, cache_size=200, verbose=False,
@@ -1162,7 +1026,7 @@ class OneClassSVM(_BaseSVM):
     """
 
     _estimator_type = "outlier_detector"
-    _svm_type = 2
+    _svm_type = SvmType.ONE_CLASS
     _uses_C = False
 
     def __init__(self, *, kernel="rbf", degree=3, gamma="scale", coef0=0.0, tol=1e-3,
@@ -1184,7 +1048,7 @@ class OneClassSVM(_BaseSVM):
         """Learn the support of the data distribution (``y`` is ignored)."""
         t = self._validate_params()
         X, Xt = self._fit_X(X)
-        sw = _check_sample_weight(sample_weight, X.shape[0])
+        sw = check_sample_weight(sample_weight, X.shape[0], owner=type(self).__name__)
         gamma = self._gamma_value(X, t)
         param = self._parameters(t, gamma)
         model = self._train(np.ones(X.shape[0]), Xt, param, sw)

@@ -23,14 +23,12 @@ import time
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 
+from .._constants import CLASSIFICATION, REGRESSION
 from .._threads import resolve_n_jobs
+from .._validation import check_sample_weight, check_targets, check_X, group_classes
 
 __all__ = ["cross_validation", "CVResult", "make_folds", "plan_waves"]
-
-_REGRESSION = (3, 4)       # epsilon-SVR, nu-SVR: MSE and squared correlation
-_CLASSIFICATION = (0, 1)   # C-SVC, nu-SVC: stratified folds
 
 
 # --------------------------------------------------------------------------
@@ -77,8 +75,7 @@ def make_folds(y, n_folds, seed=0, stratified=True):
     if stratified and k < n:
         from .._core import _random as _c
         from .._random import stream_key
-        from ..solvers.libsvm.driver import _group_classes
-        _, start, count, grouped = _group_classes(np.asarray(y, dtype=np.float64))
+        _, start, count, grouped = group_classes(np.asarray(y, dtype=np.float64))
         index = np.array(grouped, dtype=np.intp)
         key = stream_key(_seed(seed), "folds")
         draw = _c.integer1
@@ -265,20 +262,12 @@ def _fit_predict_prob_folds(y, X, sample_weight, param, train_idx, test_idx, pro
 def prepare(y, X, options, sample_weight=None):
     """(y, X, sample_weight, Parameters) checked and in the form the tasks index."""
     from .._params import Parameters, parse_options
-    from ..solvers.libsvm.driver import _as_sample_weight, _as_targets
     param = options.copy() if isinstance(options, Parameters) else parse_options(options)
-    if X is None:
-        raise ValueError("X is None; expected an (n_samples, n_features) matrix")
-    if sp.issparse(X):
-        X = sp.csr_matrix(X)
-    else:
-        X = np.asarray(X)
-        if X.ndim != 2:
-            raise ValueError(f"X must be two-dimensional, got shape {X.shape}")
-    y = _as_targets(y, param.svm_type)
+    X = check_X(X)
+    y = check_targets(y, param.svm_type)
     if X.shape[0] != y.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} entries")
-    sw = _as_sample_weight(sample_weight, y.shape[0])
+    sw = check_sample_weight(sample_weight, y.shape[0])
     return y, X, sw, param
 
 
@@ -345,7 +334,7 @@ class CVResult:
         return {name: getattr(self, name) for name in self._FIELDS}
 
     def __repr__(self):
-        if self.svm_type in _REGRESSION:
+        if self.svm_type in REGRESSION:
             what = (f"mean_squared_error={self.mean_squared_error:.6g}, "
                     f"squared_correlation={self.squared_correlation:.6g}")
         else:
@@ -427,7 +416,7 @@ def cross_validation(y, X, options="", n_folds=None, n_jobs=None, seed=None,
     if verbose is None:
         verbose = not param.quiet
     svm_type = int(param.svm_type)
-    stratified = svm_type in _CLASSIFICATION
+    stratified = svm_type in CLASSIFICATION
     if stratified:
         _warn_small_classes(y, k)
     if folds is None:
@@ -464,7 +453,7 @@ def cross_validation(y, X, options="", n_folds=None, n_jobs=None, seed=None,
                            "seconds": res["seconds"], "n_threads": res["n_threads"]}
         done.append(i)
         if verbose:
-            what = (f"mean squared error = {mse:g}" if svm_type in _REGRESSION
+            what = (f"mean squared error = {mse:g}" if svm_type in REGRESSION
                     else f"accuracy = {acc:g}%")
             sys.stdout.write(f"cross validation: fold {i + 1}/{k} done ({len(done)}/{k}): "
                              f"{what} on {test.size} rows, {res['seconds']:.2f} s, "
@@ -485,7 +474,7 @@ def cross_validation(y, X, options="", n_folds=None, n_jobs=None, seed=None,
     acc, mse, scc = scores(y, target, svm_type)
     return CVResult(target=target, accuracy=acc, mean_squared_error=mse,
                     squared_correlation=scc,
-                    score=mse if svm_type in _REGRESSION else acc,
+                    score=mse if svm_type in REGRESSION else acc,
                     folds=folds, fold_results=fold_results, n_folds=k, seed=seed,
                     n_jobs=total, waves=waves, seconds=time.perf_counter() - t0,
                     svm_type=svm_type)

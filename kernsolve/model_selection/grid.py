@@ -23,6 +23,7 @@ import time
 import numpy as np
 
 from . import cv as _cv
+from .._constants import CLASSIFICATION, REGRESSION
 from .._params import _LETTERS, _LONG, SOLVER_OPTIONS, parse_options
 
 _MAX_FAILURES_SHOWN = 3     # failed cells named in a GridSearchError message
@@ -479,11 +480,11 @@ def grid_search(y, X, base_options="", grid=None, n_folds=5, n_jobs=None, seed=N
     if verbose is None:
         verbose = not param.quiet
     svm_type = int(param.svm_type)
-    minimize = svm_type in _cv._REGRESSION
+    minimize = svm_type in REGRESSION
     metric = "mean_squared_error" if minimize else "accuracy"
     cells = grid_order(axes)
     cell_params = [_cv.fit_parameters(_cell_parameters(param, c)) for c in cells]
-    stratified = svm_type in _cv._CLASSIFICATION
+    stratified = svm_type in CLASSIFICATION
     if stratified:
         _cv._warn_small_classes(y, k)
     folds = _cv.make_folds(y, k, seed, stratified)

@@ -27,9 +27,8 @@ import math
 
 import numpy as np
 
+from ..._constants import C_SVC
 from ..._params import option_key, option_number as _number
-
-C_SVC = 0
 BASELINES = ("pegasos", "sdca", "perceptron")
 DEFAULT_EPOCHS = 10.0
 _NAMES = {"pegasos": "Pegasos", "sdca": "SDCA", "perceptron": "Perceptron"}

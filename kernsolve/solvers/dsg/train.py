@@ -18,11 +18,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _dsg as _c
+from ..._constants import C_SVC, EPSILON_SVR, FOURIER_KERNELS, KERNEL_NAMES, ONE_CLASS
 from ..._features import _feature_kernel, _check_gamma, median_gamma
 from ..._kernels import as_canonical
 from ..._params import Parameters, option_number, parse_options
 from ..._random import _uint64, permutation, stream_key
 from ..._threads import resolve_n_jobs
+from ..._validation import check_targets, check_X, group_classes
+from ..._validation import resolve_gamma as _libsvm_gamma
 
 __all__ = ["LOSSES", "DSGModel", "DSGTrainer", "train", "train_file"]
 
@@ -35,7 +38,7 @@ LOSSES = {
 CLASSIFICATION_LOSSES = ("hinge", "squared-hinge", "logistic", "softmax")
 REGRESSION_LOSSES = ("squared", "huber", "epsilon-insensitive", "quantile")
 # -s code -> task; DSG has no nu-SVC / nu-SVR formulation.
-_TASKS = {0: "classification", 2: "novelty", 3: "regression"}
+_TASKS = {C_SVC: "classification", ONE_CLASS: "novelty", EPSILON_SVR: "regression"}
 _DEFAULTS = {"batch_size": 64, "feature_block": 32, "step": 1000.0, "t0": 1000.0,
              "epochs": 1.0, "average": 0, "tau": 0.5, "delta": 1.0,
              "new_blocks": 1, "old_blocks": 1, "max_step_ratio": 2.0}
@@ -87,7 +90,7 @@ def check_parameters(param):
     """Validate the DSG options of ``param`` that do not need the data."""
     _task(param)
     _loss(param, 2)
-    if param.kernel_type not in (2, 5):
+    if param.kernel_type not in FOURIER_KERNELS:
         raise ValueError(f"-t {param.kernel_type}: DSG's random features exist for the "
                          "RBF (-t 2) and Laplacian (-t 5) kernels")
     if param.probability:
@@ -162,10 +165,9 @@ def resolve_gamma(param, X):
     default 1/num_features."""
     g = param.gamma
     if isinstance(g, str):
-        return median_gamma(X, kernel="rbf" if param.kernel_type == 2 else "laplacian",
-                            seed=param.seed)
+        return median_gamma(X, kernel=KERNEL_NAMES[param.kernel_type], seed=param.seed)
     if g is None or g == 0:
-        return 1.0 / X.shape[1] if X.shape[1] else 1.0
+        return _libsvm_gamma(g, X.shape[1])     # 1/num_features
     return _check_gamma(g)
 
 
@@ -182,8 +184,7 @@ class _Targets:
     def from_data(cls, task, loss, y):
         if task != "classification":
             return cls(task, loss)
-        from ..libsvm.driver import _group_classes
-        labels = _group_classes(y)[0]
+        labels = group_classes(y)[0]
         if labels.size < 2:
             raise ValueError(f"training data has only one class (label {labels[0]:g}); "
                              "DSG classification needs at least two")
@@ -283,7 +284,7 @@ class DSGModel:
 
     def __repr__(self):
         return (f"DSGModel(solver={self.solver}, loss={self.loss}, "
-                f"kernel={'rbf' if self.kernel_type == 2 else 'laplacian'}, "
+                f"kernel={KERNEL_NAMES[self.kernel_type]}, "
                 f"gamma={self.gamma:g}, n_blocks={self.n_blocks}, "
                 f"block_size={self.block_size}, n_outputs={self.n_outputs})")
 
@@ -319,9 +320,9 @@ class DSGModel:
 
     def labels_from_values(self, values):
         """Predicted labels (classification), values (regression) or +1/-1 (novelty)."""
-        if self.svm_type == 3:
+        if self.svm_type == EPSILON_SVR:
             return values[:, 0].copy()
-        if self.svm_type == 2:
+        if self.svm_type == ONE_CLASS:
             return np.where(values[:, 0] >= 0, 1.0, -1.0)
         if values.shape[1] == 1:
             return np.where(values[:, 0] > 0, self.labels[0], self.labels[1])
@@ -332,7 +333,7 @@ class DSGModel:
 
     @property
     def is_regression(self):
-        return self.svm_type == 3
+        return self.svm_type == EPSILON_SVR
 
     def predict_arrays(self, X, probability=False, n_jobs=None):
         """(labels, values) for ``kernsolve.predict``: decision values, or with
@@ -442,7 +443,7 @@ class DSGModel:
         svm_type = one("svm_type", int, "an integer", lambda v: v in _TASKS)
         loss = one("loss", str, "a loss", lambda v: v in LOSSES)
         loss_param = one("loss_param", float, "a number", math.isfinite)
-        kernel_type = one("kernel_type", int, "an integer", lambda v: v in (2, 5))
+        kernel_type = one("kernel_type", int, "an integer", lambda v: v in FOURIER_KERNELS)
         gamma = one("gamma", float, "a number", lambda v: math.isfinite(v) and v > 0)
         seed = one("seed", int, "an integer", lambda v: 0 <= v < 2**64)
         n_features = one("n_features", int, "an integer", lambda v: v >= 1)
@@ -450,7 +451,7 @@ class DSGModel:
         n_blocks = one("n_blocks", int, "an integer", lambda v: v >= 0)
         n_outputs = one("n_outputs", int, "an integer", lambda v: v >= 1)
         labels = None
-        if svm_type == 0:
+        if svm_type == C_SVC:
             if "labels" not in header:
                 fail(k + 1, "classification DSG model without 'labels'")
             labels = floats("labels", len(header["labels"]))
@@ -623,14 +624,9 @@ def train(y, X, options="", n_jobs=None):
     param = options.copy() if isinstance(options, Parameters) else parse_options(options)
     if n_jobs is None:
         n_jobs = param.n_jobs
-    from ..libsvm.driver import _as_targets
     check_parameters(param)
-    y = _as_targets(y, 0 if _task(param) == "classification" else 3)
-    X = as_canonical(X)
-    if X.shape[0] != y.shape[0]:
-        raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} entries")
-    if X.shape[1] == 0:
-        raise ValueError("X has no features")
+    y = check_targets(y, C_SVC if _task(param) == "classification" else EPSILON_SVR)
+    X = check_X(X, n_rows=y.shape[0])
     targets = _Targets.from_data(_task(param), None, y)
     loss = _loss(param, 0 if targets.labels is None else targets.labels.size)
     targets.loss = loss

@@ -21,6 +21,7 @@ import time
 
 import numpy as np
 
+from ..._constants import FOURIER_KERNELS
 from .train import (RANK_RTOL, check_diverged, AUTO_RTOL, _epoch_order, _one_blas_thread,
                         step_size)
 
@@ -95,7 +96,7 @@ def fit_features(Xc, Y, *, kernel_type, gamma, options, seed, n_jobs, n_threads,
     """
     from ..._random import permutation
     t0 = time.perf_counter()
-    if int(kernel_type) not in (2, 5):
+    if int(kernel_type) not in FOURIER_KERNELS:
         raise ValueError("--features: random Fourier features exist for the rbf (-t 2) "
                          "and laplacian (-t 5) kernels only")
     n = Xc.shape[0]

@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from .train import BLOCK_BYTES, EPSILON_SVR, MAGIC, _Kernel, _one_blas_thread
-from ..._params import KERNELS, SVM_TYPES, Parameters
+from .train import BLOCK_BYTES, MAGIC, _Kernel, _one_blas_thread
+from ..._constants import (EPSILON_SVR, GAMMA_KERNELS, KERNEL_NAMES as KERNELS, POLY,
+                           PSD_KERNELS, SVM_TYPE_NAMES as SVM_TYPES)
+from ..._params import Parameters
 
 __all__ = ["EigenProModel", "decision_values", "format_eigenpro_model",
            "parse_eigenpro_model"]
@@ -72,7 +74,7 @@ class EigenProModel:
     def __repr__(self):
         p = self.param
         parts = [KERNELS[int(p.kernel_type)]]
-        if int(p.kernel_type) in (1, 2, 3, 5) and p.gamma is not None:
+        if int(p.kernel_type) in GAMMA_KERNELS and p.gamma is not None:
             parts.append("gamma=%g" % float(p.gamma))
         parts.append("n_outputs=%d" % self.n_outputs)
         if self.features is not None:
@@ -207,11 +209,11 @@ def format_eigenpro_model(model):
     if not np.all(np.isfinite(coef)):
         raise ValueError("model: coef has non-finite values")
     lines = [MAGIC, f"svm_type {SVM_TYPES[int(p.svm_type)]}", f"kernel_type {KERNELS[t]}"]
-    if t == 1:
+    if t == POLY:
         lines.append("degree %d" % int(p.degree))
-    if t in (1, 2, 5):
+    if t in GAMMA_KERNELS:      # (EigenPro's kernels exclude the sigmoid)
         lines.append("gamma " + _g(float(p.gamma)))
-    if t == 1:
+    if t == POLY:
         lines.append("coef0 " + _g(float(p.coef0)))
     lines.append("n_outputs %d" % coef.shape[1])
     lines.append(" ".join(["label"] + [_label_text(v) for v in np.asarray(model.labels)]))
@@ -282,16 +284,16 @@ def parse_eigenpro_model(lines, fail):
     if svm_name not in SVM_TYPES:
         r.fail(where["svm_type"], f"unknown svm_type {svm_name[:40]!r}")
     kname = one("kernel_type")
-    if kname not in KERNELS or KERNELS.index(kname) in (3, 4):
+    if kname not in KERNELS or KERNELS.index(kname) not in PSD_KERNELS:
         r.fail(where["kernel_type"], f"kernel_type {kname[:40]!r} is not an EigenPro kernel")
     t = KERNELS.index(kname)
     param = Parameters(svm_type=SVM_TYPES.index(svm_name), kernel_type=t, solver="eigenpro")
-    if t == 1:
+    if t == POLY:
         param.degree = _int(r, where.get("degree", sv_line + 1), one("degree"), "degree")
         if param.degree < 0:
             r.fail(where["degree"], f"degree must be >= 0, got {param.degree}")
         param.coef0 = _float(r, where.get("coef0", sv_line + 1), one("coef0"), "coef0")
-    if t in (1, 2, 5):
+    if t in GAMMA_KERNELS:
         param.gamma = _float(r, where.get("gamma", sv_line + 1), one("gamma"), "gamma")
     n_out = _int(r, where.get("n_outputs", sv_line + 1), one("n_outputs"), "n_outputs")
     if not 1 <= n_out <= 65536:

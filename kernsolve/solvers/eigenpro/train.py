@@ -51,7 +51,10 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
+from ..._constants import (C_SVC, EPSILON_SVR, FOURIER_KERNELS, LAPLACIAN, LINEAR, POLY,
+                           PRECOMPUTED, PSD_KERNELS, SIGMOID)
 from ..._params import Parameters, option_key
+from ..._validation import check_targets, check_X, class_index
 
 __all__ = ["eigenpro_options", "fit_eigenpro", "exact_kernel_ridge", "step_size",
            "top_eigensystem", "train_eigenpro", "MAGIC"]
@@ -80,9 +83,6 @@ DIVERGED = 1e4            # batch loss / initial loss that counts as divergence
 RSVD_MIN_M = 2000
 RSVD_MIN_OVERSAMPLE = 20
 RSVD_POWER = 4
-
-C_SVC, EPSILON_SVR = 0, 3
-_PSD_KERNELS = (0, 1, 2, 5)   # linear, polynomial (coef0 >= 0), rbf, laplacian
 
 
 # --------------------------------------------------------------------------
@@ -192,18 +192,18 @@ def eigenpro_options(param, n_samples=None):
 
 
 def _check_kernel(kernel_type, coef0):
-    if kernel_type == 3:
+    if kernel_type == SIGMOID:
         raise ValueError("EigenPro needs a positive semi-definite kernel: the sigmoid "
                          "kernel (-t 3) is not PSD (its subsample kernel matrix has "
                          "negative eigenvalues); use -t 0, 1, 2 or 5")
-    if kernel_type == 4:
+    if kernel_type == PRECOMPUTED:
         raise ValueError("EigenPro computes kernel values between new centres and "
                          "batches; a precomputed kernel (-t 4) is not supported")
-    if kernel_type == 1 and coef0 < 0:
+    if kernel_type == POLY and coef0 < 0:
         raise ValueError(f"EigenPro needs a positive semi-definite kernel: the polynomial "
                          f"kernel with coef0 = {coef0:g} < 0 is not PSD in general; use "
                          "-r 0 or larger")
-    if kernel_type not in _PSD_KERNELS:
+    if kernel_type not in PSD_KERNELS:
         raise ValueError(f"unknown kernel type {kernel_type}")
 
 
@@ -217,7 +217,7 @@ class _Kernel:
     def __init__(self, X, kernel_type, gamma, degree, coef0, n_threads):
         from ..._kernels import _worth_densifying, as_canonical
         Xc = as_canonical(X)
-        if sp.issparse(Xc) and kernel_type != 5 and _worth_densifying(Xc, None):
+        if sp.issparse(Xc) and kernel_type != LAPLACIAN and _worth_densifying(Xc, None):
             Xc = np.ascontiguousarray(Xc.toarray())
         self.X = Xc
         self.code = int(kernel_type)
@@ -251,7 +251,7 @@ class _Kernel:
             A = np.ascontiguousarray(A.toarray())
         elif sp.issparse(B) and not sp.issparse(A):
             A = as_canonical(sp.csr_matrix(A))
-        if not sp.issparse(B) and self.code != 5:
+        if not sp.issparse(B) and self.code != LAPLACIAN:
             controller = _blas_controller()
             if controller is not None:
                 with controller.limit(limits=1, user_api="blas"):
@@ -262,12 +262,12 @@ class _Kernel:
 
     def diagonal(self, idx):
         """k(x_i, x_i) for the rows ``idx`` (cheap closed forms)."""
-        if self.code in (2, 5):
+        if self.code in FOURIER_KERNELS:      # shift-invariant: k(x, x) = 1
             return np.ones(len(idx))
         R = self.rows(idx)
         sq = np.asarray(R.multiply(R).sum(axis=1)).ravel() if sp.issparse(R) \
             else np.einsum("ij,ij->i", R, R)
-        if self.code == 0:
+        if self.code == LINEAR:
             return sq
         return (self.gamma * sq + self.coef0) ** self.degree
 
@@ -614,13 +614,12 @@ def train_eigenpro(y, X, param, n_jobs=None, sample_weight=None, callback=None):
     """``kernsolve.train`` for ``--solver eigenpro`` and ``--solver kernel-sgd``.
 
     ``-s 0`` (default): classification, one output per class (one-hot targets,
-    labels in order of first appearance, as LIBSVM); returns an
+    labels in LIBSVM's order: first appearance, -1/+1 swapped); returns an
     :class:`EigenProModel`.  ``-s 3``: regression; returns a LIBSVM
     epsilon-SVR-shaped :class:`~kernsolve.Model` (rho = 0).
     """
     from .model import EigenProModel
     from ..._model import Model
-    from ..libsvm.driver import _as_targets
     t0 = time.perf_counter()
     param.check()
     if sample_weight is not None:
@@ -637,27 +636,18 @@ def train_eigenpro(y, X, param, n_jobs=None, sample_weight=None, callback=None):
     if param.n_folds:
         raise ValueError("-v (cross-validation) is handled by kernsolve.cross_validation")
     _check_kernel(int(param.kernel_type), float(param.coef0))
-    y = _as_targets(y, s)
-    if X is None:
-        raise ValueError("X is None; expected an (n_samples, n_features) matrix")
-    from ..._kernels import as_canonical
-    Xc = as_canonical(X)
-    if Xc.shape[0] != y.shape[0]:
-        raise ValueError(f"X has {Xc.shape[0]} rows but y has {y.shape[0]} entries")
+    y = check_targets(y, s)
+    Xc = check_X(X, n_rows=y.shape[0])
     n = y.shape[0]
     opts = eigenpro_options(param, n)
     gamma = param.resolved_gamma(Xc.shape[1])
     if n_jobs is None:
         n_jobs = param.n_jobs
     if s == C_SVC:
-        ints = y.astype(np.int64)
-        uniq, first, inverse = np.unique(ints, return_index=True, return_inverse=True)
-        order = np.argsort(first, kind="stable")
-        labels = uniq[order]
-        rank = np.empty_like(order)
-        rank[order] = np.arange(order.size)
+        # One output per class, in LIBSVM's label order (with its -1/+1 swap).
+        labels, index = class_index(y)
         Y = np.zeros((n, labels.size))
-        Y[np.arange(n), rank[inverse.ravel()]] = 1.0
+        Y[np.arange(n), index] = 1.0
     else:
         Y = y
     res = fit_eigenpro(Xc, Y, kernel_type=int(param.kernel_type), gamma=gamma,

@@ -19,13 +19,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import probability as _probability
+from ..._constants import (C_SVC, CLASSIFICATION, EPSILON_SVR, NU_SVC, ONE_CLASS,
+                           PRECOMPUTED, REGRESSION)
+from ..._kernels import as_canonical, kernel_matrix
 from ..._model import Model
-from ..._params import Parameters
+from ..._params import Parameters, parse_options
 from ..._progress import Progress
 from ..._threads import resolve_n_jobs
-
-C_SVC, NU_SVC, ONE_CLASS, EPSILON_SVR, NU_SVR = range(5)
-PRECOMPUTED = 4
+from ..._validation import (check_sample_weight, check_targets, check_X, group_classes,
+                            resolve_gamma)
 _BASELINES = ("pegasos", "sdca", "perceptron")   # kernsolve.solvers.baselines.train: no bias
 N_PROB_FOLDS = 5          # LIBSVM's internal folds for probability models
 _DECISION_BLOCK = 1 << 22  # kernel values per block when computing decision values
@@ -99,15 +101,12 @@ def train(y, X, options="", *, sample_weight=None, n_jobs=None, _folds=None,
     if param.solver in _BASELINES:
         param = param.copy(bias=False)      # they have no bias: rho = 0
 
-    y = _as_targets(y, param.svm_type)
+    y = check_targets(y, param.svm_type)
     data = _Data(X, y.shape[0], param)
-    sw = _as_sample_weight(sample_weight, y.shape[0])
+    sw = check_sample_weight(sample_weight, y.shape[0])
 
-    gamma = param.gamma
-    if gamma is None or gamma == 0:
-        # LIBSVM: -g 0 (or no -g) means 1/num_features
-        gamma = 1.0 / data.n_features if data.n_features > 0 else 0.0
-    param = param.copy(gamma=float(gamma))
+    # LIBSVM: -g 0 (or no -g) means 1/num_features
+    param = param.copy(gamma=resolve_gamma(param.gamma, data.n_features))
     data.param = param
 
     # Rows of weight 0 take no part (their bound would be 0).
@@ -128,7 +127,7 @@ def train(y, X, options="", *, sample_weight=None, n_jobs=None, _folds=None,
     ctx = _Context(param, n_threads, data)
     ctx.max_iter = _max_iter
     try:
-        if param.svm_type in (C_SVC, NU_SVC):
+        if param.svm_type in CLASSIFICATION:
             model = _train_classification(ctx, y, sw, orig_index, _folds)
         else:
             model = _train_single(ctx, y, sw, orig_index, _folds)
@@ -146,13 +145,7 @@ def train(y, X, options="", *, sample_weight=None, n_jobs=None, _folds=None,
 def _as_parameters(options):
     if isinstance(options, Parameters):
         return options.copy()
-    from ..._params import parse_options
     return parse_options(options)
-
-
-def _is_real(value):
-    return (isinstance(value, (int, float, np.integer, np.floating))
-            and not isinstance(value, (bool, np.bool_)))
 
 
 def _check_parameters(param):
@@ -173,54 +166,6 @@ def _check_parameters(param):
                          f"Perceptron solvers; --solver {param.solver!r} is not handled here")
     if not param.bias and param.svm_type != C_SVC:
         raise ValueError("--bias 0 (the SVM without bias) is only available for C-SVC (-s 0)")
-
-
-def _as_targets(y, svm_type):
-    arr = np.asarray(y) if not isinstance(y, np.ndarray) else y
-    if arr.dtype.kind not in "biuf":
-        if arr.dtype.kind == "O" and all(_is_real(v) for v in arr.ravel()):
-            arr = arr.astype(np.float64)
-        else:
-            raise ValueError(f"labels must be numbers, got an array of dtype {arr.dtype}"
-                             + (f" (first entry {arr.ravel()[:1].tolist()[0]!r})" if arr.size else ""))
-    arr = np.ascontiguousarray(arr, dtype=np.float64)
-    if arr.ndim != 1:
-        raise ValueError(f"y must be one-dimensional, got shape {arr.shape}")
-    if arr.size == 0:
-        raise ValueError("empty training data: y has no entries")
-    bad = np.flatnonzero(~np.isfinite(arr))
-    if bad.size:
-        raise ValueError(f"label of row {bad[0] + 1} is not finite ({float(arr[bad[0]])!r})")
-    if svm_type in (C_SVC, NU_SVC):
-        frac = np.flatnonzero(arr != np.round(arr))
-        if frac.size:
-            raise ValueError(f"classification labels must be integers (LIBSVM stores "
-                             f"them as int); row {frac[0] + 1} has {float(arr[frac[0]])!r}")
-        big = np.flatnonzero(np.abs(arr) >= 2 ** 31)
-        if big.size:
-            raise ValueError(f"classification label {float(arr[big[0]])!r} (row {big[0] + 1}) "
-                             "does not fit a 32-bit integer")
-    return arr
-
-
-def _as_sample_weight(sample_weight, n):
-    if sample_weight is None:
-        return None
-    arr = np.asarray(sample_weight)
-    if arr.dtype.kind not in "biuf":
-        raise ValueError(f"sample_weight must be numbers, got dtype {arr.dtype}")
-    arr = np.ascontiguousarray(arr, dtype=np.float64)
-    if arr.ndim != 1 or arr.shape[0] != n:
-        raise ValueError(f"sample_weight has shape {arr.shape}; expected ({n},), "
-                         "one weight per row")
-    bad = np.flatnonzero(~np.isfinite(arr))
-    if bad.size:
-        raise ValueError(f"sample_weight of row {bad[0] + 1} is not finite ({float(arr[bad[0]])!r})")
-    neg = np.flatnonzero(arr < 0)
-    if neg.size:
-        raise ValueError(f"sample_weight of row {neg[0] + 1} is negative ({float(arr[neg[0]])!r}); "
-                         "weights must be >= 0")
-    return arr
 
 
 def _check_nu_feasible(nu, y, sw):
@@ -252,15 +197,7 @@ class _Data:
         if param.kernel_type == PRECOMPUTED:
             self._init_precomputed(X, n_rows)
             return
-        from ..._kernels import as_canonical
-        Xc = as_canonical(X)
-        if Xc.ndim != 2:
-            raise ValueError(f"X must be two-dimensional, got shape {Xc.shape}")
-        if Xc.shape[0] != n_rows:
-            raise ValueError(f"X has {Xc.shape[0]} rows but y has {n_rows} entries")
-        values = Xc.data if sp.issparse(Xc) else Xc
-        if not np.all(np.isfinite(values)):
-            raise ValueError("X contains non-finite values (NaN or infinity)")
+        Xc = check_X(X, n_rows=n_rows)
         self.X = Xc
         self.K = None
         self.serial = None
@@ -345,12 +282,10 @@ class _Data:
 
 
 def _canonical(X):
-    from ..._kernels import as_canonical
     return as_canonical(X)
 
 
 def _kernel_block(A, B, param, n_threads):
-    from ..._kernels import kernel_matrix
     return kernel_matrix(A, B, kernel=int(param.kernel_type), gamma=float(param.gamma),
                          degree=int(param.degree), coef0=float(param.coef0),
                          n_jobs=n_threads)
@@ -583,32 +518,9 @@ class _ProbabilityWork:
 # classification: C-SVC and nu-SVC, one-vs-one
 # --------------------------------------------------------------------------
 
-def _group_classes(y):
-    """LIBSVM's ``svm_group_classes``: labels by first appearance, +1/-1 swap.
-
-    Returns labels, start, count and perm (data rows grouped by class, stable).
-    """
-    ints = y.astype(np.int64)
-    uniq, first, inverse = np.unique(ints, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")        # classes by first appearance
-    labels = uniq[order]
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    data_label = rank[inverse]
-    # Two classes -1/+1 with -1 first: swap, so the binary SVM's positive
-    # class is +1 (LIBSVM 3.37).
-    if labels.size == 2 and labels[0] == -1 and labels[1] == 1:
-        labels = labels[::-1].copy()
-        data_label = 1 - data_label
-    count = np.bincount(data_label, minlength=labels.size)
-    start = np.concatenate([[0], np.cumsum(count)[:-1]]).astype(np.intp)
-    perm = np.argsort(data_label, kind="stable").astype(np.intp)
-    return labels, start, count, perm
-
-
 def _train_classification(ctx, y, sw, orig_index, folds):
     param = ctx.param
-    labels, start, count, perm = _group_classes(y)
+    labels, start, count, perm = group_classes(y)
     k = labels.size
     if k == 1:
         ctx.info("WARNING: training data in only one class. See README for details.\n")
@@ -790,7 +702,7 @@ def _train_single(ctx, y, sw, orig_index, folds):
     prob_a = None
     marks = None
     prob_work = _ProbabilityWork()
-    if param.probability and param.svm_type in (EPSILON_SVR, NU_SVR):
+    if param.probability and param.svm_type in REGRESSION:
         perm = None if folds is None else _check_perm(
             folds[0] if isinstance(folds, (list, tuple)) else folds, l)
         prob_a = np.array([_svr_probability(ctx, y, C, perm, prob_work)])
@@ -806,7 +718,7 @@ def _train_single(ctx, y, sw, orig_index, folds):
     out_stats = {key: stats[key] for key in _COUNTERS}
     out_stats.update({"status": stats["status"], "objective": [stats["objective"]],
                       "n_SV": int(sv.size), "pairs": [stats]})
-    if param.probability and param.svm_type in (EPSILON_SVR, NU_SVR):
+    if param.probability and param.svm_type in REGRESSION:
         out_stats["probability"] = prob_work.stats()
 
     return Model(

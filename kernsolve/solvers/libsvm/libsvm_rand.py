@@ -18,9 +18,10 @@ so a LIBSVM user's ``-v`` accuracies and ``-b 1`` models come out the same.
 """
 import numpy as np
 
-__all__ = ["GlibcRand", "cv_folds", "probability_folds"]
+from ..._constants import CLASSIFICATION, REGRESSION
+from ..._validation import group_classes
 
-_C_SVC, _NU_SVC, _ONE_CLASS, _EPSILON_SVR, _NU_SVR = range(5)
+__all__ = ["GlibcRand", "cv_folds", "probability_folds"]
 
 
 class GlibcRand:
@@ -83,9 +84,8 @@ def cv_folds(y, n_folds, svm_type, rng):
     y = np.asarray(y, dtype=np.float64)
     l = y.shape[0]
     k = int(n_folds)
-    if svm_type in (_C_SVC, _NU_SVC) and k < l:
-        from .driver import _group_classes
-        _, start, count, perm = _group_classes(y)
+    if svm_type in CLASSIFICATION and k < l:
+        _, start, count, perm = group_classes(y)
         index = [int(v) for v in perm]
         for s, c in zip(start.tolist(), count.tolist()):
             for i in range(c):
@@ -107,12 +107,11 @@ def probability_folds(y, svm_type, rng):
     (its density marks use no random numbers), so None.
     """
     y = np.asarray(y, dtype=np.float64)
-    if svm_type in (_C_SVC, _NU_SVC):
-        from .driver import _group_classes
-        _, _, count, _ = _group_classes(y)
+    if svm_type in CLASSIFICATION:
+        _, _, count, _ = group_classes(y)
         k = count.size
         return [rng.shuffle(int(count[i] + count[j]))
                 for i in range(k) for j in range(i + 1, k)]
-    if svm_type in (_EPSILON_SVR, _NU_SVR):
+    if svm_type in REGRESSION:
         return [rng.shuffle(y.shape[0])]
     return None

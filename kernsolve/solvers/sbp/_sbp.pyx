@@ -42,7 +42,8 @@ import time
 
 import numpy as np
 
-from kernsolve._core._kernel cimport KernelRows, kfloat
+# Kernel codes by name (kernsolve/_constants.py owns them; _kernel.pxd mirrors it).
+from kernsolve._core._kernel cimport KernelRows, kfloat, PRECOMPUTED
 from kernsolve._core._random cimport rng_key, rng_integer, STREAM_SAMPLING
 from kernsolve._core._solver cimport (
     ST_OK, ST_NOMEM, ST_ABORT, ST_NONFINITE, ST_EMPTY, monotonic, Tuning,
@@ -387,7 +388,7 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y,
     n_pos = int(np.count_nonzero(yy[:n_train] == 1))
     if bias and (n_pos == 0 or n_pos == n_train):
         raise ValueError("SBP with a bias needs training points of both classes")
-    if kernel_type == 4 and X.shape[1] != n_total:
+    if kernel_type == PRECOMPUTED and X.shape[1] != n_total:
         raise ValueError(f"a precomputed kernel must be n x n, got {X.shape}")
     cdef KernelRows kr = KernelRows(X, kernel_type, degree, gamma, coef0, cache_mb,
                                     n_threads)

@@ -28,9 +28,9 @@ import warnings
 
 import numpy as np
 
+from ..._constants import CLASSIFICATION, NU_SVC, PRECOMPUTED
 from ..._params import option_key, option_number as _number
 
-C_SVC, NU_SVC = 0, 1
 DEFAULT_EPOCHS = 2.0          # iterations = epochs * n (see doc/sbp.md)
 C_TO_NU_SUBSAMPLE = 2000      # points of the SMO run that maps C to nu
 CHECKS_PER_EPOCH = 5          # held-out error evaluations per epoch
@@ -99,7 +99,7 @@ def _nu_rule(param):
 
 def check_parameters(param):
     """Checks of ``--solver sbp`` that need no data; raises ValueError."""
-    if param.svm_type not in (C_SVC, NU_SVC):
+    if param.svm_type not in CLASSIFICATION:
         raise ValueError("--solver sbp trains classifiers: use -s 0 (C-SVC) or "
                          f"-s 1 (nu-SVC), got -s {param.svm_type}")
     rule, value = _nu_rule(param)
@@ -158,7 +158,7 @@ def nu_from_c(X, kernel_args, y_pm, C, *, bias=True, seed=0, eps=1e-3,
     m = sub.size
     C_sub = C * n / m
     ys = np.ascontiguousarray(y_pm[sub], dtype=np.int8)
-    if kernel_type == 4:
+    if kernel_type == PRECOMPUTED:
         Xs = np.ascontiguousarray(X[np.ix_(sub, sub)])
     else:
         Xs = as_canonical(X[sub])
@@ -174,7 +174,7 @@ def nu_from_c(X, kernel_args, y_pm, C, *, bias=True, seed=0, eps=1e-3,
     rho = float(info["rho"]) if bias else 0.0
 
     def kernel(rows_a, rows_b):
-        if kernel_type == 4:
+        if kernel_type == PRECOMPUTED:
             return X[np.ix_(rows_a, rows_b)]
         return kernel_matrix(as_canonical(X[rows_a]), as_canonical(X[rows_b]),
                              kernel=kernel_type, gamma=gamma, degree=degree,

@@ -27,7 +27,8 @@ import time
 
 import numpy as np
 
-from kernsolve._core._kernel cimport KernelRows, kfloat
+# Kernel codes by name (kernsolve/_constants.py owns them; _kernel.pxd mirrors it).
+from kernsolve._core._kernel cimport KernelRows, kfloat, LAPLACIAN, LINEAR, PRECOMPUTED
 from kernsolve._core._solver cimport (
     ST_OK, ST_MAX_ITER, ST_NOMEM, ST_ABORT, monotonic, Tuning, tuning_dict,
     tuning_update, Poll, poll_init, poll_due, visit_python, Bandit, bandit_init,
@@ -918,7 +919,7 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
         raise ValueError(f"n_threads must be >= 1, got {n_threads}")
     if nu and not bias:
         raise ValueError("bias=False is only available with nu=False")
-    if kernel_type < 0 or kernel_type > 5:
+    if kernel_type < LINEAR or kernel_type > LAPLACIAN:
         raise ValueError(f"unknown kernel_type {kernel_type} (expected 0..5)")
     if progress is not None and not callable(progress):
         raise ValueError("progress must be None or a callable")
@@ -934,7 +935,7 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
     n = X.shape[0]
     if n == 0:
         raise ValueError("X has no rows")
-    if kernel_type == 4 and X.shape[1] != n:
+    if kernel_type == PRECOMPUTED and X.shape[1] != n:
         raise ValueError(f"a precomputed kernel must be n x n, got {X.shape}")
     expected = 2 * n if svr else n
     if m != expected:

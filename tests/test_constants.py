@@ -1,0 +1,39 @@
+"""The SVM-type and kernel tables of kernsolve/_constants.py.
+
+They mirror LIBSVM's svm.h enums and the compiled kernel engine's C enum
+(kernsolve/_core/_kernel.pxd); the engine exposes its numbers and names in
+``KERNEL_NAMES``, so the Python and Cython tables are compared here.
+"""
+from kernsolve import _constants as c
+from kernsolve._core import _kernel
+from kernsolve._params import KERNELS, SVM_TYPES
+
+
+def test_codes_are_libsvms():
+    assert [int(s) for s in c.SvmType] == [0, 1, 2, 3, 4]
+    assert (c.C_SVC, c.NU_SVC, c.ONE_CLASS, c.EPSILON_SVR, c.NU_SVR) == (0, 1, 2, 3, 4)
+    assert (c.LINEAR, c.POLY, c.RBF, c.SIGMOID, c.PRECOMPUTED, c.LAPLACIAN) == tuple(range(6))
+
+
+def test_python_and_cython_kernel_tables_agree():
+    assert _kernel.KERNEL_NAMES == {int(k): c.KERNEL_NAMES[k] for k in c.KernelType}
+
+
+def test_name_tables():
+    assert SVM_TYPES is c.SVM_TYPE_NAMES and KERNELS is c.KERNEL_NAMES
+    assert len(c.SVM_TYPE_NAMES) == len(c.SvmType)
+    assert len(c.KERNEL_NAMES) == len(c.KernelType)
+    assert c.KERNEL_CODES["poly"] == c.KERNEL_CODES["polynomial"] == c.POLY
+    assert set(c.ESTIMATOR_KERNELS) == {"linear", "poly", "rbf", "sigmoid", "precomputed",
+                                        "laplacian"}
+    assert all(c.KERNEL_CODES[name] == code for name, code in c.ESTIMATOR_KERNELS.items())
+
+
+def test_predicates():
+    assert [c.is_classification(s) for s in range(5)] == [True, True, False, False, False]
+    assert [c.is_regression(s) for s in range(5)] == [False, False, False, True, True]
+    assert [c.has_gamma(t) for t in range(6)] == [False, True, True, True, False, True]
+    assert [c.has_coef0(t) for t in range(6)] == [False, True, False, True, False, False]
+    assert [c.has_degree(t) for t in range(6)] == [False, True, False, False, False, False]
+    # LIBSVM's svm_check_parameter: C for C-SVC, epsilon-SVR, nu-SVR; nu for the nu types
+    assert sorted(c.C_TYPES) == [0, 3, 4] and sorted(c.NU_TYPES) == [1, 2, 4]
