@@ -31,10 +31,9 @@ the seeded order ``permutation(n_rows, stream_key(seed, "sampling"), k)``, so
 
 import numpy as np
 
-from .svm import (_BaseEstimator, _available_if, _check_feature_names, _check_lengths,
-                          _check_X, _column_or_1d, _encode_classes, _feature_names,
-                          _is_number, _seed_of, r2_score,
-                          regression_targets)
+from ._base import (BaseEstimator, available_if, check_feature_names, check_lengths,
+                    check_X, column_or_1d, encode_classes, feature_names, is_number,
+                    r2_score, regression_targets, seed_of)
 from .._params import Parameters, option_key
 
 # Options of UDSG/CDSG beyond DSG's (every DSG option has its own parameter).
@@ -65,7 +64,7 @@ def _renamed(message):
     return message
 
 
-class _BaseDSG(_BaseEstimator):
+class _BaseDSG(BaseEstimator):
     """What DSGClassifier and DSGRegressor share: parameters -> Parameters, the trainer."""
 
     _svm_type = None
@@ -92,21 +91,21 @@ class _BaseDSG(_BaseEstimator):
             if self.gamma != "median":
                 raise ValueError(f"{name}: gamma must be 'median' or a float > 0, "
                                  f"got {self.gamma!r}")
-        elif not _is_number(self.gamma) or not np.isfinite(self.gamma) or self.gamma <= 0:
+        elif not is_number(self.gamma) or not np.isfinite(self.gamma) or self.gamma <= 0:
             raise ValueError(f"{name}: gamma must be 'median' or a float > 0, "
                              f"got {self.gamma!r}")
         if self.alpha is None:
-            if not _is_number(self.C) or not np.isfinite(self.C) or self.C <= 0:
+            if not is_number(self.C) or not np.isfinite(self.C) or self.C <= 0:
                 raise ValueError(f"{name}: C must be a finite number > 0 (used when "
                                  f"alpha is None), got {self.C!r}")
-        elif not _is_number(self.alpha) or not np.isfinite(self.alpha) or self.alpha < 0:
+        elif not is_number(self.alpha) or not np.isfinite(self.alpha) or self.alpha < 0:
             raise ValueError(f"{name}: alpha must be None or a finite number >= 0, "
                              f"got {self.alpha!r}")
         for attr in ("batch_size", "feature_block"):
             v = getattr(self, attr)
-            if not _is_number(v, integral=True) or v < 1:
+            if not is_number(v, integral=True) or v < 1:
                 raise ValueError(f"{name}: {attr} must be an integer >= 1, got {v!r}")
-        if self.max_iter is not None and (not _is_number(self.max_iter)
+        if self.max_iter is not None and (not is_number(self.max_iter)
                                           or not np.isfinite(self.max_iter)
                                           or self.max_iter <= 0):
             raise ValueError(f"{name}: max_iter must be None or a number of passes > 0, "
@@ -115,10 +114,10 @@ class _BaseDSG(_BaseEstimator):
             if not isinstance(getattr(self, attr), (bool, np.bool_)):
                 raise ValueError(f"{name}: {attr} must be True or False, "
                                  f"got {getattr(self, attr)!r}")
-        if not _is_number(self.cache_size) or not np.isfinite(self.cache_size) \
+        if not is_number(self.cache_size) or not np.isfinite(self.cache_size) \
                 or self.cache_size <= 0:
             raise ValueError(f"{name}: cache_size must be > 0 (MB), got {self.cache_size!r}")
-        if self.n_jobs is not None and (not _is_number(self.n_jobs, integral=True)
+        if self.n_jobs is not None and (not is_number(self.n_jobs, integral=True)
                                         or self.n_jobs == 0):
             raise ValueError(f"{name}: n_jobs must be None or a non-zero integer, "
                              f"got {self.n_jobs!r}")
@@ -157,7 +156,7 @@ class _BaseDSG(_BaseEstimator):
             C=float(self.C) if self.alpha is None else 1.0,
             p=float(getattr(self, "epsilon", 0.1)), cache_size=float(self.cache_size),
             quiet=not bool(self.verbose), solver=self.solver, bias=bool(self.fit_intercept),
-            n_jobs=self.n_jobs, seed=_seed_of(self.random_state), extra=extra)
+            n_jobs=self.n_jobs, seed=seed_of(self.random_state), extra=extra)
         from ..solvers.dsg.train import check_parameters
         try:
             check_parameters(param)
@@ -185,16 +184,16 @@ class _BaseDSG(_BaseEstimator):
         """Validated X; at ``reset`` remember its width and feature names."""
         name = type(self).__name__
         if reset:
-            names = _feature_names(X)
-            X = _check_X(X, name)
+            names = feature_names(X)
+            X = check_X(X, name)
             self.n_features_in_ = int(X.shape[1])
             if names is not None and len(names) == X.shape[1]:
                 self.feature_names_in_ = names
             elif hasattr(self, "feature_names_in_"):
                 del self.feature_names_in_
             return X
-        _check_feature_names(self, X)
-        X = _check_X(X, name)
+        check_feature_names(self, X)
+        X = check_X(X, name)
         self._check_width(X)
         return X
 
@@ -230,8 +229,8 @@ class _BaseDSG(_BaseEstimator):
     def _values(self, X):
         """Decision values (n_samples, n_outputs) of validated X."""
         self._check_is_fitted()
-        _check_feature_names(self, X)
-        X = _check_X(X, type(self).__name__)
+        check_feature_names(self, X)
+        X = check_X(X, type(self).__name__)
         self._check_width(X)
         return self.model_.decision_function(X, n_jobs=self.n_jobs)
 
@@ -388,7 +387,7 @@ class DSGClassifier(_BaseDSG):
 
     def _codes(self, y):
         """Class indices of y in ``classes_`` (ValueError for unknown labels)."""
-        y = _column_or_1d(y, type(self).__name__)
+        y = column_or_1d(y, type(self).__name__)
         if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
             raise ValueError("Input y contains NaN or infinity.")
         try:
@@ -419,8 +418,8 @@ class DSGClassifier(_BaseDSG):
         name = type(self).__name__
         param = self._parameters()
         X = self._fit_X(X, reset=True)
-        classes, codes = _encode_classes(y, name)
-        _check_lengths(X, codes)
+        classes, codes = encode_classes(y, name)
+        check_lengths(X, codes)
         if len(classes) < 2:
             raise ValueError(f"The number of classes has to be greater than one; got "
                              f"{len(classes)} class")
@@ -455,14 +454,14 @@ class DSGClassifier(_BaseDSG):
                 raise ValueError(f"{name}: classes must be passed on the first call to "
                                  "partial_fit.")
             param = self._parameters()
-            all_classes, _ = _encode_classes(np.asarray(classes), name)
+            all_classes, _ = encode_classes(np.asarray(classes), name)
             if len(all_classes) < 2:
                 raise ValueError(f"The number of classes has to be greater than one; "
                                  f"got {len(all_classes)} class")
             X = self._fit_X(X, reset=True)
             self.classes_ = all_classes
             codes = self._codes(y)
-            _check_lengths(X, codes)
+            check_lengths(X, codes)
             self._trainer = self._new_trainer(param, X,
                                               self._targets(param.extra["loss"],
                                                             len(all_classes)))
@@ -476,7 +475,7 @@ class DSGClassifier(_BaseDSG):
                                      f"{self.classes_.tolist()}")
             X = self._fit_X(X, reset=False)
             codes = self._codes(y)
-            _check_lengths(X, codes)
+            check_lengths(X, codes)
         self._trainer.fit_rows(X, codes, n_jobs=self.n_jobs)
         self._passes += 1
         self._publish(self._passes)
@@ -499,7 +498,7 @@ class DSGClassifier(_BaseDSG):
             return self.classes_[(d > 0).astype(np.intp)]
         return self.classes_[np.argmax(d, axis=1)]
 
-    @_available_if(_has_proba)
+    @available_if(_has_proba)
     def predict_proba(self, X):
         """Class probabilities (loss 'logistic' or 'softmax'), columns in
         ``classes_`` order: the sigmoid of the decision value (two classes),
@@ -510,7 +509,7 @@ class DSGClassifier(_BaseDSG):
         out[:, self.model_.labels.astype(np.intp)] = prob
         return out
 
-    @_available_if(_has_proba)
+    @available_if(_has_proba)
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""
         with np.errstate(divide="ignore"):
@@ -518,7 +517,7 @@ class DSGClassifier(_BaseDSG):
 
     def score(self, X, y, sample_weight=None):
         """Mean accuracy on (X, y), weighted by ``sample_weight``."""
-        y = _column_or_1d(y, type(self).__name__)
+        y = column_or_1d(y, type(self).__name__)
         return float(np.average(self.predict(X) == y, weights=sample_weight))
 
 
@@ -585,7 +584,7 @@ class DSGRegressor(_BaseDSG):
     def _check_own_params(self):
         super()._check_own_params()
         name = type(self).__name__
-        if not _is_number(self.epsilon) or not np.isfinite(self.epsilon) or self.epsilon < 0:
+        if not is_number(self.epsilon) or not np.isfinite(self.epsilon) or self.epsilon < 0:
             raise ValueError(f"{name}: epsilon must be a finite number >= 0, "
                              f"got {self.epsilon!r}")
 
@@ -600,7 +599,7 @@ class DSGRegressor(_BaseDSG):
         param = self._parameters()
         X = self._fit_X(X, reset=True)
         y = self._y(y)
-        _check_lengths(X, y)
+        check_lengths(X, y)
         targets = _Targets("regression", param.extra["loss"])
         self._trainer = self._new_trainer(param, X, targets)
         self._passes = self._run(self._trainer, X, y, float(self._trainer.h["epochs"]),
@@ -623,7 +622,7 @@ class DSGRegressor(_BaseDSG):
         else:
             X = self._fit_X(X, reset=False)
         y = self._y(y)
-        _check_lengths(X, y)
+        check_lengths(X, y)
         if first:
             self._trainer = self._new_trainer(param, X,
                                               _Targets("regression", param.extra["loss"]))

@@ -4,7 +4,7 @@ Both fit ``f(x) = sum_i alpha_i k(x_i, x)`` over the training points by
 EigenPro-preconditioned SGD on the square loss (``kernsolve.solvers.eigenpro.train``); the
 classifier fits one output per class on one-hot targets and predicts the class
 of the largest output.  They follow the estimator contract of
-``kernsolve.estimators.svm`` (parameters from ``__init__``, fitted attributes
+``kernsolve.estimators._base`` (parameters from ``__init__``, fitted attributes
 with a trailing underscore, scikit-learn's messages) and do not import
 scikit-learn.  ``eigen_directions=0`` is plain kernel SGD.
 """
@@ -12,9 +12,9 @@ import numpy as np
 
 from ..solvers.eigenpro.train import eigenpro_options, fit_eigenpro
 from ..solvers.eigenpro.model import EigenProModel, decision_values
-from .svm import (_BaseEstimator, _BaseSVM, _check_feature_names, _check_X,
-                          _column_or_1d, _check_lengths, _encode_classes, _feature_names,
-                          _is_number, _seed_of)
+from ._base import (BaseEstimator, check_feature_names, check_lengths, check_X,
+                    column_or_1d, encode_classes, feature_names, gamma_value, is_number,
+                    seed_of)
 from .._params import Parameters
 
 __all__ = ["EigenProRegressor", "EigenProClassifier"]
@@ -22,7 +22,7 @@ __all__ = ["EigenProRegressor", "EigenProClassifier"]
 _KERNELS = {"linear": 0, "poly": 1, "rbf": 2, "laplacian": 5}
 
 
-class _BaseEigenPro(_BaseEstimator):
+class _BaseEigenPro(BaseEstimator):
     """Shared parameters, validation, fit and prediction of the EigenPro estimators."""
 
     def __init__(self, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0,
@@ -56,7 +56,7 @@ class _BaseEigenPro(_BaseEstimator):
         name = type(self).__name__
         t = self._kernel_code()
         self._check_kernel_params(name)
-        if self.n_jobs is not None and (not _is_number(self.n_jobs, integral=True)
+        if self.n_jobs is not None and (not is_number(self.n_jobs, integral=True)
                                         or self.n_jobs == 0):
             raise ValueError(f"{name}: n_jobs must be None or a non-zero integer, "
                              f"got {self.n_jobs!r}")
@@ -75,13 +75,13 @@ class _BaseEigenPro(_BaseEstimator):
             if self.gamma not in ("scale", "auto"):
                 raise ValueError(f"{name}: gamma must be 'scale', 'auto' or a float > 0, "
                                  f"got {self.gamma!r}")
-        elif not _is_number(self.gamma) or not np.isfinite(self.gamma) or self.gamma <= 0:
+        elif not is_number(self.gamma) or not np.isfinite(self.gamma) or self.gamma <= 0:
             raise ValueError(f"{name}: gamma must be 'scale', 'auto' or a float > 0, "
                              f"got {self.gamma!r}")
-        if not _is_number(self.degree) or self.degree < 0 \
+        if not is_number(self.degree) or self.degree < 0 \
                 or float(self.degree) != int(self.degree):
             raise ValueError(f"{name}: degree must be an integer >= 0, got {self.degree!r}")
-        if not _is_number(self.coef0) or not np.isfinite(self.coef0):
+        if not is_number(self.coef0) or not np.isfinite(self.coef0):
             raise ValueError(f"{name}: coef0 must be a finite number, got {self.coef0!r}")
         if self.kernel == "poly" and self.coef0 < 0:
             raise ValueError(f"{name}: the polynomial kernel with coef0 < 0 is not positive "
@@ -92,15 +92,15 @@ class _BaseEigenPro(_BaseEstimator):
     def _fit_outputs(self, X, Y):
         """Validate, fit alpha (n, n_outputs); set the shared fitted attributes."""
         t, opts = self._options(X.shape[0])
-        gamma = _BaseSVM._gamma_value(self, X, t) if t in (1, 2, 5) else 0.0
+        gamma = gamma_value(self.gamma, X) if t in (1, 2, 5) else 0.0
         if t in (1, 2, 5) and not gamma > 0:
             gamma = 1.0
         res = fit_eigenpro(X, Y, kernel_type=t, gamma=gamma, degree=int(self.degree),
                            coef0=float(self.coef0), options=opts,
-                           seed=_seed_of(self.random_state), n_jobs=self.n_jobs)
+                           seed=seed_of(self.random_state), n_jobs=self.n_jobs)
         param = Parameters(svm_type=0, kernel_type=t, degree=int(self.degree),
                            gamma=gamma if t in (1, 2, 5) else None, coef0=float(self.coef0),
-                           solver="eigenpro", seed=_seed_of(self.random_state))
+                           solver="eigenpro", seed=seed_of(self.random_state))
         D = opts["features"]
         alpha = res.alpha.reshape(X.shape[0] if D is None else D, -1)
         self.model_ = EigenProModel(param=param, labels=np.arange(alpha.shape[1],
@@ -125,11 +125,11 @@ class _BaseEigenPro(_BaseEstimator):
     def _validated_X(self, X, fit=False):
         name = type(self).__name__
         if fit:
-            self._fit_feature_names = _feature_names(X)
+            self._fit_feature_names = feature_names(X)
         else:
             self._check_is_fitted()
-            _check_feature_names(self, X)
-        X = _check_X(X, name)
+            check_feature_names(self, X)
+        X = check_X(X, name)
         if not fit and X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {name} is expecting "
                              f"{self.n_features_in_} features as input.")
@@ -206,14 +206,14 @@ class EigenProRegressor(_BaseEigenPro):
         """
         name = type(self).__name__
         X = self._validated_X(X, fit=True)
-        y = _column_or_1d(y, name)
+        y = column_or_1d(y, name)
         if y.dtype.kind not in "biuf":
             try:
                 y = y.astype(np.float64)
             except (TypeError, ValueError):
                 raise ValueError(f"{name}: y must hold numbers, got dtype {y.dtype}") from None
         y = np.ascontiguousarray(y, dtype=np.float64)
-        _check_lengths(X, y)
+        check_lengths(X, y)
         if not np.all(np.isfinite(y)):
             raise ValueError("Input y contains NaN or infinity.")
         res = self._fit_outputs(X, y)
@@ -226,7 +226,7 @@ class EigenProRegressor(_BaseEigenPro):
 
     def score(self, X, y):
         """Coefficient of determination R^2."""
-        y = np.asarray(_column_or_1d(y, type(self).__name__), dtype=np.float64)
+        y = np.asarray(column_or_1d(y, type(self).__name__), dtype=np.float64)
         pred = self.predict(X)
         num = float(np.sum((y - pred) ** 2))
         den = float(np.sum((y - y.mean()) ** 2))
@@ -269,8 +269,8 @@ class EigenProClassifier(_BaseEigenPro):
         """
         name = type(self).__name__
         X = self._validated_X(X, fit=True)
-        classes, y_enc = _encode_classes(y, name)
-        _check_lengths(X, y_enc)
+        classes, y_enc = encode_classes(y, name)
+        check_lengths(X, y_enc)
         if len(classes) < 2:
             raise ValueError(f"The number of classes has to be greater than one; got "
                              f"{len(classes)} class")
@@ -295,5 +295,5 @@ class EigenProClassifier(_BaseEigenPro):
 
     def score(self, X, y):
         """Mean accuracy."""
-        y = _column_or_1d(y, type(self).__name__)
+        y = column_or_1d(y, type(self).__name__)
         return float(np.mean(self.predict(X) == y))

@@ -23,15 +23,16 @@ scikit-learn's conventions on top of kernsolve's :class:`~kernsolve.Model`:
   per-class votes plus bounded confidences (scikit-learn's documented
   transformation).
 """
-import functools
-import inspect
-import numbers
-import sys
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
 
+from ._base import (BaseEstimator, ConvergenceWarning, DataConversionWarning,
+                    NotFittedError, available_if, check_feature_names, check_lengths,
+                    check_sample_weight, check_X, column_or_1d, encode_classes,
+                    feature_names, gamma_value, is_number, not_fitted_error, r2_score,
+                    regression_targets, seed_of)
 from .._params import SOLVER_OPTIONS, Parameters, option_key
 
 __all__ = ["SVC", "NuSVC", "SVR", "NuSVR", "OneClassSVM", "NotFittedError",
@@ -55,338 +56,11 @@ _OTHER_ESTIMATORS = {"dsg": "DSGClassifier", "udsg": "DSGClassifier",
                      "kernel-sgd": "EigenProClassifier"}
 
 
-class NotFittedError(ValueError, AttributeError):
-    """Raised when an estimator is used before ``fit``.
-
-    Both a ValueError and an AttributeError, as scikit-learn's own.
-    """
-
-
-_BRIDGED = {}
-
-
-def _not_fitted_error(message):
-    """A NotFittedError that is also scikit-learn's, when scikit-learn is loaded.
-
-    ``except sklearn.exceptions.NotFittedError`` (and scikit-learn's checks)
-    then catch it too.  Nothing is imported: scikit-learn is used only if the
-    program has imported it already.
-    """
-    module = sys.modules.get("sklearn.exceptions")
-    base = getattr(module, "NotFittedError", None)
-    if isinstance(base, type) and issubclass(base, BaseException) \
-            and not issubclass(NotFittedError, base):
-        cls = _BRIDGED.get(base)
-        if cls is None:
-            cls = type("NotFittedError", (NotFittedError, base), {"__module__": __name__})
-            _BRIDGED[base] = cls
-        return cls(message)
-    return NotFittedError(message)
-
-
-class DataConversionWarning(UserWarning):
-    """The input had to be reshaped or converted (e.g. a column-vector y)."""
-
-
-class ConvergenceWarning(UserWarning):
-    """The solver stopped at ``max_iter`` before reaching the tolerance."""
-
-
-# --------------------------------------------------------------------------
-# a method that exists only when a condition holds (hasattr() is False otherwise)
-# --------------------------------------------------------------------------
-
-class _AvailableIf:
-    def __init__(self, fn, check):
-        self.fn = fn
-        self.check = check
-        functools.update_wrapper(self, fn)
-
-    def __get__(self, obj, owner=None):
-        if obj is None:
-            return self.fn
-        self.check(obj)          # raises AttributeError when unavailable
-
-        @functools.wraps(self.fn)
-        def bound(*args, **kwargs):
-            return self.fn(obj, *args, **kwargs)
-        return bound
-
-
-def _available_if(check):
-    return lambda fn: _AvailableIf(fn, check)
-
-
-# --------------------------------------------------------------------------
-# the estimator base: parameters, repr, tags, fitted state
-# --------------------------------------------------------------------------
-
-class _BaseEstimator:
-    """get_params/set_params from the ``__init__`` signature, as scikit-learn's contract asks."""
-
-    _estimator_type = None
-
-    @classmethod
-    def _get_param_names(cls):
-        init = cls.__init__
-        if init is object.__init__:
-            return []
-        names = []
-        for p in inspect.signature(init).parameters.values():
-            if p.name == "self" or p.kind == p.VAR_KEYWORD:
-                continue
-            if p.kind == p.VAR_POSITIONAL:
-                raise RuntimeError(f"{cls.__name__}.__init__ must not take *args")
-            names.append(p.name)
-        return sorted(names)
-
-    def get_params(self, deep=True):
-        """The constructor parameters (and those of nested estimators when ``deep``)."""
-        out = {}
-        for name in self._get_param_names():
-            value = getattr(self, name)
-            if deep and hasattr(value, "get_params") and not isinstance(value, type):
-                for key, sub in value.get_params().items():
-                    out[f"{name}__{key}"] = sub
-            out[name] = value
-        return out
-
-    def set_params(self, **params):
-        """Set constructor parameters (``name__sub`` reaches nested estimators); returns self."""
-        if not params:
-            return self
-        valid = self.get_params(deep=True)
-        nested = {}
-        for key, value in params.items():
-            name, delim, sub = key.partition("__")
-            if name not in valid:
-                raise ValueError(f"Invalid parameter {name!r} for estimator "
-                                 f"{type(self).__name__}. Valid parameters are: "
-                                 f"{self._get_param_names()!r}.")
-            if delim:
-                nested.setdefault(name, {})[sub] = value
-            else:
-                setattr(self, name, value)
-                valid[name] = value
-        for name, sub in nested.items():
-            valid[name].set_params(**sub)
-        return self
-
-    def __repr__(self):
-        defaults = {name: p.default for name, p in
-                    inspect.signature(type(self).__init__).parameters.items()}
-        parts = []
-        for name in self._get_param_names():
-            value = getattr(self, name, None)
-            default = defaults.get(name, inspect.Parameter.empty)
-            try:
-                same = value is default or (type(value) is type(default) and value == default)
-                same = bool(same)
-            except (TypeError, ValueError):
-                same = False
-            if not same:
-                parts.append(f"{name}={value!r}")
-        return f"{type(self).__name__}({', '.join(parts)})"
-
-    def __sklearn_is_fitted__(self):
-        return hasattr(self, "model_")
-
-    def __sklearn_tags__(self):
-        # Called by scikit-learn only, so importing it here adds no dependency.
-        from sklearn.utils import (ClassifierTags, InputTags, RegressorTags, Tags,
-                                   TargetTags)
-        tags = Tags(estimator_type=self._estimator_type,
-                    target_tags=TargetTags(required=self._estimator_type != "outlier_detector"),
-                    input_tags=InputTags(sparse=True,
-                                         pairwise=self.kernel == "precomputed"))
-        if self._estimator_type == "classifier":
-            tags.classifier_tags = ClassifierTags()
-        elif self._estimator_type == "regressor":
-            tags.regressor_tags = RegressorTags()
-        return tags
-
-    # ---------------------------------------------------------------- checks
-
-    def _check_is_fitted(self):
-        if not hasattr(self, "model_"):
-            raise _not_fitted_error(f"This {type(self).__name__} instance is not fitted "
-                                    "yet. Call 'fit' with appropriate arguments before "
-                                    "using this estimator.")
-
-
-# --------------------------------------------------------------------------
-# input validation (one message style)
-# --------------------------------------------------------------------------
-
-def _check_X(X, owner):
-    """X as a float64 C-order array or CSR matrix with finite values, or ValueError."""
-    if X is None:
-        raise ValueError(f"{owner}: expected a 2-D array X, got None")
-    if sp.issparse(X):
-        if X.dtype.kind == "c":
-            raise ValueError("Complex data not supported")
-        if X.dtype.kind not in "biuf":
-            raise ValueError(f"sparse X must hold numbers, got dtype {X.dtype}")
-        if len(X.shape) != 2:
-            raise ValueError(f"Expected a 2D sparse matrix, got shape {X.shape}")
-        X = sp.csr_matrix(X, dtype=np.float64)
-        values = X.data
-    else:
-        arr = np.asarray(X)
-        if arr.dtype.kind == "c":
-            raise ValueError("Complex data not supported\n{}\n".format(arr[:2]))
-        if arr.dtype.kind not in "biuf":
-            # TypeError/ValueError of the conversion is the clearest message
-            arr = arr.astype(np.float64)
-        if arr.ndim < 2:
-            raise ValueError(
-                f"Expected 2D array, got {arr.ndim}D array instead (shape {arr.shape}). "
-                "Reshape your data either using array.reshape(-1, 1) if your data has "
-                "a single feature or array.reshape(1, -1) if it contains a single sample.")
-        if arr.ndim > 2:
-            raise ValueError(f"Found array with dim {arr.ndim}; {owner} expected <= 2.")
-        X = np.ascontiguousarray(arr, dtype=np.float64)
-        values = X
-    if X.shape[0] == 0:
-        raise ValueError(f"Found array with 0 sample(s) (shape={X.shape}) while a "
-                         f"minimum of 1 is required by {owner}.")
-    if X.shape[1] == 0:
-        raise ValueError(f"Found array with 0 feature(s) (shape={X.shape}) while a "
-                         f"minimum of 1 is required by {owner}.")
-    if not np.all(np.isfinite(values)):
-        raise ValueError(f"Input X contains NaN or infinity; {owner} needs finite values.")
-    return X
-
-
-def _feature_names(X):
-    """Column names of a data frame when they are all strings, else None."""
-    columns = getattr(X, "columns", None)
-    if columns is None or sp.issparse(X) or isinstance(X, np.ndarray):
-        return None
-    names = np.asarray(list(columns), dtype=object)
-    if names.size == 0 or not all(isinstance(n, str) for n in names):
-        return None
-    return names
-
-
-def _check_feature_names(est, X):
-    """scikit-learn's rule: names seen at fit must match those at predict."""
-    seen = getattr(est, "feature_names_in_", None)
-    given = _feature_names(X)
-    name = type(est).__name__
-    if seen is None and given is not None:
-        warnings.warn(f"X has feature names, but {name} was fitted without feature names",
-                      UserWarning, stacklevel=4)
-    elif seen is not None and given is None:
-        warnings.warn(f"X does not have valid feature names, but {name} was fitted with "
-                      "feature names", UserWarning, stacklevel=4)
-    elif seen is not None and (len(seen) != len(given) or np.any(seen != given)):
-        raise ValueError(f"The feature names should match those that were passed during "
-                         f"fit: fitted with {list(seen)[:5]}..., got {list(given)[:5]}...")
-
-
-def _column_or_1d(y, owner, what="y"):
-    if y is None:
-        raise ValueError(f"{owner} requires y to be passed, but the target y is None")
-    if sp.issparse(y):
-        raise ValueError(f"{what} must be a 1-D array, not a sparse matrix")
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        warnings.warn("A column-vector y was passed when a 1d array was expected. "
-                      "Please change the shape of y to (n_samples,), for example "
-                      "using ravel().", DataConversionWarning, stacklevel=3)
-        y = y.ravel()
-    if y.ndim != 1:
-        raise ValueError(f"{what} should be a 1d array, got an array of shape "
-                         f"{y.shape} instead.")
-    return y
-
-
-def _check_lengths(X, y):
-    if X.shape[0] != y.shape[0]:
-        raise ValueError(f"Found input variables with inconsistent numbers of samples: "
-                         f"[{X.shape[0]}, {y.shape[0]}] (X has {X.shape[0]} rows, "
-                         f"y has {y.shape[0]} entries)")
-
-
-def regression_targets(y, owner):
-    """A regressor's y: a finite float64 vector (scikit-learn's messages)."""
-    y = _column_or_1d(y, owner)
-    if y.dtype.kind not in "biuf":
-        try:
-            y = y.astype(np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(f"{owner}: y must hold numbers, got dtype {y.dtype}") from None
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    if not np.all(np.isfinite(y)):
-        raise ValueError("Input y contains NaN or infinity.")
-    return y
-
-
-def r2_score(est, X, y, sample_weight=None):
-    """Coefficient of determination R^2 of ``est.predict(X)`` (weighted), as
-    scikit-learn's regressors score."""
-    y = np.asarray(_column_or_1d(y, type(est).__name__), dtype=np.float64)
-    pred = est.predict(X)
-    w = np.ones_like(y) if sample_weight is None else np.asarray(sample_weight, float)
-    num = float(np.sum(w * (y - pred) ** 2))
-    den = float(np.sum(w * (y - np.average(y, weights=w)) ** 2))
-    if den == 0:
-        return 1.0 if num == 0 else 0.0
-    return 1.0 - num / den
-
-
-def _check_sample_weight(sample_weight, n):
-    if sample_weight is None:
-        return None
-    if isinstance(sample_weight, numbers.Number) and not isinstance(sample_weight, bool):
-        sw = np.full(n, float(sample_weight))
-    else:
-        sw = np.asarray(sample_weight)
-        if sw.dtype.kind not in "biuf":
-            raise ValueError(f"sample_weight must be numbers, got dtype {sw.dtype}")
-        sw = np.ascontiguousarray(sw, dtype=np.float64)
-    if sw.ndim != 1:
-        raise ValueError(f"Sample weights must be 1D array or scalar, got shape {sw.shape}")
-    if sw.shape[0] != n:
-        raise ValueError(f"sample_weight.shape == ({sw.shape[0]},), expected ({n},): "
-                         "one weight per row of X")
-    if not np.all(np.isfinite(sw)):
-        raise ValueError("sample_weight contains NaN or infinity")
-    if (sw < 0).any():
-        raise ValueError("sample_weight must be >= 0 (a negative weight has no meaning "
-                         "as a bound on the dual variables)")
-    if not (sw > 0).any():
-        raise ValueError("Invalid input: sample_weight is zero for every row")
-    return sw
-
-
-def _is_number(v, integral=False):
-    kind = numbers.Integral if integral else numbers.Real
-    return isinstance(v, kind) and not isinstance(v, (bool, np.bool_))
-
-
-def _seed_of(random_state):
-    """An integer seed for kernsolve's RNG from scikit-learn's ``random_state``."""
-    if random_state is None:
-        return 0          # kernsolve is reproducible by default
-    if _is_number(random_state, integral=True):
-        if not 0 <= int(random_state) < 2 ** 64:
-            raise ValueError(f"random_state must be in [0, 2**64), got {random_state}")
-        return int(random_state)
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(np.iinfo(np.int32).max))
-    if isinstance(random_state, np.random.Generator):
-        return int(random_state.integers(2 ** 63))
-    raise ValueError(f"random_state must be None, an int or a numpy RandomState, "
-                     f"got {random_state!r}")
-
-
 # --------------------------------------------------------------------------
 # the shared SVM machinery
 # --------------------------------------------------------------------------
 
-class _BaseSVM(_BaseEstimator):
+class _BaseSVM(BaseEstimator):
     """What every SMO estimator shares: parameters -> Parameters, data -> train/predict."""
 
     _svm_type = None
@@ -406,36 +80,36 @@ class _BaseSVM(_BaseEstimator):
     def _validate_params(self):
         name = type(self).__name__
         t = self._kernel_code()
-        if self._uses_C and (not _is_number(self.C) or not np.isfinite(self.C) or self.C <= 0):
+        if self._uses_C and (not is_number(self.C) or not np.isfinite(self.C) or self.C <= 0):
             raise ValueError(f"{name}: C must be a finite number > 0, got {self.C!r}")
         if hasattr(self, "nu") and "nu" in self._get_param_names():
-            if not _is_number(self.nu) or not 0 < self.nu <= 1:
+            if not is_number(self.nu) or not 0 < self.nu <= 1:
                 raise ValueError(f"{name}: nu must be in (0, 1], got {self.nu!r}")
         if "epsilon" in self._get_param_names():
-            if not _is_number(self.epsilon) or not np.isfinite(self.epsilon) or self.epsilon < 0:
+            if not is_number(self.epsilon) or not np.isfinite(self.epsilon) or self.epsilon < 0:
                 raise ValueError(f"{name}: epsilon must be a finite number >= 0, "
                                  f"got {self.epsilon!r}")
-        if not _is_number(self.degree) or self.degree < 0 or float(self.degree) != int(self.degree):
+        if not is_number(self.degree) or self.degree < 0 or float(self.degree) != int(self.degree):
             raise ValueError(f"{name}: degree must be an integer >= 0, got {self.degree!r}")
         if isinstance(self.gamma, str):
             if self.gamma not in ("scale", "auto"):
                 raise ValueError(f"{name}: gamma must be 'scale', 'auto' or a float >= 0, "
                                  f"got {self.gamma!r}")
-        elif not _is_number(self.gamma) or not np.isfinite(self.gamma) or self.gamma < 0:
+        elif not is_number(self.gamma) or not np.isfinite(self.gamma) or self.gamma < 0:
             raise ValueError(f"{name}: gamma must be 'scale', 'auto' or a float >= 0, "
                              f"got {self.gamma!r}")
-        if not _is_number(self.coef0) or not np.isfinite(self.coef0):
+        if not is_number(self.coef0) or not np.isfinite(self.coef0):
             raise ValueError(f"{name}: coef0 must be a finite number, got {self.coef0!r}")
-        if not _is_number(self.tol) or not np.isfinite(self.tol) or self.tol <= 0:
+        if not is_number(self.tol) or not np.isfinite(self.tol) or self.tol <= 0:
             raise ValueError(f"{name}: tol must be a number > 0, got {self.tol!r}")
-        if not _is_number(self.cache_size) or not np.isfinite(self.cache_size) \
+        if not is_number(self.cache_size) or not np.isfinite(self.cache_size) \
                 or self.cache_size <= 0:
             raise ValueError(f"{name}: cache_size must be > 0 (MB), got {self.cache_size!r}")
-        if not _is_number(self.max_iter, integral=True) or (self.max_iter < 1
+        if not is_number(self.max_iter, integral=True) or (self.max_iter < 1
                                                             and self.max_iter != -1):
             raise ValueError(f"{name}: max_iter must be -1 (no limit) or a positive "
                              f"integer, got {self.max_iter!r}")
-        if self.n_jobs is not None and (not _is_number(self.n_jobs, integral=True)
+        if self.n_jobs is not None and (not is_number(self.n_jobs, integral=True)
                                         or self.n_jobs == 0):
             raise ValueError(f"{name}: n_jobs must be None or a non-zero integer, "
                              f"got {self.n_jobs!r}")
@@ -445,18 +119,7 @@ class _BaseSVM(_BaseEstimator):
         """The numeric gamma: scikit-learn's 'scale'/'auto' rules, floats as given."""
         if t not in (1, 2, 3, 5):
             return 0.0
-        g = self.gamma
-        n_features = X.shape[1]
-        if g == "auto":
-            return 1.0 / n_features
-        if g == "scale":
-            if sp.issparse(X):
-                mean = X.mean()
-                var = X.multiply(X).mean() - mean * mean
-            else:
-                var = X.var()
-            return 1.0 / (n_features * var) if var != 0 else 1.0
-        return float(g)
+        return gamma_value(self.gamma, X)
 
     def _parameters(self, t, gamma, weight=None, probability=False, seed=0, bias=True,
                     solver="smo", extra=None):
@@ -520,15 +183,15 @@ class _BaseSVM(_BaseEstimator):
     def _fit_X(self, X):
         """Validated training data, and what is handed to ``train`` (LIBSVM's layout)."""
         name = type(self).__name__
-        self._fit_feature_names = _feature_names(X)
+        self._fit_feature_names = feature_names(X)
         if callable(self.kernel):
-            X = _check_X(X, name)
+            X = check_X(X, name)
             K = np.asarray(self.kernel(X, X), dtype=np.float64)
             if K.shape != (X.shape[0], X.shape[0]):
                 raise ValueError(f"{name}: the kernel callable returned shape {K.shape}, "
                                  f"expected {(X.shape[0], X.shape[0])}")
             return X, self._serial_matrix(K, np.arange(1, X.shape[0] + 1))
-        X = _check_X(X, name)
+        X = check_X(X, name)
         if self.kernel == "precomputed":
             if X.shape[0] != X.shape[1]:
                 raise ValueError(f"Precomputed matrix must be a square matrix. Input is a "
@@ -549,8 +212,8 @@ class _BaseSVM(_BaseEstimator):
         """Validated prediction data in the layout the model reads."""
         self._check_is_fitted()
         name = type(self).__name__
-        _check_feature_names(self, X)
-        X = _check_X(X, name)
+        check_feature_names(self, X)
+        X = check_X(X, name)
         n_in = self.n_features_in_
         if callable(self.kernel) and hasattr(self, "_X_fit"):
             if X.shape[1] != self._X_fit.shape[1]:
@@ -665,37 +328,6 @@ def _check_proba(est):
     return True
 
 
-def _encode_classes(y, owner):
-    """(classes, encoded) with classes sorted; ValueError for non-class targets."""
-    y = _column_or_1d(y, owner)
-    if y.dtype.kind == "c":
-        raise ValueError("Unknown label type: complex. Complex targets are not supported.")
-    if y.dtype.kind == "O":
-        values = y.tolist()
-        if any(isinstance(v, (float, np.floating)) and not np.isfinite(v) for v in values):
-            raise ValueError("Input y contains NaN or infinity.")
-        if all(_is_number(v) for v in values):
-            as_float = np.asarray(values, dtype=np.float64)
-            if np.any(as_float != np.round(as_float)):
-                raise ValueError("Unknown label type: continuous. Maybe you are trying "
-                                 "to fit a classifier, which expects discrete classes "
-                                 "on a regression target with continuous values.")
-        try:
-            classes, encoded = np.unique(y, return_inverse=True)
-        except TypeError:
-            raise ValueError("Unknown label type: mix of label input types (string and "
-                             "number); labels must be of one type") from None
-        return classes, encoded.ravel()
-    if y.dtype.kind == "f":
-        if not np.all(np.isfinite(y)):
-            raise ValueError("Input y contains NaN or infinity.")
-        if np.any(y != np.round(y)):
-            raise ValueError("Unknown label type: continuous. Maybe you are trying to fit "
-                             "a classifier, which expects discrete classes on a "
-                             "regression target with continuous values.")
-    classes, encoded = np.unique(y, return_inverse=True)
-    return classes, encoded.ravel()
-
 
 class _BaseSVC(_BaseSVM):
     _estimator_type = "classifier"
@@ -724,13 +356,13 @@ class _BaseSVC(_BaseSVM):
             raise ValueError(f"{name}: decision_function_shape must be 'ovr' or 'ovo', "
                              f"got {self.decision_function_shape!r}")
         X, Xt = self._fit_X(X)
-        classes, y_enc = _encode_classes(y, name)
-        _check_lengths(X, y_enc)
+        classes, y_enc = encode_classes(y, name)
+        check_lengths(X, y_enc)
         k = len(classes)
         if k < 2:
             raise ValueError(f"The number of classes has to be greater than one; got "
                              f"{k} class")
-        sw = _check_sample_weight(sample_weight, X.shape[0])
+        sw = check_sample_weight(sample_weight, X.shape[0])
         if sw is not None and np.unique(y_enc[sw > 0]).size < 2:
             raise ValueError("Invalid input: all samples with positive sample_weight "
                              "belong to one class; need at least 2 classes")
@@ -746,7 +378,7 @@ class _BaseSVC(_BaseSVM):
                 raise ValueError(f"{name}: solver={solver!r} does not support unequal "
                                  f"sample weights (its problem has one budget for all "
                                  f"points); use solver='smo'")
-        seed = _seed_of(self.random_state)
+        seed = seed_of(self.random_state)
 
         # Rows grouped by class in sorted order (stable): kernsolve's label
         # order (first appearance) becomes the sorted order of classes_.
@@ -807,7 +439,7 @@ class _BaseSVC(_BaseSVM):
             if hit.size == 0:
                 raise ValueError(f"class_weight: label {label!r} is not among the "
                                  f"classes {classes.tolist()}")
-            if not _is_number(w) or not np.isfinite(w) or w <= 0:
+            if not is_number(w) or not np.isfinite(w) or w <= 0:
                 raise ValueError(f"class_weight[{label!r}] must be a finite number > 0, "
                                  f"got {w!r}")
             out[hit[0]] = float(w)
@@ -845,24 +477,24 @@ class _BaseSVC(_BaseSVM):
             index = _vote(dec, k)
         return self.classes_[index]
 
-    @_available_if(_check_proba)
+    @available_if(_check_proba)
     def predict_proba(self, X):
         """Class probabilities (Platt scaling on internal folds), columns in ``classes_`` order."""
         self._check_is_fitted()
         if not self.model_.is_probability_model:
-            raise _not_fitted_error("predict_proba is not available: the model was "
+            raise not_fitted_error("predict_proba is not available: the model was "
                                     "fitted with probability=False; fit again")
         from .._predict import predict_probability
         return predict_probability(self._predict_X(X), self.model_, n_jobs=self.n_jobs)
 
-    @_available_if(_check_proba)
+    @available_if(_check_proba)
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""
         return np.log(self.predict_proba(X))
 
     def score(self, X, y, sample_weight=None):
         """Mean accuracy on (X, y), weighted by ``sample_weight``."""
-        y = _column_or_1d(y, type(self).__name__)
+        y = column_or_1d(y, type(self).__name__)
         pred = self.predict(X)
         return float(np.average(pred == y, weights=sample_weight))
 
@@ -1069,8 +701,8 @@ class _BaseSVR(_BaseSVM):
         t = self._validate_params()
         X, Xt = self._fit_X(X)
         y = regression_targets(y, name)
-        _check_lengths(X, y)
-        sw = _check_sample_weight(sample_weight, X.shape[0])
+        check_lengths(X, y)
+        sw = check_sample_weight(sample_weight, X.shape[0])
         gamma = self._gamma_value(X, t)
         param = self._parameters(t, gamma)
         model = self._train(y, Xt, param, sw)
@@ -1184,7 +816,7 @@ class OneClassSVM(_BaseSVM):
         """Learn the support of the data distribution (``y`` is ignored)."""
         t = self._validate_params()
         X, Xt = self._fit_X(X)
-        sw = _check_sample_weight(sample_weight, X.shape[0])
+        sw = check_sample_weight(sample_weight, X.shape[0])
         gamma = self._gamma_value(X, t)
         param = self._parameters(t, gamma)
         model = self._train(np.ones(X.shape[0]), Xt, param, sw)
