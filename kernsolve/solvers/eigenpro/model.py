@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .train import BLOCK_BYTES, EPSILON_SVR, MAGIC, _Kernel, _one_blas_thread
+from ..._model_kind import ModelKind
 from ..._params import KERNELS, SVM_TYPES, Parameters
 
 __all__ = ["EigenProModel", "decision_values", "format_eigenpro_model",
@@ -20,7 +21,7 @@ __all__ = ["EigenProModel", "decision_values", "format_eigenpro_model",
 
 
 @dataclass
-class EigenProModel:
+class EigenProModel(ModelKind):
     """A multi-output kernel expansion: outputs = K(x, centres) @ coef.
 
     With ``features = D`` it is instead linear in D random Fourier features
@@ -47,6 +48,8 @@ class EigenProModel:
     coef: np.ndarray
     stats: dict = field(default_factory=dict)
     features: int = None
+
+    kind = "eigenpro"
 
     @property
     def n_outputs(self):
@@ -80,11 +83,6 @@ class EigenProModel:
         else:
             parts.append("n_centres=%d" % self.n_sv)
         return "EigenProModel(" + ", ".join(parts) + ")"
-
-    def save(self, path):
-        """Write the model (see :func:`format_eigenpro_model`)."""
-        from ..._model import save_model
-        save_model(path, self)
 
     def to_text(self):
         """The model file's text (``save_model`` writes it atomically)."""
