@@ -14,7 +14,7 @@ from ..solvers.eigenpro.train import eigenpro_options, fit_eigenpro
 from ..solvers.eigenpro.model import EigenProModel, decision_values
 from ._base import (BaseEstimator, check_feature_names, check_lengths, check_X,
                     column_or_1d, encode_classes, feature_names, gamma_value, is_number,
-                    seed_of)
+                    r2_score, seed_of)
 from .._params import Parameters
 
 __all__ = ["EigenProRegressor", "EigenProClassifier"]
@@ -226,13 +226,7 @@ class EigenProRegressor(_BaseEigenPro):
 
     def score(self, X, y):
         """Coefficient of determination R^2."""
-        y = np.asarray(column_or_1d(y, type(self).__name__), dtype=np.float64)
-        pred = self.predict(X)
-        num = float(np.sum((y - pred) ** 2))
-        den = float(np.sum((y - y.mean()) ** 2))
-        if den == 0:
-            return 1.0 if num == 0 else 0.0
-        return 1.0 - num / den
+        return r2_score(self, X, y)
 
 
 class EigenProClassifier(_BaseEigenPro):

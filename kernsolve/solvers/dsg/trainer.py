@@ -148,6 +148,7 @@ def _grown(arr, rows):
 
 
 def _info(param, text):
+    """Print a training line (``train`` and ``train_file``), unless ``-q``."""
     if not param.quiet:
         sys.stdout.write(text)
         sys.stdout.flush()
