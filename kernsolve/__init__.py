@@ -39,7 +39,7 @@ _EXPORTS = {
     "OneClassSVM": ".estimators.svm",
     "NuSVC": ".estimators.svm",
     "NuSVR": ".estimators.svm",
-    "NotFittedError": ".estimators.svm",
+    "NotFittedError": ".estimators._base",
     "DSGClassifier": ".estimators.dsg",
     "DSGRegressor": ".estimators.dsg",
     "cross_validation": ".model_selection.cv",

@@ -1,6 +1,7 @@
-"""Output files: the one writer behind every file kernsolve writes.
+"""Opening files: the one owner of how kernsolve opens what it reads and writes.
 
-A user names an output path the way they would for LIBSVM's tools, and
+**Output files** (:func:`output_file`): the one writer behind every file
+kernsolve writes.  A user names an output path the way they would for LIBSVM's tools, and
 expects what ``fopen(path, "w")`` does, without its one flaw (an interrupted
 run leaves half a file):
 
@@ -18,14 +19,22 @@ run leaves half a file):
 Temporary files are named ``.NAME.PID.XXXXXX.tmp``. A run killed by SIGKILL
 cannot remove its own, so each write first removes the leftovers of NAME whose
 process is gone.
+
+**Compression** (:func:`compression`, :func:`open_read`, :func:`compressor`):
+a data file whose name ends in ``.gz``, ``.bz2``, ``.xz`` or ``.lzma`` is read
+and written through that codec, any other as plain bytes.
 """
+import bz2
 import contextlib
 import errno
+import gzip
+import lzma
 import os
 import stat
 import tempfile
 
-__all__ = ["output_file", "check_output_path", "umask"]
+__all__ = ["output_file", "check_output_path", "umask", "compression", "open_read",
+           "compressor"]
 
 # Paths under these folders are streams or kernel objects, never files to replace.
 _STREAM_FOLDERS = ("/dev/", "/proc/")
@@ -143,4 +152,38 @@ def check_output_path(path):
         return os.strerror(errno.ENOENT)
     if not os.access(folder, os.W_OK):
         return os.strerror(errno.EACCES)
+    return None
+
+
+# ------------------------------------------------------------ compression
+
+_COMPRESSED = {".gz": "gz", ".bz2": "bz2", ".xz": "xz", ".lzma": "xz"}
+
+
+def compression(path):
+    """"gz", "bz2" or "xz" by the extension of ``path``, or None for a plain file."""
+    return _COMPRESSED.get(os.path.splitext(path)[1].lower())
+
+
+def open_read(path):
+    """``path`` opened for reading bytes, decompressed by its extension."""
+    kind = compression(path)
+    if kind == "gz":
+        return gzip.open(path, "rb")
+    if kind == "bz2":
+        return bz2.open(path, "rb")
+    if kind == "xz":
+        return lzma.open(path, "rb")
+    return open(path, "rb", buffering=0)
+
+
+def compressor(raw, path):
+    """A writer that compresses into ``raw`` by the extension of ``path``, or None."""
+    kind = compression(path)
+    if kind == "gz":
+        return gzip.GzipFile(fileobj=raw, mode="wb")
+    if kind == "bz2":
+        return bz2.BZ2File(raw, "wb")
+    if kind == "xz":
+        return lzma.LZMAFile(raw, "wb")
     return None

@@ -1,13 +1,10 @@
 """Reading and writing LIBSVM-format data files (``label index:value ...``).
 
 The tokeniser lives in ``kernsolve/_core/_reader.pyx``; this module owns the
-files (plain, ``.gz``, ``.bz2``, ``.xz``), byte windows, options and the
-wording of errors.  See ``doc/data-format.md`` for the accepted format.
+data files (plain, ``.gz``, ``.bz2``, ``.xz``: the codec is chosen by
+``kernsolve._fileutil``), byte windows, options and the wording of errors.  See ``doc/data-format.md`` for the accepted format.
 """
-import bz2
-import gzip
 import io
-import lzma
 import numbers
 import os
 
@@ -16,7 +13,7 @@ import scipy.sparse as sp
 
 from ._core import _reader
 from ._errors import DataFormatError
-from ._fileutil import output_file
+from ._fileutil import compression, compressor, open_read, output_file
 from ._threads import resolve_n_jobs
 
 __all__ = ["read_problem", "write_problem"]
@@ -34,23 +31,7 @@ _INT32_MAX = 2 ** 31 - 1
 # Room after the data in the read buffer for the tokeniser's end marker.
 _PAD = 16
 _MODE = {True: 0, False: 1, "auto": 2}
-_COMPRESSED = {".gz": "gz", ".bz2": "bz2", ".xz": "xz", ".lzma": "xz"}
 _S = _reader.STATUS
-
-
-def _compression(path):
-    return _COMPRESSED.get(os.path.splitext(path)[1].lower())
-
-
-def _open_read(path):
-    kind = _compression(path)
-    if kind == "gz":
-        return gzip.open(path, "rb")
-    if kind == "bz2":
-        return bz2.open(path, "rb")
-    if kind == "xz":
-        return lzma.open(path, "rb")
-    return open(path, "rb", buffering=0)
 
 
 def _check_int(name, value, low):
@@ -120,7 +101,7 @@ class _Source:
         if isinstance(source, (str, bytes, os.PathLike)):
             self.path = os.fsdecode(os.fspath(source))
             self.name = self.path
-            self.f = _open_read(self.path)
+            self.f = open_read(self.path)
             self.own = True
         elif isinstance(source, numbers.Integral) and not isinstance(source, bool):
             self.f = open(int(source), "rb", buffering=0, closefd=False)
@@ -167,7 +148,7 @@ class _Source:
             seekable = self.f.seekable()
         except (AttributeError, ValueError, OSError):
             pass
-        if seekable and (self.path is None or _compression(self.path) is None):
+        if seekable and (self.path is None or compression(self.path) is None):
             self.f.seek(offset)
             return None
         # Compressed or non-seekable: reading forward is all a seek would do
@@ -186,7 +167,7 @@ class _Source:
 
     def size_hint(self):
         """Bytes in a plain file (None for compressed files and streams)."""
-        if self.path is None or _compression(self.path) is not None:
+        if self.path is None or compression(self.path) is not None:
             return None
         try:
             return os.fstat(self.f.fileno()).st_size
@@ -197,7 +178,7 @@ class _Source:
         """Newlines in bytes ``[0, stop)`` by re-reading; None if impossible."""
         try:
             if self.path is not None:
-                f = _open_read(self.path)
+                f = open_read(self.path)
             else:
                 if not self.f.seekable():
                     return None
@@ -461,18 +442,6 @@ def _read(src, n_features, mode, dt, offset, length, query_id, n_threads, window
     return y, X
 
 
-def _compressor(raw, path):
-    """A writer that compresses into ``raw`` by the extension of ``path``, or None."""
-    kind = _compression(path)
-    if kind == "gz":
-        return gzip.GzipFile(fileobj=raw, mode="wb")
-    if kind == "bz2":
-        return bz2.BZ2File(raw, "wb")
-    if kind == "xz":
-        return lzma.LZMAFile(raw, "wb")
-    return None
-
-
 def write_problem(destination, y, X, zero_based=False, query_id=None, n_jobs=None):
     """Write ``(y, X)`` in LIBSVM format, so that it reads back exactly.
 
@@ -573,7 +542,7 @@ def write_problem(destination, y, X, zero_based=False, query_id=None, n_jobs=Non
     if isinstance(destination, (str, bytes, os.PathLike)):
         path = os.fsdecode(os.fspath(destination))
         with output_file(path, binary=True) as raw:
-            out = _compressor(raw, path)
+            out = compressor(raw, path)
             if out is None:
                 emit(raw)
             else:

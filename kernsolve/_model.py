@@ -24,6 +24,7 @@ from ._fileutil import output_file
 from ._constants import (CLASSIFICATION, COEF0_KERNELS, GAMMA_KERNELS,
                          KERNEL_NAMES as KERNELS, ONE_CLASS, POLY, PRECOMPUTED, REGRESSION,
                          SVM_TYPE_NAMES as SVM_TYPES)
+from ._model_kind import ModelKind
 from ._params import Parameters
 
 N_MARKS = 10  # LIBSVM's number of one-class probability density marks
@@ -324,7 +325,10 @@ def save_model(path, model):
     OSError
         The file cannot be written.
     """
-    text = model.to_text() if hasattr(model, "to_text") else _format_model(model)
+    if isinstance(model, ModelKind):      # DSG, EigenPro, ...: their own format
+        model.save(path)
+        return
+    text = _format_model(model)
     with output_file(path) as f:
         f.write(text)
 
@@ -695,9 +699,9 @@ def _slow_pairs(r, lineno, pairs, t):
 # ------------------------------------------------- models LIBSVM cannot hold
 # Solvers whose models are not kernel expansions in LIBSVM's layout (DSG's
 # random-feature blocks, ...) write files whose first line is
-# "kernsolve_model <kind>"; the class of each kind has ``to_text()`` and a
-# classmethod ``from_lines(lines, fail)`` (``fail(lineno, problem)`` raises
-# ModelFormatError).  Imported lazily: loading a LIBSVM model needs none of them.
+# "kernsolve_model <kind>"; the class of each kind is a ModelKind
+# (kernsolve._model_kind), whose classmethod ``from_lines(lines, fail)`` reads
+# the file.  Imported lazily: loading a LIBSVM model needs none of them.
 MODEL_MAGIC = "kernsolve_model"
 MODEL_KINDS = {
     "dsg": ("kernsolve.solvers.dsg.train", "DSGModel"),

@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from ._constants import CLASSIFICATION, ONE_CLASS, PRECOMPUTED, REGRESSION
 from ._kernels import as_operand, kernel_matrix
 from ._model import Model, _check_model
+from ._model_kind import ModelKind
 from ._params import _parse_number, split_options
 from ._threads import check_n_jobs
 from ._validation import check_X
@@ -360,7 +361,7 @@ def decision_function(X, model, n_jobs=None):
         pair, classes in ``model.labels`` order).  Regression and one-class:
         one column.
     """
-    if not isinstance(model, Model) and hasattr(model, "decision_function"):
+    if isinstance(model, ModelKind):
         return model.decision_function(X, n_jobs=n_jobs)
     _check_predictable(model)
     return _decision_values(_prepare_X(X), model, n_jobs)
@@ -435,7 +436,7 @@ def predict(y, X, model, options=""):
         Decision values (see :func:`decision_function`) or, with ``-b 1``,
         probabilities (see :func:`predict_probability`).
     """
-    if not isinstance(model, Model) and hasattr(model, "predict_arrays"):
+    if isinstance(model, ModelKind):
         return _predict_other_kind(y, X, model, options)
     probability, quiet, n_jobs = _parse_predict_options(options)
     _check_predictable(model)
@@ -486,8 +487,9 @@ def _evaluate(y, labels, regression, info):
 
 def _predict_other_kind(y, X, model, options):
     """``predict`` for kernsolve's model kinds that LIBSVM cannot hold (DSG, ...):
-    the model supplies ``predict_arrays(X, probability, n_jobs)`` -> (labels,
-    values) and ``is_regression``; evaluation and printing are LIBSVM's."""
+    the :class:`~kernsolve._model_kind.ModelKind` supplies ``predict_arrays(X,
+    probability, n_jobs)`` -> (labels, values) and ``is_regression``; evaluation
+    and printing are LIBSVM's."""
     probability, quiet, n_jobs = _parse_predict_options(options)
     info = (lambda *a: None) if quiet else (lambda s: print(s, file=sys.stdout))
     labels, values = model.predict_arrays(X, probability, n_jobs)

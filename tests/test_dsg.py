@@ -1,4 +1,4 @@
-"""DSG (kernsolve.solvers.dsg.train, _core/_dsg.pyx) against independent oracles.
+"""DSG (kernsolve.solvers.dsg, its _dsg.pyx) against independent oracles.
 
 * Algorithm 1 re-implemented in numpy on the explicitly materialised random
   Fourier map (``random_features``, itself checked bit for bit against a
@@ -13,7 +13,10 @@ import numpy as np
 import pytest
 
 import kernsolve
-from kernsolve.solvers.dsg import train as _dsg
+from kernsolve.solvers.dsg.model import DSGModel
+from kernsolve.solvers.dsg.options import LOSSES, _TASKS, hyperparameters
+from kernsolve.solvers.dsg.targets import Targets
+from kernsolve.solvers.dsg.trainer import DSGTrainer
 from kernsolve.solvers.dsg import _dsg as _c
 from kernsolve._features import random_features
 from kernsolve._random import permutation, stream_key
@@ -61,7 +64,7 @@ def test_single_output_losses(name, param):
     u = rng.normal(scale=2, size=(400, 1))
     y = rng.choice([-1.0, 1.0], size=(400, 1)) if name in (
         "hinge", "squared-hinge", "logistic") else rng.normal(size=(400, 1))
-    code = _dsg.LOSSES[name]
+    code = LOSSES[name]
     value = _c.loss_values(code, u, y, param)
     grad = _c.loss_derivatives(code, u, y, param)
     ref_value, ref_grad = _numpy_loss(name, u, y, param)
@@ -85,7 +88,7 @@ def test_softmax_loss():
     rng = np.random.default_rng(2)
     u = rng.normal(scale=3, size=(50, 4))
     label = rng.integers(0, 4, size=50).astype(float).reshape(-1, 1)
-    code = _dsg.LOSSES["softmax"]
+    code = LOSSES["softmax"]
     value = _c.loss_values(code, u, label)
     idx = label[:, 0].astype(int)
     ref = -u[np.arange(50), idx] + np.log(np.exp(u).sum(axis=1))
@@ -178,7 +181,7 @@ def test_matches_numpy_algorithm_1(heart, task, loss, extra):
             f"--step 2 --t0 3 --epochs 2 --seed 11 --threads 1 -c 4 {extra}")
     model = kernsolve.train(y, X, opts)
     param = kernsolve.parse_options(opts)
-    targets = _dsg._Targets.from_data(_dsg._TASKS[s], loss, y)
+    targets = Targets.from_data(_TASKS[s], loss, y)
     lam = param.extra.get("lambda", param.nu if s == 2 else 1 / (param.C * X.shape[0]))
     loss_param = {"huber": 0.5, "epsilon-insensitive": 0.2, "quantile": 0.3}.get(loss, 0)
     coef, intercept = _reference_dsg(
@@ -246,7 +249,7 @@ def test_save_load_round_trip_and_size(heart, tmp_path):
     path = tmp_path / "dsg.model"
     kernsolve.save_model(path, m)
     back = kernsolve.load_model(path)
-    assert isinstance(back, _dsg.DSGModel)
+    assert isinstance(back, DSGModel)
     assert np.array_equal(back.coef, m.coef) and np.array_equal(back.intercept, m.intercept)
     assert np.array_equal(kernsolve.predict(y, X, back, "-b 1 -q")[2],
                           kernsolve.predict(y, X, m, "-b 1 -q")[2])
@@ -307,8 +310,8 @@ def test_progress_line_and_quiet(heart, capsys):
     from kernsolve._progress import Progress
     y, X = heart
     param = kernsolve.parse_options("--solver dsg -g 0.1 --batch-size 4")
-    targets = _dsg._Targets.from_data("classification", "hinge", y)
-    trainer = _dsg.DSGTrainer(_dsg._hyper(param, X.shape[0], X.shape[1], "hinge", 0.1), targets)
+    targets = Targets.from_data("classification", "hinge", y)
+    trainer = DSGTrainer(hyperparameters(param, X.shape[0], X.shape[1], "hinge", 0.1), targets)
     trainer.planned_iter = -(-X.shape[0] // 4)
     trainer.progress = Progress("dsg", delay=0, interval=0)
     trainer.fit_rows(X, y, n_jobs=1)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import kernsolve
-from kernsolve.solvers.dsg import train as _dsg
+from kernsolve.solvers.dsg.stream import train_file
 from kernsolve._errors import DataFormatError
 
 from test_cli import assert_user_error, run_cli, run_inproc
@@ -123,8 +123,8 @@ def test_stream_compressed_file_is_the_plain_file(a9a, tmp_path):
     plain = tmp_path / "train"
     plain.write_bytes(text)
     opts = "-q --solver dsg -g 0.05 --batch-size 16"
-    a = _dsg.train_file(str(xz), opts, chunk_bytes=20000)
-    b = _dsg.train_file(str(plain), opts, chunk_bytes=20000)
+    a = train_file(str(xz), opts, chunk_bytes=20000)
+    b = train_file(str(plain), opts, chunk_bytes=20000)
     y, X = kernsolve.read_problem(str(plain))
     assert a.n_blocks == b.n_blocks >= int(np.ceil(y.size / 16))
     assert np.array_equal(a.coef, b.coef) and np.array_equal(a.intercept, b.intercept)
@@ -163,19 +163,19 @@ def test_stream_malformed_line_in_second_window(a9a, tmp_path):
 
     # classification: the first pass (labels, width) finds it, nothing trained yet
     with pytest.raises(DataFormatError, match=r"bad:1500: ") as info:
-        _dsg.train_file(str(bad), "-q --solver dsg -g 0.05", chunk_bytes=chunk)
+        train_file(str(bad), "-q --solver dsg -g 0.05", chunk_bytes=chunk)
     assert info.value.trainer is None
 
     # regression with the width and lambda given has no first pass: the state
     # kept is exactly the model of the first window alone
     opts = "-q -s 3 --solver dsg --loss squared -g 0.05 --lambda 1e-4 --batch-size 16"
     with pytest.raises(DataFormatError, match=r"bad:1500: ") as info:
-        _dsg.train_file(str(bad), opts, chunk_bytes=chunk, n_features=123)
+        train_file(str(bad), opts, chunk_bytes=chunk, n_features=123)
     kept = info.value.trainer.model()
     head = tmp_path / "head"
     data = bad.read_bytes()        # window 1: the lines whose preceding newline is < chunk
     head.write_bytes(data[:data.find(b"\n", chunk) + 1])
-    alone = _dsg.train_file(str(head), opts, chunk_bytes=chunk, n_features=123)
+    alone = train_file(str(head), opts, chunk_bytes=chunk, n_features=123)
     assert kept.n_blocks == alone.n_blocks > 0
     assert np.array_equal(kept.coef, alone.coef)
 

@@ -1,7 +1,7 @@
 """DSGClassifier / DSGRegressor (kernsolve.estimators.dsg).
 
 Oracles: scikit-learn's estimator checks; ``kernsolve.train`` with the
-equivalent option string and ``_dsg.train_file`` over the same windows (the
+equivalent option string and ``train_file`` over the same windows (the
 estimators must reach exactly those models); the decision function rebuilt
 from explicitly materialised random features (``random_features``, itself
 checked against the written spec in test_features.py) and numpy's sigmoid /
@@ -19,7 +19,7 @@ from sklearn.model_selection import GridSearchCV  # noqa: E402
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
 import kernsolve  # noqa: E402
-from kernsolve.solvers.dsg import train as _dsg  # noqa: E402
+from kernsolve.solvers.dsg.stream import train_file  # noqa: E402
 from kernsolve.estimators.dsg import DSGClassifier, DSGRegressor  # noqa: E402
 
 
@@ -139,7 +139,7 @@ def test_partial_fit_over_chunks_equals_train_file_over_windows(shared, tmp_path
             est.partial_fit(Xc, yc, classes=[-1, 1])
             n_chunks += 1
     assert n_chunks >= 5
-    m = _dsg.train_file(path, "-q --solver dsg -g 0.04 --lambda 1e-4 --batch-size 16 "
+    m = train_file(path, "-q --solver dsg -g 0.04 --lambda 1e-4 --batch-size 16 "
                               "--feature-block 8 --seed 5", chunk_bytes=chunk)
     assert np.array_equal(est.coef_, m.coef) and np.array_equal(est.intercept_, m.intercept)
 

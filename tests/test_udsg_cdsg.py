@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 
 import kernsolve
-from kernsolve.solvers.dsg import train as _dsg
+from kernsolve.solvers.dsg.options import hyperparameters
+from kernsolve.solvers.dsg.targets import Targets
+from kernsolve.solvers.dsg.trainer import DSGTrainer
 from kernsolve._features import random_features
 from kernsolve._random import integers, permutation, stream_key
 
@@ -105,7 +107,7 @@ def test_matches_numpy_algorithms_3_and_4(heart, solver, extra, kw):
     opts = (f"-q --solver {solver} --loss hinge -g 0.3 --batch-size 7 --feature-block 5 "
             f"--step 2 --t0 3 --epochs 2 --seed 11 --threads 1 --lambda 0.01 {extra}")
     model = kernsolve.train(y, X, opts)
-    enc = _dsg._Targets.from_data("classification", "hinge", y).encode(y)
+    enc = Targets.from_data("classification", "hinge", y).encode(y)
     coef, b0, chosen = _reference(X, enc, solver, lam=0.01, step=2, t0=3, B=7, F=5,
                                   gamma=0.3, seed=11, epochs=2, **kw)
     assert len(chosen) == model.stats["n_iter"]
@@ -196,8 +198,8 @@ def test_chunks_continue_the_run(heart):
         opts = f"-q --solver {solver} -g 0.2 --batch-size 8 --step 5 --seed 7"
         whole = kernsolve.train(y, X, opts + " --epochs 2")
         param = kernsolve.parse_options(opts)
-        targets = _dsg._Targets.from_data("classification", "hinge", y)
-        trainer = _dsg.DSGTrainer(_dsg._hyper(param, X.shape[0], X.shape[1], "hinge", 0.2),
+        targets = Targets.from_data("classification", "hinge", y)
+        trainer = DSGTrainer(hyperparameters(param, X.shape[0], X.shape[1], "hinge", 0.2),
                                   targets)
         trainer.fit_rows(X, y).fit_rows(X, y)
         part = trainer.model()

@@ -180,7 +180,7 @@ def _stream_options(options):
 def _check_solver_options(params, chunk_mb):
     """DSG's option values, checked before the (possibly long) read of the data."""
     if params.solver in ("dsg", "udsg", "cdsg"):
-        from ..solvers.dsg.train import check_parameters
+        from ..solvers.dsg.options import check_parameters
         try:
             check_parameters(params)
         except ValueError as exc:
@@ -207,8 +207,8 @@ def _save(model_path, model):
 
 
 def _train_streamed(data_path, model_path, tokens, chunk_mb):
-    """``--stream``: :func:`kernsolve.solvers.dsg.train.train_file`, windows of ``chunk_mb`` MB."""
-    from ..solvers.dsg.train import train_file
+    """``--stream``: :func:`kernsolve.solvers.dsg.stream.train_file`, windows of ``chunk_mb`` MB."""
+    from ..solvers.dsg.stream import train_file
     model = train_file(data_path, list(tokens), chunk_bytes=max(1, int(chunk_mb * 2**20)))
     return _save(model_path, model)
 

@@ -14,7 +14,7 @@ dsg``; :meth:`_BaseDSG._parameters` is the only place the mapping is written,
 so an estimator and the command line given the same settings train the same
 model, bit for bit.
 
-Training is :class:`kernsolve.solvers.dsg.train.DSGTrainer`: ``fit`` starts a new trainer
+Training is :class:`kernsolve.solvers.dsg.trainer.DSGTrainer`: ``fit`` starts a new trainer
 and makes ``max_iter`` passes; ``partial_fit`` makes one pass over the chunk
 it is given, continuing the trainer of the previous call (or of ``fit``).
 Pass ``k`` (counting every pass since the trainer started) visits its rows in
@@ -24,19 +24,22 @@ the seeded order ``permutation(n_rows, stream_key(seed, "sampling"), k)``, so
   ``partial_fit(X, y)`` on a fresh estimator, bit for bit (with ``alpha``
   given, or with ``C`` since both map ``C`` with the same ``n_samples``);
 * ``partial_fit`` over the chunks ``X_1, X_2, ...`` equals
-  :func:`kernsolve.solvers.dsg.train.train_file` reading a file whose windows hold those
+  :func:`kernsolve.solvers.dsg.stream.train_file` reading a file whose windows hold those
   chunks (same ``alpha`` (``--lambda``), numeric ``gamma``, seed and
   ``n_features``; for a binary problem whose labels are -1/+1).
 """
 
 import numpy as np
 
-from .svm import (_BaseEstimator, _available_if, _check_feature_names, _check_lengths,
-                  _encode_classes, _feature_names, r2_score, regression_targets)
+from ._base import (BaseEstimator, available_if, check_feature_names, check_lengths,
+                    encode_classes, feature_names, r2_score, regression_targets)
 from .._constants import ESTIMATOR_KERNELS, FOURIER_KERNELS, SvmType
 from .._params import Parameters, option_key
 from .._threads import check_n_jobs
 from .._validation import check_X, column_or_1d, is_number, seed_of
+from ..solvers.dsg.options import check_parameters, hyperparameters, resolve_gamma
+from ..solvers.dsg.targets import Targets
+from ..solvers.dsg.trainer import DSGTrainer
 
 # Options of UDSG/CDSG beyond DSG's (every DSG option has its own parameter).
 _SOLVER_ONLY = {"udsg": ("new_blocks", "old_blocks"), "cdsg": ("max_step_ratio",)}
@@ -67,7 +70,7 @@ def _renamed(message):
     return message
 
 
-class _BaseDSG(_BaseEstimator):
+class _BaseDSG(BaseEstimator):
     """What DSGClassifier and DSGRegressor share: parameters -> Parameters, the trainer."""
 
     _svm_type = None
@@ -127,7 +130,7 @@ class _BaseDSG(_BaseEstimator):
 
         The one place where parameter names meet option names.  ``None``
         (``step``, ``t0``, ``max_iter``) leaves the option out, so the DSG
-        default of ``kernsolve.solvers.dsg.train`` applies.
+        default of ``kernsolve.solvers.dsg.options`` applies.
         """
         self._check_own_params()
         extra = {"loss": self.loss.replace("_", "-"),
@@ -157,7 +160,6 @@ class _BaseDSG(_BaseEstimator):
             p=float(getattr(self, "epsilon", 0.1)), cache_size=float(self.cache_size),
             quiet=not bool(self.verbose), solver=self.solver, bias=bool(self.fit_intercept),
             n_jobs=self.n_jobs, seed=seed_of(self.random_state), extra=extra)
-        from ..solvers.dsg.train import check_parameters
         try:
             check_parameters(param)
         except ValueError as exc:
@@ -168,14 +170,13 @@ class _BaseDSG(_BaseEstimator):
 
     def _new_trainer(self, param, X, targets):
         """A fresh DSGTrainer for data like X (gamma, lambda and width from X)."""
-        from ..solvers.dsg.train import DSGTrainer, _hyper, resolve_gamma
         name = type(self).__name__
         if param.gamma == "median" and X.shape[0] < 2:
             raise ValueError(f"{name}: gamma='median' needs at least 2 samples to measure "
                              f"distances, got {X.shape[0]} sample; give a float gamma")
         try:
             gamma = resolve_gamma(param, X)
-            hyper = _hyper(param, X.shape[0], X.shape[1], targets.loss, gamma)
+            hyper = hyperparameters(param, X.shape[0], X.shape[1], targets.loss, gamma)
         except ValueError as exc:
             raise ValueError(f"{name}: {_renamed(str(exc))}") from None
         return DSGTrainer(hyper, targets)
@@ -184,7 +185,7 @@ class _BaseDSG(_BaseEstimator):
         """Validated X; at ``reset`` remember its width and feature names."""
         name = type(self).__name__
         if reset:
-            names = _feature_names(X)
+            names = feature_names(X)
             X = check_X(X, owner=name)
             self.n_features_in_ = int(X.shape[1])
             if names is not None and len(names) == X.shape[1]:
@@ -192,7 +193,7 @@ class _BaseDSG(_BaseEstimator):
             elif hasattr(self, "feature_names_in_"):
                 del self.feature_names_in_
             return X
-        _check_feature_names(self, X)
+        check_feature_names(self, X)
         X = check_X(X, owner=name)
         self._check_width(X)
         return X
@@ -229,7 +230,7 @@ class _BaseDSG(_BaseEstimator):
     def _values(self, X):
         """Decision values (n_samples, n_outputs) of validated X."""
         self._check_is_fitted()
-        _check_feature_names(self, X)
+        check_feature_names(self, X)
         X = check_X(X, owner=type(self).__name__)
         self._check_width(X)
         return self.model_.decision_function(X, n_jobs=self.n_jobs)
@@ -331,7 +332,7 @@ class DSGClassifier(_BaseDSG):
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
     feature_names_in_ : ndarray of str, only for data frames with string column names
-    model_ : kernsolve.solvers.dsg.train.DSGModel
+    model_ : kernsolve.solvers.dsg.model.DSGModel
         The trained model; its ``labels`` are indices into ``classes_``
         (``kernsolve.save_model(path, est.model_)`` writes the DSG model file).
     coef_ : ndarray of shape (n_blocks, feature_block, n_outputs)
@@ -378,12 +379,11 @@ class DSGClassifier(_BaseDSG):
 
     # -- labels
     def _targets(self, loss, k):
-        from ..solvers.dsg.train import _Targets
         # Binary losses on two classes: labels [1, 0] make the single output's
         # target +1 for classes_[1], so the decision value is positive for it.
         labels = np.array([1.0, 0.0]) if (k == 2 and loss != "softmax") \
             else np.arange(k, dtype=np.float64)
-        return _Targets("classification", loss, labels)
+        return Targets("classification", loss, labels)
 
     def _codes(self, y):
         """Class indices of y in ``classes_`` (ValueError for unknown labels)."""
@@ -418,8 +418,8 @@ class DSGClassifier(_BaseDSG):
         name = type(self).__name__
         param = self._parameters()
         X = self._fit_X(X, reset=True)
-        classes, codes = _encode_classes(y, name)
-        _check_lengths(X, codes)
+        classes, codes = encode_classes(y, name)
+        check_lengths(X, codes)
         if len(classes) < 2:
             raise ValueError(f"The number of classes has to be greater than one; got "
                              f"{len(classes)} class")
@@ -454,14 +454,14 @@ class DSGClassifier(_BaseDSG):
                 raise ValueError(f"{name}: classes must be passed on the first call to "
                                  "partial_fit.")
             param = self._parameters()
-            all_classes, _ = _encode_classes(np.asarray(classes), name)
+            all_classes, _ = encode_classes(np.asarray(classes), name)
             if len(all_classes) < 2:
                 raise ValueError(f"The number of classes has to be greater than one; "
                                  f"got {len(all_classes)} class")
             X = self._fit_X(X, reset=True)
             self.classes_ = all_classes
             codes = self._codes(y)
-            _check_lengths(X, codes)
+            check_lengths(X, codes)
             self._trainer = self._new_trainer(param, X,
                                               self._targets(param.extra["loss"],
                                                             len(all_classes)))
@@ -475,7 +475,7 @@ class DSGClassifier(_BaseDSG):
                                      f"{self.classes_.tolist()}")
             X = self._fit_X(X, reset=False)
             codes = self._codes(y)
-            _check_lengths(X, codes)
+            check_lengths(X, codes)
         self._trainer.fit_rows(X, codes, n_jobs=self.n_jobs)
         self._passes += 1
         self._publish(self._passes)
@@ -498,7 +498,7 @@ class DSGClassifier(_BaseDSG):
             return self.classes_[(d > 0).astype(np.intp)]
         return self.classes_[np.argmax(d, axis=1)]
 
-    @_available_if(_has_proba)
+    @available_if(_has_proba)
     def predict_proba(self, X):
         """Class probabilities (loss 'logistic' or 'softmax'), columns in
         ``classes_`` order: the sigmoid of the decision value (two classes),
@@ -509,7 +509,7 @@ class DSGClassifier(_BaseDSG):
         out[:, self.model_.labels.astype(np.intp)] = prob
         return out
 
-    @_available_if(_has_proba)
+    @available_if(_has_proba)
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""
         with np.errstate(divide="ignore"):
@@ -595,12 +595,11 @@ class DSGRegressor(_BaseDSG):
         -------
         self
         """
-        from ..solvers.dsg.train import _Targets
         param = self._parameters()
         X = self._fit_X(X, reset=True)
         y = self._y(y)
-        _check_lengths(X, y)
-        targets = _Targets("regression", param.extra["loss"])
+        check_lengths(X, y)
+        targets = Targets("regression", param.extra["loss"])
         self._trainer = self._new_trainer(param, X, targets)
         self._passes = self._run(self._trainer, X, y, float(self._trainer.h["epochs"]),
                                  self.n_jobs)
@@ -614,7 +613,6 @@ class DSGRegressor(_BaseDSG):
         -------
         self
         """
-        from ..solvers.dsg.train import _Targets
         first = not hasattr(self, "_trainer")
         if first:
             param = self._parameters()
@@ -622,10 +620,10 @@ class DSGRegressor(_BaseDSG):
         else:
             X = self._fit_X(X, reset=False)
         y = self._y(y)
-        _check_lengths(X, y)
+        check_lengths(X, y)
         if first:
             self._trainer = self._new_trainer(param, X,
-                                              _Targets("regression", param.extra["loss"]))
+                                              Targets("regression", param.extra["loss"]))
             self._passes = 0
         self._trainer.fit_rows(X, y, n_jobs=self.n_jobs)
         self._passes += 1

@@ -12,8 +12,8 @@ import numpy as np
 
 from ..solvers.eigenpro.train import eigenpro_options, fit_eigenpro
 from ..solvers.eigenpro.model import EigenProModel, decision_values
-from .svm import (_BaseEstimator, _check_feature_names, _check_lengths, _encode_classes,
-                  _feature_names)
+from ._base import (BaseEstimator, check_feature_names, check_lengths, encode_classes,
+                    feature_names, r2_score)
 from .._constants import C_SVC, ESTIMATOR_KERNELS, GAMMA_KERNELS, PSD_KERNELS
 from .._params import Parameters
 from .._threads import check_n_jobs
@@ -25,7 +25,7 @@ __all__ = ["EigenProRegressor", "EigenProClassifier"]
 _KERNELS = {name: code for name, code in ESTIMATOR_KERNELS.items() if code in PSD_KERNELS}
 
 
-class _BaseEigenPro(_BaseEstimator):
+class _BaseEigenPro(BaseEstimator):
     """Shared parameters, validation, fit and prediction of the EigenPro estimators."""
 
     def __init__(self, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0,
@@ -125,10 +125,10 @@ class _BaseEigenPro(_BaseEstimator):
     def _validated_X(self, X, fit=False):
         name = type(self).__name__
         if fit:
-            self._fit_feature_names = _feature_names(X)
+            self._fit_feature_names = feature_names(X)
         else:
             self._check_is_fitted()
-            _check_feature_names(self, X)
+            check_feature_names(self, X)
         X = check_X(X, owner=name)
         if not fit and X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {name} is expecting "
@@ -213,7 +213,7 @@ class EigenProRegressor(_BaseEigenPro):
             except (TypeError, ValueError):
                 raise ValueError(f"{name}: y must hold numbers, got dtype {y.dtype}") from None
         y = np.ascontiguousarray(y, dtype=np.float64)
-        _check_lengths(X, y)
+        check_lengths(X, y)
         if not np.all(np.isfinite(y)):
             raise ValueError("Input y contains NaN or infinity.")
         res = self._fit_outputs(X, y)
@@ -226,13 +226,7 @@ class EigenProRegressor(_BaseEigenPro):
 
     def score(self, X, y):
         """Coefficient of determination R^2."""
-        y = np.asarray(column_or_1d(y, type(self).__name__), dtype=np.float64)
-        pred = self.predict(X)
-        num = float(np.sum((y - pred) ** 2))
-        den = float(np.sum((y - y.mean()) ** 2))
-        if den == 0:
-            return 1.0 if num == 0 else 0.0
-        return 1.0 - num / den
+        return r2_score(self, X, y)
 
 
 class EigenProClassifier(_BaseEigenPro):
@@ -269,8 +263,8 @@ class EigenProClassifier(_BaseEigenPro):
         """
         name = type(self).__name__
         X = self._validated_X(X, fit=True)
-        classes, y_enc = _encode_classes(y, name)
-        _check_lengths(X, y_enc)
+        classes, y_enc = encode_classes(y, name)
+        check_lengths(X, y_enc)
         if len(classes) < 2:
             raise ValueError(f"The number of classes has to be greater than one; got "
                              f"{len(classes)} class")

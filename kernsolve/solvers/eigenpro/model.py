@@ -15,6 +15,7 @@ import scipy.sparse as sp
 from .train import BLOCK_BYTES, MAGIC, _Kernel, _one_blas_thread
 from ..._constants import (EPSILON_SVR, GAMMA_KERNELS, KERNEL_NAMES as KERNELS, POLY,
                            PSD_KERNELS, SVM_TYPE_NAMES as SVM_TYPES)
+from ..._model_kind import ModelKind
 from ..._params import Parameters
 
 __all__ = ["EigenProModel", "decision_values", "format_eigenpro_model",
@@ -22,7 +23,7 @@ __all__ = ["EigenProModel", "decision_values", "format_eigenpro_model",
 
 
 @dataclass
-class EigenProModel:
+class EigenProModel(ModelKind):
     """A multi-output kernel expansion: outputs = K(x, centres) @ coef.
 
     With ``features = D`` it is instead linear in D random Fourier features
@@ -49,6 +50,8 @@ class EigenProModel:
     coef: np.ndarray
     stats: dict = field(default_factory=dict)
     features: int = None
+
+    kind = "eigenpro"
 
     @property
     def n_outputs(self):
@@ -82,11 +85,6 @@ class EigenProModel:
         else:
             parts.append("n_centres=%d" % self.n_sv)
         return "EigenProModel(" + ", ".join(parts) + ")"
-
-    def save(self, path):
-        """Write the model (see :func:`format_eigenpro_model`)."""
-        from ..._model import save_model
-        save_model(path, self)
 
     def to_text(self):
         """The model file's text (``save_model`` writes it atomically)."""

@@ -1,0 +1,276 @@
+"""The DSG model (:class:`DSGModel`): blocks of random-feature coefficients,
+prediction from them (Algorithm 2) and the model file format.
+
+The model holds one block of ``block_size`` coefficients per iteration and the
+seed, never the random directions, so its size is O(iterations), independent
+of the input dimension.  Its file starts with ``kernsolve_model dsg``
+(``doc/dsg.md`` describes it); ``kernsolve.load_model`` dispatches on that line.
+"""
+import math
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import _dsg as _c
+from .options import LOSSES, _TASKS
+from ..._constants import C_SVC, EPSILON_SVR, FOURIER_KERNELS, KERNEL_NAMES, ONE_CLASS
+from ..._features import _feature_kernel
+from ..._kernels import as_canonical
+from ..._model_kind import ModelKind
+from ..._predict import _prepare_X
+from ..._threads import resolve_n_jobs
+
+__all__ = ["DSGModel"]
+
+
+class DSGModel(ModelKind):
+    """A DSG model: blocks of random-feature coefficients plus what regenerates
+    the features (kernel, gamma, seed, block size).
+
+    Attributes
+    ----------
+    solver : str
+        ``"dsg"``, ``"udsg"`` or ``"cdsg"``.
+    loss : str
+        A name of :data:`LOSSES`.
+    loss_param : float
+        Huber's delta, the epsilon of the epsilon-insensitive loss, or the
+        quantile tau (0 otherwise).
+    svm_type : int
+        0 classification, 2 novelty detection, 3 regression.
+    kernel_type : int
+        2 (RBF) or 5 (Laplacian); ``gamma`` its parameter.
+    seed : int
+        Seed of the random features (``--seed``).
+    n_features : int
+        Input dimension the model was trained on.
+    block_size : int
+        Random features per block.
+    labels : ndarray or None
+        Class labels in LIBSVM's order (classification only).
+    coef : ndarray of shape (n_blocks, block_size, n_outputs)
+        Coefficient of feature f of block b for each output.
+    intercept : ndarray of shape (n_outputs,)
+        The unregularised offset (for novelty detection, minus the learned
+        threshold rho).
+    stats : dict
+        Training statistics (not saved): n_iter, n_blocks, feature_evals,
+        seconds, mean_loss, n_threads.
+    """
+
+    kind = "dsg"
+
+    def __init__(self, *, solver, loss, loss_param, svm_type, kernel_type, gamma, seed,
+                 n_features, block_size, labels, coef, intercept, stats=None):
+        self.solver, self.loss, self.loss_param = solver, loss, float(loss_param)
+        self.svm_type, self.kernel_type = int(svm_type), int(kernel_type)
+        self.gamma, self.seed = float(gamma), int(seed)
+        self.n_features, self.block_size = int(n_features), int(block_size)
+        self.labels = None if labels is None else np.asarray(labels, dtype=np.float64)
+        self.coef = np.ascontiguousarray(coef, dtype=np.float64)
+        self.intercept = np.ascontiguousarray(intercept, dtype=np.float64)
+        self.stats = dict(stats or {})
+
+    @property
+    def n_blocks(self):
+        return self.coef.shape[0]
+
+    @property
+    def n_outputs(self):
+        return self.coef.shape[2]
+
+    @property
+    def n_random_features(self):
+        return self.coef.shape[0] * self.coef.shape[1]
+
+    def __repr__(self):
+        return (f"DSGModel(solver={self.solver}, loss={self.loss}, "
+                f"kernel={KERNEL_NAMES[self.kernel_type]}, "
+                f"gamma={self.gamma:g}, n_blocks={self.n_blocks}, "
+                f"block_size={self.block_size}, n_outputs={self.n_outputs})")
+
+    # -- prediction (Algorithm 2)
+    def _check_X(self, X):
+        X = as_canonical(_prepare_X(X))         # also takes LIBSVM's list-of-dicts rows
+        d = X.shape[1]
+        if d > self.n_features:
+            extra = X[:, self.n_features:]
+            nonzero = int(np.count_nonzero(extra.data if sp.issparse(extra) else extra))
+            if nonzero:
+                raise ValueError(f"X has {d} columns with values beyond column "
+                                 f"{self.n_features}, but the model was trained on "
+                                 f"{self.n_features} features")
+            X = X[:, :self.n_features]
+            X = as_canonical(X.tocsr() if sp.issparse(X) else np.ascontiguousarray(X))
+        elif d < self.n_features:
+            if sp.issparse(X):
+                X = sp.csr_matrix((X.data, X.indices, X.indptr),
+                                  shape=(X.shape[0], self.n_features))
+            else:
+                X = np.hstack([X, np.zeros((X.shape[0], self.n_features - d))])
+            X = as_canonical(X)
+        return X
+
+    def decision_function(self, X, n_jobs=None):
+        """f(x): shape (n_samples, n_outputs)."""
+        X = self._check_X(X)
+        return _c.decision_function(X, self.coef, self.intercept,
+                                    _feature_kernel(self.kernel_type), self.gamma,
+                                    self.seed, resolve_n_jobs(n_jobs))
+
+    def labels_from_values(self, values):
+        """Predicted labels (classification), values (regression) or +1/-1 (novelty)."""
+        if self.svm_type == EPSILON_SVR:
+            return values[:, 0].copy()
+        if self.svm_type == ONE_CLASS:
+            return np.where(values[:, 0] >= 0, 1.0, -1.0)
+        if values.shape[1] == 1:
+            return np.where(values[:, 0] > 0, self.labels[0], self.labels[1])
+        return self.labels[np.argmax(values, axis=1)]
+
+    def predict(self, X, n_jobs=None):
+        return self.labels_from_values(self.decision_function(X, n_jobs))
+
+    @property
+    def is_regression(self):
+        return self.svm_type == EPSILON_SVR
+
+    def predict_arrays(self, X, probability=False, n_jobs=None):
+        """(labels, values) for ``kernsolve.predict``: decision values, or with
+        ``probability`` the class probabilities (logistic and softmax losses)."""
+        values = self.decision_function(X, n_jobs)
+        labels = self.labels_from_values(values)
+        if probability:
+            prob = self.probabilities_from_values(values)
+            return self.labels[np.argmax(prob, axis=1)], prob
+        return labels, values
+
+    @property
+    def has_probability(self):
+        return self.loss in ("logistic", "softmax")
+
+    def probabilities_from_values(self, values):
+        """Class probabilities (n_samples, n_classes) in ``labels`` order; only
+        for the logistic and softmax losses, whose model is a likelihood."""
+        if not self.has_probability:
+            raise ValueError(f"a DSG model with loss {self.loss!r} gives no probabilities "
+                             "(train with --loss logistic or softmax)")
+        if values.shape[1] == 1:
+            p = 1.0 / (1.0 + np.exp(-values[:, 0]))
+            return np.column_stack([p, 1.0 - p])
+        if self.loss == "logistic":       # one-vs-rest: normalise the sigmoids
+            p = 1.0 / (1.0 + np.exp(-values))
+            return p / p.sum(axis=1, keepdims=True)
+        z = np.exp(values - values.max(axis=1, keepdims=True))
+        return z / z.sum(axis=1, keepdims=True)
+
+    # -- the model file
+    def to_text(self):
+        """The model file: a header of ``key value`` lines, then ``coef`` and
+        one line per block (block_size * n_outputs numbers, feature-major)."""
+        g = lambda v: "%.17g" % v
+        lines = [f"kernsolve_model {self.kind}",
+                 f"solver {self.solver}",
+                 f"svm_type {self.svm_type}",
+                 f"loss {self.loss}",
+                 f"loss_param {g(self.loss_param)}",
+                 f"kernel_type {self.kernel_type}",
+                 f"gamma {g(self.gamma)}",
+                 f"seed {self.seed}",
+                 f"n_features {self.n_features}",
+                 f"block_size {self.block_size}",
+                 f"n_blocks {self.n_blocks}",
+                 f"n_outputs {self.n_outputs}"]
+        if self.labels is not None:
+            lines.append("labels " + " ".join(g(v) for v in self.labels))
+        lines.append("intercept " + " ".join(g(v) for v in self.intercept))
+        lines.append("coef")
+        flat = self.coef.reshape(self.n_blocks, -1)
+        lines.extend(" ".join(g(v) for v in row) for row in flat)
+        return "\n".join(lines) + "\n"
+
+    @classmethod
+    def from_lines(cls, lines, fail):
+        """Parse a model file's lines; ``fail(lineno, problem)`` raises."""
+        header, where = {}, {}
+        k = 1
+        while k < len(lines) and lines[k].strip() != "coef":
+            tokens = lines[k].split()
+            if tokens:
+                if tokens[0] in header:
+                    fail(k + 1, f"{tokens[0]} given twice")
+                header[tokens[0]] = tokens[1:]
+                where[tokens[0]] = k + 1
+            k += 1
+        if k >= len(lines):
+            fail(len(lines), "truncated DSG model: no 'coef' line")
+        known = {"solver", "svm_type", "loss", "loss_param", "kernel_type", "gamma", "seed",
+                 "n_features", "block_size", "n_blocks", "n_outputs", "labels", "intercept"}
+        for key in header:
+            if key not in known:
+                fail(where[key], f"unknown keyword {key[:40]!r} in a DSG model header")
+
+        def one(key, convert, what, check=lambda v: True):
+            if key not in header:
+                fail(k + 1, f"DSG model header has no {key!r}")
+            if len(header[key]) != 1:
+                fail(where[key], f"{key}: expected one value")
+            try:
+                value = convert(header[key][0])
+            except ValueError:
+                fail(where[key], f"{key}: {header[key][0][:40]!r} is not {what}")
+            if not check(value):
+                fail(where[key], f"{key}: invalid value {header[key][0][:40]!r}")
+            return value
+
+        def floats(key, count):
+            values = header.get(key)
+            if values is None or len(values) != count:
+                fail(where.get(key, k + 1), f"{key}: expected {count} numbers")
+            try:
+                arr = np.array([float(v) for v in values])
+            except ValueError:
+                fail(where[key], f"{key}: not a list of numbers")
+            if not np.all(np.isfinite(arr)):
+                fail(where[key], f"{key}: non-finite value")
+            return arr
+
+        solver = one("solver", str, "a solver", lambda v: v in ("dsg", "udsg", "cdsg"))
+        svm_type = one("svm_type", int, "an integer", lambda v: v in _TASKS)
+        loss = one("loss", str, "a loss", lambda v: v in LOSSES)
+        loss_param = one("loss_param", float, "a number", math.isfinite)
+        kernel_type = one("kernel_type", int, "an integer", lambda v: v in FOURIER_KERNELS)
+        gamma = one("gamma", float, "a number", lambda v: math.isfinite(v) and v > 0)
+        seed = one("seed", int, "an integer", lambda v: 0 <= v < 2**64)
+        n_features = one("n_features", int, "an integer", lambda v: v >= 1)
+        block_size = one("block_size", int, "an integer", lambda v: v >= 1)
+        n_blocks = one("n_blocks", int, "an integer", lambda v: v >= 0)
+        n_outputs = one("n_outputs", int, "an integer", lambda v: v >= 1)
+        labels = None
+        if svm_type == C_SVC:
+            if "labels" not in header:
+                fail(k + 1, "classification DSG model without 'labels'")
+            labels = floats("labels", len(header["labels"]))
+            if labels.size < 2 or n_outputs not in (1, labels.size):
+                fail(where["labels"], f"{labels.size} labels do not fit {n_outputs} outputs")
+        intercept = floats("intercept", n_outputs)
+        body = lines[k + 1:]
+        if len(body) != n_blocks:
+            fail(min(len(lines), k + 2 + n_blocks),
+                 f"expected {n_blocks} coefficient lines, found {len(body)}")
+        width = block_size * n_outputs
+        coef = np.empty((n_blocks, width))
+        for b, line in enumerate(body):
+            tokens = line.split()
+            if len(tokens) != width:
+                fail(k + 2 + b, f"expected {width} coefficients, found {len(tokens)}")
+            try:
+                coef[b] = [float(t) for t in tokens]
+            except ValueError:
+                fail(k + 2 + b, "coefficient is not a number")
+            if not np.all(np.isfinite(coef[b])):
+                fail(k + 2 + b, "non-finite coefficient")
+        return cls(solver=solver, loss=loss, loss_param=loss_param, svm_type=svm_type,
+                   kernel_type=kernel_type, gamma=gamma, seed=seed, n_features=n_features,
+                   block_size=block_size, labels=labels,
+                   coef=coef.reshape(n_blocks, block_size, n_outputs), intercept=intercept)

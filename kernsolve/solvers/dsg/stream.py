@@ -1,0 +1,104 @@
+"""DSG from a LIBSVM file read in byte windows (:func:`train_file`, ``kernsolve-train --stream``).
+
+The data never has to be in memory at once: each window is read, visited
+once by the :class:`~kernsolve.solvers.dsg.trainer.DSGTrainer`, and dropped.
+"""
+import math
+import os
+
+import numpy as np
+
+from .options import _loss, _number, _task, check_parameters, hyperparameters, resolve_gamma
+from .targets import Targets
+from .trainer import DSGTrainer, _info
+from ..._errors import DataFormatError
+from ..._fileutil import compression, open_read
+from ..._io import read_problem
+from ..._params import Parameters, parse_options
+
+__all__ = ["train_file"]
+
+
+def _stream_size(path):
+    """Bytes of the data stream: the file size, or for a compressed file the
+    decompressed size (byte windows are positions in the decompressed data)."""
+    if compression(path) is None:
+        return os.path.getsize(path)
+    size = 0
+    with open_read(path) as f:
+        while True:
+            block = f.read(1 << 20)
+            if not block:
+                return size
+            size += len(block)
+
+
+def train_file(path, options="", *, chunk_bytes=64 << 20, n_features=None, n_jobs=None):
+    """Train DSG from a LIBSVM file read in byte ranges of ``chunk_bytes``, so
+    the data never has to be in memory at once.
+
+    A first pass over the file collects the labels (in LIBSVM's order), the
+    number of rows (for ``-c``'s lambda = 1/(C n)) and the largest feature
+    index; it is skipped for regression with ``n_features`` and ``--lambda``
+    given.  Each epoch then reads the file window by window and calls
+    :meth:`DSGTrainer.fit_rows` once per window that holds lines (in a seeded
+    order within it); ``--epochs`` is rounded up to whole passes.  ``-g
+    median`` uses the first window that holds lines.  With one window this is
+    :func:`kernsolve.solvers.dsg.train.train` on the whole file, bit for bit.  A malformed line raises
+    ``DataFormatError`` naming the file and line; its ``trainer`` attribute
+    holds the training state up to the window before it (None when the first
+    pass found it).
+    """
+    param = options.copy() if isinstance(options, Parameters) else parse_options(options)
+    if n_jobs is None:
+        n_jobs = param.n_jobs
+    check_parameters(param)
+    chunk_bytes = int(chunk_bytes)
+    if chunk_bytes < 1:
+        raise ValueError(f"chunk_bytes must be >= 1, got {chunk_bytes}")
+    size = _stream_size(path)
+    windows = [(o, min(chunk_bytes, size - o)) for o in range(0, max(size, 1), chunk_bytes)]
+    task = _task(param)
+    width, n_rows, y_all = 0, 0, None
+    if n_features is None or task == "classification" or "lambda" not in param.extra:
+        seen = []
+        for offset, length in windows:
+            try:
+                y, X = read_problem(path, n_features=n_features or 2**31 - 1,
+                                    zero_based=False, offset=offset, length=length,
+                                    n_jobs=n_jobs, for_training=True)
+            except DataFormatError as exc:
+                exc.trainer = None
+                raise
+            if n_features is None:
+                width = max(width, int(X.indices.max()) + 1 if X.nnz else 0)
+            seen.append(y)
+            n_rows += y.shape[0]
+        if n_rows == 0:
+            raise DataFormatError(f"{path}: no data lines")
+        y_all = np.concatenate(seen)
+    n_features = int(n_features or max(width, 1))
+    targets = Targets.from_data(task, None, y_all)
+    loss = _loss(param, 0 if targets.labels is None else targets.labels.size)
+    targets.loss = loss
+    trainer = None
+    for epoch in range(max(1, math.ceil(_number(param.extra, "epochs", low=0)))):
+        for offset, length in windows:
+            try:
+                y, X = read_problem(path, n_features=n_features, zero_based=False,
+                                    offset=offset, length=length, n_jobs=n_jobs)
+            except DataFormatError as exc:
+                exc.trainer = trainer
+                raise
+            if y.shape[0] == 0:         # a window inside one long line
+                continue
+            if trainer is None:
+                gamma = resolve_gamma(param, X)
+                trainer = DSGTrainer(hyperparameters(param, n_rows or y.shape[0], n_features,
+                                                     loss, gamma), targets)
+            trainer.fit_rows(X, y, n_jobs=n_jobs)
+    if trainer is None:
+        raise DataFormatError(f"{path}: no data lines")
+    model = trainer.model()
+    _info(param, f"optimization finished, #iter = {trainer.n_iter}\n")
+    return model

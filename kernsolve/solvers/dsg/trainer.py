@@ -1,0 +1,154 @@
+"""DSG's training state (:class:`DSGTrainer`): Algorithm 1 resumed chunk by chunk.
+
+One trainer serves the three ways of training: :func:`kernsolve.solvers.dsg.train.train`
+(whole epochs in memory), ``partial_fit`` of the estimators, and
+:func:`kernsolve.solvers.dsg.stream.train_file` (a file read in byte windows).
+"""
+import sys
+import time
+
+import numpy as np
+
+from . import _dsg as _c
+from .model import DSGModel
+from ..._kernels import as_canonical
+from ..._random import permutation, stream_key
+from ..._threads import resolve_n_jobs
+
+__all__ = ["DSGTrainer"]
+
+_MIN_CAPACITY = 64      # blocks allocated at first
+_SLICE_BATCHES = 16     # batches per compiled call (progress and Ctrl-C between)
+
+
+class DSGTrainer:
+    """Training state of DSG between chunks of data (Algorithm 1 resumed).
+
+    Each call of :meth:`fit_rows` visits the given rows once in a seeded
+    random order: chunk ``c`` (counting every call, from 0) is ordered by
+    ``permutation(n_rows, seed=stream_key(seed, "sampling"), stream=c)``, so
+    ``fit`` with E epochs equals E calls on the whole data.
+    """
+
+    def __init__(self, hyper, targets):
+        self.h = hyper
+        self.targets = targets
+        F, K = hyper["block_size"], targets.n_outputs
+        self.coef = np.zeros((_MIN_CAPACITY, F, K))
+        self.intercept = np.zeros(K)
+        self.avg_coef = np.zeros((_MIN_CAPACITY, F, K)) if hyper["average"] else np.zeros((1, F, K))
+        self.avg_intercept = np.zeros(K)
+        self.scalars = np.array([1.0, 0.0])       # lazy scale, iterates averaged
+        # CDSG's beta_j per block and output, under the same lazy scale
+        self.beta = np.zeros((_MIN_CAPACITY, K)) if hyper["solver"] == "cdsg" else None
+        self.n_old_updates = 0
+        self.stride = (hyper["n_features"] + 1) * F
+        self.cache_capacity = int(hyper["cache_mb"] * 2**20 // (8 * self.stride))
+        self.cache = np.zeros(0)
+        self.n_blocks = 0
+        self.n_iter = 0
+        self.n_chunks = 0
+        self.feature_evals = 0
+        self.loss_sum = 0.0
+        self.n_seen = 0
+        self.seconds = 0.0
+        self.sampling_key = stream_key(hyper["seed"], "sampling")
+        self.progress = None        # kernsolve._progress.Progress, or None
+        self.planned_iter = None    # iterations of the whole run, when known
+
+    def _reserve(self, n_new):
+        need = self.n_blocks + n_new
+        if need > self.coef.shape[0]:
+            cap = max(need, 2 * self.coef.shape[0])
+            self.coef = _grown(self.coef, cap)
+            if self.h["average"]:
+                self.avg_coef = _grown(self.avg_coef, cap)
+            if self.beta is not None:
+                self.beta = _grown(self.beta, cap)
+        blocks = min(need, self.cache_capacity)
+        if blocks * self.stride > self.cache.shape[0]:
+            blocks = min(self.cache_capacity, max(blocks, 2 * self.cache.shape[0] // self.stride))
+            grown = np.empty(blocks * self.stride)
+            grown[:self.cache.shape[0]] = self.cache
+            self.cache = grown
+
+    def fit_rows(self, X, y, n_rows_used=None, n_jobs=None):
+        """One visit of (a prefix of a seeded permutation of) the rows of X."""
+        t = time.perf_counter()
+        X = as_canonical(X)
+        if X.shape[1] != self.h["n_features"]:
+            raise ValueError(f"X has {X.shape[1]} features; this model was started with "
+                             f"{self.h['n_features']}")
+        targets = self.targets.encode(y)
+        order = permutation(X.shape[0], self.sampling_key, self.n_chunks)
+        if n_rows_used is not None:
+            order = order[:n_rows_used]
+        self.n_chunks += 1
+        B = self.h["batch_size"]
+        self._reserve(-(-order.size // B))
+        cached = min(self.cache.shape[0] // self.stride, self.cache_capacity)
+        # Slices of whole batches: the loop resumes exactly where it stopped
+        # (same bits as one call), and between slices the progress line is
+        # updated and Ctrl-C is seen.
+        step = B * _SLICE_BATCHES
+        for start in range(0, order.size, step):
+            n_blocks, n_iter, evals, status, loss_sum, n_old = _c.fit_chunk(
+                X, targets, order[start:start + step], self.h, self.coef, self.intercept,
+                self.scalars, self.cache if cached else np.zeros(1), cached,
+                self.avg_coef, self.avg_intercept, self.n_blocks, self.n_iter,
+                resolve_n_jobs(n_jobs), self.beta)
+            if status == 1:
+                raise ValueError(f"DSG diverged at iteration {n_iter} (a prediction became "
+                                 f"infinite or NaN); use a smaller --step than "
+                                 f"{self.h['step']:g} or a larger --t0")
+            if status != 0:
+                raise MemoryError("DSG: out of memory for per-thread scratch")
+            self.n_blocks, self.n_iter = n_blocks, n_iter
+            self.feature_evals += evals
+            self.n_old_updates += n_old
+            self.loss_sum += loss_sum
+            self.n_seen += min(step, order.size - start)
+            if self.progress is not None:
+                self._report()
+        self.seconds += time.perf_counter() - t
+        return self
+
+    def _report(self):
+        state = {"n_iter": self.n_iter, "n_feature_evals": self.feature_evals}
+        if self.planned_iter:
+            state["max_iter"] = self.planned_iter
+            # the work of iteration t grows like t (it evaluates t blocks)
+            state["fraction"] = min(1.0, (self.n_iter / self.planned_iter) ** 2)
+        self.progress(state)
+
+    def model(self):
+        """The current iterate (or the running average with ``--average 1``)."""
+        n = self.n_blocks
+        if self.h["average"] and self.scalars[1] > 0:
+            coef, intercept = self.avg_coef[:n].copy(), self.avg_intercept.copy()
+        else:
+            coef, intercept = self.coef[:n] * self.scalars[0], self.intercept.copy()
+        stats = {"n_iter": self.n_iter, "n_blocks": n,
+                 "n_random_features": n * self.h["block_size"],
+                 "feature_evals": self.feature_evals, "seconds": self.seconds,
+                 "mean_loss": self.loss_sum / max(self.n_seen, 1), "lambda": self.h["lam"],
+                 "n_old_updates": self.n_old_updates}
+        return DSGModel(solver=self.h["solver"], loss=self.h["loss_name"],
+                        loss_param=self.h["loss_param"], svm_type=self.h["svm_type"],
+                        kernel_type=self.h["kernel_type"], gamma=self.h["gamma"],
+                        seed=self.h["seed"], n_features=self.h["n_features"],
+                        block_size=self.h["block_size"], labels=self.targets.labels,
+                        coef=coef, intercept=intercept, stats=stats)
+
+
+def _grown(arr, rows):
+    out = np.zeros((rows,) + arr.shape[1:])
+    out[:arr.shape[0]] = arr
+    return out
+
+
+def _info(param, text):
+    """Print a training line (``train`` and ``train_file``), unless ``-q``."""
+    if not param.quiet:
+        sys.stdout.write(text)
+        sys.stdout.flush()
