@@ -36,9 +36,13 @@ from .svm import (_BaseEstimator, _available_if, _check_feature_names, _check_le
                           _is_number, _seed_of, r2_score,
                           regression_targets)
 from .._params import Parameters, option_key
+from ..solvers.dsg import SPEC as _DSG
+from ..solvers.dsg.train import DSGTrainer, _hyper, _Targets, check_parameters, resolve_gamma
 
-# Options of UDSG/CDSG beyond DSG's (every DSG option has its own parameter).
-_SOLVER_ONLY = {"udsg": ("new_blocks", "old_blocks"), "cdsg": ("max_step_ratio",)}
+# Options of UDSG/CDSG beyond DSG's (every DSG option has its own parameter),
+# from the spec: those declared for some names of the family only.
+_SOLVER_ONLY = {name: tuple(option_key(o) for o, opt in _DSG.options.items()
+                            if name in opt.only) for name in _DSG.names}
 
 __all__ = ["DSGClassifier", "DSGRegressor"]
 
@@ -76,9 +80,10 @@ class _BaseDSG(_BaseEstimator):
     def _check_own_params(self):
         """The checks the DSG validator cannot make (types it never sees)."""
         name = type(self).__name__
-        if self.solver not in ("dsg", "udsg", "cdsg"):
-            raise ValueError(f"{name}: solver must be 'dsg', 'udsg' or 'cdsg', "
-                             f"got {self.solver!r}")
+        if self.solver not in _DSG.names:
+            choices = [repr(n) for n in _DSG.names]
+            raise ValueError(f"{name}: solver must be {', '.join(choices[:-1])} or "
+                             f"{choices[-1]}, got {self.solver!r}")
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
             raise ValueError(f"{name}: solver_options must be None or a dict of the "
                              f"solver's options, got {type(self.solver_options).__name__}")
@@ -158,7 +163,6 @@ class _BaseDSG(_BaseEstimator):
             p=float(getattr(self, "epsilon", 0.1)), cache_size=float(self.cache_size),
             quiet=not bool(self.verbose), solver=self.solver, bias=bool(self.fit_intercept),
             n_jobs=self.n_jobs, seed=_seed_of(self.random_state), extra=extra)
-        from ..solvers.dsg.train import check_parameters
         try:
             check_parameters(param)
         except ValueError as exc:
@@ -169,7 +173,6 @@ class _BaseDSG(_BaseEstimator):
 
     def _new_trainer(self, param, X, targets):
         """A fresh DSGTrainer for data like X (gamma, lambda and width from X)."""
-        from ..solvers.dsg.train import DSGTrainer, _hyper, resolve_gamma
         name = type(self).__name__
         if param.gamma == "median" and X.shape[0] < 2:
             raise ValueError(f"{name}: gamma='median' needs at least 2 samples to measure "
@@ -379,7 +382,6 @@ class DSGClassifier(_BaseDSG):
 
     # -- labels
     def _targets(self, loss, k):
-        from ..solvers.dsg.train import _Targets
         # Binary losses on two classes: labels [1, 0] make the single output's
         # target +1 for classes_[1], so the decision value is positive for it.
         labels = np.array([1.0, 0.0]) if (k == 2 and loss != "softmax") \
@@ -596,7 +598,6 @@ class DSGRegressor(_BaseDSG):
         -------
         self
         """
-        from ..solvers.dsg.train import _Targets
         param = self._parameters()
         X = self._fit_X(X, reset=True)
         y = self._y(y)
@@ -615,7 +616,6 @@ class DSGRegressor(_BaseDSG):
         -------
         self
         """
-        from ..solvers.dsg.train import _Targets
         first = not hasattr(self, "_trainer")
         if first:
             param = self._parameters()

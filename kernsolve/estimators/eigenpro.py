@@ -16,6 +16,7 @@ from .svm import (_BaseEstimator, _BaseSVM, _check_feature_names, _check_X,
                           _column_or_1d, _check_lengths, _encode_classes, _feature_names,
                           _is_number, _seed_of)
 from .._params import Parameters
+from ..solvers.eigenpro import SPEC as _EIGENPRO
 
 __all__ = ["EigenProRegressor", "EigenProClassifier"]
 
@@ -66,7 +67,7 @@ class _BaseEigenPro(_BaseEstimator):
             if value is not None:
                 extra[key] = value
         # Defaults adapt to n: M = min(4800, n), m = min(256, n), k = min(160, M - 1).
-        param = Parameters(solver="eigenpro")
+        param = Parameters(solver=_EIGENPRO.name)
         param.extra = extra
         return t, eigenpro_options(param, n)
 
@@ -100,7 +101,7 @@ class _BaseEigenPro(_BaseEstimator):
                            seed=_seed_of(self.random_state), n_jobs=self.n_jobs)
         param = Parameters(svm_type=0, kernel_type=t, degree=int(self.degree),
                            gamma=gamma if t in (1, 2, 5) else None, coef0=float(self.coef0),
-                           solver="eigenpro", seed=_seed_of(self.random_state))
+                           solver=_EIGENPRO.name, seed=_seed_of(self.random_state))
         D = opts["features"]
         alpha = res.alpha.reshape(X.shape[0] if D is None else D, -1)
         self.model_ = EigenProModel(param=param, labels=np.arange(alpha.shape[1],

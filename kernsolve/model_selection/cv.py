@@ -25,7 +25,13 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
+from .._api import train
+from .._core import _random as _c
+from .._params import Parameters, parse_options
+from .._predict import evaluations, predict
+from .._random import permutation, stream_key
 from .._threads import resolve_n_jobs
+from ..solvers.libsvm.driver import _as_sample_weight, _as_targets, _group_classes
 
 __all__ = ["cross_validation", "CVResult", "make_folds", "plan_waves"]
 
@@ -70,14 +76,10 @@ def make_folds(y, n_folds, seed=0, stratified=True):
     the pieces ``i`` in class order.  Plain: ``perm = permutation(n, seed,
     "folds")`` and fold ``i`` is ``perm[i*n//k:(i+1)*n//k]``.
     """
-    from .._random import permutation
     y = np.asarray(y)
     n = y.shape[0]
     k = _check_n_folds(n_folds, n)
     if stratified and k < n:
-        from .._core import _random as _c
-        from .._random import stream_key
-        from ..solvers.libsvm.driver import _group_classes
         _, start, count, grouped = _group_classes(np.asarray(y, dtype=np.float64))
         index = np.array(grouped, dtype=np.intp)
         key = stream_key(_seed(seed), "folds")
@@ -227,8 +229,6 @@ def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, n_
     back as ``{"error": "Type: message"}``, so the caller can name the fold
     and the parameters that failed.
     """
-    from .._predict import predict
-    from ..solvers.libsvm.driver import train
     t0 = time.perf_counter()
     try:
         if test_idx.size == 0:
@@ -264,8 +264,6 @@ def _fit_predict_prob_folds(y, X, sample_weight, param, train_idx, test_idx, pro
 
 def prepare(y, X, options, sample_weight=None):
     """(y, X, sample_weight, Parameters) checked and in the form the tasks index."""
-    from .._params import Parameters, parse_options
-    from ..solvers.libsvm.driver import _as_sample_weight, _as_targets
     param = options.copy() if isinstance(options, Parameters) else parse_options(options)
     if X is None:
         raise ValueError("X is None; expected an (n_samples, n_features) matrix")
@@ -289,7 +287,6 @@ def fit_parameters(param):
 
 def scores(y, target, svm_type):
     """(accuracy %, MSE, squared correlation) of LIBSVM's ``-v`` summary."""
-    from .._predict import evaluations
     return evaluations(y, target)
 
 

@@ -27,6 +27,7 @@ import math
 
 import numpy as np
 
+from ._baselines import run
 from ..._params import option_key, option_number as _number
 
 C_SVC = 0
@@ -86,10 +87,9 @@ def check_parameters(param):
 def train_binary(ctx, rows, target, C):
     """One binary sub-problem: the data rows ``rows``, labels ``target`` (> 0 is +1).
 
-    Returns (coef, rho, stats) like ``kernsolve.solvers.libsvm.driver._train_one``: coef by row
+    Returns (coef, rho, stats) like the driver's ``_train_one``: coef by row
     (the signed kernel-expansion coefficients), rho = 0.
     """
-    from ._baselines import run
     param = ctx.param
     name = param.solver
     l = rows.size if rows is not None else ctx.data.n_rows

@@ -18,13 +18,19 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _dsg as _c
+from ..libsvm.driver import _as_targets, _group_classes
+from ..._errors import DataFormatError
 from ..._features import _feature_kernel, _check_gamma, median_gamma
+from ..._io import _compression, _open_read, read_problem
 from ..._kernels import as_canonical
+from ..._model import save_model
 from ..._params import Parameters, option_number, parse_options
+from ..._predict import _prepare_X      # also takes LIBSVM's list-of-dicts rows
+from ..._progress import Progress
 from ..._random import _uint64, permutation, stream_key
 from ..._threads import resolve_n_jobs
 
-__all__ = ["LOSSES", "DSGModel", "DSGTrainer", "train", "train_file"]
+__all__ = ["LOSSES", "DSGModel", "DSGTrainer", "train", "train_file", "train_model"]
 
 # Loss name -> code of kernsolve/solvers/dsg/_losses.pxd.  Model files store names.
 LOSSES = {
@@ -182,7 +188,6 @@ class _Targets:
     def from_data(cls, task, loss, y):
         if task != "classification":
             return cls(task, loss)
-        from ..libsvm.driver import _group_classes
         labels = _group_classes(y)[0]
         if labels.size < 2:
             raise ValueError(f"training data has only one class (label {labels[0]:g}); "
@@ -289,7 +294,6 @@ class DSGModel:
 
     # -- prediction (Algorithm 2)
     def _check_X(self, X):
-        from ..._predict import _prepare_X      # also takes LIBSVM's list-of-dicts rows
         X = as_canonical(_prepare_X(X))
         d = X.shape[1]
         if d > self.n_features:
@@ -389,7 +393,6 @@ class DSGModel:
         return "\n".join(lines) + "\n"
 
     def save(self, path):
-        from ..._model import save_model
         save_model(path, self)
 
     @classmethod
@@ -623,7 +626,6 @@ def train(y, X, options="", n_jobs=None):
     param = options.copy() if isinstance(options, Parameters) else parse_options(options)
     if n_jobs is None:
         n_jobs = param.n_jobs
-    from ..libsvm.driver import _as_targets
     check_parameters(param)
     y = _as_targets(y, 0 if _task(param) == "classification" else 3)
     X = as_canonical(X)
@@ -642,7 +644,6 @@ def train(y, X, options="", n_jobs=None):
     B = h["batch_size"]
     trainer.planned_iter = -(-(full * X.shape[0] + n_part) // B)
     if not param.quiet:
-        from ..._progress import Progress
         trainer.progress = Progress(param.solver)
     try:
         for _ in range(full):
@@ -664,10 +665,18 @@ def train(y, X, options="", n_jobs=None):
     return model
 
 
+def train_model(y, X, param, *, n_jobs=None, sample_weight=None):
+    """``kernsolve.train`` for ``--solver dsg|udsg|cdsg`` (the spec's ``train``):
+    ``param`` is an unchecked copy of the options."""
+    if sample_weight is not None:
+        raise ValueError("sample_weight is not supported by the DSG solvers")
+    param.check()
+    return train(y, X, param, n_jobs=n_jobs)
+
+
 def _stream_size(path):
     """Bytes of the data stream: the file size, or for a compressed file the
     decompressed size (byte windows are positions in the decompressed data)."""
-    from ..._io import _compression, _open_read
     if _compression(path) is None:
         return os.path.getsize(path)
     size = 0
@@ -695,8 +704,6 @@ def train_file(path, options="", *, chunk_bytes=64 << 20, n_features=None, n_job
     holds the training state up to the window before it (None when the first
     pass found it).
     """
-    from ..._io import read_problem
-    from ..._errors import DataFormatError
     param = options.copy() if isinstance(options, Parameters) else parse_options(options)
     if n_jobs is None:
         n_jobs = param.n_jobs

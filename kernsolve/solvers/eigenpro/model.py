@@ -3,7 +3,7 @@
 :class:`EigenProModel` holds what ``--solver eigenpro`` / ``kernel-sgd`` fit
 for classification (one output per class) and any ``--features`` model; its
 text format starts with ``kernsolve_model eigenpro`` and ``load_model``
-dispatches on that line (``kernsolve._model.MODEL_KINDS``).  Regression
+dispatches on that line (the ``model_kind`` of the solver's spec).  Regression
 kernel expansions are LIBSVM ``Model`` objects instead (see
 ``kernsolve.solvers.eigenpro.train``).  ``doc/eigenpro.md`` describes the format.
 """

@@ -18,6 +18,8 @@ so a LIBSVM user's ``-v`` accuracies and ``-b 1`` models come out the same.
 """
 import numpy as np
 
+from .driver import _group_classes
+
 __all__ = ["GlibcRand", "cv_folds", "probability_folds"]
 
 _C_SVC, _NU_SVC, _ONE_CLASS, _EPSILON_SVR, _NU_SVR = range(5)
@@ -84,7 +86,6 @@ def cv_folds(y, n_folds, svm_type, rng):
     l = y.shape[0]
     k = int(n_folds)
     if svm_type in (_C_SVC, _NU_SVC) and k < l:
-        from .driver import _group_classes
         _, start, count, perm = _group_classes(y)
         index = [int(v) for v in perm]
         for s, c in zip(start.tolist(), count.tolist()):
@@ -108,7 +109,6 @@ def probability_folds(y, svm_type, rng):
     """
     y = np.asarray(y, dtype=np.float64)
     if svm_type in (_C_SVC, _NU_SVC):
-        from .driver import _group_classes
         _, _, count, _ = _group_classes(y)
         k = count.size
         return [rng.shuffle(int(count[i] + count[j]))
