@@ -114,16 +114,21 @@ def _parse(tokens):
     """Validate the options with the library's own parser (one grammar for all)."""
     try:
         params = parse_options(list(tokens))
-        check_solver_options(params)
+        _api.check_parameters(params)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     return params
 
 
 def check_solver_options(params):
-    """The checks ``kernsolve.train`` makes before it looks at the data, made
-    before the (possibly long) read of the training file.  Raises ValueError."""
-    _api.check_parameters(params)
+    """The checks ``kernsolve.train`` makes before it looks at the data, for the
+    solvers of LIBSVM's one-vs-one driver (SMO and the ``binary`` ones), made
+    before the (possibly long) read of the training file; kernsolve-grid's
+    pre-check.  (A whole-model solver's options may be the grid's axes: its
+    cells check them.)  Raises ValueError."""
+    spec = spec_for(params.solver)
+    if spec is not None and spec.uses_driver:
+        _api.check_parameters(params)
 
 
 def check_rows_for_folds(path, n_rows):

@@ -27,11 +27,12 @@ import math
 
 import numpy as np
 
+from . import SPEC
 from ._baselines import run
 from ..._params import option_key, option_number as _number
 
 C_SVC = 0
-BASELINES = ("pegasos", "sdca", "perceptron")
+BASELINES = SPEC.names          # ("pegasos", "sdca", "perceptron")
 DEFAULT_EPOCHS = 10.0
 _NAMES = {"pegasos": "Pegasos", "sdca": "SDCA", "perceptron": "Perceptron"}
 

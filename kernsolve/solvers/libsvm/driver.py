@@ -1,13 +1,14 @@
 """SVM training: LIBSVM's five formulations on kernsolve's SMO core.
 
-``train(y, X, "-s 0 -t 2 -c 10")`` follows LIBSVM 3.37's ``svm_train`` step by
-step, so that a model trained here matches one trained by LIBSVM on the same
-data: the same label order (``svm_group_classes``), the same one-vs-one
-sub-problems and data order inside them, the same initial points, linear terms
-and scalings for each formulation (``solve_c_svc`` ... ``solve_nu_svr``), the
-same bookkeeping of support vectors and coefficients, and the same printed
-lines.  What LIBSVM lacks is added on top: sample weights, the no-bias C-SVC,
-seeded probability folds, and training statistics.
+``kernsolve.train(y, X, "-s 0 -t 2 -c 10")`` runs :func:`svm_train`, which
+follows LIBSVM 3.37's ``svm_train`` step by step, so that a model trained here
+matches one trained by LIBSVM on the same data: the same label order
+(``svm_group_classes``), the same one-vs-one sub-problems and data order inside
+them, the same initial points, linear terms and scalings for each formulation
+(``solve_c_svc`` ... ``solve_nu_svr``), the same bookkeeping of support vectors
+and coefficients, and the same printed lines.  What LIBSVM lacks is added on
+top: sample weights, the no-bias C-SVC, seeded probability folds, and training
+statistics.
 
 The numerical work is in ``kernsolve.solvers.smo._smo.solve``; this module only
 builds its inputs and reads its outputs.  Other solvers plug into the same
@@ -48,25 +49,14 @@ def svm_train(y, X, param, spec, *, sample_weight=None, n_jobs=None, _folds=None
 
     Parameters
     ----------
-    y : array-like of shape (n_samples,)
-        Targets: class labels (integers) for ``-s 0/1``, real values for
-        ``-s 3/4``; ignored (but still required) for one-class ``-s 2``.
-    X : ndarray or scipy.sparse matrix of shape (n_samples, n_features)
-        Training data.  For a precomputed kernel (``-t 4``), column 0 holds the
-        1-based serial number of each row and column ``k`` holds
-        ``K(x, x_k)``, LIBSVM's convention.
+    y, X, sample_weight, n_jobs
+        As for :func:`kernsolve.train`.
     param : Parameters
         The options (a copy the driver may change), unchecked.
     spec : SolverSpec
         The solver's spec: ``spec.binary`` trains each sub-problem (None:
         LIBSVM's formulations on SMO), ``spec.check`` and
         ``spec.planned_iterations`` as documented there.
-    sample_weight : array-like of shape (n_samples,), optional
-        Per-row weights >= 0: the row's bound becomes ``C_class * weight``
-        (LIBSVM has no sample weights).  Rows of weight 0 are left out.
-    n_jobs : int, optional
-        Threads for the kernel computations; overrides ``--threads``.  None
-        means ``--threads`` if given, else all cores (``resolve_n_jobs``).
     _folds : private
         Explicit orders for the internal probability folds, instead of
         ``kernsolve._random.permutation(l, seed, "probability")``: one
