@@ -32,7 +32,9 @@ import os
 import numpy as np
 
 import kernsolve
-from kernsolve.solvers.dsg.train import DSGTrainer, _Targets, _hyper, resolve_gamma
+from kernsolve.solvers.dsg.options import hyperparameters, resolve_gamma
+from kernsolve.solvers.dsg.targets import Targets
+from kernsolve.solvers.dsg.trainer import DSGTrainer
 from kernsolve._params import parse_options
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -64,8 +66,8 @@ def objective(model, X, y, lam):
 
 def run(name, solver_options, common, X, y, Xo, yo, Xt, yt, epochs, pieces, threads):
     param = parse_options(f"{common} {solver_options}")
-    targets = _Targets.from_data("classification", param.extra["loss"], y)
-    h = _hyper(param, X.shape[0], X.shape[1], param.extra["loss"], resolve_gamma(param, X))
+    targets = Targets.from_data("classification", param.extra["loss"], y)
+    h = hyperparameters(param, X.shape[0], X.shape[1], param.extra["loss"], resolve_gamma(param, X))
     trainer = DSGTrainer(h, targets)
     edges = np.linspace(0, X.shape[0], pieces + 1).astype(int)
     rows = []

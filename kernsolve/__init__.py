@@ -32,7 +32,7 @@ _EXPORTS = {
     "Model": "._model",
     "save_model": "._model",
     "load_model": "._model",
-    "train": ".solvers.libsvm.driver",
+    "train": "._api",
     "predict": "._predict",
     "SVC": ".estimators.svm",
     "SVR": ".estimators.svm",

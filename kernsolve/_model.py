@@ -26,6 +26,7 @@ from ._constants import (CLASSIFICATION, COEF0_KERNELS, GAMMA_KERNELS,
                          SVM_TYPE_NAMES as SVM_TYPES)
 from ._model_kind import ModelKind
 from ._params import Parameters
+from .solvers import model_kinds
 
 N_MARKS = 10  # LIBSVM's number of one-class probability density marks
 _MAX_INDEX = 2 ** 31 - 1  # LIBSVM stores feature indices in a C int
@@ -699,20 +700,17 @@ def _slow_pairs(r, lineno, pairs, t):
 # ------------------------------------------------- models LIBSVM cannot hold
 # Solvers whose models are not kernel expansions in LIBSVM's layout (DSG's
 # random-feature blocks, ...) write files whose first line is
-# "kernsolve_model <kind>"; the class of each kind is a ModelKind
-# (kernsolve._model_kind), whose classmethod ``from_lines(lines, fail)`` reads
-# the file.  Imported lazily: loading a LIBSVM model needs none of them.
+# "kernsolve_model <kind>"; each solver's spec names its kind and the class
+# that reads it (``model_kind``, ``model``): a ModelKind (kernsolve._model_kind)
+# whose classmethod ``from_lines(lines, fail)`` reads the file
+# (``fail(lineno, problem)`` raises ModelFormatError).  Imported at first use:
+# loading a LIBSVM model needs none.
 MODEL_MAGIC = "kernsolve_model"
-MODEL_KINDS = {
-    "dsg": ("kernsolve.solvers.dsg.train", "DSGModel"),
-    "eigenpro": ("kernsolve.solvers.eigenpro.model", "EigenProModel"),
-}
 
 
 def _load_other_kind(kind, lines, reader):
-    import importlib
-    if kind not in MODEL_KINDS:
+    kinds = model_kinds()
+    if kind not in kinds:
         reader.fail(1, f"unknown kernsolve model kind {kind[:40]!r} "
-                       f"(known: {', '.join(sorted(MODEL_KINDS))})")
-    module, cls = MODEL_KINDS[kind]
-    return getattr(importlib.import_module(module), cls).from_lines(lines, reader.fail)
+                       f"(known: {', '.join(sorted(kinds))})")
+    return kinds[kind].resolve().from_lines(lines, reader.fail)

@@ -6,7 +6,10 @@ two spellings of the same thing; every solver reads a ``Parameters``.
 The one-letter options, their meaning and their defaults are those of LIBSVM
 3.37's ``svm-train``.  kernsolve adds long options: ``--solver NAME``,
 ``--threads N``, ``--seed S``, ``--bias 0|1`` and the options a solver declares
-in :data:`SOLVER_OPTIONS` (stored in ``Parameters.extra``).
+in its spec (``kernsolve.solvers.REGISTRY``; stored in ``Parameters.extra``).
+The solver names, their options and ``-g median`` come from that registry,
+which is plain data: importing it loads no solver and imports nothing of
+kernsolve's, so this module can read it although the solvers import this one.
 """
 import math
 import re
@@ -19,32 +22,15 @@ from ._constants import (C_TYPES, EPSILON_SVR, GAMMA_KERNELS, KERNEL_NAMES, NU_T
                          SVM_TYPE_NAMES)
 from ._threads import check_n_jobs
 from ._validation import resolve_gamma
+from .solvers import DEFAULT_SOLVER, median_gamma_solvers, option_names, solver_names, spec_for
 
 SVM_TYPES = SVM_TYPE_NAMES   # -s 0..4 (names as in model files; owner: _constants)
 KERNELS = KERNEL_NAMES       # -t 0..5
 
-# Solver-specific long options, spelled as on the command line (``--max-kernel-evals``).
-# A solver issue that adds options extends its entry here.  Values are stored in
-# ``Parameters.extra`` under the Python spelling (dashes -> underscores), typed
-# int, float or str by their look; the solver validates their ranges.
-_DSG_OPTIONS = {"loss", "batch-size", "feature-block", "lambda", "step", "t0", "epochs",
-                "average", "tau", "delta"}
-SOLVER_OPTIONS = {
-    "smo": set(),
-    "sbp": {"epochs", "max-kernel-evals", "time-limit", "validation-fraction"},
-    "dsg": _DSG_OPTIONS,
-    "udsg": _DSG_OPTIONS | {"new-blocks", "old-blocks"},
-    "cdsg": _DSG_OPTIONS | {"max-step-ratio"},
-    "pegasos": {"iterations", "epochs"},
-    "sdca": {"iterations", "epochs"},
-    "perceptron": {"iterations", "epochs"},
-    "eigenpro": {"eigen-directions", "subsample", "batch-size", "damping", "epochs", "step",
-                 "features"},
-    "kernel-sgd": {"subsample", "batch-size", "epochs", "step", "features"},
-}
-
-# Solvers that accept ``-g median`` (gamma from the median pairwise distance).
-MEDIAN_GAMMA_SOLVERS = ("dsg", "udsg", "cdsg", "eigenpro", "kernel-sgd")
+# Solver-specific long options are declared by each solver's spec; their
+# values are stored in ``Parameters.extra`` under the Python spelling
+# (dashes -> underscores), typed int, float or str by their look; the solver
+# validates their ranges.
 
 # Letter -> (field, kind).  Kinds: "int", "float", "flag01" (0 or 1), "none" (no value).
 _LETTERS = {
@@ -125,7 +111,7 @@ class Parameters:
     n_folds : int
         ``-v n``: n-fold cross-validation instead of a model (0 = off).
     solver : str
-        ``--solver``: one of :data:`SOLVER_OPTIONS` (default ``"smo"``).
+        ``--solver``: a name of ``kernsolve.solvers.REGISTRY`` (default ``"smo"``).
     bias : bool
         ``--bias 0|1``: train with the unregularised bias term (default 1).
     n_jobs : int or None
@@ -150,7 +136,7 @@ class Parameters:
     weight: dict = field(default_factory=dict)  # -wi: {label: weight}
     quiet: bool = False          # -q
     n_folds: int = 0             # -v (0 = no cross-validation)
-    solver: str = "smo"          # --solver
+    solver: str = DEFAULT_SOLVER  # --solver
     bias: bool = True            # --bias 0|1 (SMO/SBP without the bias term when False)
     n_jobs: int = None           # --threads
     seed: int = 0                # --seed
@@ -481,9 +467,8 @@ def _from_tokens(argv):
     # --solver first, so that the solver's options are known.
     if "solver" in long_values:
         param.solver = long_values.pop("solver").strip().lower()
-        if param.solver not in SOLVER_OPTIONS:
-            raise ValueError(f"--solver: unknown solver {param.solver!r} "
-                             f"(known: {', '.join(SOLVER_OPTIONS)})")
+        if spec_for(param.solver) is None:
+            raise ValueError(_unknown_solver(param.solver))
     for name, value in long_values.items():
         if name in _LONG:
             attr, kind = _LONG[name]
@@ -493,11 +478,14 @@ def _from_tokens(argv):
     return param
 
 
+def _unknown_solver(name):
+    return f"--solver: unknown solver {name!r} (known: {', '.join(solver_names())})"
+
+
 def _set_extra(param, name, value):
     dashed = _option_name(name)
-    declared = SOLVER_OPTIONS.get(param.solver, set())
-    if dashed not in declared:
-        owners = sorted(s for s, opts in SOLVER_OPTIONS.items() if dashed in opts)
+    if dashed not in option_names(param.solver):
+        owners = sorted(s for s in solver_names() if dashed in option_names(s))
         if owners:
             raise ValueError(f"--{dashed}: not an option of solver {param.solver!r} "
                              f"(it belongs to {', '.join(owners)})")
@@ -543,9 +531,8 @@ def _from_dict(d):
     pending = dict(d)
     if "solver" in pending:
         param.solver = str(pending.pop("solver")).strip().lower()
-        if param.solver not in SOLVER_OPTIONS:
-            raise ValueError(f"--solver: unknown solver {param.solver!r} "
-                             f"(known: {', '.join(SOLVER_OPTIONS)})")
+        if spec_for(param.solver) is None:
+            raise ValueError(_unknown_solver(param.solver))
     for key, value in pending.items():
         if not isinstance(key, str):
             raise ValueError(f"option names must be strings, got {key!r}")
@@ -633,9 +620,9 @@ def _check(param, n_features=None):
     if t == POLY and degree < 0:
         raise ValueError(f"-d: degree must be >= 0, got {degree}")
     if param.gamma == "median":
-        if param.solver not in MEDIAN_GAMMA_SOLVERS:
+        if param.solver not in median_gamma_solvers():
             raise ValueError(f"-g median: the median trick is available to the solvers "
-                             f"{', '.join(MEDIAN_GAMMA_SOLVERS)}, not {param.solver!r}")
+                             f"{', '.join(median_gamma_solvers())}, not {param.solver!r}")
     elif param.gamma is not None:
         gamma = num("gamma")
         if t in GAMMA_KERNELS and gamma < 0:
@@ -675,9 +662,8 @@ def _check(param, n_features=None):
             raise ValueError(f"-w{_fmt_label(label)}: weight must be a finite number, got {w!r}")
         if float(w) < 0:
             raise ValueError(f"-w{_fmt_label(label)}: weight must be >= 0, got {_fmt_float(w)}")
-    if param.solver not in SOLVER_OPTIONS:
-        raise ValueError(f"--solver: unknown solver {param.solver!r} "
-                         f"(known: {', '.join(SOLVER_OPTIONS)})")
+    if spec_for(param.solver) is None:
+        raise ValueError(_unknown_solver(param.solver))
     check_n_jobs(param.n_jobs, "--threads")
     seed = param.seed
     if isinstance(seed, bool) or not hasattr(seed, "__index__"):
@@ -687,7 +673,7 @@ def _check(param, n_features=None):
     if not isinstance(param.extra, dict):
         raise ValueError(f"extra: expected a dict of solver options, "
                          f"got {type(param.extra).__name__}")
-    declared = SOLVER_OPTIONS[param.solver]
+    declared = option_names(param.solver)
     for key in param.extra:
         if _option_name(key) not in declared:
             raise ValueError(f"--{_option_name(key)}: not an option of solver {param.solver!r}")

@@ -9,9 +9,13 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from test_model_io import libsvm_serial
-from kernsolve._params import (KERNELS, SOLVER_OPTIONS, SVM_TYPES, Parameters,
+import dataclasses
+
+import kernsolve.solvers as solvers
+from kernsolve._params import (KERNELS, SVM_TYPES, Parameters,
                                check_parameters, check_parameters_or_raise,
                                parse_options, split_arguments)
+from kernsolve.solvers import Option, solver_names
 
 libsvm_svm = pytest.importorskip("libsvm.svm")
 svmutil = pytest.importorskip("libsvm.svmutil")
@@ -156,7 +160,7 @@ ERRORS = [
     ("--threads two", "--threads: expected an integer, got 'two'"),
     ("--seed -1", "--seed: must be in [0, 2**64), got -1"),
     ("--bias 2", "--bias: expected 0 or 1, got '2'"),
-    ("--solver foo", "--solver: unknown solver 'foo' (known: " + ", ".join(SOLVER_OPTIONS) + ")"),
+    ("--solver foo", "--solver: unknown solver 'foo' (known: " + ", ".join(solver_names()) + ")"),
     ("--validation-fraction 0.1", "--validation-fraction: not an option of solver 'smo' "
                                   "(it belongs to sbp)"),
     ("--solver sbp --loss hinge", "--loss: not an option of solver 'sbp' "
@@ -250,13 +254,14 @@ def test_weights_and_float_labels():
     assert parse_options(p.to_options()) == p
 
 
-def test_registry_is_extensible():
-    SOLVER_OPTIONS["smo"].add("test-only-option")
-    try:
+def test_registry_is_extensible(monkeypatch):
+    # the parser reads the solvers' options from the registry at each call
+    smo = solvers.spec_for("smo")
+    extended = dataclasses.replace(smo, options={"test-only-option": Option("test")})
+    with monkeypatch.context() as patch:
+        patch.setitem(solvers._BY_NAME, "smo", extended)
         p = parse_options("--test-only-option 4")
         assert p.extra == {"test_only_option": 4}
-    finally:
-        SOLVER_OPTIONS["smo"].discard("test-only-option")
     with pytest.raises(ValueError):
         parse_options("--test-only-option 4")
 

@@ -348,7 +348,7 @@ def test_laplacian_model_against_numpy(tmp_path):
 
 def test_kernsolve_trained_models_in_libsvm(tmp_path):
     """kernsolve.train's models, saved by kernsolve, predict the same in LIBSVM."""
-    from kernsolve.solvers.libsvm.driver import train
+    from kernsolve._api import train
     y, X = data("heart_scale", 270)
     for options in ("-c 2 -b 1", "-s 1 -t 1 -g 0.1 -n 0.3", "-s 2 -n 0.2 -b 1"):
         model = train(y[:150], X[:150], options + " -q")

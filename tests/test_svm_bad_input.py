@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from kernsolve.solvers.libsvm.driver import train
+from kernsolve._api import train
 
 svmutil = pytest.importorskip("libsvm.svmutil")
 

@@ -27,7 +27,7 @@ svmutil = pytest.importorskip("libsvm.svmutil")
 import kernsolve  # noqa: E402
 from conftest import libsvm_serial  # noqa: E402
 from kernsolve.solvers.libsvm import probability as _probability  # noqa: E402
-from kernsolve.solvers.libsvm.driver import train  # noqa: E402
+from kernsolve._api import train  # noqa: E402
 
 _CACHE = {}
 

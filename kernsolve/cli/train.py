@@ -1,10 +1,13 @@
 """``kernsolve-train``: LIBSVM's svm-train, reaching every kernsolve solver.
 
 Same option letters, defaults and output lines as svm-train; the model file is
-LIBSVM's format (written by :func:`kernsolve.save_model`, atomically).
+LIBSVM's format (written by :func:`kernsolve.save_model`, atomically).  The
+solvers, their options and the checks made before the data is read come from
+``kernsolve.solvers.REGISTRY``.
 """
 import os
 import sys
+import textwrap
 
 import numpy as np
 
@@ -12,9 +15,49 @@ from .._constants import PRECOMPUTED, REGRESSION
 from ._common import (CommandError, UsageError, c_divide, check_input_path, check_output_path,
                       parse_float, parse_int, read_data, regression_summary, run,
                       split_options)
+from .. import _api
+from .._model import save_model
+from .._params import parse_options
+from ..model_selection.cv import cross_validation, make_folds, train_rows
+from ..solvers import (DEFAULT_SOLVER, REGISTRY, median_gamma_solvers, solver_names, spec_for,
+                       streaming_solvers)
+from ..solvers.libsvm.libsvm_rand import GlibcRand, cv_folds as libsvm_cv_folds, probability_folds
 
 PROG = "kernsolve-train"
 
+
+def _wrapped(text, first_width=82):
+    """``text`` on lines of at most 82 columns, continuation lines indented by a
+    tab (8 columns), as the usage text is laid out."""
+    first = textwrap.wrap(text, first_width, break_on_hyphens=False)[0]
+    rest = textwrap.wrap(text[len(first):].strip(), 74, break_on_hyphens=False)
+    return "\n\t".join([first] + rest)
+
+
+def _solver_options_usage():
+    """One tab-indented entry per solver family: its options, then those of
+    only some of its names (``udsg: --new-blocks --old-blocks``)."""
+    entries = []
+    for spec in REGISTRY:
+        if not spec.options:
+            continue
+        common = [f"--{o}" for o, opt in spec.options.items() if not opt.only]
+        parts = [f"{', '.join(spec.names)}: {' '.join(common)}"]
+        for name in spec.names:
+            own = [f"--{o}" for o, opt in spec.options.items() if name in opt.only]
+            if own:
+                parts.append(f"{name}: {' '.join(own)}")
+        entries.append("\t" + _wrapped("; ".join(parts), 74) + "\n")
+    return "".join(entries)
+
+
+def _or(names):
+    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
+
+
+_STREAMS = streaming_solvers()
+
+# svm-train's text, then kernsolve's options (the solver lines from the registry)
 USAGE = """\
 Usage: kernsolve-train [options] training_set_file [model_file]
 options:
@@ -44,19 +87,15 @@ options:
 -wi weight : set the parameter C of class i to weight*C, for C-SVC (default 1)
 -v n: n-fold cross validation mode
 -q : quiet mode (no outputs)
+""" + f"""\
 kernsolve options:
---solver name : smo, sbp, dsg, udsg, cdsg, eigenpro, kernel-sgd, pegasos, sdca or
-	perceptron (default smo)
+{_wrapped(f"--solver name : {_or(solver_names())} (default {DEFAULT_SOLVER})")}
 --threads n : number of threads; negative counts back from all cores (default: all cores)
 --seed s : seed of the random numbers (folds, probability CV, sampling) (default 0)
 --bias 0|1 : whether the decision function has a bias term (default 1)
---name value : solver options of the chosen solver (see the documentation), e.g.
-	sbp: --epochs --max-kernel-evals; dsg: --loss --batch-size --feature-block
-	--lambda --step --t0 --epochs --average; udsg: --new-blocks --old-blocks;
-	cdsg: --max-step-ratio; eigenpro: --eigen-directions --subsample --batch-size
-	--damping --epochs --step
--g median : (dsg, udsg, cdsg, eigenpro, kernel-sgd) gamma by the median trick
---stream : (--solver dsg) train from the file read in byte windows, never all in memory
+--name value : solver options of the chosen solver (see the documentation):
+{_solver_options_usage()}-g median : ({', '.join(median_gamma_solvers())}) gamma by the median trick
+--stream : (--solver {_or(_STREAMS)}) train from the file read in byte windows, never all in memory
 --libsvm-folds : draw the -v folds and the -b 1 internal folds as svm-train does on Linux
 	(glibc rand()), so -v and -b 1 give svm-train's numbers
 --chunk-mb n : window size in MB for --stream (default 64; implies --stream)
@@ -74,21 +113,23 @@ def _option_tokens(options):
 
 def _parse(tokens):
     """Validate the options with the library's own parser (one grammar for all)."""
-    from .._params import parse_options
     try:
         params = parse_options(list(tokens))
-        check_solver_options(params)
+        _api.check_parameters(params)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     return params
 
 
 def check_solver_options(params):
-    """The checks ``kernsolve.train`` makes before it looks at the data, made
-    before the (possibly long) read of the training file.  Raises ValueError."""
-    from ..solvers.libsvm import driver as _svm
-    if params.solver in ("smo", "sbp") + tuple(_svm._BASELINES):
-        _svm._check_parameters(params)
+    """The checks ``kernsolve.train`` makes before it looks at the data, for the
+    solvers of LIBSVM's one-vs-one driver (SMO and the ``binary`` ones), made
+    before the (possibly long) read of the training file; kernsolve-grid's
+    pre-check.  (A whole-model solver's options may be the grid's axes: its
+    cells check them.)  Raises ValueError."""
+    spec = spec_for(params.solver)
+    if spec is not None and spec.uses_driver:
+        _api.check_parameters(params)
 
 
 def check_rows_for_folds(path, n_rows):
@@ -108,7 +149,6 @@ def default_model_path(training_path):
 
 def cv_folds(y, n_folds, seed, classification):
     """The folds of ``-v`` (:func:`kernsolve.model_selection.cv.make_folds`), for callers of the old helper."""
-    from ..model_selection.cv import make_folds
     return make_folds(y, n_folds, seed, stratified=classification)
 
 
@@ -118,7 +158,6 @@ def cross_validation_targets(y, X, train_tokens, params, libsvm_folds=False):
     ``libsvm_folds``: the folds svm-train draws on Linux (glibc ``rand()``,
     kernsolve.solvers.libsvm.libsvm_rand) instead of kernsolve's seeded ones.
     """
-    from ..model_selection.cv import cross_validation
     n = len(y)
     n_folds = params.n_folds
     if n_folds > n:
@@ -127,8 +166,6 @@ def cross_validation_targets(y, X, train_tokens, params, libsvm_folds=False):
         n_folds = n
     folds = prob_folds = None
     if libsvm_folds:
-        from ..model_selection.cv import train_rows
-        from ..solvers.libsvm.libsvm_rand import GlibcRand, cv_folds as libsvm_cv_folds, probability_folds
         rng = GlibcRand(1)
         folds = libsvm_cv_folds(y, n_folds, params.svm_type, rng)
         if params.probability:
@@ -156,7 +193,7 @@ def report_cross_validation(y, target, svm_type, out=None):
 
 
 # ---------------------------------------------------------------------------
-# DSG: option checks before the data is read, and --stream / --chunk-mb.
+# --stream / --chunk-mb: training from file windows (DSG).
 
 _DEFAULT_CHUNK_MB = 64.0
 
@@ -177,18 +214,12 @@ def _stream_options(options):
     return kept, chunk_mb
 
 
-def _check_solver_options(params, chunk_mb):
-    """DSG's option values, checked before the (possibly long) read of the data."""
-    if params.solver in ("dsg", "udsg", "cdsg"):
-        from ..solvers.dsg.options import check_parameters
-        try:
-            check_parameters(params)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
+def _check_stream_options(params, chunk_mb):
+    """``--stream``: a solver that streams, and no -v."""
     if chunk_mb is not None:
-        if params.solver != "dsg":
+        if params.solver not in _STREAMS:
             raise UsageError(f"--stream: training from file windows is available to "
-                             f"--solver dsg, not {params.solver!r}")
+                             f"--solver {_or(_STREAMS)}, not {params.solver!r}")
         if params.n_folds:
             raise UsageError("--stream cannot be combined with -v (cross-validation "
                              "needs the data in memory)")
@@ -196,7 +227,6 @@ def _check_solver_options(params, chunk_mb):
 
 def _save(model_path, model):
     """Write the model as svm-train does (after the training lines); exit status 0."""
-    from .._model import save_model
     sys.stdout.flush()
     try:
         save_model(model_path, model)
@@ -206,9 +236,9 @@ def _save(model_path, model):
     return 0
 
 
-def _train_streamed(data_path, model_path, tokens, chunk_mb):
-    """``--stream``: :func:`kernsolve.solvers.dsg.stream.train_file`, windows of ``chunk_mb`` MB."""
-    from ..solvers.dsg.stream import train_file
+def _train_streamed(data_path, model_path, params, tokens, chunk_mb):
+    """``--stream``: the solver's ``train_file`` (DSG's), windows of ``chunk_mb`` MB."""
+    train_file = spec_for(params.solver).train_file
     model = train_file(data_path, list(tokens), chunk_bytes=max(1, int(chunk_mb * 2**20)))
     return _save(model_path, model)
 
@@ -228,7 +258,7 @@ def main(argv):
             if n_folds < 2:
                 raise UsageError("n-fold cross validation: n must >= 2")
     params = _parse(tokens)
-    _check_solver_options(params, chunk_mb)
+    _check_stream_options(params, chunk_mb)
     if not positional:
         raise UsageError("no training set file given")
     if len(positional) > 2:
@@ -242,7 +272,7 @@ def main(argv):
         check_output_path(model_path)
 
     if chunk_mb is not None:
-        return _train_streamed(data_path, model_path, tokens, chunk_mb)
+        return _train_streamed(data_path, model_path, params, tokens, chunk_mb)
 
     y, X = read_data(data_path, precomputed=params.kernel_type == PRECOMPUTED)
     y = np.asarray(y, dtype=np.float64)
@@ -264,12 +294,10 @@ def main(argv):
         report_cross_validation(y, target, params.svm_type)
         return 0
 
-    from ..solvers.libsvm.driver import train
     folds = None
     if libsvm_folds and params.probability:
-        from ..solvers.libsvm.libsvm_rand import GlibcRand, probability_folds
         folds = probability_folds(y, params.svm_type, GlibcRand(1))
-    model = train(y, X, list(tokens), _folds=folds)
+    model = _api.train(y, X, list(tokens), _folds=folds)
     return _save(model_path, model)
 
 

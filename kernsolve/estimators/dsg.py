@@ -40,9 +40,12 @@ from .._validation import check_X, column_or_1d, is_number, seed_of
 from ..solvers.dsg.options import check_parameters, hyperparameters, resolve_gamma
 from ..solvers.dsg.targets import Targets
 from ..solvers.dsg.trainer import DSGTrainer
+from ..solvers.dsg import SPEC as _DSG
 
-# Options of UDSG/CDSG beyond DSG's (every DSG option has its own parameter).
-_SOLVER_ONLY = {"udsg": ("new_blocks", "old_blocks"), "cdsg": ("max_step_ratio",)}
+# Options of UDSG/CDSG beyond DSG's (every DSG option has its own parameter),
+# from the spec: those declared for some names of the family only.
+_SOLVER_ONLY = {name: tuple(option_key(o) for o, opt in _DSG.options.items()
+                            if name in opt.only) for name in _DSG.names}
 
 __all__ = ["DSGClassifier", "DSGRegressor"]
 
@@ -81,9 +84,10 @@ class _BaseDSG(BaseEstimator):
     def _check_own_params(self):
         """The checks the DSG validator cannot make (types it never sees)."""
         name = type(self).__name__
-        if self.solver not in ("dsg", "udsg", "cdsg"):
-            raise ValueError(f"{name}: solver must be 'dsg', 'udsg' or 'cdsg', "
-                             f"got {self.solver!r}")
+        if self.solver not in _DSG.names:
+            choices = [repr(n) for n in _DSG.names]
+            raise ValueError(f"{name}: solver must be {', '.join(choices[:-1])} or "
+                             f"{choices[-1]}, got {self.solver!r}")
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
             raise ValueError(f"{name}: solver_options must be None or a dict of the "
                              f"solver's options, got {type(self.solver_options).__name__}")

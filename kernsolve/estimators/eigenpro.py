@@ -18,6 +18,7 @@ from .._constants import C_SVC, ESTIMATOR_KERNELS, GAMMA_KERNELS, PSD_KERNELS
 from .._params import Parameters
 from .._threads import check_n_jobs
 from .._validation import check_X, column_or_1d, estimator_gamma, is_number, seed_of
+from ..solvers.eigenpro import SPEC as _EIGENPRO
 
 __all__ = ["EigenProRegressor", "EigenProClassifier"]
 
@@ -66,7 +67,7 @@ class _BaseEigenPro(BaseEstimator):
             if value is not None:
                 extra[key] = value
         # Defaults adapt to n: M = min(4800, n), m = min(256, n), k = min(160, M - 1).
-        param = Parameters(solver="eigenpro")
+        param = Parameters(solver=_EIGENPRO.name)
         param.extra = extra
         return t, eigenpro_options(param, n)
 
@@ -100,7 +101,7 @@ class _BaseEigenPro(BaseEstimator):
                            seed=seed_of(self.random_state), n_jobs=self.n_jobs)
         param = Parameters(svm_type=int(C_SVC), kernel_type=t, degree=int(self.degree),
                            gamma=gamma if t in GAMMA_KERNELS else None, coef0=float(self.coef0),
-                           solver="eigenpro", seed=seed_of(self.random_state))
+                           solver=_EIGENPRO.name, seed=seed_of(self.random_state))
         D = opts["features"]
         alpha = res.alpha.reshape(X.shape[0] if D is None else D, -1)
         self.model_ = EigenProModel(param=param, labels=np.arange(alpha.shape[1],

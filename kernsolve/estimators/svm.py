@@ -30,9 +30,11 @@ import scipy.sparse as sp
 
 from .._constants import ESTIMATOR_KERNELS as _KERNELS
 from .._constants import GAMMA_KERNELS, PRECOMPUTED, SvmType
-from .._params import SOLVER_OPTIONS, Parameters, option_key
-from .._predict import ovo_vote
+from .._api import train
+from .._params import Parameters, option_key
+from .._predict import decision_function, ovo_vote, predict_probability
 from .._threads import check_n_jobs
+from ..solvers import DEFAULT_SOLVER, REGISTRY, option_names, spec_for
 from .._validation import (DataConversionWarning, check_sample_weight, check_X,
                            column_or_1d, estimator_gamma, is_number, seed_of)
 from ._base import (BaseEstimator, ConvergenceWarning, NotFittedError, available_if,
@@ -45,16 +47,13 @@ __all__ = ["SVC", "NuSVC", "SVR", "NuSVR", "OneClassSVM", "NotFittedError",
 # constant kernel.  The smallest positive double gives that constant kernel.
 _TINY_GAMMA = float(np.nextafter(0.0, 1.0))
 
-# The solvers kernsolve.train runs for each SVM type (-s) besides SMO: the SBP
-# (kernsolve.solvers.sbp.train) for C-SVC and nu-SVC sub-problems, the SBP paper's
-# comparison solvers (kernsolve.solvers.baselines.train) for C-SVC only.  Regression and
-# one-class problems are SMO's alone.
-_SOLVERS = {SvmType.C_SVC: ("smo", "sbp", "pegasos", "sdca", "perceptron"),
-            SvmType.NU_SVC: ("smo", "sbp")}
-# Solvers that train another kind of model, and the estimator that runs them.
-_OTHER_ESTIMATORS = {"dsg": "DSGClassifier", "udsg": "DSGClassifier",
-                     "cdsg": "DSGClassifier", "eigenpro": "EigenProClassifier",
-                     "kernel-sgd": "EigenProClassifier"}
+
+
+def _driver_solvers(svm_type):
+    """The solvers these estimators run for SVM type ``svm_type`` (-s): those
+    of LIBSVM's one-vs-one driver that train it (the registry's order)."""
+    return tuple(name for spec in REGISTRY if spec.uses_driver and svm_type in spec.svm_types
+                 for name in spec.names)
 
 
 # --------------------------------------------------------------------------
@@ -120,7 +119,7 @@ class _BaseSVM(BaseEstimator):
         return estimator_gamma(self.gamma, X)
 
     def _parameters(self, t, gamma, weight=None, probability=False, seed=0, bias=True,
-                    solver="smo", extra=None):
+                    solver=DEFAULT_SOLVER, extra=None):
         if t in GAMMA_KERNELS:
             gamma = gamma if gamma > 0 else _TINY_GAMMA
         else:
@@ -143,15 +142,16 @@ class _BaseSVM(BaseEstimator):
         when ``kernsolve.train`` runs, with messages naming the option.
         """
         name = type(self).__name__
-        allowed = _SOLVERS.get(self._svm_type, ("smo",))
-        solver = getattr(self, "solver", "smo")
+        allowed = _driver_solvers(self._svm_type)
+        solver = getattr(self, "solver", DEFAULT_SOLVER)
         key = solver.strip().lower() if isinstance(solver, str) else solver
         if key not in allowed:
             hint = ""
-            if isinstance(key, str) and key in _OTHER_ESTIMATORS:
+            spec = spec_for(key)
+            if spec is not None and not spec.uses_driver:
                 hint = (f"; solver {key!r} trains another kind of model: use "
-                        f"kernsolve.{_OTHER_ESTIMATORS[key]}")
-            elif isinstance(key, str) and any(key in v for v in _SOLVERS.values()):
+                        f"kernsolve.{spec.estimator}")
+            elif spec is not None:
                 hint = f"; {key!r} does not train {name}'s problem"
             raise ValueError(f"{name}: solver must be one of {list(allowed)}, "
                              f"got {solver!r}{hint}")
@@ -161,7 +161,7 @@ class _BaseSVM(BaseEstimator):
         if not isinstance(options, dict):
             raise ValueError(f"{name}: solver_options must be None or a dict such as "
                              f"{{'epochs': 2}}, got {type(options).__name__}")
-        declared = SOLVER_OPTIONS[key]
+        declared = option_names(key)
         extra = {}
         for option, value in options.items():
             dashed = option.replace("_", "-") if isinstance(option, str) else None
@@ -170,7 +170,7 @@ class _BaseSVM(BaseEstimator):
                 raise ValueError(f"{name}: solver_options {option!r} is not an option of "
                                  f"solver {key!r} (its options: {known})")
             extra[option_key(dashed)] = value
-        if key != "smo" and self.max_iter != -1:
+        if spec_for(key).binary is not None and self.max_iter != -1:   # not SMO
             raise ValueError(f"{name}: max_iter is SMO's iteration limit (got "
                              f"{self.max_iter!r}); the length of a solver={key!r} run "
                              f"is set by solver_options={{'epochs': E}}")
@@ -236,7 +236,6 @@ class _BaseSVM(BaseEstimator):
         return X
 
     def _train(self, y, Xt, param, sample_weight):
-        from ..solvers.libsvm.driver import train
         max_iter = None if self.max_iter == -1 else int(self.max_iter)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -282,7 +281,6 @@ class _BaseSVM(BaseEstimator):
 
     def _decision_values(self, X):
         """LIBSVM's decision values (n, n_values) of validated X."""
-        from .._predict import decision_function
         return decision_function(self._predict_X(X), self.model_, n_jobs=self.n_jobs)
 
     @property
@@ -364,7 +362,7 @@ class _BaseSVC(_BaseSVM):
             raise ValueError("Invalid input: all samples with positive sample_weight "
                              "belong to one class; need at least 2 classes")
         class_weight = self._class_weight(classes, y_enc)
-        if solver != "smo":
+        if spec_for(solver).binary is not None:
             # The SBP and the comparison solvers have one budget (one lambda)
             # for every point: kernsolve.train refuses per-class or per-row C.
             if self._uses_C and np.any(class_weight != 1.0):
@@ -481,7 +479,6 @@ class _BaseSVC(_BaseSVM):
         if not self.model_.is_probability_model:
             raise not_fitted_error("predict_proba is not available: the model was "
                                     "fitted with probability=False; fit again")
-        from .._predict import predict_probability
         return predict_probability(self._predict_X(X), self.model_, n_jobs=self.n_jobs)
 
     @available_if(_check_proba)

@@ -24,7 +24,12 @@ import warnings
 
 import numpy as np
 
+from .._api import train
 from .._constants import CLASSIFICATION, REGRESSION
+from .._core import _random as _c
+from .._params import Parameters, parse_options
+from .._predict import evaluations, predict
+from .._random import permutation, stream_key
 from .._threads import resolve_n_jobs
 from .._validation import check_sample_weight, check_targets, check_X, group_classes
 
@@ -68,13 +73,10 @@ def make_folds(y, n_folds, seed=0, stratified=True):
     the pieces ``i`` in class order.  Plain: ``perm = permutation(n, seed,
     "folds")`` and fold ``i`` is ``perm[i*n//k:(i+1)*n//k]``.
     """
-    from .._random import permutation
     y = np.asarray(y)
     n = y.shape[0]
     k = _check_n_folds(n_folds, n)
     if stratified and k < n:
-        from .._core import _random as _c
-        from .._random import stream_key
         _, start, count, grouped = group_classes(np.asarray(y, dtype=np.float64))
         index = np.array(grouped, dtype=np.intp)
         key = stream_key(_seed(seed), "folds")
@@ -224,8 +226,6 @@ def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, n_
     back as ``{"error": "Type: message"}``, so the caller can name the fold
     and the parameters that failed.
     """
-    from .._predict import predict
-    from ..solvers.libsvm.driver import train
     t0 = time.perf_counter()
     try:
         if test_idx.size == 0:
@@ -261,7 +261,6 @@ def _fit_predict_prob_folds(y, X, sample_weight, param, train_idx, test_idx, pro
 
 def prepare(y, X, options, sample_weight=None):
     """(y, X, sample_weight, Parameters) checked and in the form the tasks index."""
-    from .._params import Parameters, parse_options
     param = options.copy() if isinstance(options, Parameters) else parse_options(options)
     X = check_X(X)
     y = check_targets(y, param.svm_type)
@@ -278,7 +277,6 @@ def fit_parameters(param):
 
 def scores(y, target, svm_type):
     """(accuracy %, MSE, squared correlation) of LIBSVM's ``-v`` summary."""
-    from .._predict import evaluations
     return evaluations(y, target)
 
 

@@ -24,7 +24,8 @@ import numpy as np
 
 from . import cv as _cv
 from .._constants import CLASSIFICATION, REGRESSION
-from .._params import _LETTERS, _LONG, SOLVER_OPTIONS, parse_options
+from .._params import _LETTERS, _LONG, parse_options
+from ..solvers import all_option_names
 
 _MAX_FAILURES_SHOWN = 3     # failed cells named in a GridSearchError message
 
@@ -100,7 +101,7 @@ def _option_name(key):
             raise ValueError(f"grid key {key!r}: not a training option letter")
         return name
     name = name.replace("_", "-")
-    known = set(_LONG) | set().union(*SOLVER_OPTIONS.values())
+    known = set(_LONG) | all_option_names()
     if name not in known:
         raise ValueError(f"grid key {key!r}: unknown option (letters such as 'c', 'g', "
                          f"'n', or solver options such as 'lambda')")

@@ -27,9 +27,12 @@ import math
 
 import numpy as np
 
+from . import SPEC
+from ._baselines import run
 from ..._constants import C_SVC
 from ..._params import option_key, option_number as _number
-BASELINES = ("pegasos", "sdca", "perceptron")
+
+BASELINES = SPEC.names          # ("pegasos", "sdca", "perceptron")
 DEFAULT_EPOCHS = 10.0
 _NAMES = {"pegasos": "Pegasos", "sdca": "SDCA", "perceptron": "Perceptron"}
 
@@ -85,10 +88,9 @@ def check_parameters(param):
 def train_binary(ctx, rows, target, C):
     """One binary sub-problem: the data rows ``rows``, labels ``target`` (> 0 is +1).
 
-    Returns (coef, rho, stats) like ``kernsolve.solvers.libsvm.driver._train_one``: coef by row
+    Returns (coef, rho, stats) like the driver's ``_train_one``: coef by row
     (the signed kernel-expansion coefficients), rho = 0.
     """
-    from ._baselines import run
     param = ctx.param
     name = param.solver
     l = rows.size if rows is not None else ctx.data.n_rows

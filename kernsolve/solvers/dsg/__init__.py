@@ -1,0 +1,43 @@
+"""Doubly Stochastic Gradients on random features, ``--solver dsg|udsg|cdsg``
+(``train.py`` and the modules it names, ``_dsg.pyx``): whole models of their own kind (``kernsolve_model
+dsg`` files).  Their spec, read by ``kernsolve.solvers.REGISTRY``."""
+from .._spec import Option, Ref, SolverSpec
+
+_TRAIN = __name__ + ".train"
+_OPTIONS = __name__ + ".options"
+_LOSSES = ("hinge", "squared-hinge", "logistic", "softmax", "squared", "huber",
+           "epsilon-insensitive", "quantile", "novelty")
+
+SPEC = SolverSpec(
+    names=("dsg", "udsg", "cdsg"),
+    svm_types={0, 2, 3},
+    options={
+        "loss": Option("loss (default: hinge, softmax beyond 2 classes, novelty for -s 2, "
+                       "epsilon-insensitive for -s 3)", kind="choice", choices=_LOSSES),
+        "batch-size": Option("points per step", kind="int", default=64, low=1),
+        "feature-block": Option("random features per step", kind="int", default=32, low=1),
+        "lambda": Option("regularisation (default 1/(C n); -n nu for -s 2)", low=0),
+        "step": Option("step size scale", default=1000.0, low=0, low_open=True),
+        "t0": Option("step size offset", default=1000.0, low=0),
+        "epochs": Option("passes over the data", default=1.0, low=0, low_open=True),
+        "average": Option("average the iterates, 0 or 1", kind="int", default=0, low=0,
+                          high=1),
+        "tau": Option("quantile of the quantile loss", default=0.5, low=0, low_open=True,
+                      high=1),
+        "delta": Option("threshold of the Huber loss", default=1.0, low=0, low_open=True),
+        "new-blocks": Option("new-block iterations per round", kind="int", default=1,
+                             low=1, only=("udsg",)),
+        "old-blocks": Option("old-block iterations per round", kind="int", default=1,
+                             low=0, only=("udsg",)),
+        "max-step-ratio": Option("cap of the line-search step over the base step",
+                                 default=2.0, low=1, low_open=True, only=("cdsg",)),
+    },
+    median_gamma=True,
+    train=Ref(_TRAIN, "train_model"),
+    check=Ref(_OPTIONS, "check_parameters"),
+    train_file=Ref(__name__ + ".stream", "train_file"),
+    streams=("dsg",),
+    model_kind="dsg",
+    model=Ref(__name__ + ".model", "DSGModel"),
+    estimator="DSGClassifier",
+)

@@ -15,8 +15,6 @@ data in memory; the package is cut along its seams:
 """
 import time
 
-# kernsolve._model.MODEL_KINDS loads "dsg" model files through this module's DSGModel.
-from .model import DSGModel  # noqa: F401
 from .options import _loss, _task, check_parameters, hyperparameters, resolve_gamma
 from .targets import Targets
 from .trainer import DSGTrainer, _info
@@ -26,7 +24,7 @@ from ..._progress import Progress
 from ..._threads import resolve_n_jobs
 from ..._validation import check_targets, check_X
 
-__all__ = ["train"]
+__all__ = ["train", "train_model"]
 
 
 def train(y, X, options="", n_jobs=None):
@@ -72,3 +70,12 @@ def train(y, X, options="", n_jobs=None):
                  + (f", {trainer.n_old_updates} old-block updates" if param.solver != "dsg"
                     else "") + "\n")
     return model
+
+
+def train_model(y, X, param, *, n_jobs=None, sample_weight=None):
+    """``kernsolve.train`` for ``--solver dsg|udsg|cdsg`` (the spec's ``train``):
+    ``param`` is an unchecked copy of the options."""
+    if sample_weight is not None:
+        raise ValueError("sample_weight is not supported by the DSG solvers")
+    param.check()
+    return train(y, X, param, n_jobs=n_jobs)

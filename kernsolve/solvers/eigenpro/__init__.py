@@ -1,0 +1,31 @@
+"""EigenPro and plain kernel SGD for kernel least squares, ``--solver
+eigenpro|kernel-sgd`` (``train.py``, ``features.py``, ``model.py``): whole models
+(``kernsolve_model eigenpro`` files for classification).  Their spec, read by
+``kernsolve.solvers.REGISTRY``.
+
+No ``check``: EigenPro's options are checked when it trains (some need n).
+"""
+from .._spec import Option, Ref, SolverSpec
+
+SPEC = SolverSpec(
+    names=("eigenpro", "kernel-sgd"),
+    svm_types={0, 3},
+    options={
+        "eigen-directions": Option("eigen-directions k of the preconditioner "
+                                   "(default min(160, M - 1))", kind="int", low=0,
+                                   only=("eigenpro",)),
+        "subsample": Option("subsample size M (default min(4800, n))", kind="int", low=1),
+        "batch-size": Option("mini-batch size m (default min(256, n))", kind="int", low=1),
+        "damping": Option("damping tau", default=1.0, low=0, low_open=True, high=1,
+                          only=("eigenpro",)),
+        "epochs": Option("passes over the data", kind="int", default=10, low=1),
+        "step": Option("step size (default: the paper's rule)", low=0, low_open=True),
+        "features": Option("random features instead of the kernel expansion", kind="int",
+                           low=1),
+    },
+    median_gamma=True,
+    train=Ref(__name__ + ".train", "train_eigenpro"),
+    model_kind="eigenpro",
+    model=Ref(__name__ + ".model", "EigenProModel"),
+    estimator="EigenProClassifier",
+)

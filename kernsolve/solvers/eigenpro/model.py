@@ -3,7 +3,7 @@
 :class:`EigenProModel` holds what ``--solver eigenpro`` / ``kernel-sgd`` fit
 for classification (one output per class) and any ``--features`` model; its
 text format starts with ``kernsolve_model eigenpro`` and ``load_model``
-dispatches on that line (``kernsolve._model.MODEL_KINDS``).  Regression
+dispatches on that line (the ``model_kind`` of the solver's spec).  Regression
 kernel expansions are LIBSVM ``Model`` objects instead (see
 ``kernsolve.solvers.eigenpro.train``).  ``doc/eigenpro.md`` describes the format.
 """
@@ -12,11 +12,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from .features import FeatureMap
 from .train import BLOCK_BYTES, MAGIC, _Kernel, _one_blas_thread
 from ..._constants import (EPSILON_SVR, GAMMA_KERNELS, KERNEL_NAMES as KERNELS, POLY,
                            PSD_KERNELS, SVM_TYPE_NAMES as SVM_TYPES)
+from ..._kernels import as_canonical
+from ..._model import _float, _format_sv_rows, _int, _label_text, read_vector_lines
 from ..._model_kind import ModelKind
 from ..._params import Parameters
+from ..._predict import _prepare_X, _widen
+from ..._threads import resolve_n_jobs
 
 __all__ = ["EigenProModel", "decision_values", "format_eigenpro_model",
            "parse_eigenpro_model"]
@@ -125,13 +130,10 @@ def _labels_of(values, model):
 
 def decision_values(X, model, n_jobs=None):
     """``K(X, centres) @ coef`` block by block (width rule as LIBSVM's predict)."""
-    from ..._predict import _prepare_X, _widen
-    from ..._threads import resolve_n_jobs
     p = model.param
     Xc = _prepare_X(X)
     coef = np.asarray(model.coef, dtype=np.float64)
     if model.features is not None:
-        from .features import FeatureMap
         out = np.empty((Xc.shape[0], coef.shape[1]))
         rows = max(1, BLOCK_BYTES // (8 * model.features))
         phi = FeatureMap(Xc.shape[1], model.features, int(p.kernel_type), float(p.gamma),
@@ -163,7 +165,6 @@ def decision_values(X, model, n_jobs=None):
 
 
 def _canonical_block(Xb):
-    from ..._kernels import as_canonical
     return as_canonical(Xb) if sp.issparse(Xb) else np.ascontiguousarray(Xb, dtype=np.float64)
 
 
@@ -193,7 +194,6 @@ def format_eigenpro_model(model):
     random-feature model has ``features D`` and ``seed S`` instead of
     ``total_sv``, then ``W`` and D lines of ``n_outputs`` coefficients.
     """
-    from ..._model import _format_sv_rows, _label_text
     p = model.param
     t = int(p.kernel_type)
     coef = np.asarray(model.coef, dtype=np.float64)
@@ -247,7 +247,6 @@ def parse_eigenpro_model(lines, fail):
     (``"<file>:<line>: <problem>"``); it is called for anything corrupt or
     truncated.
     """
-    from ..._model import _float, _int, read_vector_lines
     r = _FailOnly(fail)
     if not lines or lines[0].strip() != MAGIC:
         r.fail(1, f"expected {MAGIC!r} on the first line")

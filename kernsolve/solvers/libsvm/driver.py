@@ -1,16 +1,21 @@
 """SVM training: LIBSVM's five formulations on kernsolve's SMO core.
 
-``train(y, X, "-s 0 -t 2 -c 10")`` follows LIBSVM 3.37's ``svm_train`` step by
-step, so that a model trained here matches one trained by LIBSVM on the same
-data: the same label order (``svm_group_classes``), the same one-vs-one
-sub-problems and data order inside them, the same initial points, linear terms
-and scalings for each formulation (``solve_c_svc`` ... ``solve_nu_svr``), the
-same bookkeeping of support vectors and coefficients, and the same printed
-lines.  What LIBSVM lacks is added on top: sample weights, the no-bias C-SVC,
-seeded probability folds, and training statistics.
+``kernsolve.train(y, X, "-s 0 -t 2 -c 10")`` runs :func:`svm_train`, which
+follows LIBSVM 3.37's ``svm_train`` step by step, so that a model trained here
+matches one trained by LIBSVM on the same data: the same label order
+(``svm_group_classes``), the same one-vs-one sub-problems and data order inside
+them, the same initial points, linear terms and scalings for each formulation
+(``solve_c_svc`` ... ``solve_nu_svr``), the same bookkeeping of support vectors
+and coefficients, and the same printed lines.  What LIBSVM lacks is added on
+top: sample weights, the no-bias C-SVC, seeded probability folds, and training
+statistics.
 
 The numerical work is in ``kernsolve.solvers.smo._smo.solve``; this module only
-builds its inputs and reads its outputs.
+builds its inputs and reads its outputs.  Other solvers plug into the same
+one-vs-one driver through their spec (``kernsolve.solvers._spec``): the driver
+receives the spec from ``kernsolve.train`` (``kernsolve._api``) and calls its
+``binary`` callable for each sub-problem and its ``check`` and
+``planned_iterations``, so it names no solver and imports none.
 """
 import sys
 import time
@@ -21,47 +26,38 @@ import scipy.sparse as sp
 from . import probability as _probability
 from ..._constants import (C_SVC, CLASSIFICATION, EPSILON_SVR, NU_SVC, ONE_CLASS,
                            PRECOMPUTED, REGRESSION)
+from ..smo._smo import solve as _smo_solve
 from ..._kernels import as_canonical, kernel_matrix
 from ..._model import Model
-from ..._params import Parameters, parse_options
 from ..._progress import Progress
+from ..._random import permutation
 from ..._threads import resolve_n_jobs
 from ..._validation import (check_sample_weight, check_targets, check_X, group_classes,
                             resolve_gamma)
-_BASELINES = ("pegasos", "sdca", "perceptron")   # kernsolve.solvers.baselines.train: no bias
 N_PROB_FOLDS = 5          # LIBSVM's internal folds for probability models
 _DECISION_BLOCK = 1 << 22  # kernel values per block when computing decision values
 
-__all__ = ["train"]
+__all__ = ["svm_train", "check_parameters"]
 
 
 # --------------------------------------------------------------------------
-# public entry point
+# entry point (kernsolve.train calls it for the solvers the driver runs)
 # --------------------------------------------------------------------------
 
-def train(y, X, options="", *, sample_weight=None, n_jobs=None, _folds=None,
-          _max_iter=None):
-    """Train an SVM the way LIBSVM's ``svm-train`` does.
+def svm_train(y, X, param, spec, *, sample_weight=None, n_jobs=None, _folds=None,
+              _max_iter=None):
+    """Train an SVM the way LIBSVM's ``svm-train`` does (``kernsolve.train``).
 
     Parameters
     ----------
-    y : array-like of shape (n_samples,)
-        Targets: class labels (integers) for ``-s 0/1``, real values for
-        ``-s 3/4``; ignored (but still required) for one-class ``-s 2``.
-    X : ndarray or scipy.sparse matrix of shape (n_samples, n_features)
-        Training data.  For a precomputed kernel (``-t 4``), column 0 holds the
-        1-based serial number of each row and column ``k`` holds
-        ``K(x, x_k)``, LIBSVM's convention.
-    options : str, list of str, dict or Parameters
-        LIBSVM's option letters (``"-s 0 -t 2 -c 10 -g 0.5 -b 1 -w1 2 -q"``),
-        plus kernsolve's long options (``--threads N``, ``--bias 0``,
-        ``--seed S``); see ``kernsolve.parse_options``.
-    sample_weight : array-like of shape (n_samples,), optional
-        Per-row weights >= 0: the row's bound becomes ``C_class * weight``
-        (LIBSVM has no sample weights).  Rows of weight 0 are left out.
-    n_jobs : int, optional
-        Threads for the kernel computations; overrides ``--threads``.  None
-        means ``--threads`` if given, else all cores (``resolve_n_jobs``).
+    y, X, sample_weight, n_jobs
+        As for :func:`kernsolve.train`.
+    param : Parameters
+        The options (a copy the driver may change), unchecked.
+    spec : SolverSpec
+        The solver's spec: ``spec.binary`` trains each sub-problem (None:
+        LIBSVM's formulations on SMO), ``spec.check`` and
+        ``spec.planned_iterations`` as documented there.
     _folds : private
         Explicit orders for the internal probability folds, instead of
         ``kernsolve._random.permutation(l, seed, "probability")``: one
@@ -84,22 +80,12 @@ def train(y, X, options="", *, sample_weight=None, n_jobs=None, _folds=None,
         For invalid parameters or data, with one message naming the problem.
     """
     t_start = time.perf_counter()
-    param = _as_parameters(options)
-    if param.solver in ("eigenpro", "kernel-sgd"):   # kernel least squares (kernsolve.solvers.eigenpro.train)
-        from ..eigenpro.train import train_eigenpro
-        return train_eigenpro(y, X, param, n_jobs=n_jobs, sample_weight=sample_weight)
-    if param.solver in ("dsg", "udsg", "cdsg"):    # random-feature models (kernsolve.solvers.dsg.train)
-        from ..dsg.train import train as train_dsg
-        if sample_weight is not None:
-            raise ValueError("sample_weight is not supported by the DSG solvers")
-        param.check()
-        return train_dsg(y, X, param, n_jobs=n_jobs)
     if n_jobs is None:
         n_jobs = param.n_jobs
     n_threads = resolve_n_jobs(n_jobs)
-    _check_parameters(param)
-    if param.solver in _BASELINES:
-        param = param.copy(bias=False)      # they have no bias: rho = 0
+    check_parameters(param, spec)
+    if not spec.bias:
+        param = param.copy(bias=False)      # a solver without bias: rho = 0
 
     y = check_targets(y, param.svm_type)
     data = _Data(X, y.shape[0], param)
@@ -124,7 +110,7 @@ def train(y, X, options="", *, sample_weight=None, n_jobs=None, _folds=None,
     if param.svm_type == NU_SVC:
         _check_nu_feasible(param.nu, y, sw)
 
-    ctx = _Context(param, n_threads, data)
+    ctx = _Context(param, n_threads, data, spec.planned_iterations, spec.binary)
     ctx.max_iter = _max_iter
     try:
         if param.svm_type in CLASSIFICATION:
@@ -142,28 +128,16 @@ def train(y, X, options="", *, sample_weight=None, n_jobs=None, _folds=None,
 # parameters and data checks
 # --------------------------------------------------------------------------
 
-def _as_parameters(options):
-    if isinstance(options, Parameters):
-        return options.copy()
-    return parse_options(options)
-
-
-def _check_parameters(param):
-    """The option checks (``Parameters.check``) plus those of SMO training."""
+def check_parameters(param, spec):
+    """The option checks (``Parameters.check``), the driver's own, and the
+    solver's (``spec.check``): everything that needs no data.  Raises ValueError."""
     param.check()
     for label, w in param.weight.items():
         if w == 0:
             raise ValueError(f"-w{label} 0: a class weight of 0 makes C = 0 for class "
                              f"{label}; leave that class out of the data instead")
-    if param.solver == "sbp":
-        from ..sbp.train import check_parameters as _check_sbp
-        _check_sbp(param)
-    elif param.solver in _BASELINES:
-        from ..baselines.train import check_parameters as _check_baseline
-        _check_baseline(param)
-    elif param.solver != "smo":
-        raise ValueError(f"kernsolve.train trains the SMO, SBP, Pegasos, SDCA and "
-                         f"Perceptron solvers; --solver {param.solver!r} is not handled here")
+    if spec.check is not None:
+        spec.check(param)
     if not param.bias and param.svm_type != C_SVC:
         raise ValueError("--bias 0 (the SVM without bias) is only available for C-SVC (-s 0)")
 
@@ -241,7 +215,7 @@ class _Data:
         else:
             out.K = None
             out.serial = None
-            out.X = _canonical(self.X[rows])
+            out.X = as_canonical(self.X[rows])
         return out
 
     @property
@@ -254,7 +228,7 @@ class _Data:
             return self.K if self.K is not None else self.X
         if self.K is not None:
             return np.ascontiguousarray(self.K[np.ix_(rows, rows)])
-        return _canonical(self.X[rows])
+        return as_canonical(self.X[rows])
 
     def support_vectors(self, rows):
         """Support vectors as stored in the model (precomputed: the serial column)."""
@@ -281,10 +255,6 @@ class _Data:
         return out
 
 
-def _canonical(X):
-    return as_canonical(X)
-
-
 def _kernel_block(A, B, param, n_threads):
     return kernel_matrix(A, B, kernel=int(param.kernel_type), gamma=float(param.gamma),
                          degree=int(param.degree), coef0=float(param.coef0),
@@ -296,10 +266,16 @@ def _kernel_block(A, B, param, n_threads):
 # --------------------------------------------------------------------------
 
 class _Context:
-    """What every sub-problem needs: parameters, threads, printing, totals."""
+    """What every sub-problem needs: parameters, threads, printing, totals.
 
-    def __init__(self, param, n_threads, data):
+    ``planned_iterations`` and ``binary`` come from the solver's spec (None:
+    SMO, whose iterations are unknown until it converges).
+    """
+
+    def __init__(self, param, n_threads, data, planned_iterations=None, binary=None):
         self.param = param
+        self.planned_iterations = planned_iterations
+        self.binary = binary
         self.n_threads = n_threads
         self.data = data
         self.quiet = bool(param.quiet)
@@ -324,7 +300,10 @@ class _Context:
     def plan(self, sizes):
         """Tell the progress line the points of every sub-problem (once)."""
         if self.reporter is not None and not self.param.probability:
-            self.reporter.plan(_planned_iterations(self.param, sizes))
+            plan = None
+            if self.planned_iterations is not None:
+                plan = [self.planned_iterations(self.param, n) for n in sizes]
+            self.reporter.plan(plan)
 
     def start_part(self, part, n_parts):
         """Announce sub-problem ``part`` of ``n_parts``."""
@@ -340,22 +319,10 @@ class _Context:
             self.reporter.close()
 
 
-def _planned_iterations(param, sizes):
-    """Iterations each sub-problem will run, when the solver fixes them in advance."""
-    if param.solver in _BASELINES:
-        from ..baselines.train import planned_iterations
-        return [planned_iterations(param, n) for n in sizes]
-    if param.solver == "sbp":
-        from ..sbp.train import planned_iterations
-        return [planned_iterations(param, n) for n in sizes]
-    return None              # SMO: unknown until it converges
-
-
 def _smo(ctx, rows, y_pm, p, alpha, C, *, svr=False, nu=False):
-    from ..smo._smo import solve
     param = ctx.param
     Xs = ctx.data.solver_input(rows)
-    info = solve(Xs, int(param.kernel_type), int(param.degree), float(param.gamma),
+    info = _smo_solve(Xs, int(param.kernel_type), int(param.degree), float(param.gamma),
                  float(param.coef0), np.ascontiguousarray(y_pm, dtype=np.int8),
                  np.ascontiguousarray(p, dtype=np.float64), alpha,
                  np.ascontiguousarray(C, dtype=np.float64),
@@ -387,12 +354,8 @@ def _train_one(ctx, rows, target, C, cp=None, cn=None):
     svm_type = param.svm_type
     uniform = bool(np.all(C == C[0])) if l else True
 
-    if param.solver == "sbp":   # C-SVC / nu-SVC sub-problem by the SBP (kernsolve.solvers.sbp.train)
-        from ..sbp.train import train_binary
-        return train_binary(ctx, rows, target, C)
-    if param.solver in _BASELINES:   # C-SVC sub-problem, no bias (kernsolve.solvers.baselines.train)
-        from ..baselines.train import train_binary
-        return train_binary(ctx, rows, target, C)
+    if ctx.binary is not None:     # the solver's own sub-problem trainer (its spec)
+        return ctx.binary(ctx, rows, target, C)
     if svm_type == C_SVC:
         y_pm = np.where(target > 0, 1, -1).astype(np.int8)
         alpha = np.zeros(l)
@@ -636,7 +599,6 @@ def _check_perm(perm, n):
 
 
 def _fold_permutation(ctx, n):
-    from ..._random import permutation
     return permutation(n, ctx.param.seed, "probability").astype(np.intp)
 
 

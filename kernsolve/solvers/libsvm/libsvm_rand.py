@@ -23,6 +23,8 @@ from ..._validation import group_classes
 
 __all__ = ["GlibcRand", "cv_folds", "probability_folds"]
 
+__all__ = ["GlibcRand", "cv_folds", "probability_folds"]
+
 
 class GlibcRand:
     """glibc's ``rand()`` sequence after ``srand(seed)`` (seed 1 = never seeded)."""

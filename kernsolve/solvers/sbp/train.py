@@ -28,8 +28,12 @@ import warnings
 
 import numpy as np
 
+from ._sbp import solve
+from ..smo._smo import solve as smo_solve
+from ..._kernels import as_canonical, kernel_matrix
 from ..._constants import CLASSIFICATION, NU_SVC, PRECOMPUTED
 from ..._params import option_key, option_number as _number
+from ..._random import permutation
 
 DEFAULT_EPOCHS = 2.0          # iterations = epochs * n (see doc/sbp.md)
 C_TO_NU_SUBSAMPLE = 2000      # points of the SMO run that maps C to nu
@@ -142,9 +146,6 @@ def nu_from_c(X, kernel_args, y_pm, C, *, bias=True, seed=0, eps=1e-3,
     nu : float
     info : dict (n_sub, C_sub, loss, norm, n_kernel_evals, seconds)
     """
-    from ..smo._smo import solve as smo_solve
-    from ..._kernels import as_canonical, kernel_matrix
-    from ..._random import permutation
     t0 = time.perf_counter()
     n = y_pm.shape[0]
     kernel_type, degree, gamma, coef0 = kernel_args
@@ -207,12 +208,9 @@ def nu_from_c(X, kernel_args, y_pm, C, *, bias=True, seed=0, eps=1e-3,
 def train_binary(ctx, rows, target, C):
     """SBP on the data rows ``rows`` with labels ``target`` (> 0 is +1).
 
-    Returns (coef, rho, stats) like ``kernsolve.solvers.libsvm.driver._train_one``: coef by
+    Returns (coef, rho, stats) like the driver's ``_train_one``: coef by
     row (y_i * alpha_i / gamma), rho = -b / gamma.
     """
-    from ._sbp import solve
-    from ..._kernels import as_canonical
-    from ..._random import permutation
     param = ctx.param
     opts = sbp_options(param)
     l = rows.size if rows is not None else ctx.data.n_rows

@@ -1,0 +1,84 @@
+"""``kernsolve.train``: the front door of every solver.
+
+It parses the options, looks the solver up in ``kernsolve.solvers.REGISTRY``
+and hands the work to the solver's spec: a whole-model solver (DSG, EigenPro)
+trains through ``spec.train``; the others run LIBSVM's one-vs-one driver
+(``kernsolve.solvers.libsvm.driver.svm_train``), which receives the spec and
+calls its ``binary`` sub-problem trainer.  No solver is named here.
+"""
+from ._params import Parameters, parse_options
+from .solvers import spec_for
+from .solvers.libsvm import driver
+
+__all__ = ["train", "check_parameters"]
+
+
+def train(y, X, options="", *, sample_weight=None, n_jobs=None, _folds=None,
+          _max_iter=None):
+    """Train a model with any of kernsolve's solvers (``--solver``, default SMO).
+
+    With SMO, SBP and the baselines it trains the way LIBSVM's ``svm-train``
+    does; see :func:`kernsolve.solvers.libsvm.driver.svm_train`.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        Targets: class labels (integers) for ``-s 0/1``, real values for
+        ``-s 3/4``; ignored (but still required) for one-class ``-s 2``.
+    X : ndarray or scipy.sparse matrix of shape (n_samples, n_features)
+        Training data.  For a precomputed kernel (``-t 4``), column 0 holds the
+        1-based serial number of each row and column ``k`` holds
+        ``K(x, x_k)``, LIBSVM's convention.
+    options : str, list of str, dict or Parameters
+        LIBSVM's option letters (``"-s 0 -t 2 -c 10 -g 0.5 -b 1 -w1 2 -q"``),
+        plus kernsolve's long options (``--solver NAME``, ``--threads N``,
+        ``--bias 0``, ``--seed S``, the solver's own); see
+        ``kernsolve.parse_options``.
+    sample_weight : array-like of shape (n_samples,), optional
+        Per-row weights >= 0: the row's bound becomes ``C_class * weight``
+        (LIBSVM has no sample weights).  Rows of weight 0 are left out.
+    n_jobs : int, optional
+        Threads for the kernel computations; overrides ``--threads``.  None
+        means ``--threads`` if given, else all cores (``resolve_n_jobs``).
+    _folds, _max_iter : private
+        Explicit probability folds and the SMO iteration limit, for the LIBSVM
+        driver (see ``svm_train``).
+
+    Returns
+    -------
+    model : Model, DSGModel or EigenProModel
+        For the driver's solvers, a :class:`~kernsolve.Model` with LIBSVM's
+        layout (``labels``, ``support_vectors`` grouped by class,
+        ``dual_coef`` = sv_coef, ``rho``, ``n_support``) and ``stats``.
+
+    Raises
+    ------
+    ValueError
+        For invalid parameters or data, with one message naming the problem.
+    """
+    param = options.copy() if isinstance(options, Parameters) else parse_options(options)
+    spec = _spec(param)
+    if spec.train is not None:
+        return spec.train(y, X, param, n_jobs=n_jobs, sample_weight=sample_weight)
+    return driver.svm_train(y, X, param, spec, sample_weight=sample_weight, n_jobs=n_jobs,
+                            _folds=_folds, _max_iter=_max_iter)
+
+
+def check_parameters(param):
+    """The checks ``train`` makes before it looks at the data (for the command
+    line, which makes them before the long read of the data file).
+
+    Raises ValueError.
+    """
+    spec = _spec(param)
+    if spec.uses_driver:
+        driver.check_parameters(param, spec)
+    elif spec.check is not None:
+        spec.check(param)
+
+
+def _spec(param):
+    spec = spec_for(param.solver)
+    if spec is None:
+        param.check()          # raises the parser's "unknown solver" message
+    return spec
