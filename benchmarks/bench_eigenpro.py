@@ -25,8 +25,8 @@ import time
 import numpy as np
 
 import kernsolve
-from kernsolve.solvers.eigenpro.train import (_Kernel, eigenpro_options, exact_kernel_ridge,
-                                 fit_eigenpro)
+from kernsolve.solvers.eigenpro._common import KernelBlocks
+from kernsolve.solvers.eigenpro.train import eigenpro_options, exact_kernel_ridge, fit_eigenpro
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
 
@@ -57,7 +57,7 @@ class TestError:
     """Test error of an expansion over the training points, K(test, train) in blocks."""
 
     def __init__(self, X, Xt, yt, gamma, threads, block=2000):
-        self.kern = _Kernel(X, 2, gamma, 3, 0.0, threads)
+        self.kern = KernelBlocks(X, 2, gamma, 3, 0.0, threads)
         self.Xt, self.yt, self.block = Xt, yt, block
 
     def __call__(self, alpha):

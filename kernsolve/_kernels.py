@@ -9,8 +9,10 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
+from threadpoolctl import ThreadpoolController
 
 from ._constants import KERNEL_CODES, KERNEL_NAMES, LAPLACIAN, PRECOMPUTED
+from ._core import _kernel
 from ._threads import resolve_n_jobs
 
 _INT32_MAX = 2**31 - 1
@@ -181,7 +183,7 @@ def as_operand(X, kernel="rbf", name="X"):
     """
     Xc = as_canonical(X, name=name)
     if (sp.issparse(Xc) and kernel_code(kernel, allow_precomputed=False) != LAPLACIAN
-            and _worth_densifying(Xc, None)):
+            and worth_densifying(Xc, None)):
         return Xc.toarray()
     return Xc
 
@@ -263,20 +265,17 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=0.0,
     n_threads = resolve_n_jobs(n_jobs)
     Xc, Yc, n_features = _canonical_pair(X, Y)
     gamma, degree, coef0 = check_kernel_params(gamma, degree, coef0, n_features)
-    from ._core import _kernel
     # Dense inner products go through BLAS dgemm on fixed tiles, each call
     # single-threaded (our threads run the tiles), so the bits do not depend
     # on n_jobs; the Laplacian kernel and truly sparse data use the core's
     # loops. Fairly dense CSR (e.g. images) is faster densified for dgemm.
-    if code != LAPLACIAN and (sp.issparse(Xc) or sp.issparse(Yc)) and _worth_densifying(Xc, Yc):
+    if code != LAPLACIAN and (sp.issparse(Xc) or sp.issparse(Yc)) and worth_densifying(Xc, Yc):
         Xc = Xc.toarray() if sp.issparse(Xc) else Xc
         Yc = Yc.toarray() if sp.issparse(Yc) else Yc
     if code != LAPLACIAN and not sp.issparse(Xc) and not sp.issparse(Yc):
-        controller = _blas_controller()
-        if controller is not None:
-            with controller.limit(limits=1, user_api="blas"):
-                return _kernel._kernel_matrix(Xc, Yc, code, degree, gamma, coef0,
-                                              n_threads, True)
+        with one_blas_thread():
+            return _kernel._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads,
+                                          True)
     return _kernel._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads)
 
 
@@ -288,7 +287,7 @@ _DENSIFY_MIN_DENSITY = 0.15
 _DENSIFY_MAX_BYTES = 1 << 30
 
 
-def _worth_densifying(X, Y):
+def worth_densifying(X, Y):
     size = 0
     for M in (X, Y):
         if sp.issparse(M):
@@ -299,15 +298,25 @@ def _worth_densifying(X, Y):
 
 
 def _blas_controller():
-    """A cached threadpoolctl controller (None when threadpoolctl is missing)."""
+    """The threadpoolctl controller, made at first use and cached.
+
+    Made at first use, not at import: it lists the BLAS libraries loaded when
+    it is made (numpy's, and scipy's, which ``_core._kernel`` loads), and
+    making it scans the process's libraries, which ``import kernsolve`` should
+    not pay for.
+    """
     if not _CONTROLLER:
-        try:
-            from threadpoolctl import ThreadpoolController
-            from ._core import _kernel  # noqa: F401  (loads scipy's BLAS first)
-            _CONTROLLER.append(ThreadpoolController())
-        except ImportError:  # pragma: no cover - threadpoolctl ships with sklearn
-            _CONTROLLER.append(None)
+        _CONTROLLER.append(ThreadpoolController())
     return _CONTROLLER[0]
+
+
+def one_blas_thread():
+    """A context that keeps numpy's and scipy's BLAS on one thread.
+
+    Our own threads run the tiles (or there is one small product): one BLAS
+    thread per call makes the bits independent of the thread count.
+    """
+    return _blas_controller().limit(limits=1, user_api="blas")
 
 
 def kernel_rows(X, kernel="rbf", gamma=None, degree=3, coef0=0.0, cache_mb=100.0,
@@ -316,7 +325,6 @@ def kernel_rows(X, kernel="rbf", gamma=None, degree=3, coef0=0.0, cache_mb=100.0
 
     ``kernel="precomputed"`` expects X to be the square training kernel matrix.
     """
-    from ._core import _kernel
     code = kernel_code(kernel)
     Xc = as_canonical(X, renumber=True)     # only X's own Gram rows are computed
     if code == PRECOMPUTED:

@@ -14,8 +14,9 @@ import scipy.linalg
 
 import kernsolve
 from kernsolve import Parameters, kernel_matrix
-from kernsolve.solvers.eigenpro.train import (_build_preconditioner, _epoch_order, _Kernel,
-                                 eigenpro_options, exact_kernel_ridge, fit_eigenpro)
+from kernsolve.solvers.eigenpro._common import KernelBlocks, epoch_order, top_eigensystem
+from kernsolve.solvers.eigenpro.train import (_build_preconditioner, eigenpro_options,
+                                              exact_kernel_ridge, fit_eigenpro)
 from kernsolve.solvers.eigenpro.model import EigenProModel
 from kernsolve._random import permutation
 
@@ -52,7 +53,7 @@ def test_preconditioned_spectrum_exact_subsample(tau):
     n, k, gamma = 200, 20, 5.0
     K = kernel_matrix(X, X, gamma=gamma)
     lam = np.linalg.eigvalsh(K)[::-1] / n
-    pre = _build_preconditioner(_Kernel(X, 2, gamma, 3, 0.0, 1),
+    pre = _build_preconditioner(KernelBlocks(X, 2, gamma, 3, 0.0, 1),
                                 _opts(n, eigen_directions=k, subsample=n, damping=tau), 0)
     np.testing.assert_allclose(pre.eigenvalues, lam[:k + 1], rtol=1e-10)
     D = pre.V @ np.diag(pre.weights) @ pre.V.T
@@ -74,7 +75,7 @@ def test_preconditioned_spectrum_from_subsample():
     X = rng.uniform(0, 1, (n, 5))
     K = kernel_matrix(X, X, gamma=gamma)
     lam = np.linalg.eigvalsh(K)[::-1] / n
-    pre = _build_preconditioner(_Kernel(X, 2, gamma, 3, 0.0, 1),
+    pre = _build_preconditioner(KernelBlocks(X, 2, gamma, 3, 0.0, 1),
                                 _opts(n, eigen_directions=k, subsample=500), 3)
     S = pre.subsample
     D = pre.V @ np.diag(pre.weights) @ pre.V.T
@@ -124,7 +125,7 @@ def _table2(K, Y, S, k, tau, eta, m, epochs, seed):
     D = V[:, :k] @ np.diag((1 - tau * lk1 / Lam) / Lam) @ V[:, :k].T
     alpha = np.zeros_like(Y)
     for e in range(epochs):
-        order = _epoch_order(n, seed, e)
+        order = epoch_order(n, seed, e)
         for s in range(0, n, m):
             B = order[s:s + m]
             g = (K[B] @ alpha - Y[B]) / len(B)
@@ -375,7 +376,7 @@ def test_features_match_table1_transcription(k):
     P = np.eye(D) - V[:, :k] @ np.diag(1 - tau * w[k] / w[:k]) @ V[:, :k].T
     W = np.zeros((D, 2))
     for e in range(3):
-        order = _epoch_order(n, seed, e)
+        order = epoch_order(n, seed, e)
         for s in range(0, n, m):
             B = order[s:s + m]
             g = Z[B].T @ (Z[B] @ W - Y[B]) / len(B)
@@ -419,7 +420,6 @@ def test_cross_validation_runs_eigenpro():
 
 def test_randomized_eigensolver_matches_eigh():
     # The subspace iteration (used for M > 2000) against LAPACK's eigh.
-    from kernsolve.solvers.eigenpro.train import top_eigensystem
     rng = np.random.default_rng(5)
     X = rng.uniform(0, 1, (800, 8))
     K = kernel_matrix(X, X, gamma=2.0)

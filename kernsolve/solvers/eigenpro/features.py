@@ -20,10 +20,14 @@ k = 0 is plain SGD on the random features (the paper's RF/DSGD column).
 import time
 
 import numpy as np
+import scipy.sparse as sp
 
+from ._common import (AUTO_RTOL, RANK_RTOL, check_diverged, epoch_order, step_size,
+                      top_eigensystem)
 from ..._constants import FOURIER_KERNELS
-from .train import (RANK_RTOL, check_diverged, AUTO_RTOL, _epoch_order, _one_blas_thread,
-                        step_size)
+from ..._features import feature_directions
+from ..._kernels import as_canonical, one_blas_thread
+from ..._random import permutation
 
 __all__ = ["fit_features", "feature_values"]
 
@@ -39,7 +43,6 @@ class FeatureMap:
     """
 
     def __init__(self, n_features, D, kernel_type, gamma, seed):
-        from ..._features import feature_directions
         omega, phase = feature_directions(n_features, 0, D, kernel=int(kernel_type),
                                           gamma=gamma, seed=seed)
         self.omega_t = np.ascontiguousarray(omega.T)
@@ -47,7 +50,7 @@ class FeatureMap:
         self.scale = np.sqrt(2.0 / D)
 
     def __call__(self, X):
-        with _one_blas_thread():
+        with one_blas_thread():
             Z = X @ self.omega_t
         Z = np.asarray(Z)
         Z += self.phase
@@ -62,16 +65,13 @@ def feature_values(X, D, kernel_type, gamma, seed, n_jobs=None):
 
 
 def _rows(X, idx):
-    import scipy.sparse as sp
-    from ..._kernels import as_canonical
     return as_canonical(X[idx]) if sp.issparse(X) else np.ascontiguousarray(X[idx])
 
 
 def _eigensystem(Z_S, k, seed=0):
     """Top k+1 eigenvalues of Z_S^T Z_S / M and the top k unit eigenvectors (D, k)."""
-    from .train import top_eigensystem
     M, D = Z_S.shape
-    with _one_blas_thread():
+    with one_blas_thread():
         if D <= M:
             C = Z_S.T @ Z_S
             s, E = top_eigensystem(C, k, seed=seed)      # eigenvalues of C / D
@@ -94,7 +94,6 @@ def fit_features(Xc, Y, *, kernel_type, gamma, options, seed, n_jobs, n_threads,
     subsample : ndarray (M,)
     stats : dict
     """
-    from ..._random import permutation
     t0 = time.perf_counter()
     if int(kernel_type) not in FOURIER_KERNELS:
         raise ValueError("--features: random Fourier features exist for the rbf (-t 2) "
@@ -148,12 +147,12 @@ def fit_features(Xc, Y, *, kernel_type, gamma, options, seed, n_jobs, n_threads,
     start_loss = max(float(np.mean(Y * Y)), np.finfo(float).tiny)
     n_steps, epochs_run, callback_seconds = 0, 0, 0.0
     for epoch in range(options["epochs"]):
-        order = _epoch_order(n, seed, epoch)
+        order = epoch_order(n, seed, epoch)
         worst = 0.0
         for start in range(0, n, m):
             B = order[start:start + m]
             Z = phi(B)
-            with _one_blas_thread():
+            with one_blas_thread():
                 R = Z @ W
                 R -= Y[B]
                 G = Z.T @ R

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from ._common import KernelBlocks
 from .features import FeatureMap
-from .train import BLOCK_BYTES, MAGIC, _Kernel, _one_blas_thread
 from ..._constants import (EPSILON_SVR, GAMMA_KERNELS, KERNEL_NAMES as KERNELS, POLY,
                            PSD_KERNELS, SVM_TYPE_NAMES as SVM_TYPES)
-from ..._kernels import as_canonical
+from ..._kernels import as_canonical, one_blas_thread
 from ..._model import _float, _format_sv_rows, _int, _label_text, read_vector_lines
 from ..._model_kind import ModelKind
 from ..._params import Parameters
@@ -24,7 +24,10 @@ from ..._predict import _prepare_X, _widen
 from ..._threads import resolve_n_jobs
 
 __all__ = ["EigenProModel", "decision_values", "format_eigenpro_model",
-           "parse_eigenpro_model"]
+           "parse_eigenpro_model", "MAGIC"]
+
+MAGIC = "kernsolve_model eigenpro"   # the first line of the file (the spec's model_kind)
+BLOCK_BYTES = 32 * 2 ** 20  # kernel values per block at prediction
 
 
 @dataclass
@@ -140,7 +143,7 @@ def decision_values(X, model, n_jobs=None):
                          int(p.seed))
         for start in range(0, Xc.shape[0], rows):
             Z = phi(Xc[start:start + rows])
-            with _one_blas_thread():
+            with one_blas_thread():
                 out[start:start + rows] = Z @ coef
         return out
     C = model.centres
@@ -149,7 +152,7 @@ def decision_values(X, model, n_jobs=None):
         Xc = _widen(Xc, width)
     if C.shape[1] != width:
         C = _widen(C, width)
-    kern = _Kernel(C, int(p.kernel_type), float(p.gamma or 0.0), int(p.degree),
+    kern = KernelBlocks(C, int(p.kernel_type), float(p.gamma or 0.0), int(p.degree),
                    float(p.coef0), resolve_n_jobs(n_jobs))
     coef = np.asarray(model.coef, dtype=np.float64)
     n = Xc.shape[0]
@@ -159,7 +162,7 @@ def decision_values(X, model, n_jobs=None):
         stop = min(n, start + rows)
         Xb = Xc[start:stop]
         K = kern.block(_canonical_block(Xb), kern.X)
-        with _one_blas_thread():
+        with one_blas_thread():
             out[start:stop] = K @ coef
     return out
 

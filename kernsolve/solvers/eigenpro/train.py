@@ -41,6 +41,10 @@ Models: regression gives a LIBSVM epsilon-SVR-shaped :class:`~kernsolve.Model`
 (centres as SVs, ``sv_coef = alpha``, ``rho = 0``) that LIBSVM's tools read;
 classification gives an :class:`EigenProModel` written in kernsolve's small
 text format (first line ``kernsolve_model eigenpro``, see ``doc/eigenpro.md``).
+
+This module owns the options, the preconditioner and the iteration; what it
+shares with the random-feature mode and the model (kernel blocks, the
+eigensystem, the step size, the epoch order) is in ``_common.py``.
 """
 import math
 import numbers
@@ -49,17 +53,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg
-import scipy.sparse as sp
 
-from ..._constants import (C_SVC, EPSILON_SVR, FOURIER_KERNELS, LAPLACIAN, LINEAR, POLY,
-                           PRECOMPUTED, PSD_KERNELS, SIGMOID)
+from ._common import (AUTO_RTOL, RANK_RTOL, KernelBlocks, check_diverged, epoch_order,
+                      step_size, top_eigensystem)
+from .features import fit_features
+from .model import EigenProModel
+from ..._constants import C_SVC, EPSILON_SVR, POLY, PRECOMPUTED, PSD_KERNELS, SIGMOID
+from ..._kernels import check_kernel_params, one_blas_thread
+from ..._model import Model
 from ..._params import Parameters, option_key
+from ..._random import permutation
+from ..._threads import resolve_n_jobs
 from ..._validation import check_targets, check_X, class_index
 
-__all__ = ["eigenpro_options", "fit_eigenpro", "exact_kernel_ridge", "step_size",
-           "top_eigensystem", "train_eigenpro", "MAGIC"]
-
-MAGIC = "kernsolve_model eigenpro"
+__all__ = ["eigenpro_options", "fit_eigenpro", "exact_kernel_ridge", "train_eigenpro"]
 
 # Paper's defaults (section 6): m = 2^8, M = 4800, k = 160; tau = 1 in the RKHS.
 DEFAULT_BATCH = 256
@@ -67,22 +74,6 @@ DEFAULT_SUBSAMPLE = 4800
 DEFAULT_K = 160
 DEFAULT_DAMPING = 1.0
 DEFAULT_EPOCHS = 10
-DELTA = 0.1               # failure probability of the step-size bound
-# An eigenvalue of K_S/M below RANK_RTOL * the largest is numerical noise: it
-# cannot be lambda_{k+1} (the step would be ~1/noise).
-RANK_RTOL = 1e-8
-# The default k stops earlier, where the subsample's eigenvalues are still far
-# from noise (an acceleration lambda_1/lambda_{k+1} up to 1e6).
-AUTO_RTOL = 1e-6
-BLOCK_BYTES = 32 * 2 ** 20  # kernel values per block at prediction
-DIVERGED = 1e4            # batch loss / initial loss that counts as divergence
-# Randomized eigensolver (above RSVD_MIN_M): oversampling and power steps.
-# Four power steps give the top k+1 eigenvalues of a Gaussian kernel matrix
-# to < 1% (Fashion-MNIST, M = 4800, k = 160: 0.7%, lambda_{k+1} 0.6% low), in
-# a tenth of eigh's time; tests/test_eigenpro.py checks it against eigh.
-RSVD_MIN_M = 2000
-RSVD_MIN_OVERSAMPLE = 20
-RSVD_POWER = 4
 
 
 # --------------------------------------------------------------------------
@@ -208,152 +199,8 @@ def _check_kernel(kernel_type, coef0):
 
 
 # --------------------------------------------------------------------------
-# kernel blocks through the kernel engine
+# the preconditioner
 # --------------------------------------------------------------------------
-
-class _Kernel:
-    """K(rows, centres) blocks on canonical data, bit-identical for any thread count."""
-
-    def __init__(self, X, kernel_type, gamma, degree, coef0, n_threads):
-        from ..._kernels import _worth_densifying, as_canonical
-        Xc = as_canonical(X)
-        if sp.issparse(Xc) and kernel_type != LAPLACIAN and _worth_densifying(Xc, None):
-            Xc = np.ascontiguousarray(Xc.toarray())
-        self.X = Xc
-        self.code = int(kernel_type)
-        self.gamma = float(gamma)
-        self.degree = int(degree)
-        self.coef0 = float(coef0)
-        self.n_threads = int(n_threads)
-        self.n_evals = 0
-
-    @property
-    def n_rows(self):
-        return self.X.shape[0]
-
-    def rows(self, idx):
-        """Canonical copy of the rows ``idx``."""
-        from ..._kernels import as_canonical
-        if sp.issparse(self.X):
-            return as_canonical(self.X[idx])
-        return np.ascontiguousarray(self.X[idx])
-
-    def block(self, A, B):
-        """K(A, B) for canonical A, B (dense: dgemm tiles; else the core's loops).
-
-        A is the small operand (a batch or a block of queries); when its
-        storage differs from B's, A is converted to B's.
-        """
-        from ..._core import _kernel
-        from ..._kernels import _blas_controller, as_canonical
-        self.n_evals += A.shape[0] * B.shape[0]
-        if sp.issparse(A) and not sp.issparse(B):
-            A = np.ascontiguousarray(A.toarray())
-        elif sp.issparse(B) and not sp.issparse(A):
-            A = as_canonical(sp.csr_matrix(A))
-        if not sp.issparse(B) and self.code != LAPLACIAN:
-            controller = _blas_controller()
-            if controller is not None:
-                with controller.limit(limits=1, user_api="blas"):
-                    return _kernel._kernel_matrix(A, B, self.code, self.degree, self.gamma,
-                                                  self.coef0, self.n_threads, True)
-        return _kernel._kernel_matrix(A, B, self.code, self.degree, self.gamma, self.coef0,
-                                      self.n_threads)
-
-    def diagonal(self, idx):
-        """k(x_i, x_i) for the rows ``idx`` (cheap closed forms)."""
-        if self.code in FOURIER_KERNELS:      # shift-invariant: k(x, x) = 1
-            return np.ones(len(idx))
-        R = self.rows(idx)
-        sq = np.asarray(R.multiply(R).sum(axis=1)).ravel() if sp.issparse(R) \
-            else np.einsum("ij,ij->i", R, R)
-        if self.code == LINEAR:
-            return sq
-        return (self.gamma * sq + self.coef0) ** self.degree
-
-
-def _one_blas_thread():
-    """A context that keeps numpy/scipy BLAS on one thread (determinism), or a no-op."""
-    from ..._kernels import _blas_controller
-    controller = _blas_controller()
-    if controller is None:  # pragma: no cover - threadpoolctl ships with scikit-learn
-        import contextlib
-        return contextlib.nullcontext()
-    return controller.limit(limits=1, user_api="blas")
-
-
-# --------------------------------------------------------------------------
-# the preconditioner and the step size
-# --------------------------------------------------------------------------
-
-def top_eigensystem(K_S, k, method="auto", seed=0):
-    """Top k+1 eigenvalues (descending) of ``K_S / M`` and the top k eigenvectors.
-
-    Parameters
-    ----------
-    K_S : ndarray of shape (M, M)
-        The subsample kernel matrix (symmetric).
-    k : int
-    method : {"auto", "eigh", "randomized"}
-        ``"eigh"``: LAPACK's symmetric eigensolver on the requested index
-        range (exact, ``O(M^3)``).  ``"randomized"``: subspace iteration
-        (Halko, Martinsson & Tropp, the paper's RSVD) on ``k + 1 + p`` random
-        directions with ``RSVD_POWER`` power steps and a Rayleigh-Ritz
-        projection, ``O(M^2 (k + p))``; the directions are normal draws of
-        the seed's "sampling" stream, so it is reproducible.  ``"auto"``:
-        randomized when ``M > RSVD_MIN_M`` and ``k + 1 + p < M / 4``.
-    seed : int
-        Seed of the random directions.
-
-    Returns
-    -------
-    s : ndarray of shape (k+1,)
-    V : ndarray of shape (M, k), orthonormal columns
-    """
-    M = K_S.shape[0]
-    width = k + 1 + max(RSVD_MIN_OVERSAMPLE, (k + 1) // 2)
-    if method == "auto":
-        method = "randomized" if M > RSVD_MIN_M and 4 * width < M else "eigh"
-    with _one_blas_thread():
-        if method == "randomized":
-            from ..._random import normal
-            # Counters past 2**40 of the "sampling" stream: disjoint from the
-            # subsample's draws (which use counters below n).
-            Q = normal(seed, "sampling", start=1 << 40, count=M * width).reshape(M, width)
-            for _ in range(RSVD_POWER + 1):
-                Q, _r = np.linalg.qr(K_S @ Q)
-            B = Q.T @ (K_S @ Q)
-            w, U = np.linalg.eigh((B + B.T) / 2)
-            w, U = w[::-1][:k + 1], U[:, ::-1]
-            V = np.ascontiguousarray((Q @ U)[:, :k])
-        elif method == "eigh":
-            w, V = scipy.linalg.eigh(K_S, subset_by_index=[M - k - 1, M - 1], driver="evr",
-                                     check_finite=False)
-            w = w[::-1]
-            V = np.ascontiguousarray(V[:, ::-1][:, :k])
-        else:
-            raise ValueError(f"unknown eigensolver {method!r} (use 'eigh' or 'randomized')")
-    return w / M, V
-
-
-def step_size(lam, kappa, m, M, delta=DELTA):
-    """The paper's step size: 1 / (Theorem 1's high-probability bound on ||P H_m||).
-
-    Parameters
-    ----------
-    lam : float
-        lambda_{k+1} of the (preconditioned) covariance, estimated on the subsample.
-    kappa : float
-        Largest squared RKHS norm of a (preconditioned) feature vector.
-    m : int
-        Mini-batch size.
-    M : int
-        Subsample size (the dimension in the bound's logarithm).
-    """
-    L = math.log(2.0 * M / delta)
-    bound = lam + 2.0 * (lam + kappa) * L / (3.0 * m) + math.sqrt(2.0 * lam * kappa * L / m)
-    return 1.0 / bound
-
 
 @dataclass
 class _Preconditioner:
@@ -377,7 +224,6 @@ class _Preconditioner:
 
 
 def _build_preconditioner(kern, opts, seed):
-    from ..._random import permutation
     n = kern.n_rows
     M, k, tau = opts["subsample"], opts["eigen_directions"], opts["damping"]
     S = np.sort(permutation(n, seed, "sampling")[:M]).astype(np.intp)
@@ -431,16 +277,6 @@ class EigenProResult:
     stats: dict = field(default_factory=dict)
 
 
-def _epoch_order(n, seed, epoch):
-    """The epoch's row order: sort by 64-bit draws of the "shuffle" stream.
-
-    A pure function of (seed, epoch); draws n*epoch .. n*(epoch+1)-1, so
-    every epoch has its own independent permutation.
-    """
-    from ..._random import random_u64
-    keys = random_u64(seed, "shuffle", start=n * epoch, count=n)
-    return np.argsort(keys, kind="stable").astype(np.intp)
-
 
 def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, options=None,
                  seed=0, n_jobs=None, callback=None, _kernel=None):
@@ -467,13 +303,11 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
     -------
     EigenProResult
     """
-    from ..._kernels import check_kernel_params
-    from ..._threads import resolve_n_jobs
     t0 = time.perf_counter()
     n_threads = resolve_n_jobs(n_jobs)
     _check_kernel(int(kernel_type), float(coef0))
     if _kernel is None:
-        kern = _Kernel(X, kernel_type, 0.0, degree, coef0, n_threads)
+        kern = KernelBlocks(X, kernel_type, 0.0, degree, coef0, n_threads)
         gamma, degree, coef0 = check_kernel_params(gamma, degree, coef0, kern.X.shape[1])
         kern.gamma, kern.degree, kern.coef0 = gamma, degree, coef0
     else:
@@ -495,7 +329,6 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
         raise ValueError(f"--batch-size: m = {m} is larger than the training set (n = {n})")
 
     if opts.get("features") is not None:
-        from .features import fit_features
         W, s, S, stats = fit_features(kern.X, Y[:, 0] if single else Y,
                                       kernel_type=kern.code, gamma=kern.gamma, options=opts,
                                       seed=seed, n_jobs=n_jobs, n_threads=n_threads,
@@ -522,12 +355,12 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
     epochs_run = 0
     callback_seconds = 0.0
     for epoch in range(opts["epochs"]):
-        order = _epoch_order(n, seed, epoch)
+        order = epoch_order(n, seed, epoch)
         worst = 0.0
         for start in range(0, n, m):
             B = order[start:start + m]
             K_B = kern.block(kern.rows(B), Xall)           # (b, n) kernel engine
-            with _one_blas_thread():
+            with one_blas_thread():
                 G = K_B @ alpha
                 G -= Y[B]
                 scale = eta_for(B.size) / B.size
@@ -583,12 +416,10 @@ def exact_kernel_ridge(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, 
         ``lam < 0``, or K + n lam I is not numerically positive definite
         (duplicate points, a flat kernel): the message suggests ``lam > 0``.
     """
-    from ..._kernels import check_kernel_params
-    from ..._threads import resolve_n_jobs
     if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not math.isfinite(lam) \
             or lam < 0:
         raise ValueError(f"lam must be a finite number >= 0, got {lam!r}")
-    kern = _Kernel(X, kernel_type, 0.0, degree, coef0, resolve_n_jobs(n_jobs))
+    kern = KernelBlocks(X, kernel_type, 0.0, degree, coef0, resolve_n_jobs(n_jobs))
     kern.gamma, kern.degree, kern.coef0 = check_kernel_params(gamma, degree, coef0,
                                                               kern.X.shape[1])
     n = kern.n_rows
@@ -596,7 +427,7 @@ def exact_kernel_ridge(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, 
     K[np.diag_indices(n)] += n * lam
     Y = np.asarray(Y, dtype=np.float64)
     try:
-        with _one_blas_thread():
+        with one_blas_thread():
             factor = scipy.linalg.cho_factor(K, lower=True, overwrite_a=True,
                                              check_finite=False)
             return scipy.linalg.cho_solve(factor, Y, check_finite=False)
@@ -618,8 +449,6 @@ def train_eigenpro(y, X, param, n_jobs=None, sample_weight=None, callback=None):
     :class:`EigenProModel`.  ``-s 3``: regression; returns a LIBSVM
     epsilon-SVR-shaped :class:`~kernsolve.Model` (rho = 0).
     """
-    from .model import EigenProModel
-    from ..._model import Model
     t0 = time.perf_counter()
     param.check()
     if sample_weight is not None:
@@ -677,24 +506,3 @@ def train_eigenpro(y, X, param, n_jobs=None, sample_weight=None, callback=None):
                      rho=np.zeros(1), stats=stats)
     return EigenProModel(param=fitted, labels=labels.astype(np.float64), centres=Xc,
                          coef=res.alpha, stats=stats)
-
-
-def check_diverged(worst, start_loss, weights, epoch, step):
-    """Raise when an epoch's largest batch loss ran away from the start.
-
-    A converging run keeps the batch loss near or below its start, mean(Y^2);
-    DIVERGED times that (or NaN) means the step is too large.
-    """
-    if not (worst <= DIVERGED * start_loss) or not np.all(np.isfinite(weights)):
-        raise ValueError(f"EigenPro diverged in epoch {epoch + 1} (batch loss "
-                         f"{worst:.3g}, initial {start_loss:.3g}); use a smaller --step "
-                         f"(was {step:.4g}) or a larger --batch-size")
-
-
-def __getattr__(name):
-    # The model class and its file format live in kernsolve.solvers.eigenpro.model.
-    if name in ("EigenProModel", "decision_values", "format_eigenpro_model",
-                "parse_eigenpro_model"):
-        from . import model as _eigenpro_model
-        return getattr(_eigenpro_model, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
