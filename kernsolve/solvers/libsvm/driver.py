@@ -10,8 +10,12 @@ and coefficients, and the same printed lines.  What LIBSVM lacks is added on
 top: sample weights, the no-bias C-SVC, seeded probability folds, and training
 statistics.
 
-The numerical work is in ``kernsolve.solvers.smo._smo.solve``; this module only
-builds its inputs and reads its outputs.  Other solvers plug into the same
+The numerical work is in ``kernsolve.solvers.smo._smo.solve``; the five
+formulations that build its inputs and read its outputs are in
+``formulations.py``, and :func:`_train_one` (LIBSVM's ``svm_train_one``)
+chooses one.  This module is the rest of ``svm_train``: checks, class
+grouping, the one-vs-one loop, the model's layout and the probability
+folds.  Other solvers plug into the same
 one-vs-one driver through their spec (``kernsolve.solvers._spec``): the driver
 receives the spec from ``kernsolve.train`` (``kernsolve._api``) and calls its
 ``binary`` callable for each sub-problem and its ``check`` and
@@ -20,13 +24,15 @@ receives the spec from ``kernsolve.train`` (``kernsolve._api``) and calls its
 import sys
 import time
 import warnings
+
 import numpy as np
 import scipy.sparse as sp
 
 from . import probability as _probability
+from .formulations import (solve_c_svc, solve_epsilon_svr, solve_nu_svc, solve_nu_svr,
+                           solve_one_class)
 from ..._constants import (C_SVC, CLASSIFICATION, EPSILON_SVR, NU_SVC, ONE_CLASS,
                            PRECOMPUTED, REGRESSION)
-from ..smo._smo import solve as _smo_solve
 from ..._kernels import as_canonical, kernel_matrix
 from ..._model import Model
 from ..._progress import Progress
@@ -262,7 +268,7 @@ def _kernel_block(A, B, param, n_threads):
 
 
 # --------------------------------------------------------------------------
-# one call of the SMO core, and LIBSVM's five formulations around it
+# one sub-problem: its context, and LIBSVM's svm_train_one
 # --------------------------------------------------------------------------
 
 class _Context:
@@ -319,120 +325,30 @@ class _Context:
             self.reporter.close()
 
 
-def _smo(ctx, rows, y_pm, p, alpha, C, *, svr=False, nu=False):
-    param = ctx.param
-    Xs = ctx.data.solver_input(rows)
-    info = _smo_solve(Xs, int(param.kernel_type), int(param.degree), float(param.gamma),
-                 float(param.coef0), np.ascontiguousarray(y_pm, dtype=np.int8),
-                 np.ascontiguousarray(p, dtype=np.float64), alpha,
-                 np.ascontiguousarray(C, dtype=np.float64),
-                 svr=svr, eps=float(param.eps), shrinking=bool(param.shrinking), nu=nu,
-                 bias=bool(param.bias), cache_mb=float(param.cache_size),
-                 n_threads=ctx.n_threads, max_iter=ctx.max_iter,
-                 progress=ctx.progress())
-    info = dict(info)
-    n_iter = int(info.get("n_iter", 0))
-    # LIBSVM prints a dot every min(l, 1000) iterations, then the summary.
-    ctx.info("." * (n_iter // max(1, min(alpha.size, 1000)))
-             + f"\noptimization finished, #iter = {n_iter}\n")
-    if info.get("status", "ok") != "ok":
-        warnings.warn(f"WARNING: reaching max number of iterations ({n_iter}); "
-                      "the solution may not be optimal", RuntimeWarning, stacklevel=4)
-    return info
-
-
 def _train_one(ctx, rows, target, C, cp=None, cn=None):
     """LIBSVM's ``svm_train_one`` on the data rows ``rows`` (in that order).
 
     ``target`` is +-1 for classification, the regression target for SVR;
     ``C`` is each row's upper bound (class C times sample weight; for nu-SVC
-    and one-class, the sample weight alone).  Returns the signed coefficients,
-    rho and the solver's statistics (objective in LIBSVM's scaling).
+    and one-class, the sample weight alone); ``cp``, ``cn`` are the pair's
+    class C's (C-SVC prints nu when they agree).  Returns the signed
+    coefficients, rho and the solver's statistics (objective in LIBSVM's
+    scaling).
     """
-    param = ctx.param
-    l = rows.size if rows is not None else ctx.data.n_rows
-    svm_type = param.svm_type
-    uniform = bool(np.all(C == C[0])) if l else True
-
     if ctx.binary is not None:     # the solver's own sub-problem trainer (its spec)
         return ctx.binary(ctx, rows, target, C)
+    svm_type = ctx.param.svm_type
     if svm_type == C_SVC:
-        y_pm = np.where(target > 0, 1, -1).astype(np.int8)
-        alpha = np.zeros(l)
-        info = _smo(ctx, rows, y_pm, np.full(l, -1.0), alpha, C)
-        if cp is not None and cp == cn:
-            ctx.info(f"nu = {alpha.sum() / C.sum():f}\n")
-        coef = alpha * y_pm
-        rho, obj = info["rho"], info["obj"]
-        if not param.bias:
-            rho = 0.0
-        upper = C
+        solution = solve_c_svc(ctx, rows, target, C, cp, cn)
     elif svm_type == NU_SVC:
-        y_pm = np.where(target > 0, 1, -1).astype(np.int8)
-        alpha = np.empty(l)
-        sum_pos = sum_neg = param.nu * (l if uniform and C[0] == 1 else C.sum()) / 2
-        for i in range(l):
-            if y_pm[i] == 1:
-                alpha[i] = min(C[i], sum_pos)
-                sum_pos -= alpha[i]
-            else:
-                alpha[i] = min(C[i], sum_neg)
-                sum_neg -= alpha[i]
-        info = _smo(ctx, rows, y_pm, np.zeros(l), alpha, C, nu=True)
-        r = info["r"]
-        if r == 0 or not np.isfinite(r):
-            # LIBSVM goes on with C = 1/r = inf or 0 and rho = nan; refuse instead.
-            # (r < 0 does happen with a non-PSD sigmoid kernel; LIBSVM keeps it.)
-            raise ValueError(
-                f"nu-SVC is degenerate on this data: the solver found r = {float(r)!r}, "
-                "where LIBSVM reports C = 1/r and returns a model with rho = NaN "
-                "(nu at its feasibility limit, or identical rows with different "
-                "labels); try a smaller nu")
-        ctx.info(f"C = {1 / r:f}\n")
-        coef = alpha * y_pm / r
-        rho, obj = info["rho"] / r, info["obj"] / (r * r)
-        upper = C / r
+        solution = solve_nu_svc(ctx, rows, target, C)
     elif svm_type == ONE_CLASS:
-        alpha = np.zeros(l)
-        if uniform and C[0] == 1:
-            n = int(param.nu * l)            # alphas at the upper bound
-            alpha[:n] = 1.0
-            if n < l:
-                alpha[n] = param.nu * l - n
-        else:
-            rest = param.nu * C.sum()
-            for i in range(l):
-                alpha[i] = min(C[i], rest)
-                rest -= alpha[i]
-        info = _smo(ctx, rows, np.ones(l, dtype=np.int8), np.zeros(l), alpha, C)
-        coef = alpha
-        rho, obj = info["rho"], info["obj"]
-        upper = C
+        solution = solve_one_class(ctx, rows, target, C)
     elif svm_type == EPSILON_SVR:
-        alpha2 = np.zeros(2 * l)
-        p = np.concatenate([param.p - target, param.p + target])
-        y_pm = np.concatenate([np.ones(l, np.int8), -np.ones(l, np.int8)])
-        info = _smo(ctx, rows, y_pm, p, alpha2, np.concatenate([C, C]), svr=True)
-        coef = alpha2[:l] - alpha2[l:]
-        ctx.info(f"nu = {np.abs(coef).sum() / C.sum():f}\n")
-        rho, obj = info["rho"], info["obj"]
-        upper = C
+        solution = solve_epsilon_svr(ctx, rows, target, C)
     else:  # NU_SVR
-        alpha2 = np.empty(2 * l)
-        if uniform:
-            total = C[0] * param.nu * l / 2
-        else:
-            total = param.nu * C.sum() / 2
-        for i in range(l):
-            alpha2[i] = alpha2[i + l] = min(total, C[i])
-            total -= alpha2[i]
-        p = np.concatenate([-target, target])
-        y_pm = np.concatenate([np.ones(l, np.int8), -np.ones(l, np.int8)])
-        info = _smo(ctx, rows, y_pm, p, alpha2, np.concatenate([C, C]), svr=True, nu=True)
-        ctx.info(f"epsilon = {-info['r']:f}\n")
-        coef = alpha2[:l] - alpha2[l:]
-        rho, obj = info["rho"], info["obj"]
-        upper = C
+        solution = solve_nu_svr(ctx, rows, target, C)
+    coef, rho, obj, upper, info = solution
 
     ctx.info(f"obj = {obj:f}, rho = {rho:f}\n")
     nz = coef != 0

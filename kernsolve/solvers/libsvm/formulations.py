@@ -1,0 +1,171 @@
+"""LIBSVM's five formulations on kernsolve's SMO core (``svm.cpp``'s
+``solve_c_svc``, ``solve_nu_svc``, ``solve_one_class``, ``solve_epsilon_svr``,
+``solve_nu_svr``).
+
+Each one builds the SMO core's inputs for one sub-problem -- the +-1 labels,
+the linear term ``p``, the initial alphas and the upper bounds -- exactly as
+LIBSVM does, calls :func:`run_smo`, prints what LIBSVM's function prints, and
+reads the solution back in LIBSVM's scaling (nu-SVC divides by ``r``).  The
+driver's ``_train_one`` (LIBSVM's ``svm_train_one``) chooses one of them and
+does the common bookkeeping.
+
+Every formulation takes ``(ctx, rows, target, C)``: the driver's context
+(parameters, data, threads, printing), the data rows of the sub-problem (None:
+all rows, in order), the targets (+-1 for classification, the regression
+target for SVR) and each row's upper bound (class C times sample weight; for
+nu-SVC and one-class, the sample weight alone).
+"""
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+
+from ..smo._smo import solve as _smo_solve
+
+__all__ = ["Solution", "run_smo", "solve_c_svc", "solve_nu_svc", "solve_one_class",
+           "solve_epsilon_svr", "solve_nu_svr"]
+
+
+class Solution(NamedTuple):
+    """What a formulation returns: LIBSVM's alpha and ``SolutionInfo``."""
+    coef: np.ndarray      # signed coefficients (y_i alpha_i; SVR: alpha_i - alpha_i*)
+    rho: float
+    obj: float
+    upper: np.ndarray     # each row's upper bound (counts the bounded SVs)
+    info: dict            # the SMO core's statistics
+
+
+def run_smo(ctx, rows, y_pm, p, alpha, C, *, svr=False, nu=False):
+    """One call of the SMO core on the rows ``rows``; ``alpha`` is solved in place.
+
+    Prints LIBSVM's dots and ``optimization finished`` line, and warns when
+    the iteration limit was reached.  Returns the core's statistics (a dict).
+    """
+    param = ctx.param
+    Xs = ctx.data.solver_input(rows)
+    info = _smo_solve(Xs, int(param.kernel_type), int(param.degree), float(param.gamma),
+                      float(param.coef0), np.ascontiguousarray(y_pm, dtype=np.int8),
+                      np.ascontiguousarray(p, dtype=np.float64), alpha,
+                      np.ascontiguousarray(C, dtype=np.float64),
+                      svr=svr, eps=float(param.eps), shrinking=bool(param.shrinking), nu=nu,
+                      bias=bool(param.bias), cache_mb=float(param.cache_size),
+                      n_threads=ctx.n_threads, max_iter=ctx.max_iter,
+                      progress=ctx.progress())
+    info = dict(info)
+    n_iter = int(info.get("n_iter", 0))
+    # LIBSVM prints a dot every min(l, 1000) iterations, then the summary.
+    ctx.info("." * (n_iter // max(1, min(alpha.size, 1000)))
+             + f"\noptimization finished, #iter = {n_iter}\n")
+    if info.get("status", "ok") != "ok":
+        # stacklevel: run_smo, the formulation, _train_one, its caller, then
+        # the caller's caller (the driver's entry for a user's call)
+        warnings.warn(f"WARNING: reaching max number of iterations ({n_iter}); "
+                      "the solution may not be optimal", RuntimeWarning, stacklevel=5)
+    return info
+
+
+def _n_rows(ctx, rows):
+    return rows.size if rows is not None else ctx.data.n_rows
+
+
+def _uniform(C):
+    """True when every row has the same bound (no sample weights): LIBSVM's case."""
+    return bool(np.all(C == C[0])) if C.size else True
+
+
+def solve_c_svc(ctx, rows, target, C, cp=None, cn=None):
+    """C-SVC: ``p = -1``, alpha from 0; prints nu when the two class C's agree."""
+    param = ctx.param
+    l = _n_rows(ctx, rows)
+    y_pm = np.where(target > 0, 1, -1).astype(np.int8)
+    alpha = np.zeros(l)
+    info = run_smo(ctx, rows, y_pm, np.full(l, -1.0), alpha, C)
+    if cp is not None and cp == cn:
+        ctx.info(f"nu = {alpha.sum() / C.sum():f}\n")
+    coef = alpha * y_pm
+    rho, obj = info["rho"], info["obj"]
+    if not param.bias:
+        rho = 0.0
+    return Solution(coef, rho, obj, C, info)
+
+
+def solve_nu_svc(ctx, rows, target, C):
+    """nu-SVC: alphas filled up to nu*l/2 per class, then rescaled by 1/r."""
+    param = ctx.param
+    l = _n_rows(ctx, rows)
+    y_pm = np.where(target > 0, 1, -1).astype(np.int8)
+    alpha = np.empty(l)
+    sum_pos = sum_neg = param.nu * (l if _uniform(C) and C[0] == 1 else C.sum()) / 2
+    for i in range(l):
+        if y_pm[i] == 1:
+            alpha[i] = min(C[i], sum_pos)
+            sum_pos -= alpha[i]
+        else:
+            alpha[i] = min(C[i], sum_neg)
+            sum_neg -= alpha[i]
+    info = run_smo(ctx, rows, y_pm, np.zeros(l), alpha, C, nu=True)
+    r = info["r"]
+    if r == 0 or not np.isfinite(r):
+        # LIBSVM goes on with C = 1/r = inf or 0 and rho = nan; refuse instead.
+        # (r < 0 does happen with a non-PSD sigmoid kernel; LIBSVM keeps it.)
+        raise ValueError(
+            f"nu-SVC is degenerate on this data: the solver found r = {float(r)!r}, "
+            "where LIBSVM reports C = 1/r and returns a model with rho = NaN "
+            "(nu at its feasibility limit, or identical rows with different "
+            "labels); try a smaller nu")
+    ctx.info(f"C = {1 / r:f}\n")
+    coef = alpha * y_pm / r
+    rho, obj = info["rho"] / r, info["obj"] / (r * r)
+    return Solution(coef, rho, obj, C / r, info)
+
+
+def solve_one_class(ctx, rows, target, C):
+    """One-class SVM: the first nu*l alphas at their bound, ``p = 0``."""
+    param = ctx.param
+    l = _n_rows(ctx, rows)
+    alpha = np.zeros(l)
+    if _uniform(C) and C[0] == 1:
+        n = int(param.nu * l)            # alphas at the upper bound
+        alpha[:n] = 1.0
+        if n < l:
+            alpha[n] = param.nu * l - n
+    else:
+        rest = param.nu * C.sum()
+        for i in range(l):
+            alpha[i] = min(C[i], rest)
+            rest -= alpha[i]
+    info = run_smo(ctx, rows, np.ones(l, dtype=np.int8), np.zeros(l), alpha, C)
+    return Solution(alpha, info["rho"], info["obj"], C, info)
+
+
+def solve_epsilon_svr(ctx, rows, target, C):
+    """epsilon-SVR: 2l variables, ``p = epsilon -+ y``, alpha from 0."""
+    param = ctx.param
+    l = _n_rows(ctx, rows)
+    alpha2 = np.zeros(2 * l)
+    p = np.concatenate([param.p - target, param.p + target])
+    y_pm = np.concatenate([np.ones(l, np.int8), -np.ones(l, np.int8)])
+    info = run_smo(ctx, rows, y_pm, p, alpha2, np.concatenate([C, C]), svr=True)
+    coef = alpha2[:l] - alpha2[l:]
+    ctx.info(f"nu = {np.abs(coef).sum() / C.sum():f}\n")
+    return Solution(coef, info["rho"], info["obj"], C, info)
+
+
+def solve_nu_svr(ctx, rows, target, C):
+    """nu-SVR: 2l variables filled up to C*nu*l/2, ``p = -+ y``; prints epsilon."""
+    param = ctx.param
+    l = _n_rows(ctx, rows)
+    alpha2 = np.empty(2 * l)
+    if _uniform(C):
+        total = C[0] * param.nu * l / 2
+    else:
+        total = param.nu * C.sum() / 2
+    for i in range(l):
+        alpha2[i] = alpha2[i + l] = min(total, C[i])
+        total -= alpha2[i]
+    p = np.concatenate([-target, target])
+    y_pm = np.concatenate([np.ones(l, np.int8), -np.ones(l, np.int8)])
+    info = run_smo(ctx, rows, y_pm, p, alpha2, np.concatenate([C, C]), svr=True, nu=True)
+    ctx.info(f"epsilon = {-info['r']:f}\n")
+    coef = alpha2[:l] - alpha2[l:]
+    return Solution(coef, info["rho"], info["obj"], C, info)
