@@ -488,11 +488,11 @@ def test_reads_file_objects_and_crlf(libsvm_files):
 
 def test_bulk_reader_equals_line_by_line_reader(libsvm_files, monkeypatch, tmp_path):
     """The bulk SV conversion (fast path) gives what the careful per-line reader gives."""
-    import kernsolve._model as km
+    import kernsolve._model_text as mt
     text = GOOD.replace("-1 0.25 2:1", "-1 0.25 2:1 3:4e-3") + ""
     paths = [libsvm_files[c] for c in sorted(CASES)] + [write(tmp_path, text)]
     fast = [load_model(p) for p in paths]
-    monkeypatch.setattr(km, "_bulk_support_vectors", lambda lines, m: None)
+    monkeypatch.setattr(mt, "_bulk_support_vectors", lambda lines, m: None)
     slow = [load_model(p) for p in paths]
     for a, b in zip(fast, slow):
         assert_same_fields(our_fields(a), our_fields(b))
@@ -523,15 +523,17 @@ except ImportError:  # pragma: no cover
 @pytest.mark.skipif(_TOKEN is None, reason="hypothesis not installed")
 def test_bulk_reader_accepts_exactly_what_the_careful_reader_accepts():
     import kernsolve._model as km
+    import kernsolve._model_text as mt
 
     @settings(max_examples=300, deadline=None)
     @given(rows=st.lists(st.lists(_TOKEN, max_size=5), min_size=1, max_size=4),
            m=st.integers(0, 2))
     def check(rows, m):
         lines = [" ".join(r) for r in rows]
-        bulk = km._bulk_support_vectors(lines, m)
+        bulk = mt._bulk_support_vectors(lines, m)
         try:
-            careful = km._read_support_vectors(km._Reader("x"), lines, 1, m, 2, bulk=False)
+            careful = mt._read_support_vectors(km._Reader("x").fail, lines, 1, m, 2,
+                                               bulk=False)
         except ModelFormatError:
             careful = None
         if bulk is None:

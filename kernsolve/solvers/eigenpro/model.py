@@ -17,7 +17,8 @@ from .features import FeatureMap
 from ..._constants import (EPSILON_SVR, GAMMA_KERNELS, KERNEL_NAMES as KERNELS, POLY,
                            PSD_KERNELS, SVM_TYPE_NAMES as SVM_TYPES)
 from ..._kernels import as_canonical, one_blas_thread
-from ..._model import _float, _format_sv_rows, _int, _label_text, read_vector_lines
+from ..._model_text import (float_text, format_sv_rows, label_text, parse_float, parse_int,
+                            read_vector_lines)
 from ..._model_kind import ModelKind
 from ..._params import Parameters
 from ..._predict import _prepare_X, _widen
@@ -171,10 +172,6 @@ def _canonical_block(Xb):
     return as_canonical(Xb) if sp.issparse(Xb) else np.ascontiguousarray(Xb, dtype=np.float64)
 
 
-def _g(x):
-    return "%.17g" % x
-
-
 def format_eigenpro_model(model):
     """The text of kernsolve's EigenPro model file.
 
@@ -213,14 +210,14 @@ def format_eigenpro_model(model):
     if t == POLY:
         lines.append("degree %d" % int(p.degree))
     if t in GAMMA_KERNELS:      # (EigenPro's kernels exclude the sigmoid)
-        lines.append("gamma " + _g(float(p.gamma)))
+        lines.append("gamma " + float_text(float(p.gamma)))
     if t == POLY:
-        lines.append("coef0 " + _g(float(p.coef0)))
+        lines.append("coef0 " + float_text(float(p.coef0)))
     lines.append("n_outputs %d" % coef.shape[1])
-    lines.append(" ".join(["label"] + [_label_text(v) for v in np.asarray(model.labels)]))
+    lines.append(" ".join(["label"] + [label_text(v) for v in np.asarray(model.labels)]))
     if model.features is not None:
         lines += ["features %d" % model.features, "seed %d" % int(p.seed), "W"]
-        return "\n".join(lines + [" ".join(_g(v) for v in row) for row in coef]) + "\n"
+        return "\n".join(lines + [" ".join(float_text(v) for v in row) for row in coef]) + "\n"
     lines.append("total_sv %d" % C.shape[0])
     lines.append("SV")
     csr = sp.csr_matrix(C, dtype=np.float64)
@@ -229,18 +226,11 @@ def format_eigenpro_model(model):
         csr.sum_duplicates()
     if not np.all(np.isfinite(csr.data)):
         raise ValueError("model: a centre has non-finite values")
-    return "\n".join(lines) + "\n" + "".join(_format_sv_rows(coef.T.copy(), csr))
+    return "\n".join(lines) + "\n" + "".join(format_sv_rows(coef.T.copy(), csr))
 
 
 _HEADER = ("svm_type", "kernel_type", "degree", "gamma", "coef0", "n_outputs", "label",
            "total_sv", "features", "seed")
-
-
-class _FailOnly:
-    """The reader interface of ``kernsolve._model``'s helpers around a ``fail``."""
-
-    def __init__(self, fail):
-        self.fail = fail
 
 
 def parse_eigenpro_model(lines, fail):
@@ -250,9 +240,8 @@ def parse_eigenpro_model(lines, fail):
     (``"<file>:<line>: <problem>"``); it is called for anything corrupt or
     truncated.
     """
-    r = _FailOnly(fail)
     if not lines or lines[0].strip() != MAGIC:
-        r.fail(1, f"expected {MAGIC!r} on the first line")
+        fail(1, f"expected {MAGIC!r} on the first line")
     header, where, sv_line, section = {}, {}, None, None
     for k in range(1, len(lines)):
         tokens = lines[k].split()
@@ -260,74 +249,75 @@ def parse_eigenpro_model(lines, fail):
             continue
         if tokens[0] in ("SV", "W"):
             if len(tokens) != 1:
-                r.fail(k + 1, f"unexpected text after {tokens[0]!r}")
+                fail(k + 1, f"unexpected text after {tokens[0]!r}")
             sv_line = k
             section = tokens[0]
             break
         if tokens[0] not in _HEADER:
-            r.fail(k + 1, f"unknown keyword {tokens[0][:40]!r} in the model header")
+            fail(k + 1, f"unknown keyword {tokens[0][:40]!r} in the model header")
         if tokens[0] in header:
-            r.fail(k + 1, f"{tokens[0]} given twice")
+            fail(k + 1, f"{tokens[0]} given twice")
         header[tokens[0]] = tokens[1:]
         where[tokens[0]] = k + 1
     if sv_line is None:
-        r.fail(len(lines), "truncated model file: no 'SV' (or 'W') line")
+        fail(len(lines), "truncated model file: no 'SV' (or 'W') line")
 
     def one(key):
         if key not in header:
-            r.fail(sv_line + 1, f"missing '{key}' line in the model header")
+            fail(sv_line + 1, f"missing '{key}' line in the model header")
         if len(header[key]) != 1:
-            r.fail(where[key], f"{key} takes one value, got {len(header[key])}")
+            fail(where[key], f"{key} takes one value, got {len(header[key])}")
         return header[key][0]
 
     svm_name = one("svm_type")
     if svm_name not in SVM_TYPES:
-        r.fail(where["svm_type"], f"unknown svm_type {svm_name[:40]!r}")
+        fail(where["svm_type"], f"unknown svm_type {svm_name[:40]!r}")
     kname = one("kernel_type")
     if kname not in KERNELS or KERNELS.index(kname) not in PSD_KERNELS:
-        r.fail(where["kernel_type"], f"kernel_type {kname[:40]!r} is not an EigenPro kernel")
+        fail(where["kernel_type"], f"kernel_type {kname[:40]!r} is not an EigenPro kernel")
     t = KERNELS.index(kname)
     param = Parameters(svm_type=SVM_TYPES.index(svm_name), kernel_type=t, solver="eigenpro")
     if t == POLY:
-        param.degree = _int(r, where.get("degree", sv_line + 1), one("degree"), "degree")
+        param.degree = parse_int(fail, where.get("degree", sv_line + 1), one("degree"),
+                                 "degree")
         if param.degree < 0:
-            r.fail(where["degree"], f"degree must be >= 0, got {param.degree}")
-        param.coef0 = _float(r, where.get("coef0", sv_line + 1), one("coef0"), "coef0")
+            fail(where["degree"], f"degree must be >= 0, got {param.degree}")
+        param.coef0 = parse_float(fail, where.get("coef0", sv_line + 1), one("coef0"), "coef0")
     if t in GAMMA_KERNELS:
-        param.gamma = _float(r, where.get("gamma", sv_line + 1), one("gamma"), "gamma")
-    n_out = _int(r, where.get("n_outputs", sv_line + 1), one("n_outputs"), "n_outputs")
+        param.gamma = parse_float(fail, where.get("gamma", sv_line + 1), one("gamma"), "gamma")
+    n_out = parse_int(fail, where.get("n_outputs", sv_line + 1), one("n_outputs"), "n_outputs")
     if not 1 <= n_out <= 65536:
-        r.fail(where["n_outputs"], f"n_outputs must be in 1..65536, got {n_out}")
+        fail(where["n_outputs"], f"n_outputs must be in 1..65536, got {n_out}")
     if "label" not in header:
-        r.fail(sv_line + 1, "missing 'label' line in the model header")
+        fail(sv_line + 1, "missing 'label' line in the model header")
     if len(header["label"]) != n_out:
-        r.fail(where["label"], f"label needs {n_out} values, got {len(header['label'])}")
-    labels = np.array([_float(r, where["label"], v, "label") for v in header["label"]])
+        fail(where["label"], f"label needs {n_out} values, got {len(header['label'])}")
+    labels = np.array([parse_float(fail, where["label"], v, "label") for v in header["label"]])
     if ("features" in header) != (section == "W"):
-        r.fail(sv_line + 1, "a random-feature model has a 'features' line and a 'W' "
-                            "section; a kernel expansion has 'total_sv' and 'SV'")
+        fail(sv_line + 1, "a random-feature model has a 'features' line and a 'W' "
+                          "section; a kernel expansion has 'total_sv' and 'SV'")
     if section == "W":
-        D = _int(r, where["features"], one("features"), "features")
+        D = parse_int(fail, where["features"], one("features"), "features")
         if D < 1:
-            r.fail(where["features"], f"features must be >= 1, got {D}")
-        seed = _int(r, where.get("seed", sv_line + 1), one("seed"), "seed")
+            fail(where["features"], f"features must be >= 1, got {D}")
+        seed = parse_int(fail, where.get("seed", sv_line + 1), one("seed"), "seed")
         if not 0 <= seed < 2 ** 64:
-            r.fail(where["seed"], f"seed must be in [0, 2**64), got {seed}")
+            fail(where["seed"], f"seed must be in [0, 2**64), got {seed}")
         param.seed = seed
         body = lines[sv_line + 1:]
         if len(body) < D or any(body[j].strip() for j in range(D, len(body))):
-            r.fail(min(len(lines), sv_line + 2 + D), f"expected exactly {D} coefficient "
-                                                     "lines after 'W'")
+            fail(min(len(lines), sv_line + 2 + D), f"expected exactly {D} coefficient "
+                                                   "lines after 'W'")
         W = np.empty((D, n_out))
         for j in range(D):
             tokens = body[j].split()
             if len(tokens) != n_out:
-                r.fail(sv_line + 2 + j, f"expected {n_out} coefficients, got {len(tokens)}")
-            W[j] = [_float(r, sv_line + 2 + j, v, "coefficient") for v in tokens]
+                fail(sv_line + 2 + j, f"expected {n_out} coefficients, got {len(tokens)}")
+            W[j] = [parse_float(fail, sv_line + 2 + j, v, "coefficient") for v in tokens]
         return EigenProModel(param=param, labels=labels, centres=None, coef=W, features=D)
-    l = _int(r, where.get("total_sv", sv_line + 1), one("total_sv"), "total_sv")
+    l = parse_int(fail, where.get("total_sv", sv_line + 1), one("total_sv"), "total_sv")
     if l < 0:
-        r.fail(where["total_sv"], f"total_sv must be >= 0, got {l}")
-    centres, coef = read_vector_lines(r, lines, sv_line, l, n_out, t, "centre")
+        fail(where["total_sv"], f"total_sv must be >= 0, got {l}")
+    centres, coef = read_vector_lines(fail, lines, sv_line, l, n_out, t, "centre")
     return EigenProModel(param=param, labels=labels, centres=centres,
                          coef=np.ascontiguousarray(coef.T))

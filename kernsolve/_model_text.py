@@ -1,0 +1,294 @@
+"""The text of support-vector lines, shared by every model file kernsolve writes.
+
+LIBSVM's model files (``kernsolve._model``) and kernsolve's EigenPro files
+(``kernsolve.solvers.eigenpro.model``) hold their expansions the same way: one
+line per vector, its coefficients then ``index:value`` pairs.  This module owns
+that codec and its number formats:
+
+* writing: ``%.17g`` for coefficients and parameters (:func:`float_text`),
+  labels as integers when they are (:func:`label_text`), feature values as
+  LIBSVM writes them when that is exact (:func:`format_sv_rows`);
+* reading: numbers with the exact grammar LIBSVM's files use
+  (:func:`parse_float`, :func:`parse_int`) and the vector lines
+  (:func:`read_vector_lines`), in bulk when the file is valid and line by line
+  to name the problem when it is not.
+
+The readers take ``fail(lineno, problem)``, which raises (``ModelFormatError``
+with the file's name, from the caller): the protocol of
+``ModelKind.from_lines``.
+"""
+import math
+import re
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._constants import PRECOMPUTED
+
+__all__ = ["MAX_INDEX", "float_text", "label_text", "format_sv_rows", "parse_float",
+           "parse_int", "read_vector_lines"]
+
+MAX_INDEX = 2 ** 31 - 1  # LIBSVM stores feature indices in a C int
+
+
+# ---------------------------------------------------------------- writing
+
+def float_text(x):
+    """A coefficient or parameter: ``%.17g``, which reads back as the same double."""
+    return "%.17g" % x
+
+
+def label_text(v):
+    """A class label: an integer as LIBSVM writes it (``%d``), else ``%.17g``."""
+    v = float(v)
+    if v.is_integer() and abs(v) <= MAX_INDEX:
+        return "%d" % int(v)
+    return float_text(v)
+
+
+def _sv_value_format(values):
+    """How to write a chunk of feature values: (format, texts or None).
+
+    LIBSVM writes them with ``%.8g``.  A value whose ``%.8g`` text reads back
+    as the same double (any value read from a LIBSVM file, which has at most
+    8 significant digits) is written that way, so the file has LIBSVM's own
+    bytes; any other value gets ``%.17g``, so ``load_model(save_model(m))``
+    still gives back the same doubles.  Returns ``("%.8g", None)`` or
+    ``("%.17g", None)`` when one format serves the whole chunk, else
+    ``("%s", texts)`` with one text per value.
+    """
+    short = ("%.8g " * values.size) % tuple(values.tolist())
+    texts = short.split()
+    exact = np.array(texts, dtype=np.float64) == values
+    if exact.all():
+        return "%.8g", None
+    if not exact.any():
+        return "%.17g", None
+    for i in np.flatnonzero(~exact).tolist():
+        texts[i] = "%.17g" % values[i]
+    return "%s", texts
+
+
+def format_sv_rows(coef, csr, rows_per_chunk=2000):
+    """The SV lines, chunk by chunk: one %-format over many rows (no per-value calls)."""
+    m, l = coef.shape
+    indptr = csr.indptr.astype(np.int64)
+    indices = csr.indices.astype(np.float64) + 1.0  # %d formats whole floats exactly
+    data = csr.data
+    templates = {}
+    for a in range(0, l, rows_per_chunk):
+        b = min(l, a + rows_per_chunk)
+        counts = np.diff(indptr[a:b + 1])
+        row_len = m + 2 * counts
+        starts = np.concatenate([[0], np.cumsum(row_len)[:-1]])
+        out = np.empty(int(row_len.sum()), dtype=np.float64)
+        for c in range(m):
+            out[starts + c] = coef[c, a:b]
+        nnz = int(counts.sum())
+        if nnz:
+            row_of = np.repeat(np.arange(b - a), counts)
+            k = np.arange(nnz) - (indptr[a:b] - indptr[a])[row_of]
+            pos = starts[row_of] + m + 2 * k
+            lo, hi = indptr[a], indptr[b]
+            out[pos] = indices[lo:hi]
+            out[pos + 1] = data[lo:hi]
+        args = out.tolist()
+        fmt = "%.8g"
+        if nnz:
+            fmt, texts = _sv_value_format(data[lo:hi])
+            if texts is not None:
+                for p, text in zip((pos + 1).tolist(), texts):
+                    args[p] = text
+        parts = []
+        for cnt in counts.tolist():
+            tpl = templates.get((cnt, fmt))
+            if tpl is None:
+                tpl = templates[cnt, fmt] = "%.17g " * m + ("%d:" + fmt + " ") * cnt + "\n"
+            parts.append(tpl)
+        yield "".join(parts) % tuple(args)
+
+
+# ---------------------------------------------------------------- reading
+
+_FLOAT_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
+_INT_RE = re.compile(r"[+-]?\d+\Z")
+
+
+def parse_float(fail, lineno, text, what):
+    """``text`` as a finite float, or ``fail(lineno, ...)`` naming ``what``."""
+    if not _FLOAT_RE.match(text):
+        low = text.lower().lstrip("+-")
+        if low in ("inf", "infinity", "nan"):
+            fail(lineno, f"{what}: {text[:40]!r} is not a finite number")
+        fail(lineno, f"{what}: {text[:40]!r} is not a number")
+    v = float(text)
+    if not math.isfinite(v):
+        fail(lineno, f"{what}: {text[:40]!r} is not a finite number")
+    return v
+
+
+def parse_int(fail, lineno, text, what):
+    """``text`` as an integer (at most 20 characters), or ``fail(lineno, ...)``."""
+    if not _INT_RE.match(text) or len(text) > 20:
+        fail(lineno, f"{what}: {text[:40]!r} is not an integer")
+    return int(text)
+
+
+def read_vector_lines(fail, lines, sv_line, l, m, t, what):
+    """The ``l`` lines after the ``SV`` line (index ``sv_line``): ``m``
+    coefficients then ``index:value`` pairs each, nothing but blank lines after
+    them; ``what`` names a line in the messages, ``fail(lineno, problem)``
+    raises.  Returns (CSR rows, (m, l) coefficients)."""
+    body = lines[sv_line + 1:]
+    if len(body) < l:
+        fail(len(lines) + 1, f"truncated model file: total_sv is {l} but only "
+                             f"{len(body)} {what} lines follow")
+    for k in range(l, len(body)):
+        if body[k].strip():
+            fail(sv_line + 2 + k, f"unexpected text after the {l} {what}s")
+    return _read_support_vectors(fail, body[:l], sv_line + 2, m, t)
+
+
+def _read_support_vectors(fail, lines, first_lineno, m, t, bulk=True):
+    """The SV section -> (CSR support vectors, (m, l) coefficients).
+
+    Valid files (nearly all) are converted in bulk; any problem sends the
+    reader through the lines one by one, which names the line and the problem.
+    """
+    l = len(lines)
+    if bulk and t != PRECOMPUTED:
+        out = _bulk_support_vectors(lines, m)
+        if out is not None:
+            return out
+    coef = np.empty((m, l), dtype=np.float64)
+    indptr = np.zeros(l + 1, dtype=np.int64)
+    all_idx, all_val = [], []
+    width = 1 if t == PRECOMPUTED else 0
+    for i, line in enumerate(lines):
+        lineno = first_lineno + i
+        tokens = line.split()
+        if len(tokens) < m:
+            fail(lineno, f"expected {m} coefficient(s), got {len(tokens)}")
+        for c in range(m):
+            coef[c, i] = parse_float(fail, lineno, tokens[c], "coefficient")
+        pairs = tokens[m:]
+        idx, val = _slow_pairs(fail, lineno, pairs, t)
+        if t == PRECOMPUTED and len(pairs) != 1:
+            fail(lineno, "a precomputed-kernel support vector needs its '0:serial' pair")
+        if len(idx):
+            width = max(width, int(idx[-1]) + 1)
+        all_idx.append(idx)
+        all_val.append(val)
+        indptr[i + 1] = indptr[i] + len(idx)
+    indices = np.concatenate(all_idx) if all_idx else np.empty(0, np.int64)
+    data = np.concatenate(all_val) if all_val else np.empty(0, np.float64)
+    return _csr(data, indices, indptr, l, width), coef
+
+
+def _csr(data, indices, indptr, l, width):
+    index_dtype = np.int32 if max(width, len(data)) < 2 ** 31 else np.int64
+    return sp.csr_matrix((data, indices.astype(index_dtype), indptr.astype(index_dtype)),
+                         shape=(l, width))
+
+
+def _bulk_support_vectors(lines, m):
+    """All SV lines at once, or None if anything at all is off."""
+    l = len(lines)
+    coef_tokens, pair_tokens = [], []
+    counts = np.empty(l, dtype=np.int64)
+    for i, line in enumerate(lines):
+        tokens = line.split()
+        if len(tokens) < m:
+            return None
+        coef_tokens.extend(tokens[:m])
+        pair_tokens.extend(tokens[m:])
+        counts[i] = len(tokens) - m
+    if m and l:
+        if "".join(coef_tokens).translate(_NOT_NUM):
+            return None
+        try:
+            coef = np.array(coef_tokens, dtype=np.float64).reshape(l, m).T.copy()
+        except ValueError:
+            return None
+        if not np.all(np.isfinite(coef)):
+            return None
+    else:
+        coef = np.empty((m, l), dtype=np.float64)
+    pairs = _fast_pairs(pair_tokens)
+    if pairs is None:
+        return None
+    idx, val = pairs
+    indptr = np.zeros(l + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    if len(idx):
+        if idx.min() < 1 or idx.max() > MAX_INDEX:
+            return None
+        rising = idx[1:] > idx[:-1]
+        rising[indptr[1:-1][(indptr[1:-1] > 0) & (indptr[1:-1] < len(idx))] - 1] = True
+        if not rising.all():
+            return None
+        idx = idx - 1
+    width = int(idx.max()) + 1 if len(idx) else 0
+    return _csr(val, idx, indptr, l, width), coef
+
+
+_NOT_NUM = str.maketrans("", "", "0123456789+-.eE")  # deletes the characters of numbers
+_NOT_INT = str.maketrans("", "", "0123456789+-")
+
+
+def _fast_pairs(pairs):
+    """index:value tokens -> (int64 indices, float64 values) in bulk, or None.
+
+    None means "something is off": the caller re-reads the line token by token
+    to name the problem.  Accepts exactly what the token-by-token reader accepts.
+    """
+    n = len(pairs)
+    if n == 0:
+        return np.empty(0, np.int64), np.empty(0, np.float64)
+    joined = " ".join(pairs)
+    if joined.count(":") != n:
+        return None
+    parts = joined.replace(":", " ").split(" ")
+    if len(parts) != 2 * n:
+        return None
+    # Only the characters of decimal numbers; numpy then parses each token with
+    # Python's grammar, which on this alphabet is exactly _FLOAT_RE / _INT_RE.
+    if "".join(parts[0::2]).translate(_NOT_INT) or "".join(parts[1::2]).translate(_NOT_NUM):
+        return None
+    try:
+        idx = np.array(parts[0::2], dtype=np.int64)
+        val = np.array(parts[1::2], dtype=np.float64)
+    except (ValueError, OverflowError):
+        return None
+    if not np.all(np.isfinite(val)):
+        return None
+    return idx, val
+
+
+def _slow_pairs(fail, lineno, pairs, t):
+    idx = np.empty(len(pairs), dtype=np.int64)
+    val = np.empty(len(pairs), dtype=np.float64)
+    prev = -1
+    for q, tok in enumerate(pairs):
+        a, colon, b = tok.partition(":")
+        if not colon:
+            fail(lineno, f"expected index:value, got {tok[:40]!r}")
+        j = parse_int(fail, lineno, a, "feature index")
+        v = parse_float(fail, lineno, b, "feature value")
+        if j > MAX_INDEX:
+            fail(lineno, f"feature index {j} is too large")
+        if t == PRECOMPUTED:
+            if q > 0 or j != 0:
+                fail(lineno, "a precomputed-kernel support vector is one '0:serial' pair")
+            if v < 0 or not float(v).is_integer():
+                fail(lineno, f"serial number must be a non-negative integer, got {b!r}")
+        else:
+            if j < 1:
+                fail(lineno, f"feature indices start at 1, got {j}")
+            if j <= prev:
+                fail(lineno, f"feature indices must be strictly increasing ({j} after {prev})")
+            prev = j
+            j -= 1
+        idx[q] = j
+        val[q] = v
+    return idx, val
