@@ -2,17 +2,21 @@
 import platform
 import sys
 
+from . import __version__
 from ._core import _parallel
 from ._threads import cpu_count, resolve_n_jobs
+
+try:  # written by setup.py when it builds the core
+    from . import _build_config as _build
+except ImportError:  # pragma: no cover - built without setup.py
+    _build = None
 
 
 def config():
     """Return the build and runtime configuration as a dict."""
-    from . import __version__
-    try:
-        from . import _build_config as build
-        compiler, args, debug = build.COMPILER, build.COMPILE_ARGS, build.DEBUG
-    except ImportError:  # pragma: no cover - built without setup.py
+    if _build is not None:
+        compiler, args, debug = _build.COMPILER, _build.COMPILE_ARGS, _build.DEBUG
+    else:  # pragma: no cover - built without setup.py
         compiler, args, debug = "unknown", [], False
     return {
         "version": __version__,

@@ -12,6 +12,9 @@ import warnings
 import numpy as np
 
 from .. import _fileutil, _params
+from .._errors import DataFormatError
+from .._io import read_problem
+from .._progress import clear_active
 
 EXIT_USER_ERROR = 1
 EXIT_INTERRUPTED = 130
@@ -65,7 +68,6 @@ def run(main, argv, prog, usage):
             # a library warning is one line for a command-line user, not a
             # source location and a code excerpt
             def show(message, category, filename, lineno, file=None, line=None):
-                from .._progress import clear_active
                 clear_active()         # not onto the end of a progress line
                 text = _one_line(message)
                 if text.lower().startswith("warning:"):
@@ -216,8 +218,6 @@ def read_data(path, precomputed=False):
     LIBSVM files are 1-based; only a precomputed kernel (``-t 4``) has the
     index 0 (the serial number), so only then may indices start at 0.
     """
-    from .._errors import DataFormatError
-    from .._io import read_problem
     check_input_path(path)
     try:
         return read_problem(path, zero_based="auto" if precomputed else False,

@@ -5,11 +5,17 @@ The (C, gamma) cells and their folds run as one parallel job list
 grid.py's, the heat map is drawn with matplotlib.
 """
 import os
+import shutil
 import sys
 
 import numpy as np
 
-from ._common import CommandError, UsageError, check_input_path, parse_float, parse_int, run
+from ._common import (CommandError, HelpRequested, UsageError, check_input_path, parse_float,
+                      parse_int, run)
+from .train import check_rows_for_folds, check_solver_options
+from .._io import read_problem
+from .._params import parse_options
+from ..model_selection.grid import GridSearchError, grid_search
 
 PROG = "kernsolve-grid"
 
@@ -94,7 +100,6 @@ def parse_command_line(argv):
     svm = []
     if not argv or argv[-1] in ("-h", "--help"):
         if argv and argv[-1] in ("-h", "--help"):
-            from ._common import HelpRequested
             raise HelpRequested()
         raise UsageError("no dataset given")
     dataset = argv[-1]
@@ -194,11 +199,8 @@ def main(argv):
             out = path
         elif os.path.abspath(path) != os.path.abspath(out):
             # grid.py reads the resume file and appends to the output file
-            import shutil
             shutil.copyfile(path, out)
 
-    from .._params import parse_options
-    from .train import check_rows_for_folds, check_solver_options
     try:
         params = parse_options(list(svm))
         check_solver_options(params)
@@ -212,7 +214,7 @@ def main(argv):
     grid.update(settings["grid"])
 
     if png is not None:
-        try:
+        try:        # optional (the plot extra): without it, no heat map
             import matplotlib  # noqa: F401
         except ImportError:
             sys.stderr.write(f"{PROG}: no heat map: matplotlib is not installed "
@@ -223,7 +225,7 @@ def main(argv):
     backend = settings["backend"]
     client = None
     if settings["scheduler"]:
-        try:
+        try:        # optional (the dask extra), needed for --scheduler only
             from dask.distributed import Client
         except ImportError:
             raise CommandError("--scheduler needs dask.distributed: pip install "
@@ -231,11 +233,9 @@ def main(argv):
         client = Client(settings["scheduler"])
         backend = "dask"
 
-    from .._io import read_problem
     y, X = read_problem(dataset, for_training=True)
     y = np.asarray(y, dtype=np.float64)
     check_rows_for_folds(dataset, len(y))
-    from ..model_selection.grid import GridSearchError, grid_search
     try:
         result = grid_search(y, X, params, grid=grid, n_folds=min(settings["fold"], len(y)),
                              n_jobs=params.n_jobs, out=out, resume=resume, backend=backend,

@@ -11,6 +11,8 @@ import numpy as np
 
 from .._constants import CLASSIFICATION, ONE_CLASS, REGRESSION
 from .._fileutil import output_file
+from .._model import load_model
+from .._predict import predict
 from ._common import (CommandError, UsageError, c_divide, check_input_path,
                       check_output_path, parse_int, read_data, regression_summary, run,
                       split_options)
@@ -120,7 +122,6 @@ def main(argv):
     check_output_path(output_path)
     check_input_path(model_path, "model file")
 
-    from .._model import load_model
     model = load_model(model_path)
     svm_type = _model_type(model, "svm_type")
     has_probability = supports_probability(model)
@@ -146,7 +147,6 @@ def main(argv):
         predict_options += ["-b", "1"]
     if threads is not None:
         predict_options += ["--threads", str(threads)]
-    from .._predict import predict
     try:
         labels, _, values = predict(y, X, model, predict_options)
     except ValueError as exc:

@@ -185,7 +185,7 @@ def _spread(n_cores, n_tasks):
 def _backend_context(backend):
     if backend is None:
         return contextlib.nullcontext()
-    import joblib
+    import joblib       # at first use: ~0.2 s to import, which a single training never needs
     return joblib.parallel_config(backend=backend)
 
 
@@ -201,7 +201,7 @@ def run_tasks(fn, tasks, n_jobs, backend, on_done):
     that died) propagate; ``fn`` should catch its own errors.
     Returns the waves used (see :func:`plan_waves`).
     """
-    import joblib
+    import joblib       # at first use (see _backend_context)
     total = resolve_n_jobs(n_jobs)
     waves = plan_waves(len(tasks), total)
     pos = 0

@@ -13,6 +13,7 @@ per finished cell, and a rerun with ``resume=True`` skips the cells it lists.
 The final best cell is chosen in the job order, so it is the same whatever
 order the tasks finished in.
 """
+import itertools
 import math
 import os
 import re
@@ -143,7 +144,6 @@ def grid_order(axes):
     ``c`` and ``g`` are visited as ``grid.py`` does; any other axes vary
     slowest, in the order given (itertools.product).
     """
-    import itertools
     c_seq = permute_sequence(axes["c"]) if "c" in axes else [None]
     g_seq = permute_sequence(axes["g"]) if "g" in axes else [None]
     cg = _cg_order(c_seq, g_seq)
@@ -328,7 +328,7 @@ class GridResult:
 # --------------------------------------------------------------------------
 
 def _require_matplotlib():
-    try:
+    try:        # optional (the plot extra)
         import matplotlib  # noqa: F401
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
