@@ -620,3 +620,45 @@ def test_solver_errors_name_the_problem():
     a = SVC(solver="sbp", gamma=0.1, n_jobs=1).fit(Xd, y, sample_weight=w)
     b = SVC(solver="sbp", gamma=0.1, n_jobs=1).fit(Xd[10:], y[10:])
     np.testing.assert_array_equal(a.decision_function(Xd), b.decision_function(Xd))
+
+
+@pytest.mark.parametrize("cls", [SVC, NuSVC, SVR, NuSVR, OneClassSVM, kernsolve.DSGClassifier,
+                                 kernsolve.DSGRegressor, kernsolve.EigenProRegressor,
+                                 kernsolve.EigenProClassifier])
+def test_every_parameter_is_declared(cls):
+    # scikit-learn's rule: _parameter_constraints names each constructor
+    # parameter (those checked elsewhere say "no_validation"), and no other
+    assert sorted(cls._parameter_constraints) == cls._get_param_names()
+
+
+def test_constraint_wording_and_checks():
+    from numbers import Integral, Real
+
+    from kernsolve.estimators._base import BaseEstimator, Interval, Rule, StrOptions
+
+    assert Interval(Real, 0, None, closed="neither").phrases() == ["a finite number > 0"]
+    assert Interval(Integral, 1, None, closed="left").phrases() == ["an integer >= 1"]
+    assert Interval(Real, 0, 1, closed="right").phrases() == ["in (0, 1]"]
+    degree = Interval(Integral, 0, None, closed="left", whole_floats=True)
+    assert degree.accepts(3) and degree.accepts(3.0) and not degree.accepts(2.5)
+    assert not degree.accepts(np.nan) and not degree.accepts(np.inf)
+    assert not degree.accepts(True) and not Interval(Integral, 1, None, closed="left").accepts(2.0)
+    c = Interval(Real, 0, None, closed="neither")
+    assert c.accepts(10 ** 30) and not c.accepts(0) and not c.accepts(np.inf)
+    assert StrOptions(("a-b",), underscores=True).accepts("a_b")
+
+    class Est(BaseEstimator):
+        _parameter_constraints = {
+            "mode": Rule(StrOptions(("x", "y")), None, note="(a note)"),
+            "size": Rule(Interval(Real, 0, None, closed="left"), when=lambda e: e.mode is None),
+        }
+
+        def __init__(self, mode=None, size=1.0):
+            self._store_params(locals())
+
+    Est(mode="x", size=-1)._validate_params()     # size is read only when mode is None
+    with pytest.raises(ValueError, match=r"^Est: mode must be 'x', 'y' or None \(a note\), "
+                                         r"got 'z'$"):
+        Est(mode="z")._validate_params()
+    with pytest.raises(ValueError, match=r"^Est: size must be a finite number >= 0, got -1$"):
+        Est(size=-1)._validate_params()

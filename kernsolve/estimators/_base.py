@@ -7,20 +7,23 @@ them: ``get_params``/``set_params``/``repr`` from the ``__init__`` signature
 (:class:`BaseEstimator`), the fitted-state check and :class:`NotFittedError`,
 the warnings scikit-learn users catch (:class:`ConvergenceWarning`,
 :class:`DataConversionWarning`), methods that exist only under a condition
-(:func:`available_if`), and input validation with scikit-learn's messages:
-X, y, sample weights, class labels, feature names, ``random_state`` and the
-``gamma='scale'/'auto'`` rule.
+(:func:`available_if`), the declared parameter constraints and their one
+checker (``_parameter_constraints``, :class:`Interval`, :class:`StrOptions`,
+:meth:`BaseEstimator._validate_params`), and input validation with
+scikit-learn's messages: X, y, sample weights, class labels, feature names.
 """
 import functools
 import inspect
 import sys
 import warnings
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 
 # X, y, sample weights, seeds and gamma are validated by kernsolve._validation,
 # the one owner shared with the solvers.
+from .._threads import check_n_jobs
 from .._validation import column_or_1d, is_number
 
 class NotFittedError(ValueError, AttributeError):
@@ -82,6 +85,203 @@ def available_if(check):
 
 
 # --------------------------------------------------------------------------
+# parameter constraints: each estimator declares its parameters once
+# --------------------------------------------------------------------------
+#
+# As scikit-learn's ``_parameter_constraints``: a class attribute maps every
+# constructor parameter to the values it accepts, subclasses extend it or
+# ``pop`` what they do not take, and one checker (``_validate_params``) runs
+# at ``fit``.  A value is valid when one entry of its list accepts it.  An
+# entry is None, ``callable``, ``"boolean"``, ``"no_validation"`` (the value
+# is checked where it is used: by a solver's option validator, or by
+# ``seed_of``, which must not draw from a RandomState twice) or one of the
+# objects below.  Messages are kernsolve's, the same for every estimator:
+# "<Estimator>: <parameter> must be <the alternatives>, got <value>".
+
+def _either(phrases):
+    """"a", "a or b", "a, b or c"."""
+    if len(phrases) == 1:
+        return phrases[0]
+    return ", ".join(phrases[:-1]) + " or " + phrases[-1]
+
+
+class Interval:
+    """Finite numbers of ``kind`` (``Real`` or ``Integral``) between two bounds.
+
+    ``left``/``right`` None is unbounded; ``closed`` says which bounds belong
+    to the interval.  ``Integral`` means an integer type unless
+    ``whole_floats`` (then 3.0 counts as 3, as LIBSVM's ``-d 3.0`` does).
+    ``text`` replaces the generated wording ("a finite number > 0",
+    "an integer >= 1", "in (0, 1]").
+    """
+
+    def __init__(self, kind, left, right, *, closed, whole_floats=False, text=None):
+        if kind not in (Real, Integral):
+            raise TypeError("Interval: kind must be numbers.Real or numbers.Integral")
+        if closed not in ("left", "right", "both", "neither"):
+            raise ValueError(f"Interval: closed={closed!r}")
+        self.kind, self.left, self.right, self.closed = kind, left, right, closed
+        self.whole_floats = whole_floats
+        self.text = text
+
+    def accepts(self, value):
+        if self.kind is Integral and not self.whole_floats:
+            if not is_number(value, integral=True):
+                return False
+        elif not is_number(value):
+            return False
+        elif not isinstance(value, Integral) and not np.isfinite(value):
+            return False     # (a Python int is finite, even beyond float64)
+        elif self.whole_floats:
+            try:
+                if float(value) != int(value):
+                    return False
+            except OverflowError:
+                return False
+        if self.left is not None:
+            if value < self.left or (value == self.left and self.closed in ("right", "neither")):
+                return False
+        if self.right is not None:
+            if value > self.right or (value == self.right and self.closed in ("left", "neither")):
+                return False
+        return True
+
+    def phrases(self):
+        if self.text is not None:
+            return [self.text]
+        if self.left is not None and self.right is not None:
+            opening = "[" if self.closed in ("left", "both") else "("
+            closing = "]" if self.closed in ("right", "both") else ")"
+            return [f"in {opening}{self.left}, {self.right}{closing}"]
+        noun = "an integer" if self.kind is Integral else "a finite number"
+        if self.left is not None:
+            op = ">=" if self.closed in ("left", "both") else ">"
+            return [f"{noun} {op} {self.left}"]
+        if self.right is not None:
+            op = "<=" if self.closed in ("right", "both") else "<"
+            return [f"{noun} {op} {self.right}"]
+        return [noun]
+
+
+class StrOptions:
+    """One of the given strings, worded as "'a', 'b'" or, ``listed``, "one of ['a', 'b']".
+
+    ``underscores``: ``squared_hinge`` is read as ``squared-hinge`` (the
+    spelling of option names).
+    """
+
+    def __init__(self, options, *, listed=False, underscores=False):
+        self.options = tuple(options)
+        self.listed = listed
+        self.underscores = underscores
+
+    def accepts(self, value):
+        if not isinstance(value, str):
+            return False
+        return (value.replace("_", "-") if self.underscores else value) in self.options
+
+    def phrases(self):
+        if self.listed:
+            return [f"one of {list(self.options)}"]
+        return [repr(option) for option in self.options]
+
+
+class InstanceOf:
+    """An instance of ``cls``, worded ``text`` ("a dict such as {'epochs': 2}")."""
+
+    def __init__(self, cls, text):
+        self.cls = cls
+        self.text = text
+
+    def accepts(self, value):
+        return isinstance(value, self.cls)
+
+    def phrases(self):
+        return [self.text]
+
+
+class Checked:
+    """A check owned elsewhere, run by the checker: ``check(value, owner)``
+    raises ValueError with its own message (thread counts: ``check_n_jobs``)."""
+
+    def __init__(self, check):
+        self.check = check
+
+    def accepts(self, value, owner):
+        self.check(value, owner)
+        return True
+
+    def phrases(self):
+        return []
+
+
+def _accepts(entry, value, owner):
+    if entry is None:
+        return value is None
+    if entry is callable:
+        return callable(value)
+    if entry == "boolean":
+        return isinstance(value, (bool, np.bool_))
+    if entry == "no_validation":
+        return True
+    if isinstance(entry, Checked):
+        return entry.accepts(value, owner)
+    return entry.accepts(value)
+
+
+def _phrases(entry):
+    if entry is None:
+        return ["None"]
+    if entry is callable:
+        return ["a callable"]
+    if entry == "boolean":
+        return ["True", "False"]
+    return entry.phrases()
+
+
+class Rule:
+    """A parameter's entries with the rest of its message, where it differs.
+
+    ``note`` follows the alternatives ("(used when alpha is None)");
+    ``named=False`` leaves the estimator's name out of the message; ``shown``
+    renders the value after "got" (``repr``); ``when(est)`` False skips the
+    check (a parameter that is read only when another one says so).
+    """
+
+    def __init__(self, *entries, note=None, named=True, shown=repr, when=None):
+        self.entries = entries
+        self.note = note
+        self.named = named
+        self.shown = shown
+        self.when = when
+
+    def check(self, est, name):
+        if self.when is not None and not self.when(est):
+            return
+        value = getattr(est, name)
+        owner = type(est).__name__
+        if any(_accepts(entry, value, owner) for entry in self.entries):
+            return
+        what = _either([p for entry in self.entries for p in _phrases(entry)])
+        if self.note:
+            what = f"{what} {self.note}"
+        prefix = f"{owner}: " if self.named else ""
+        raise ValueError(f"{prefix}{name} must be {what}, got {self.shown(value)}")
+
+
+def type_name(value):
+    """How a value of the wrong type is shown: its type's name."""
+    return type(value).__name__
+
+
+# Constraints that several estimator families share.
+N_JOBS = Checked(lambda value, owner: check_n_jobs(value, "estimator", owner))
+CACHE_SIZE = Interval(Real, 0, None, closed="neither", text="> 0 (MB)")
+DEGREE = Interval(Integral, 0, None, closed="left", whole_floats=True)
+COEF0 = Interval(Real, None, None, closed="neither")
+
+
+# --------------------------------------------------------------------------
 # the estimator base: parameters, repr, tags, fitted state
 # --------------------------------------------------------------------------
 
@@ -89,6 +289,8 @@ class BaseEstimator:
     """get_params/set_params from the ``__init__`` signature, as scikit-learn's contract asks."""
 
     _estimator_type = None
+    # parameter -> the values it accepts (see Rule); extended by each family
+    _parameter_constraints = {}
 
     @classmethod
     def _get_param_names(cls):
@@ -103,6 +305,23 @@ class BaseEstimator:
                 raise RuntimeError(f"{cls.__name__}.__init__ must not take *args")
             names.append(p.name)
         return sorted(names)
+
+    def _store_params(self, arguments):
+        """Keep every constructor argument as given (``self._store_params(locals())``).
+
+        scikit-learn's contract: ``__init__`` stores its parameters unchanged
+        and validates nothing (``fit`` does, by :meth:`_validate_params`).
+        """
+        for name in self._get_param_names():
+            setattr(self, name, arguments[name])
+
+    def _validate_params(self):
+        """ValueError for the first parameter outside ``_parameter_constraints``
+        (checked in their declared order)."""
+        for name, rule in self._parameter_constraints.items():
+            if not isinstance(rule, Rule):
+                rule = Rule(*rule)
+            rule.check(self, name)
 
     def get_params(self, deep=True):
         """The constructor parameters (and those of nested estimators when ``deep``)."""

@@ -28,15 +28,16 @@ the seeded order ``permutation(n_rows, stream_key(seed, "sampling"), k)``, so
   chunks (same ``alpha`` (``--lambda``), numeric ``gamma``, seed and
   ``n_features``; for a binary problem whose labels are -1/+1).
 """
+from numbers import Integral, Real
 
 import numpy as np
 
-from ._base import (BaseEstimator, available_if, check_feature_names, check_lengths,
-                    encode_classes, feature_names, r2_score, regression_targets)
+from ._base import (CACHE_SIZE, N_JOBS, BaseEstimator, InstanceOf, Interval, Rule,
+                    StrOptions, available_if, check_feature_names, check_lengths,
+                    encode_classes, feature_names, r2_score, regression_targets, type_name)
 from .._constants import ESTIMATOR_KERNELS, FOURIER_KERNELS, SvmType
 from .._params import Parameters, option_key
-from .._threads import check_n_jobs
-from .._validation import check_X, column_or_1d, is_number, seed_of
+from .._validation import check_X, column_or_1d, seed_of
 from ..solvers.dsg.options import check_parameters, hyperparameters, resolve_gamma
 from ..solvers.dsg.targets import Targets
 from ..solvers.dsg.trainer import DSGTrainer
@@ -77,57 +78,38 @@ class _BaseDSG(BaseEstimator):
     """What DSGClassifier and DSGRegressor share: parameters -> Parameters, the trainer."""
 
     _svm_type = None
-    _losses = ()
+
+    # The parameters both estimators take, in the order of the checks; each
+    # class adds its loss (and the regressor its epsilon, delta, tau).  The
+    # step schedule and the variants' solver_options are checked by the DSG
+    # option validator (as --step, --t0, ...), from _parameters.
+    _parameter_constraints = {
+        "solver": [StrOptions(_DSG.names)],
+        # its keys are checked against the solver in _parameters
+        "solver_options": Rule(None, InstanceOf(dict, "a dict of the solver's options"),
+                               shown=type_name),
+        "kernel": Rule(StrOptions(tuple(_KERNELS)),
+                       note="(the kernels with random Fourier features)"),
+        "gamma": [StrOptions(("median",)),
+                  Interval(Real, 0, None, closed="neither", text="a float > 0")],
+        "C": Rule(Interval(Real, 0, None, closed="neither"), note="(used when alpha is None)",
+                  when=lambda est: est.alpha is None),
+        "alpha": [None, Interval(Real, 0, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "feature_block": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [None, Interval(Real, 0, None, closed="neither",
+                                    text="a number of passes > 0")],
+        "average": ["boolean"],
+        "fit_intercept": ["boolean"],
+        "cache_size": [CACHE_SIZE],
+        "n_jobs": [N_JOBS],
+        "step": ["no_validation"],
+        "t0": ["no_validation"],
+        "random_state": ["no_validation"],     # seed_of, when the seed is drawn
+        "verbose": ["no_validation"],
+    }
 
     # ------------------------------------------------------------ parameters
-
-    def _check_own_params(self):
-        """The checks the DSG validator cannot make (types it never sees)."""
-        name = type(self).__name__
-        if self.solver not in _DSG.names:
-            choices = [repr(n) for n in _DSG.names]
-            raise ValueError(f"{name}: solver must be {', '.join(choices[:-1])} or "
-                             f"{choices[-1]}, got {self.solver!r}")
-        if self.solver_options is not None and not isinstance(self.solver_options, dict):
-            raise ValueError(f"{name}: solver_options must be None or a dict of the "
-                             f"solver's options, got {type(self.solver_options).__name__}")
-        if not isinstance(self.loss, str) or self.loss.replace("_", "-") not in self._losses:
-            raise ValueError(f"{name}: loss must be one of {list(self._losses)}, "
-                             f"got {self.loss!r}")
-        if self.kernel not in _KERNELS:
-            raise ValueError(f"{name}: kernel must be 'rbf' or 'laplacian' (the kernels "
-                             f"with random Fourier features), got {self.kernel!r}")
-        if isinstance(self.gamma, str):
-            if self.gamma != "median":
-                raise ValueError(f"{name}: gamma must be 'median' or a float > 0, "
-                                 f"got {self.gamma!r}")
-        elif not is_number(self.gamma) or not np.isfinite(self.gamma) or self.gamma <= 0:
-            raise ValueError(f"{name}: gamma must be 'median' or a float > 0, "
-                             f"got {self.gamma!r}")
-        if self.alpha is None:
-            if not is_number(self.C) or not np.isfinite(self.C) or self.C <= 0:
-                raise ValueError(f"{name}: C must be a finite number > 0 (used when "
-                                 f"alpha is None), got {self.C!r}")
-        elif not is_number(self.alpha) or not np.isfinite(self.alpha) or self.alpha < 0:
-            raise ValueError(f"{name}: alpha must be None or a finite number >= 0, "
-                             f"got {self.alpha!r}")
-        for attr in ("batch_size", "feature_block"):
-            v = getattr(self, attr)
-            if not is_number(v, integral=True) or v < 1:
-                raise ValueError(f"{name}: {attr} must be an integer >= 1, got {v!r}")
-        if self.max_iter is not None and (not is_number(self.max_iter)
-                                          or not np.isfinite(self.max_iter)
-                                          or self.max_iter <= 0):
-            raise ValueError(f"{name}: max_iter must be None or a number of passes > 0, "
-                             f"got {self.max_iter!r}")
-        for attr in ("average", "fit_intercept"):
-            if not isinstance(getattr(self, attr), (bool, np.bool_)):
-                raise ValueError(f"{name}: {attr} must be True or False, "
-                                 f"got {getattr(self, attr)!r}")
-        if not is_number(self.cache_size) or not np.isfinite(self.cache_size) \
-                or self.cache_size <= 0:
-            raise ValueError(f"{name}: cache_size must be > 0 (MB), got {self.cache_size!r}")
-        check_n_jobs(self.n_jobs, "estimator", name)
 
     def _parameters(self):
         """The estimator's settings as ``Parameters`` (``--solver dsg`` options).
@@ -136,7 +118,7 @@ class _BaseDSG(BaseEstimator):
         (``step``, ``t0``, ``max_iter``) leaves the option out, so the DSG
         default of ``kernsolve.solvers.dsg.options`` applies.
         """
-        self._check_own_params()
+        self._validate_params()
         extra = {"loss": self.loss.replace("_", "-"),
                  "batch_size": int(self.batch_size),
                  "feature_block": int(self.feature_block),
@@ -356,30 +338,17 @@ class DSGClassifier(_BaseDSG):
 
     _estimator_type = "classifier"
     _svm_type = SvmType.C_SVC
-    _losses = ("hinge", "squared-hinge", "logistic", "softmax")
+    _parameter_constraints = {
+        "loss": [StrOptions(("hinge", "squared-hinge", "logistic", "softmax"), listed=True,
+                            underscores=True)],
+        **_BaseDSG._parameter_constraints,
+    }
 
     def __init__(self, loss="hinge", *, solver="dsg", gamma="median", kernel="rbf",
                  alpha=None, C=1.0, batch_size=64, feature_block=32, step=None, t0=None,
                  max_iter=None, average=False, fit_intercept=True, solver_options=None,
                  random_state=None, n_jobs=None, cache_size=100, verbose=False):
-        self.loss = loss
-        self.solver = solver
-        self.solver_options = solver_options
-        self.gamma = gamma
-        self.kernel = kernel
-        self.alpha = alpha
-        self.C = C
-        self.batch_size = batch_size
-        self.feature_block = feature_block
-        self.step = step
-        self.t0 = t0
-        self.max_iter = max_iter
-        self.average = average
-        self.fit_intercept = fit_intercept
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.cache_size = cache_size
-        self.verbose = verbose
+        self._store_params(locals())
 
     # -- labels
     def _targets(self, loss, k):
@@ -553,44 +522,24 @@ class DSGRegressor(_BaseDSG):
 
     _estimator_type = "regressor"
     _svm_type = SvmType.EPSILON_SVR
-    _losses = ("squared", "huber", "epsilon-insensitive", "quantile")
+    _parameter_constraints = {
+        "loss": [StrOptions(("squared", "huber", "epsilon-insensitive", "quantile"),
+                            listed=True, underscores=True)],
+        **_BaseDSG._parameter_constraints,
+        "epsilon": [Interval(Real, 0, None, closed="left")],
+        "tau": ["no_validation"],      # the DSG option validator, as --tau and --delta
+        "delta": ["no_validation"],
+    }
 
     def __init__(self, loss="squared", *, solver="dsg", epsilon=0.1, delta=1.0, tau=0.5,
                  gamma="median", kernel="rbf", alpha=None, C=1.0, batch_size=64,
                  feature_block=32, step=None, t0=None, max_iter=None, average=False,
                  fit_intercept=True, solver_options=None, random_state=None, n_jobs=None,
                  cache_size=100, verbose=False):
-        self.loss = loss
-        self.solver = solver
-        self.solver_options = solver_options
-        self.epsilon = epsilon
-        self.delta = delta
-        self.tau = tau
-        self.gamma = gamma
-        self.kernel = kernel
-        self.alpha = alpha
-        self.C = C
-        self.batch_size = batch_size
-        self.feature_block = feature_block
-        self.step = step
-        self.t0 = t0
-        self.max_iter = max_iter
-        self.average = average
-        self.fit_intercept = fit_intercept
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.cache_size = cache_size
-        self.verbose = verbose
+        self._store_params(locals())
 
     def _y(self, y):
         return regression_targets(y, type(self).__name__)
-
-    def _check_own_params(self):
-        super()._check_own_params()
-        name = type(self).__name__
-        if not is_number(self.epsilon) or not np.isfinite(self.epsilon) or self.epsilon < 0:
-            raise ValueError(f"{name}: epsilon must be a finite number >= 0, "
-                             f"got {self.epsilon!r}")
 
     def fit(self, X, y):
         """Train from scratch: ``max_iter`` passes over (X, y).

@@ -8,16 +8,18 @@ of the largest output.  They follow the estimator contract of
 with a trailing underscore, scikit-learn's messages) and do not import
 scikit-learn.  ``eigen_directions=0`` is plain kernel SGD.
 """
+from numbers import Real
+
 import numpy as np
 
 from ..solvers.eigenpro.train import eigenpro_options, fit_eigenpro
 from ..solvers.eigenpro.model import EigenProModel, decision_values
-from ._base import (BaseEstimator, check_feature_names, check_lengths, encode_classes,
-                    feature_names, r2_score)
+from ._base import (COEF0, DEGREE, N_JOBS, BaseEstimator, Interval, Rule, StrOptions,
+                    check_feature_names, check_lengths, encode_classes, feature_names,
+                    r2_score, regression_targets)
 from .._constants import C_SVC, ESTIMATOR_KERNELS, GAMMA_KERNELS, PSD_KERNELS
 from .._params import Parameters
-from .._threads import check_n_jobs
-from .._validation import check_X, column_or_1d, estimator_gamma, is_number, seed_of
+from .._validation import check_X, column_or_1d, estimator_gamma, seed_of
 from ..solvers.eigenpro import SPEC as _EIGENPRO
 
 __all__ = ["EigenProRegressor", "EigenProClassifier"]
@@ -29,38 +31,37 @@ _KERNELS = {name: code for name, code in ESTIMATOR_KERNELS.items() if code in PS
 class _BaseEigenPro(BaseEstimator):
     """Shared parameters, validation, fit and prediction of the EigenPro estimators."""
 
+    # The estimator's own parameters, in the order of the checks.  The solver's
+    # (eigen_directions ... features) are checked by eigenpro_options, with
+    # defaults that depend on n.
+    _parameter_constraints = {
+        "kernel": Rule(StrOptions(sorted(_KERNELS), listed=True),
+                       note="(EigenPro needs a positive semi-definite kernel function)"),
+        "gamma": [StrOptions(("scale", "auto")),
+                  Interval(Real, 0, None, closed="neither", text="a float > 0")],
+        "degree": [DEGREE],
+        "coef0": [COEF0],
+        "n_jobs": [N_JOBS],
+        **{name: ["no_validation"] for name in (
+            "eigen_directions", "subsample", "batch_size", "damping", "epochs", "step",
+            "features")},
+        "random_state": ["no_validation"],     # seed_of, when the seed is drawn
+    }
+
     def __init__(self, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0,
                  eigen_directions=None, subsample=None, batch_size=None, damping=1.0,
                  epochs=10, step=None, features=None, random_state=None, n_jobs=None):
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.eigen_directions = eigen_directions
-        self.subsample = subsample
-        self.batch_size = batch_size
-        self.damping = damping
-        self.epochs = epochs
-        self.step = step
-        self.features = features
-        self.random_state = random_state
-        self.n_jobs = n_jobs
+        self._store_params(locals())
 
     # ------------------------------------------------------------ parameters
 
-    def _kernel_code(self):
-        if not isinstance(self.kernel, str) or self.kernel not in _KERNELS:
-            raise ValueError(f"{type(self).__name__}: kernel must be one of "
-                             f"{sorted(_KERNELS)} (EigenPro needs a positive semi-definite "
-                             f"kernel function), got {self.kernel!r}")
-        return int(_KERNELS[self.kernel])
-
     def _options(self, n):
         """The solver options (validated by ``eigenpro_options``) and the kernel code."""
-        name = type(self).__name__
-        t = self._kernel_code()
-        self._check_kernel_params(name)
-        check_n_jobs(self.n_jobs, "estimator", name)
+        self._validate_params()
+        if self.kernel == "poly" and self.coef0 < 0:
+            raise ValueError(f"{type(self).__name__}: the polynomial kernel with coef0 < 0 "
+                             f"is not positive semi-definite; EigenPro needs coef0 >= 0, "
+                             f"got {self.coef0!r}")
         extra = {"epochs": self.epochs, "damping": self.damping}
         for key in ("eigen_directions", "subsample", "batch_size", "step", "features"):
             value = getattr(self, key)
@@ -69,24 +70,7 @@ class _BaseEigenPro(BaseEstimator):
         # Defaults adapt to n: M = min(4800, n), m = min(256, n), k = min(160, M - 1).
         param = Parameters(solver=_EIGENPRO.name)
         param.extra = extra
-        return t, eigenpro_options(param, n)
-
-    def _check_kernel_params(self, name):
-        if isinstance(self.gamma, str):
-            if self.gamma not in ("scale", "auto"):
-                raise ValueError(f"{name}: gamma must be 'scale', 'auto' or a float > 0, "
-                                 f"got {self.gamma!r}")
-        elif not is_number(self.gamma) or not np.isfinite(self.gamma) or self.gamma <= 0:
-            raise ValueError(f"{name}: gamma must be 'scale', 'auto' or a float > 0, "
-                             f"got {self.gamma!r}")
-        if not is_number(self.degree) or self.degree < 0 \
-                or float(self.degree) != int(self.degree):
-            raise ValueError(f"{name}: degree must be an integer >= 0, got {self.degree!r}")
-        if not is_number(self.coef0) or not np.isfinite(self.coef0):
-            raise ValueError(f"{name}: coef0 must be a finite number, got {self.coef0!r}")
-        if self.kernel == "poly" and self.coef0 < 0:
-            raise ValueError(f"{name}: the polynomial kernel with coef0 < 0 is not positive "
-                             f"semi-definite; EigenPro needs coef0 >= 0, got {self.coef0!r}")
+        return int(_KERNELS[self.kernel]), eigenpro_options(param, n)
 
     # ------------------------------------------------------------ fit / predict
 
@@ -139,6 +123,30 @@ class _BaseEigenPro(BaseEstimator):
     def _outputs(self, X):
         X = self._validated_X(X)
         return decision_values(X, self.model_, self.n_jobs)
+
+    def fit(self, X, y):
+        """Fit the kernel expansion: one output (regressor) or one per class
+        on one-hot targets (classifier).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Targets (regressor) or class labels: numbers, strings, booleans...
+            (classifier).
+
+        Returns
+        -------
+        self
+        """
+        X = self._validated_X(X, fit=True)
+        Y, fitted = self._fit_targets(X, y)
+        res = self._fit_outputs(X, Y)
+        alpha = np.asarray(res.alpha, dtype=np.float64)
+        self.dual_coef_ = alpha.ravel() if Y.ndim == 1 else alpha
+        for name, value in fitted.items():
+            setattr(self, name, value)
+        return self
 
 
 class EigenProRegressor(_BaseEigenPro):
@@ -193,33 +201,11 @@ class EigenProRegressor(_BaseEigenPro):
 
     _estimator_type = "regressor"
 
-    def fit(self, X, y):
-        """Fit the kernel expansion.
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-
-        Returns
-        -------
-        self
-        """
-        name = type(self).__name__
-        X = self._validated_X(X, fit=True)
-        y = column_or_1d(y, name)
-        if y.dtype.kind not in "biuf":
-            try:
-                y = y.astype(np.float64)
-            except (TypeError, ValueError):
-                raise ValueError(f"{name}: y must hold numbers, got dtype {y.dtype}") from None
-        y = np.ascontiguousarray(y, dtype=np.float64)
+    def _fit_targets(self, X, y):
+        """(y as float64, no further fitted attributes)."""
+        y = regression_targets(y, type(self).__name__)
         check_lengths(X, y)
-        if not np.all(np.isfinite(y)):
-            raise ValueError("Input y contains NaN or infinity.")
-        res = self._fit_outputs(X, y)
-        self.dual_coef_ = np.asarray(res.alpha, dtype=np.float64).ravel()
-        return self
+        return y, {}
 
     def predict(self, X):
         """Predicted targets, shape (n_samples,)."""
@@ -249,32 +235,16 @@ class EigenProClassifier(_BaseEigenPro):
 
     _estimator_type = "classifier"
 
-    def fit(self, X, y):
-        """Fit one output per class on one-hot targets.
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-            Class labels (numbers, strings, booleans...).
-
-        Returns
-        -------
-        self
-        """
-        name = type(self).__name__
-        X = self._validated_X(X, fit=True)
-        classes, y_enc = encode_classes(y, name)
+    def _fit_targets(self, X, y):
+        """(one-hot targets, {"classes_": the sorted classes})."""
+        classes, y_enc = encode_classes(y, type(self).__name__)
         check_lengths(X, y_enc)
         if len(classes) < 2:
             raise ValueError(f"The number of classes has to be greater than one; got "
                              f"{len(classes)} class")
         Y = np.zeros((y_enc.size, len(classes)))
         Y[np.arange(y_enc.size), y_enc] = 1.0
-        res = self._fit_outputs(X, Y)
-        self.classes_ = classes
-        self.dual_coef_ = np.asarray(res.alpha, dtype=np.float64)
-        return self
+        return Y, {"classes_": classes}
 
     def decision_function(self, X):
         """Outputs per class (n_samples, n_classes); binary: output 1 minus output 0."""

@@ -1,0 +1,546 @@
+"""The machinery shared by the SVM estimators of :mod:`kernsolve.estimators.svm`.
+
+``_BaseSVM`` owns what every LIBSVM-type estimator does: the parameters they
+all take (declared once in ``_parameter_constraints``) turned into
+:class:`~kernsolve.Parameters`, the solver and ``solver_options`` checks,
+training data in LIBSVM's layout (callable and precomputed kernels), the call
+of :func:`kernsolve.train` and the fitted attributes common to all.
+``_BaseSVC`` adds the one-vs-one classifiers (class order, class weights,
+the binary sign flip, ``ovr`` values, probabilities), ``_BaseSVR`` the
+regressors; the public classes declare only their own parameters.
+"""
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._constants import ESTIMATOR_KERNELS as _KERNELS
+from .._constants import GAMMA_KERNELS, PRECOMPUTED
+from .._api import train
+from .._params import Parameters, option_key
+from .._predict import decision_function, ovo_vote, predict_probability
+from ..solvers import DEFAULT_SOLVER, REGISTRY, option_names, spec_for
+from .._validation import (check_sample_weight, check_X, column_or_1d, estimator_gamma,
+                           is_number, seed_of)
+from ._base import (CACHE_SIZE, COEF0, DEGREE, N_JOBS, BaseEstimator, ConvergenceWarning,
+                    Interval, InstanceOf, Rule, StrOptions, available_if,
+                    check_feature_names, check_lengths, encode_classes, feature_names,
+                    not_fitted_error, r2_score, regression_targets, type_name)
+
+# LIBSVM (and kernsolve) read gamma = 0 as "1/n_features"; scikit-learn means a
+# constant kernel.  The smallest positive double gives that constant kernel.
+_TINY_GAMMA = float(np.nextafter(0.0, 1.0))
+
+
+def _driver_solvers(svm_type):
+    """The solvers these estimators run for SVM type ``svm_type`` (-s): those
+    of LIBSVM's one-vs-one driver that train it (the registry's order)."""
+    return tuple(name for spec in REGISTRY if spec.uses_driver and svm_type in spec.svm_types
+                 for name in spec.names)
+
+
+# --------------------------------------------------------------------------
+# the shared SVM machinery
+# --------------------------------------------------------------------------
+
+class _BaseSVM(BaseEstimator):
+    """What every SMO estimator shares: parameters -> Parameters, data -> train/predict."""
+
+    _svm_type = None
+
+    # Every parameter of the LIBSVM-type estimators; each class pops those it
+    # does not take (C, nu, epsilon) and the classifiers add theirs.  The
+    # order is the order of the checks.
+    _parameter_constraints = {
+        "kernel": Rule(StrOptions(sorted(_KERNELS), listed=True), callable, named=False),
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "nu": [Interval(Real, 0, 1, closed="right")],
+        "epsilon": [Interval(Real, 0, None, closed="left")],
+        "degree": [DEGREE],
+        "gamma": [StrOptions(("scale", "auto")),
+                  Interval(Real, 0, None, closed="left", text="a float >= 0")],
+        "coef0": [COEF0],
+        "tol": [Interval(Real, 0, None, closed="neither", text="a number > 0")],
+        "cache_size": [CACHE_SIZE],
+        "max_iter": [Interval(Integral, -1, -1, closed="both", text="-1 (no limit)"),
+                     Interval(Integral, 1, None, closed="left", text="a positive integer")],
+        "n_jobs": [N_JOBS],
+        "shrinking": ["no_validation"],
+        "verbose": ["no_validation"],
+    }
+
+    # ------------------------------------------------------------ parameters
+
+    def _kernel_code(self):
+        """The kernel's LIBSVM code (a callable is trained as precomputed)."""
+        return int(PRECOMPUTED) if callable(self.kernel) else int(_KERNELS[self.kernel])
+
+    def _gamma_value(self, X, t):
+        """The numeric gamma: scikit-learn's 'scale'/'auto' rules, floats as given."""
+        if t not in GAMMA_KERNELS:
+            return 0.0
+        return estimator_gamma(self.gamma, X)
+
+    def _parameters(self, t, gamma, weight=None, probability=False, seed=0, bias=True,
+                    solver=DEFAULT_SOLVER, extra=None):
+        if t in GAMMA_KERNELS:
+            gamma = gamma if gamma > 0 else _TINY_GAMMA
+        else:
+            gamma = None
+        return Parameters(
+            svm_type=int(self._svm_type), kernel_type=t, degree=int(self.degree),
+            gamma=gamma, coef0=float(self.coef0),
+            C=float(getattr(self, "C", 1.0)), nu=float(getattr(self, "nu", 0.5)),
+            p=float(getattr(self, "epsilon", 0.1)), cache_size=float(self.cache_size),
+            eps=float(self.tol), shrinking=bool(self.shrinking),
+            probability=bool(probability), weight=dict(weight or {}),
+            quiet=not bool(getattr(self, "verbose", False)), solver=solver, bias=bool(bias),
+            n_jobs=None, seed=int(seed), extra=dict(extra or {}))
+
+    # ------------------------------------------------------------ data
+
+    def _fit_X(self, X):
+        """Validated training data, and what is handed to ``train`` (LIBSVM's layout)."""
+        name = type(self).__name__
+        self._fit_feature_names = feature_names(X)
+        if callable(self.kernel):
+            X = check_X(X, owner=name)
+            K = np.asarray(self.kernel(X, X), dtype=np.float64)
+            if K.shape != (X.shape[0], X.shape[0]):
+                raise ValueError(f"{name}: the kernel callable returned shape {K.shape}, "
+                                 f"expected {(X.shape[0], X.shape[0])}")
+            return X, self._serial_matrix(K, np.arange(1, X.shape[0] + 1))
+        X = check_X(X, owner=name)
+        if self.kernel == "precomputed":
+            if X.shape[0] != X.shape[1]:
+                raise ValueError(f"Precomputed matrix must be a square matrix. Input is a "
+                                 f"{X.shape[0]}x{X.shape[1]} matrix.")
+            K = X.toarray() if sp.issparse(X) else X
+            return X, self._serial_matrix(K, np.arange(1, X.shape[0] + 1))
+        return X, X
+
+    @staticmethod
+    def _serial_matrix(K, serial):
+        """LIBSVM's precomputed layout: column 0 the serial number, then K."""
+        out = np.empty((K.shape[0], K.shape[1] + 1))
+        out[:, 0] = serial
+        out[:, 1:] = K
+        return out
+
+    def _predict_X(self, X):
+        """Validated prediction data in the layout the model reads."""
+        self._check_is_fitted()
+        name = type(self).__name__
+        check_feature_names(self, X)
+        X = check_X(X, owner=name)
+        n_in = self.n_features_in_
+        if callable(self.kernel) and hasattr(self, "_X_fit"):
+            if X.shape[1] != self._X_fit.shape[1]:
+                raise ValueError(f"X has {X.shape[1]} features, but {name} is expecting "
+                                 f"{self._X_fit.shape[1]} features as input.")
+            K = np.asarray(self.kernel(X, self._X_fit), dtype=np.float64)
+            if K.shape != (X.shape[0], self._X_fit.shape[0]):
+                raise ValueError(f"{name}: the kernel callable returned shape {K.shape}, "
+                                 f"expected {(X.shape[0], self._X_fit.shape[0])}")
+            return self._serial_matrix(K, np.zeros(X.shape[0]))
+        if X.shape[1] != n_in:
+            if self.model_.param.kernel_type == PRECOMPUTED:
+                raise ValueError(f"X.shape[1] = {X.shape[1]} should be equal to {n_in}, "
+                                 f"the number of samples at training time (X has "
+                                 f"{X.shape[1]} features, but {name} is expecting "
+                                 f"{n_in} features as input).")
+            raise ValueError(f"X has {X.shape[1]} features, but {name} is expecting "
+                             f"{n_in} features as input.")
+        if self.model_.param.kernel_type == PRECOMPUTED:
+            K = X.toarray() if sp.issparse(X) else X
+            return self._serial_matrix(K, np.zeros(X.shape[0]))
+        return X
+
+    def _train(self, y, Xt, param, sample_weight):
+        max_iter = None if self.max_iter == -1 else int(self.max_iter)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = train(y, Xt, param, sample_weight=sample_weight, n_jobs=self.n_jobs,
+                          _max_iter=max_iter)
+        for w in caught:
+            text = str(w.message)
+            if "max number of iterations" in text:
+                warnings.warn(f"Solver terminated early (max_iter={self.max_iter}). "
+                              "Consider pre-processing your data with StandardScaler or "
+                              "MinMaxScaler.", ConvergenceWarning, stacklevel=3)
+            else:
+                warnings.warn(w.message, w.category, stacklevel=3)
+        return model
+
+    def _fit_one_output(self, X, y, sample_weight):
+        """Fit a regressor (``y`` the targets) or the one-class SVM (``y`` None):
+        one decision value, one intercept; returns the model."""
+        self._validate_params()
+        t = self._kernel_code()
+        X, Xt = self._fit_X(X)
+        if y is None:
+            y = np.ones(X.shape[0])
+        else:
+            y = regression_targets(y, type(self).__name__)
+            check_lengths(X, y)
+        sw = check_sample_weight(sample_weight, X.shape[0], owner=type(self).__name__)
+        gamma = self._gamma_value(X, t)
+        model = self._train(y, Xt, self._parameters(t, gamma), sw)
+        self._set_common(X, model, np.asarray(model.support_indices) - 1)
+        self._gamma = gamma
+        self.n_support_ = np.array([model.n_sv], dtype=np.int32)
+        self.dual_coef_ = np.asarray(model.dual_coef, dtype=np.float64).reshape(1, -1)
+        self.intercept_ = -np.asarray(model.rho, dtype=np.float64)
+        self._dual_coef_ = self.dual_coef_
+        self._intercept_ = self.intercept_
+        return model
+
+    def _set_common(self, X, model, support):
+        """Fitted attributes shared by all SVM estimators."""
+        self.model_ = model
+        self.support_ = np.asarray(support, dtype=np.int32)
+        if model.param.kernel_type == PRECOMPUTED and not callable(self.kernel):
+            self.support_vectors_ = np.empty((0, 0))
+        elif callable(self.kernel):
+            self.support_vectors_ = X[self.support_]
+        else:
+            sv = model.support_vectors
+            self.support_vectors_ = sp.csr_matrix(sv) if sp.issparse(sv) else \
+                np.asarray(sv, dtype=np.float64)
+        self.shape_fit_ = tuple(X.shape)
+        self.n_features_in_ = int(X.shape[1])
+        names = getattr(self, "_fit_feature_names", None)
+        if names is not None and len(names) == X.shape[1] and self.kernel != "precomputed":
+            self.feature_names_in_ = names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.fit_status_ = 0 if model.stats.get("status", "ok") == "ok" else 1
+        pairs = model.stats.get("pairs", [])
+        self._n_iter = np.array([int(p.get("n_iter", 0)) for p in pairs], dtype=np.int32)
+        self._sparse = sp.issparse(X)
+        if callable(self.kernel):
+            self._X_fit = X
+        elif hasattr(self, "_X_fit"):
+            del self._X_fit
+
+    def _decision_values(self, X):
+        """LIBSVM's decision values (n, n_values) of validated X."""
+        return decision_function(self._predict_X(X), self.model_, n_jobs=self.n_jobs)
+
+    @property
+    def coef_(self):
+        """Primal weights, for ``kernel="linear"`` only (as scikit-learn's)."""
+        if self.kernel != "linear":
+            raise AttributeError("coef_ is only available when using a linear kernel")
+        self._check_is_fitted()
+        sv = self.support_vectors_
+        coef = self.dual_coef_
+        if getattr(self, "classes_", None) is None or len(self.classes_) <= 2:
+            out = coef @ sv if not sp.issparse(sv) else (sp.csr_matrix(coef) @ sv).toarray()
+            return np.asarray(out).reshape(1, -1)
+        k = len(self.classes_)
+        start = np.concatenate([[0], np.cumsum(self.n_support_)])
+        rows = []
+        for i in range(k):
+            for j in range(i + 1, k):
+                si = slice(start[i], start[i + 1])
+                sj = slice(start[j], start[j + 1])
+                w = coef[j - 1, si] @ sv[si] + coef[i, sj] @ sv[sj]
+                rows.append(np.asarray(w).ravel())
+        return np.vstack(rows)
+
+    @property
+    def n_iter_(self):
+        """SMO iterations: one per one-vs-one pair (classifiers), else a single int."""
+        self._check_is_fitted()
+        if self._estimator_type == "classifier":
+            return self._n_iter
+        return int(self._n_iter[0]) if self._n_iter.size else 0
+
+
+# --------------------------------------------------------------------------
+# classifiers
+# --------------------------------------------------------------------------
+
+def _check_proba(est):
+    if not est.probability:
+        raise AttributeError("predict_proba is not available when probability=False")
+    return True
+
+
+def _shown_class_weight(value):
+    return repr(value) if isinstance(value, str) else type_name(value)
+
+
+class _BaseSVC(_BaseSVM):
+    _estimator_type = "classifier"
+
+    _parameter_constraints = {
+        **_BaseSVM._parameter_constraints,
+        # The solver's name against the SVM type, and the keys of
+        # solver_options against the solver: cross-parameter, _check_solver.
+        "solver": ["no_validation"],
+        "solver_options": Rule(None, InstanceOf(dict, "a dict such as {'epochs': 2}"),
+                               shown=type_name),
+        "decision_function_shape": [StrOptions(("ovr", "ovo"))],
+        # the weight of each class is checked against the classes, at fit
+        "class_weight": Rule(None, StrOptions(("balanced",)), InstanceOf(dict, "a dict"),
+                             named=False, shown=_shown_class_weight),
+        "probability": ["no_validation"],
+        "break_ties": ["no_validation"],
+        "random_state": ["no_validation"],     # seed_of, when the seed is drawn
+    }
+
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit the one-vs-one SVMs.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Training rows; with ``kernel="precomputed"`` the (n_samples, n_samples)
+            kernel matrix.
+        y : array-like of shape (n_samples,)
+            Class labels (numbers, strings, booleans...).
+        sample_weight : array-like of shape (n_samples,), optional
+            Per-row weights >= 0; the row's C becomes ``C * class_weight * weight``.
+
+        Returns
+        -------
+        self
+        """
+        name = type(self).__name__
+        self._validate_params()
+        solver, extra = self._check_solver()
+        t = self._kernel_code()
+        X, Xt = self._fit_X(X)
+        classes, y_enc = encode_classes(y, name)
+        check_lengths(X, y_enc)
+        k = len(classes)
+        if k < 2:
+            raise ValueError(f"The number of classes has to be greater than one; got "
+                             f"{k} class")
+        sw = check_sample_weight(sample_weight, X.shape[0], owner=type(self).__name__)
+        if sw is not None and np.unique(y_enc[sw > 0]).size < 2:
+            raise ValueError("Invalid input: all samples with positive sample_weight "
+                             "belong to one class; need at least 2 classes")
+        class_weight = self._class_weight(classes, y_enc)
+        if spec_for(solver).binary is not None:
+            # The SBP and the comparison solvers have one budget (one lambda)
+            # for every point: kernsolve.train refuses per-class or per-row C.
+            if "C" in self._parameter_constraints and np.any(class_weight != 1.0):
+                raise ValueError(f"{name}: solver={solver!r} does not support "
+                                 f"class_weight (its problem has one budget for all "
+                                 f"points); use solver='smo' or class_weight=None")
+            if sw is not None and np.unique(sw[sw > 0]).size > 1:
+                raise ValueError(f"{name}: solver={solver!r} does not support unequal "
+                                 f"sample weights (its problem has one budget for all "
+                                 f"points); use solver='smo'")
+        seed = seed_of(self.random_state)
+
+        # Rows grouped by class in sorted order (stable): kernsolve's label
+        # order (first appearance) becomes the sorted order of classes_.
+        order = np.argsort(y_enc, kind="stable")
+        Xo = Xt[order]
+        yo = y_enc[order].astype(np.float64)
+        swo = sw[order] if sw is not None else None
+        weight = {float(i): float(w) for i, w in enumerate(class_weight) if w != 1.0}
+        gamma = self._gamma_value(X, t)
+        param = self._parameters(t, gamma, weight=weight, probability=self.probability,
+                                 seed=seed, bias=getattr(self, "bias", True),
+                                 solver=solver, extra=extra)
+        model = self._train(yo, Xo, param, swo)
+        if not np.array_equal(np.asarray(model.labels, dtype=np.float64),
+                              np.arange(k, dtype=np.float64)):
+            raise RuntimeError(f"internal error: model labels {model.labels} are not "
+                               f"0..{k - 1} in order")
+
+        self._set_common(X, model, order[np.asarray(model.support_indices) - 1])
+        self.classes_ = classes
+        self.class_weight_ = np.asarray(class_weight, dtype=np.float64)
+        self._gamma = gamma
+        self.n_support_ = np.asarray(model.n_support, dtype=np.int32)
+        sv_coef = np.asarray(model.dual_coef, dtype=np.float64).reshape(k - 1, -1)
+        rho = np.asarray(model.rho, dtype=np.float64)
+        self._dual_coef_ = sv_coef
+        self._intercept_ = -rho
+        if k == 2:
+            # positive decision means classes_[1]; LIBSVM's positive class is classes_[0]
+            self.dual_coef_ = -sv_coef
+            self.intercept_ = rho.copy()
+        else:
+            self.dual_coef_ = sv_coef.copy()
+            self.intercept_ = -rho
+        self.probA_ = np.asarray(model.prob_a if model.prob_a is not None else [],
+                                 dtype=np.float64)
+        self.probB_ = np.asarray(model.prob_b if model.prob_b is not None else [],
+                                 dtype=np.float64)
+        return self
+
+    def _check_solver(self):
+        """(solver, extra): the ``solver`` name and ``solver_options`` validated.
+
+        ``extra`` holds the options under their ``Parameters.extra`` keys
+        (``max_kernel_evals``); their values are checked by the solver itself
+        when ``kernsolve.train`` runs, with messages naming the option.
+        """
+        name = type(self).__name__
+        allowed = _driver_solvers(self._svm_type)
+        solver = self.solver
+        key = solver.strip().lower() if isinstance(solver, str) else solver
+        if key not in allowed:
+            hint = ""
+            spec = spec_for(key)
+            if spec is not None and not spec.uses_driver:
+                hint = (f"; solver {key!r} trains another kind of model: use "
+                        f"kernsolve.{spec.estimator}")
+            elif spec is not None:
+                hint = f"; {key!r} does not train {name}'s problem"
+            raise ValueError(f"{name}: solver must be one of {list(allowed)}, "
+                             f"got {solver!r}{hint}")
+        options = self.solver_options or {}
+        declared = option_names(key)
+        extra = {}
+        for option, value in options.items():
+            dashed = option.replace("_", "-") if isinstance(option, str) else None
+            if dashed not in declared:
+                known = ", ".join(repr(option_key(o)) for o in sorted(declared)) or "none"
+                raise ValueError(f"{name}: solver_options {option!r} is not an option of "
+                                 f"solver {key!r} (its options: {known})")
+            extra[option_key(dashed)] = value
+        if spec_for(key).binary is not None and self.max_iter != -1:   # not SMO
+            raise ValueError(f"{name}: max_iter is SMO's iteration limit (got "
+                             f"{self.max_iter!r}); the length of a solver={key!r} run "
+                             f"is set by solver_options={{'epochs': E}}")
+        return key, extra
+
+    def _class_weight(self, classes, y_enc):
+        cw = self.class_weight
+        k = len(classes)
+        if cw is None:
+            return np.ones(k)
+        if cw == "balanced":
+            counts = np.bincount(y_enc, minlength=k).astype(np.float64)
+            return y_enc.size / (k * counts)
+        out = np.ones(k)
+        for label, w in cw.items():
+            hit = np.flatnonzero(classes == label)
+            if hit.size == 0:
+                raise ValueError(f"class_weight: label {label!r} is not among the "
+                                 f"classes {classes.tolist()}")
+            if not is_number(w) or not np.isfinite(w) or w <= 0:
+                raise ValueError(f"class_weight[{label!r}] must be a finite number > 0, "
+                                 f"got {w!r}")
+            out[hit[0]] = float(w)
+        return out
+
+    def decision_function(self, X):
+        """Signed distances.
+
+        Returns
+        -------
+        ndarray
+            Binary: shape (n_samples,), positive for ``classes_[1]``.
+            ``"ovo"``: (n_samples, n_classes*(n_classes-1)/2), pairs (0,1),
+            (0,2), ..., (1,2), ... of ``classes_``, positive for the first.
+            ``"ovr"``: (n_samples, n_classes): votes plus confidences in
+            (-1/3, 1/3).
+        """
+        dec = self._decision_values(X)
+        k = len(self.classes_)
+        if k == 2:
+            return -dec[:, 0]
+        if self.decision_function_shape == "ovo":
+            return dec
+        return _ovr_from_ovo(dec, k)
+
+    def predict(self, X):
+        """Class labels (LIBSVM's one-vs-one vote; ties to the smaller class)."""
+        if self.break_ties and self.decision_function_shape == "ovo":
+            raise ValueError("break_ties must be False when decision_function_shape is 'ovo'")
+        dec = self._decision_values(X)
+        k = len(self.classes_)
+        if self.break_ties and self.decision_function_shape == "ovr" and k > 2:
+            index = np.argmax(_ovr_from_ovo(dec, k), axis=1)
+        else:
+            index = ovo_vote(dec, k)
+        return self.classes_[index]
+
+    @available_if(_check_proba)
+    def predict_proba(self, X):
+        """Class probabilities (Platt scaling on internal folds), columns in ``classes_`` order."""
+        self._check_is_fitted()
+        if not self.model_.is_probability_model:
+            raise not_fitted_error("predict_proba is not available: the model was "
+                                    "fitted with probability=False; fit again")
+        return predict_probability(self._predict_X(X), self.model_, n_jobs=self.n_jobs)
+
+    @available_if(_check_proba)
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        return np.log(self.predict_proba(X))
+
+    def score(self, X, y, sample_weight=None):
+        """Mean accuracy on (X, y), weighted by ``sample_weight``."""
+        y = column_or_1d(y, type(self).__name__)
+        pred = self.predict(X)
+        return float(np.average(pred == y, weights=sample_weight))
+
+
+def _ovr_from_ovo(dec, k):
+    """One-vs-one values -> (n, k): votes + confidence / (3 (|confidence| + 1)).
+
+    The confidence of class i sums the pair values in its favour (+dec for
+    pairs (i, j), -dec for pairs (j, i)); squashing it into (-1/3, 1/3) keeps
+    the vote count decisive and only breaks ties.
+    """
+    n = dec.shape[0]
+    votes = np.zeros((n, k))
+    conf = np.zeros((n, k))
+    p = 0
+    for i in range(k):
+        for j in range(i + 1, k):
+            d = dec[:, p]
+            win_j = d < 0
+            votes[:, i] += ~win_j
+            votes[:, j] += win_j
+            conf[:, i] += d
+            conf[:, j] -= d
+            p += 1
+    return votes + conf / (3 * (np.abs(conf) + 1))
+
+
+# --------------------------------------------------------------------------
+# regression
+# --------------------------------------------------------------------------
+
+class _BaseSVR(_BaseSVM):
+    _estimator_type = "regressor"
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit the support vector regression.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Real-valued targets.
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        self
+        """
+        self._fit_one_output(X, y, sample_weight)
+        return self
+
+    def predict(self, X):
+        """Predicted targets."""
+        return self._decision_values(X)[:, 0]
+
+    def score(self, X, y, sample_weight=None):
+        """Coefficient of determination R^2 of the prediction (weighted)."""
+        return r2_score(self, X, y, sample_weight)
+
+
