@@ -53,6 +53,7 @@ import scipy.sparse as sp
 
 from ..._constants import (C_SVC, EPSILON_SVR, FOURIER_KERNELS, LAPLACIAN, LINEAR, POLY,
                            PRECOMPUTED, PSD_KERNELS, SIGMOID)
+from . import SPEC
 from ..._params import Parameters, option_key
 from ..._validation import check_targets, check_X, class_index
 
@@ -61,12 +62,11 @@ __all__ = ["eigenpro_options", "fit_eigenpro", "exact_kernel_ridge", "step_size"
 
 MAGIC = "kernsolve_model eigenpro"
 
-# Paper's defaults (section 6): m = 2^8, M = 4800, k = 160; tau = 1 in the RKHS.
+# Paper's defaults (section 6): m = 2^8, M = 4800, k = 160, capped by n (the
+# spec declares them computed); tau = 1 in the RKHS and the epochs are the spec's.
 DEFAULT_BATCH = 256
 DEFAULT_SUBSAMPLE = 4800
 DEFAULT_K = 160
-DEFAULT_DAMPING = 1.0
-DEFAULT_EPOCHS = 10
 DELTA = 0.1               # failure probability of the step-size bound
 # An eigenvalue of K_S/M below RANK_RTOL * the largest is numerical noise: it
 # cannot be lambda_{k+1} (the step would be ~1/noise).
@@ -88,23 +88,6 @@ RSVD_POWER = 4
 # --------------------------------------------------------------------------
 # options
 # --------------------------------------------------------------------------
-
-def _int_option(value, name, low, what):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) \
-            or not math.isfinite(float(value)) or float(value) != int(value):
-        raise ValueError(f"--{name}: expected an integer, got {value!r}")
-    value = int(value)
-    if value < low:
-        raise ValueError(f"--{name}: {what}, got {value}")
-    return value
-
-
-def _float_option(value, name):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) \
-            or not math.isfinite(float(value)):
-        raise ValueError(f"--{name}: expected a finite number, got {value!r}")
-    return float(value)
-
 
 def eigenpro_options(param, n_samples=None):
     """The EigenPro / kernel-SGD options of ``param`` (validated, defaults filled).
@@ -131,64 +114,41 @@ def eigenpro_options(param, n_samples=None):
         One message naming the option: k >= M, M > n, step <= 0, damping
         outside (0, 1], ...
     """
-    extra = {option_key(k): v for k, v in param.extra.items()}
     sgd = param.solver == "kernel-sgd"
-    out = {"auto_k": False}
+    if sgd and {"eigen_directions", "damping"} & {option_key(k) for k in param.extra}:
+        raise ValueError("--solver kernel-sgd has no eigen-directions; it is EigenPro "
+                         "with k = 0 (use --solver eigenpro for a preconditioner)")
+    opts = param.solver_options()        # each option's declared range
     n = n_samples
-    if "subsample" in extra:
-        M = _int_option(extra["subsample"], "subsample", 1, "the subsample size M must be >= 1")
-        if n is not None and M > n:
-            raise ValueError(f"--subsample: M = {M} is larger than the training set "
-                             f"(n = {n}); use M <= n")
-    else:
+    # The rules between options and with n; the defaults the paper computes.
+    M = opts["subsample"]
+    if M is None:
         M = DEFAULT_SUBSAMPLE if n is None else min(DEFAULT_SUBSAMPLE, n)
-    out["subsample"] = M
+    elif n is not None and M > n:
+        raise ValueError(f"--subsample: M = {M} is larger than the training set "
+                         f"(n = {n}); use M <= n")
+    auto_k = not sgd and opts["eigen_directions"] is None
     if sgd:
-        if "eigen_directions" in extra or "damping" in extra:
-            raise ValueError("--solver kernel-sgd has no eigen-directions; it is EigenPro "
-                             "with k = 0 (use --solver eigenpro for a preconditioner)")
         k = 0
-    elif "eigen_directions" in extra:
-        k = _int_option(extra["eigen_directions"], "eigen-directions", 0,
-                        "the number of eigen-directions k must be >= 0")
-        if k >= M:
-            raise ValueError(f"--eigen-directions: k = {k} must be smaller than the subsample "
-                             f"size M = {M} (the preconditioner needs the (k+1)-th "
-                             "eigenvalue of the subsample kernel matrix)")
-    else:
+    elif auto_k:
         k = min(DEFAULT_K, M - 1)
-        out["auto_k"] = True
-    out["eigen_directions"] = k
-    if "batch_size" in extra:
-        m = _int_option(extra["batch_size"], "batch-size", 1, "the mini-batch size must be >= 1")
-        if n is not None and m > n:
-            raise ValueError(f"--batch-size: m = {m} is larger than the training set "
-                             f"(n = {n})")
     else:
+        k = opts["eigen_directions"]
+        if k >= M:
+            raise ValueError(f"--eigen-directions: k = {k} must be smaller than the "
+                             f"subsample size M = {M} (the preconditioner needs the "
+                             "(k+1)-th eigenvalue of the subsample kernel matrix)")
+    m = opts["batch_size"]
+    if m is None:
         m = DEFAULT_BATCH if n is None else min(DEFAULT_BATCH, n)
-    out["batch_size"] = m
-    tau = DEFAULT_DAMPING
-    if "damping" in extra:
-        tau = _float_option(extra["damping"], "damping")
-        if not 0 < tau <= 1:
-            raise ValueError(f"--damping: tau must be in (0, 1], got {tau:g}")
-    out["damping"] = tau
-    epochs = DEFAULT_EPOCHS
-    if "epochs" in extra:
-        epochs = _int_option(extra["epochs"], "epochs", 1, "the number of epochs must be >= 1")
-    out["epochs"] = epochs
-    step = None
-    if "step" in extra:
-        step = _float_option(extra["step"], "step")
-        if not step > 0:
-            raise ValueError(f"--step: the step size must be > 0, got {step:g}")
-    out["step"] = step
-    features = None
-    if "features" in extra:
-        features = _int_option(extra["features"], "features", 1,
-                               "the number of random features must be >= 1")
-    out["features"] = features
-    return out
+    elif n is not None and m > n:
+        raise ValueError(f"--batch-size: m = {m} is larger than the training set "
+                         f"(n = {n})")
+    # kernel-sgd takes no --damping: its tau (in the stats) is the declared default
+    tau = SPEC.options["damping"].default if sgd else opts["damping"]
+    return {"auto_k": auto_k, "subsample": M, "eigen_directions": k, "batch_size": m,
+            "damping": tau, "epochs": opts["epochs"], "step": opts["step"],
+            "features": opts["features"]}
 
 
 def _check_kernel(kernel_type, coef0):
