@@ -21,7 +21,7 @@ from ._constants import (C_TYPES, EPSILON_SVR, GAMMA_KERNELS, KERNEL_NAMES, NU_T
 from ._threads import check_n_jobs
 from ._validation import resolve_gamma
 from .solvers import DEFAULT_SOLVER, median_gamma_solvers, option_names, solver_names, spec_for
-from .solvers._spec import option_key
+from .solvers._spec import option_key, option_name
 
 SVM_TYPES = SVM_TYPE_NAMES   # -s 0..4 (names as in model files; owner: _constants)
 KERNELS = KERNEL_NAMES       # -t 0..5
@@ -62,10 +62,6 @@ _FIELD_OPTION.update({f: "--" + k for k, (f, _) in _LONG.items()})
 _FIELD_OPTION["weight"] = "-w"
 
 _INT_RE = re.compile(r"^[+-]?\d+$")
-
-
-def _option_name(key):
-    return key.replace("_", "-")
 
 
 @dataclass
@@ -194,7 +190,7 @@ class Parameters:
         for key in sorted(self.extra):
             value = self.extra[key]
             text = _fmt_float(value) if isinstance(value, float) else str(value)
-            out.append(f"--{_option_name(key)} {shlex.quote(text)}")
+            out.append(f"--{option_name(key)} {shlex.quote(text)}")
         return " ".join(out)
 
     def check(self, n_features=None):
@@ -482,7 +478,7 @@ def _unknown_solver(name):
 
 
 def _set_extra(param, name, value):
-    dashed = _option_name(name)
+    dashed = option_name(name)
     if dashed not in option_names(param.solver):
         owners = sorted(s for s in solver_names() if dashed in option_names(s))
         if owners:

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Callable, Mapping, Optional
 
-__all__ = ["Option", "Ref", "SolverSpec", "option_key"]
+__all__ = ["Option", "Ref", "SolverSpec", "option_key", "option_name"]
 
 
 def option_key(name):
@@ -46,7 +46,8 @@ def option_key(name):
     return name.replace("-", "_")
 
 
-def _dashed(key):
+def option_name(key):
+    """The command-line name of a ``Parameters.extra`` key (``max_kernel_evals`` -> ``max-kernel-evals``)."""
     return str(key).replace("_", "-")
 
 
@@ -283,7 +284,7 @@ class SolverSpec:
         declared = self.option_names(name)
         given = {}
         for key, value in extra.items():
-            dashed = _dashed(key)
+            dashed = option_name(key)
             if dashed not in declared:
                 raise ValueError(f"--{dashed}: not an option of solver {name!r}")
             given[dashed] = value

@@ -121,12 +121,7 @@ def eigenpro_options(param, n_samples=None):
     opts = param.solver_options()        # each option's declared range
     n = n_samples
     # The rules between options and with n; the defaults the paper computes.
-    M = opts["subsample"]
-    if M is None:
-        M = DEFAULT_SUBSAMPLE if n is None else min(DEFAULT_SUBSAMPLE, n)
-    elif n is not None and M > n:
-        raise ValueError(f"--subsample: M = {M} is larger than the training set "
-                         f"(n = {n}); use M <= n")
+    M = _size(opts, "subsample", "M", DEFAULT_SUBSAMPLE, n)
     auto_k = not sgd and opts["eigen_directions"] is None
     if sgd:
         k = 0
@@ -138,17 +133,24 @@ def eigenpro_options(param, n_samples=None):
             raise ValueError(f"--eigen-directions: k = {k} must be smaller than the "
                              f"subsample size M = {M} (the preconditioner needs the "
                              "(k+1)-th eigenvalue of the subsample kernel matrix)")
-    m = opts["batch_size"]
-    if m is None:
-        m = DEFAULT_BATCH if n is None else min(DEFAULT_BATCH, n)
-    elif n is not None and m > n:
-        raise ValueError(f"--batch-size: m = {m} is larger than the training set "
-                         f"(n = {n})")
+    m = _size(opts, "batch_size", "m", DEFAULT_BATCH, n)
     # kernel-sgd takes no --damping: its tau (in the stats) is the declared default
     tau = SPEC.options["damping"].default if sgd else opts["damping"]
     return {"auto_k": auto_k, "subsample": M, "eigen_directions": k, "batch_size": m,
             "damping": tau, "epochs": opts["epochs"], "step": opts["step"],
             "features": opts["features"]}
+
+
+def _size(opts, key, letter, default, n):
+    """A count of training points (the subsample M, the batch m): the one
+    given, at most n, or the paper's default capped by n."""
+    value = opts[key]
+    if value is None:
+        return default if n is None else min(default, n)
+    if n is not None and value > n:
+        raise ValueError(f"--{key.replace('_', '-')}: {letter} = {value} is larger than the "
+                         f"training set (n = {n}); use {letter} <= n")
+    return value
 
 
 def _check_kernel(kernel_type, coef0):
