@@ -42,12 +42,14 @@ __all__ = ["Option", "Ref", "SolverSpec", "option_key", "option_name"]
 
 
 def option_key(name):
-    """The ``Parameters.extra`` key of a solver option (``max-kernel-evals`` -> ``max_kernel_evals``)."""
+    """The ``Parameters.extra`` key of a solver option
+    (``max-kernel-evals`` -> ``max_kernel_evals``)."""
     return name.replace("-", "_")
 
 
 def option_name(key):
-    """The command-line name of a ``Parameters.extra`` key (``max_kernel_evals`` -> ``max-kernel-evals``)."""
+    """The command-line name of a ``Parameters.extra`` key
+    (``max_kernel_evals`` -> ``max-kernel-evals``)."""
     return str(key).replace("_", "-")
 
 
