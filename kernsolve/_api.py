@@ -66,14 +66,18 @@ def train(y, X, options="", *, sample_weight=None, n_jobs=None, _folds=None,
 
 def check_parameters(param):
     """The checks ``train`` makes before it looks at the data (for the command
-    line, which makes them before the long read of the data file).
+    line, which makes them before the long read of the data file):
+    ``Parameters.check`` (with every solver option against its declaration
+    in the spec), then the driver's and the solver's own rules.
 
     Raises ValueError.
     """
     spec = _spec(param)
     if spec.uses_driver:
-        driver.check_parameters(param, spec)
-    elif spec.check is not None:
+        driver.check_parameters(param, spec)      # Parameters.check first
+        return
+    param.check()
+    if spec.check is not None:
         spec.check(param)
 
 

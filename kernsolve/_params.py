@@ -16,21 +16,22 @@ import re
 import shlex
 from dataclasses import dataclass, field, fields, replace
 
-import numpy as np
-
 from ._constants import (C_TYPES, EPSILON_SVR, GAMMA_KERNELS, KERNEL_NAMES, NU_TYPES, POLY,
                          SVM_TYPE_NAMES)
 from ._threads import check_n_jobs
 from ._validation import resolve_gamma
 from .solvers import DEFAULT_SOLVER, median_gamma_solvers, option_names, solver_names, spec_for
+from .solvers._spec import option_key, option_name
 
 SVM_TYPES = SVM_TYPE_NAMES   # -s 0..4 (names as in model files; owner: _constants)
 KERNELS = KERNEL_NAMES       # -t 0..5
 
 # Solver-specific long options are declared by each solver's spec; their
 # values are stored in ``Parameters.extra`` under the Python spelling
-# (dashes -> underscores), typed int, float or str by their look; the solver
-# validates their ranges.
+# (dashes -> underscores), typed int, float or str by their look.
+# ``Parameters.check`` checks them against the spec's declarations
+# (``SolverSpec.check_options``); ``Parameters.solver_options`` gives the
+# solver their typed values with the declared defaults.
 
 # Letter -> (field, kind).  Kinds: "int", "float", "flag01" (0 or 1), "none" (no value).
 _LETTERS = {
@@ -61,15 +62,6 @@ _FIELD_OPTION.update({f: "--" + k for k, (f, _) in _LONG.items()})
 _FIELD_OPTION["weight"] = "-w"
 
 _INT_RE = re.compile(r"^[+-]?\d+$")
-
-
-def option_key(name):
-    """The ``Parameters.extra`` key of a solver option (``max-kernel-evals`` -> ``max_kernel_evals``)."""
-    return name.replace("-", "_")
-
-
-def _option_name(key):
-    return key.replace("_", "-")
 
 
 @dataclass
@@ -198,13 +190,30 @@ class Parameters:
         for key in sorted(self.extra):
             value = self.extra[key]
             text = _fmt_float(value) if isinstance(value, float) else str(value)
-            out.append(f"--{_option_name(key)} {shlex.quote(text)}")
+            out.append(f"--{option_name(key)} {shlex.quote(text)}")
         return " ".join(out)
 
     def check(self, n_features=None):
         """Raise ValueError naming the problem if invalid (see :func:`check_parameters`)."""
         _check(self, n_features)
         return self
+
+    def solver_options(self):
+        """The solver's options: ``extra`` checked against the solver's spec.
+
+        A dict with the ``extra`` key of every option the solver takes
+        (``max_kernel_evals``): the value given, typed (int, float, 0/1 or a
+        choice), else the spec's default (None when the solver computes it).
+        Raises ValueError naming an undeclared option or a value out of its
+        declared range (``SolverSpec.check_options``).
+        """
+        spec = spec_for(self.solver)
+        if spec is None:
+            raise ValueError(_unknown_solver(self.solver))
+        if not isinstance(self.extra, dict):
+            raise ValueError(f"extra: expected a dict of solver options, "
+                             f"got {type(self.extra).__name__}")
+        return spec.check_options(self.solver, self.extra)
 
 
 def _fmt_float(value):
@@ -239,20 +248,6 @@ def _parse_number(option, text, kind):
             raise ValueError(f"{option}: expected a finite number, got {text!r}")
         return value
     return text
-
-
-def option_number(value, name, integer=False):
-    """A solver option's value as a finite float (integral if ``integer``), or
-    a ValueError naming ``--name``; solvers check ranges themselves."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"--{name}: expected {'an integer' if integer else 'a number'}, "
-                         f"got {value!r}")
-    if integer and float(value) != int(value):
-        raise ValueError(f"--{name}: expected an integer, got {value!r}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"--{name}: expected a finite number, got {value!r}")
-    return value
 
 
 def _typed_extra(text):
@@ -483,7 +478,7 @@ def _unknown_solver(name):
 
 
 def _set_extra(param, name, value):
-    dashed = _option_name(name)
+    dashed = option_name(name)
     if dashed not in option_names(param.solver):
         owners = sorted(s for s in solver_names() if dashed in option_names(s))
         if owners:
@@ -574,7 +569,9 @@ def check_parameters(param, n_features=None):
 
     The checks are LIBSVM 3.37's ``svm_check_parameter`` (C, nu, p only for the
     SVM types that use them) plus kernsolve's: finite numbers, the solver
-    name, thread count, seed, fold count, solver options and ``n_features``.
+    name, thread count, seed, fold count, ``n_features`` and the solver
+    options against their declarations in the solver's spec (names, types,
+    ranges); the solver's own rules between options are its spec's ``check``.
     Data-dependent checks (infeasible nu, one class only) belong to training.
 
     This is LIBSVM's message-returning contract, kept for this public
@@ -670,13 +667,7 @@ def _check(param, n_features=None):
         raise ValueError(f"--seed: expected an integer, got {seed!r}")
     if not 0 <= int(seed) < 2 ** 64:
         raise ValueError(f"--seed: must be in [0, 2**64), got {seed}")
-    if not isinstance(param.extra, dict):
-        raise ValueError(f"extra: expected a dict of solver options, "
-                         f"got {type(param.extra).__name__}")
-    declared = option_names(param.solver)
-    for key in param.extra:
-        if _option_name(key) not in declared:
-            raise ValueError(f"--{_option_name(key)}: not an option of solver {param.solver!r}")
+    param.solver_options()        # declared, typed and in range (the spec's check)
     if n_features is not None:
         if isinstance(n_features, bool) or not hasattr(n_features, "__index__") \
                 or n_features < 0:

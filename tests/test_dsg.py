@@ -262,6 +262,12 @@ def test_save_load_round_trip_and_size(heart, tmp_path):
     assert len(text.split()) == len(m.to_text().split())
 
 
+def test_declared_losses_are_the_compiled_loops():
+    """--loss is checked against the spec's choices; the loop knows them by code."""
+    from kernsolve.solvers.dsg import SPEC
+    assert SPEC.options["loss"].choices == tuple(LOSSES)
+
+
 @pytest.mark.parametrize("options,match", [
     ("--loss nope", "unknown loss"),
     ("--loss squared", "not a classification loss"),

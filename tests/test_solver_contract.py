@@ -5,7 +5,11 @@ here is parametrised over the registry, so a new solver (a folder and one
 registry line) is checked without a line of this file changing:
 
 (a) every declared option refuses a value just outside its declared range,
-    and a malformed value, with a message naming the option;
+    and a malformed value, with a message naming the option, when the options
+    are parsed (before any data is read) and when a solver trains; an option
+    declared for some names of a family only is refused by the others; the
+    declared choices are accepted and the declared defaults are what a solver
+    reads (``Parameters.solver_options``);
 (b) train -> save_model -> load_model -> predict gives the predictions of the
     trained model, on heart_scale (regression types read its labels as values);
 (c) 1 and 2 threads give byte-identical model files;
@@ -24,6 +28,7 @@ import numpy as np
 import pytest
 
 import kernsolve
+from kernsolve._params import Parameters, option_key
 from kernsolve._progress import Progress
 from kernsolve.solvers import REGISTRY
 from kernsolve.solvers.baselines import _baselines
@@ -37,6 +42,11 @@ IDS = [f"{name}-s{s}" for _, name, s in CASES]
 OPTION_CASES = [(spec, name, s, option) for spec, name, s in CASES
                 for option in spec.option_names(name)]
 OPTION_IDS = [f"{name}-s{s}--{option}" for _, name, s, option in OPTION_CASES]
+# (spec, option, a name of its family that does not take it)
+ONLY_CASES = [(spec, option, name) for spec in REGISTRY
+              for option, opt in spec.options.items() if opt.only
+              for name in spec.names if name not in opt.only]
+ONLY_IDS = [f"{name}--{option}" for _, option, name in ONLY_CASES]
 
 # short runs: the contract, not the solvers' accuracy, is under test
 _SHORT = {"epochs": 1}
@@ -72,6 +82,8 @@ def _bad_values(opt):
     bad = opt.out_of_range() + ["abc"]
     if opt.kind == "int":
         bad.append(1.5)
+    if opt.kind == "flag":
+        bad.append(0.5)
     return bad
 
 
@@ -86,10 +98,11 @@ def test_registry_names_are_unique_and_every_spec_trains_somehow():
         for option, opt in spec.options.items():
             assert opt.doc and "\n" not in opt.doc, option
             assert set(opt.only) <= set(spec.names), option
-            assert opt.kind in ("int", "float", "choice"), option
+            assert opt.kind in ("int", "float", "flag", "choice"), option
             assert (opt.kind == "choice") == bool(opt.choices), option
-            assert opt.low is not None or opt.high is not None or opt.kind == "choice", \
-                f"--{option}: declare its range"
+            assert opt.low is not None or opt.high is not None or \
+                opt.kind in ("choice", "flag"), f"--{option}: declare its range"
+            assert "\n" not in opt.noun, option
 
 
 @pytest.mark.parametrize("spec, name, s, option", OPTION_CASES, ids=OPTION_IDS)
@@ -99,6 +112,46 @@ def test_option_out_of_range_is_refused_naming_it(heart, spec, name, s, option):
         with pytest.raises(ValueError, match=f"--{option}\\b") as info:
             _train(heart, spec, name, s, **{option: value})
         assert f"--{option}" in str(info.value)
+
+
+@pytest.mark.parametrize("spec, name, s, option", OPTION_CASES, ids=OPTION_IDS)
+def test_option_out_of_range_is_refused_before_the_data(spec, name, s, option):
+    """The options are checked when they are parsed (the command line does so
+    before it reads the data), and ``Parameters.check`` makes the same check
+    on options set in Python."""
+    opt = spec.options[option]
+    for value in _bad_values(opt):
+        with pytest.raises(ValueError, match=f"^--{option}: ") as parsed:
+            kernsolve.parse_options(_tokens(spec, name, s, **{option: value}))
+        param = Parameters(svm_type=s, solver=name, extra={option_key(option): value})
+        with pytest.raises(ValueError, match=f"^--{option}: ") as checked:
+            param.check()
+        if not isinstance(value, str):       # the parser types "1.5"; Python gives 1.5
+            assert str(checked.value) == str(parsed.value)
+
+
+@pytest.mark.parametrize("spec, option, name", ONLY_CASES, ids=ONLY_IDS)
+def test_option_of_other_names_of_the_family_is_refused(spec, option, name):
+    s = min(spec.svm_types)
+    value = spec.options[option].default
+    value = 1 if value is None else value
+    with pytest.raises(ValueError, match=f"^--{option}: not an option of solver {name!r}"):
+        kernsolve.parse_options(_tokens(spec, name, s, **{option: value}))
+    with pytest.raises(ValueError, match=f"^--{option}: not an option of solver {name!r}"):
+        Parameters(svm_type=s, solver=name, extra={option_key(option): value}).check()
+
+
+@pytest.mark.parametrize("spec, name, s", CASES, ids=IDS)
+def test_solver_options_are_the_declared_defaults_and_choices(spec, name, s):
+    """What a solver reads: every option it takes, the declared default when
+    not given; a declared choice in any of its spellings is that choice."""
+    expected = {option_key(o): spec.options[o].default for o in spec.option_names(name)}
+    assert Parameters(svm_type=s, solver=name).solver_options() == expected
+    for option in spec.option_names(name):
+        for choice in spec.options[option].choices:
+            for spelled in (choice, choice.upper().replace("-", "_")):
+                param = kernsolve.parse_options(_tokens(spec, name, s, **{option: spelled}))
+                assert param.solver_options()[option_key(option)] == choice
 
 
 @pytest.mark.parametrize("spec, name, s", CASES, ids=IDS)

@@ -23,17 +23,34 @@ know the solvers and their options) while the solvers' own modules import
 ``_params`` at their top: the specs never import a solver's code, so there is
 no import cycle, and reading the registry loads no compiled solver.
 
-The option ranges here are declarations (shown in the usage text and tested by
-``tests/test_solver_contract.py`` against the solvers' own checks, which still
-raise the messages); the solvers validate their values when they run.
+The options are declared here once, and checked here once:
+:meth:`SolverSpec.check_options` (which ``Parameters.check`` and
+``Parameters.solver_options`` call, before any data is read) refuses an
+undeclared option, a value of the wrong type or outside its range, with one
+message format, and returns the typed values with the declared defaults filled
+in.  A solver reads its options from there and checks only the rules a single
+range cannot express (``step * lambda < t0 + 1``) in its spec's ``check``.
 """
 import importlib
 import math
+import numbers
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Callable, Mapping, Optional
 
-__all__ = ["Option", "Ref", "SolverSpec"]
+__all__ = ["Option", "Ref", "SolverSpec", "option_key", "option_name"]
+
+
+def option_key(name):
+    """The ``Parameters.extra`` key of a solver option
+    (``max-kernel-evals`` -> ``max_kernel_evals``)."""
+    return name.replace("-", "_")
+
+
+def option_name(key):
+    """The command-line name of a ``Parameters.extra`` key
+    (``max_kernel_evals`` -> ``max-kernel-evals``)."""
+    return str(key).replace("_", "-")
 
 
 class Ref:
@@ -63,10 +80,13 @@ class Ref:
 class Option:
     """One long option of a solver (``--epochs``), as declared in its spec.
 
-    ``kind`` is ``"int"``, ``"float"`` or ``"choice"`` (one of ``choices``).
-    The range of a number is ``low``/``high`` (None: unbounded), each bound
-    open or closed.  ``only`` restricts the option to some names of the family
-    (UDSG's ``--new-blocks``); empty means every name.
+    ``kind`` is ``"int"``, ``"float"``, ``"flag"`` (0 or 1) or ``"choice"``
+    (one of ``choices``, spelled with dashes).  The range of a number is
+    ``low``/``high`` (None: unbounded), each bound open or closed.  ``only``
+    restricts the option to some names of the family (UDSG's
+    ``--new-blocks``); empty means every name.  ``noun`` is how a message
+    names the value when the option name alone does not say what it is
+    (``"tau"`` for ``--damping``); see :meth:`check` for the message format.
     """
     doc: str
     kind: str = "float"
@@ -77,23 +97,38 @@ class Option:
     high_open: bool = False
     choices: tuple = ()
     only: tuple = ()
+    noun: str = ""
 
-    def range_text(self):
-        """The range as it is written in messages and the usage text (``> 0``)."""
-        if self.kind == "choice":
-            return "|".join(str(c) for c in self.choices)
-        word = "integer " if self.kind == "int" else ""
+    def bounds_text(self):
+        """The range of a number as messages state it (``> 0``, ``in (0, 1]``)."""
         if self.low is not None and self.high is not None:
-            return (f"{word}in {'(' if self.low_open else '['}{_g(self.low)}, "
+            return (f"in {'(' if self.low_open else '['}{_g(self.low)}, "
                     f"{_g(self.high)}{')' if self.high_open else ']'}")
         if self.low is not None:
-            return f"{word}{'>' if self.low_open else '>='} {_g(self.low)}"
+            return self._low_text()
         if self.high is not None:
-            return f"{word}{'<' if self.high_open else '<='} {_g(self.high)}"
-        return word.strip() or "number"
+            return self._high_text()
+        return ""
+
+    def _low_text(self):
+        return f"{'>' if self.low_open else '>='} {_g(self.low)}"
+
+    def _high_text(self):
+        return f"{'<' if self.high_open else '<='} {_g(self.high)}"
+
+    def range_text(self):
+        """The range as the usage text and the docs write it (``integer >= 1``)."""
+        if self.kind == "choice":
+            return "|".join(str(c) for c in self.choices)
+        if self.kind == "flag":
+            return "0|1"
+        word = "integer" if self.kind == "int" else ""
+        return " ".join(w for w in (word, self.bounds_text()) if w) or "number"
 
     def out_of_range(self):
-        """Values just outside the range (for tests), each refused by the solver."""
+        """Values just outside the range (for tests), each refused by :meth:`check`."""
+        if self.kind == "flag":
+            return [-1, 2]
         step = 1 if self.kind == "int" else 0.5
         out = []
         if self.low is not None:
@@ -101,6 +136,58 @@ class Option:
         if self.high is not None:
             out.append(self.high if self.high_open else self.high + step)
         return [int(v) if self.kind == "int" and float(v).is_integer() else v for v in out]
+
+    def check(self, name, value):
+        """``value`` of option ``--name``, typed (int, float, 0/1 or a choice),
+        or a ValueError in the one format of solver options:
+
+        * a value of the wrong type: ``--name: expected an integer, got 2.5``
+          (``a number``, ``a finite number``, ``0 or 1`` by kind);
+        * an unknown choice: ``--loss: unknown loss 'nope' (known: hinge, ...)``;
+        * a number out of range: ``--tau: must be <= 1, got 2``, the bound it
+          breaks; with a ``noun``, the whole range:
+          ``--damping: tau must be in (0, 1], got 0``.
+        """
+        if self.kind == "choice":
+            # the words of a choice, in any case, joined by -, _ or spaces
+            # ("squared_hinge", "Squared hinge"): the spelling with dashes
+            text = "-".join(str(value).lower().replace("_", " ").split())
+            if text not in self.choices:
+                raise ValueError(f"--{name}: unknown {self.noun or name} {text!r} "
+                                 f"(known: {', '.join(self.choices)})")
+            return text
+        integral = self.kind in ("int", "flag")
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+                not math.isfinite(value) and integral:
+            raise ValueError(f"--{name}: expected {_KIND_WORDS[self.kind]}, got {value!r}")
+        if not math.isfinite(value):
+            raise ValueError(f"--{name}: expected a finite number, got {value!r}")
+        if integral:
+            if not isinstance(value, numbers.Integral) and not float(value).is_integer():
+                raise ValueError(f"--{name}: expected {_KIND_WORDS[self.kind]}, "
+                                 f"got {value!r}")
+            value = int(value)
+            if self.kind == "flag":
+                if value not in (0, 1):
+                    raise ValueError(f"--{name}: expected 0 or 1, got {value!r}")
+                return value
+        else:
+            value = float(value)
+        low_bad = self.low is not None and (value <= self.low if self.low_open
+                                            else value < self.low)
+        high_bad = self.high is not None and (value >= self.high if self.high_open
+                                              else value > self.high)
+        if low_bad or high_bad:
+            if self.noun:
+                rule = f"{self.noun} must be {self.bounds_text()}"
+            else:
+                rule = f"must be {self._low_text() if low_bad else self._high_text()}"
+            shown = str(value) if integral else f"{value:g}"
+            raise ValueError(f"--{name}: {rule}, got {shown}")
+        return value
+
+
+_KIND_WORDS = {"int": "an integer", "float": "a number", "flag": "0 or 1"}
 
 
 def _g(value):
@@ -128,8 +215,10 @@ class SolverSpec:
     binary, train : Ref or None
         How it trains (see the module docstring).
     check : Ref or None
-        ``check(param)``: its checks that need no data (cross-option rules and
-        ranges), raising ValueError; run before the data is read.
+        ``check(param)``: its checks that need no data beyond the options'
+        ranges (:meth:`check_options` makes those): rules between options and
+        the SVM type, kernel, ... (``step * lambda < t0 + 1``), raising
+        ValueError; run before the data is read.
     planned_iterations : Ref or None
         ``planned_iterations(param, n)``: the iterations of a sub-problem of
         ``n`` points when the solver fixes them in advance (progress line).
@@ -182,3 +271,24 @@ class SolverSpec:
     def option_names(self, name):
         """The option names (dashed) that solver ``name`` of this family takes."""
         return tuple(o for o, opt in self.options.items() if not opt.only or name in opt.only)
+
+    def check_options(self, name, extra):
+        """The options ``extra`` of solver ``name``, checked against the declarations.
+
+        ``extra`` is ``Parameters.extra`` (keys in either spelling,
+        ``max_kernel_evals`` or ``max-kernel-evals``).  Every key must be an
+        option of ``name`` (``only``), every value of its kind and in its
+        range (:meth:`Option.check`, in declaration order).  Returns
+        ``{key: value}`` with the ``Parameters.extra`` key of every option of
+        ``name``: the typed value given, else the declared default (None when
+        it has none or the solver computes it).  Raises ValueError.
+        """
+        declared = self.option_names(name)
+        given = {}
+        for key, value in extra.items():
+            dashed = option_name(key)
+            if dashed not in declared:
+                raise ValueError(f"--{dashed}: not an option of solver {name!r}")
+            given[dashed] = value
+        return {option_key(o): self.options[o].check(o, given[o]) if o in given
+                else self.options[o].default for o in declared}

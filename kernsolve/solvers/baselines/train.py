@@ -18,7 +18,7 @@ Perceptron minimises nothing in particular; ``-c`` does not affect it.
 How long
 --------
 ``--iterations N`` steps per sub-problem, or ``--epochs E`` (steps =
-``ceil(E n)``); not both.  Default: ``DEFAULT_EPOCHS`` epochs.  A step draws
+``ceil(E n)``); not both.  Default: the spec's ``--epochs`` (10).  A step draws
 one point (Pegasos, SDCA: uniformly, from the seeded sampling stream; the
 Perceptron: the next point of a seeded random order); a step that changes
 the point's coefficient costs one kernel row.
@@ -30,50 +30,26 @@ import numpy as np
 from . import SPEC
 from ._baselines import run
 from ..._constants import C_SVC
-from ..._params import option_key, option_number as _number
+from ..._params import option_key
 
 BASELINES = SPEC.names          # ("pegasos", "sdca", "perceptron")
-DEFAULT_EPOCHS = 10.0
 _NAMES = {"pegasos": "Pegasos", "sdca": "SDCA", "perceptron": "Perceptron"}
 
-__all__ = ["BASELINES", "check_parameters", "baseline_options", "planned_iterations",
-           "train_binary"]
-
-
-def baseline_options(param):
-    """The options of ``param`` for a comparison solver (validated).
-
-    Returns a dict: ``iterations`` (int >= 1, or None) and ``epochs`` (float
-    > 0, used when ``iterations`` is None).
-    """
-    extra = {option_key(k): v for k, v in param.extra.items()}
-    out = {"iterations": None, "epochs": DEFAULT_EPOCHS}
-    if "iterations" in extra and "epochs" in extra:
-        raise ValueError(f"--solver {param.solver}: give --iterations or --epochs, not both")
-    if "iterations" in extra:
-        it = _number(extra["iterations"], "iterations", integer=True)
-        if it < 1:
-            raise ValueError(f"--iterations: must be >= 1 (steps per sub-problem), "
-                             f"got {it:g}")
-        out["iterations"] = int(it)
-    if "epochs" in extra:
-        e = _number(extra["epochs"], "epochs")
-        if not e > 0:
-            raise ValueError(f"--epochs: must be > 0 (steps = epochs * n), got {e:g}")
-        out["epochs"] = e
-    return out
+__all__ = ["BASELINES", "check_parameters", "planned_iterations", "train_binary"]
 
 
 def planned_iterations(param, n):
-    """Steps of a sub-problem of ``n`` points."""
-    opts = baseline_options(param)
+    """Steps of a sub-problem of ``n`` points: ``--iterations`` (int >= 1) if
+    given, else ``ceil(epochs * n)`` (``--epochs``, float > 0)."""
+    opts = param.solver_options()
     if opts["iterations"] is not None:
         return opts["iterations"]
     return max(1, int(math.ceil(opts["epochs"] * n)))
 
 
 def check_parameters(param):
-    """Checks of ``--solver pegasos|sdca|perceptron`` that need no data; raises ValueError."""
+    """Checks of ``--solver pegasos|sdca|perceptron`` that need no data beyond
+    their options' declared ranges (``Parameters.check``); raises ValueError."""
     name = param.solver
     if param.svm_type != C_SVC:
         raise ValueError(f"--solver {name} trains C-SVC (-s 0) only, got -s {param.svm_type}")
@@ -82,7 +58,9 @@ def check_parameters(param):
                          "regularised risk has one lambda = 1/(C n) for all points")
     if not param.C > 0:
         raise ValueError(f"-c: C must be > 0, got {param.C:g}")
-    baseline_options(param)
+    # the one rule between the two options (each one's range is declared)
+    if {"iterations", "epochs"} <= {option_key(k) for k in param.extra}:
+        raise ValueError(f"--solver {name}: give --iterations or --epochs, not both")
 
 
 def train_binary(ctx, rows, target, C):

@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 
-from .options import _loss, _number, _task, check_parameters, hyperparameters, resolve_gamma
+from .options import _loss, _task, check_parameters, hyperparameters, resolve_gamma
 from .targets import Targets
 from .trainer import DSGTrainer, _info
 from ..._errors import DataFormatError
@@ -52,7 +52,7 @@ def train_file(path, options="", *, chunk_bytes=64 << 20, n_features=None, n_job
     param = options.copy() if isinstance(options, Parameters) else parse_options(options)
     if n_jobs is None:
         n_jobs = param.n_jobs
-    check_parameters(param)
+    opts = check_parameters(param)
     chunk_bytes = int(chunk_bytes)
     if chunk_bytes < 1:
         raise ValueError(f"chunk_bytes must be >= 1, got {chunk_bytes}")
@@ -82,7 +82,7 @@ def train_file(path, options="", *, chunk_bytes=64 << 20, n_features=None, n_job
     loss = _loss(param, 0 if targets.labels is None else targets.labels.size)
     targets.loss = loss
     trainer = None
-    for epoch in range(max(1, math.ceil(_number(param.extra, "epochs", low=0)))):
+    for epoch in range(max(1, math.ceil(opts["epochs"]))):
         for offset, length in windows:
             try:
                 y, X = read_problem(path, n_features=n_features, zero_based=False,

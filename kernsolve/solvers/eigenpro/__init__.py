@@ -3,7 +3,8 @@ eigenpro|kernel-sgd`` (``train.py``, ``features.py``, ``model.py``): whole model
 (``kernsolve_model eigenpro`` files for classification).  Their spec, read by
 ``kernsolve.solvers.REGISTRY``.
 
-No ``check``: EigenPro's options are checked when it trains (some need n).
+No ``check``: beyond each option's declared range, EigenPro's rules need n
+(``M <= n``, ``k < M``); ``train.eigenpro_options`` makes them when it trains.
 """
 from .._spec import Option, Ref, SolverSpec
 
@@ -13,15 +14,20 @@ SPEC = SolverSpec(
     options={
         "eigen-directions": Option("eigen-directions k of the preconditioner "
                                    "(default min(160, M - 1))", kind="int", low=0,
-                                   only=("eigenpro",)),
-        "subsample": Option("subsample size M (default min(4800, n))", kind="int", low=1),
-        "batch-size": Option("mini-batch size m (default min(256, n))", kind="int", low=1),
+                                   only=("eigenpro",),
+                                   noun="the number of eigen-directions k"),
+        "subsample": Option("subsample size M (default min(4800, n))", kind="int", low=1,
+                            noun="the subsample size M"),
+        "batch-size": Option("mini-batch size m (default min(256, n))", kind="int", low=1,
+                             noun="the mini-batch size"),
         "damping": Option("damping tau", default=1.0, low=0, low_open=True, high=1,
-                          only=("eigenpro",)),
-        "epochs": Option("passes over the data", kind="int", default=10, low=1),
-        "step": Option("step size (default: the paper's rule)", low=0, low_open=True),
+                          only=("eigenpro",), noun="tau"),
+        "epochs": Option("passes over the data", kind="int", default=10, low=1,
+                         noun="the number of epochs"),
+        "step": Option("step size (default: the paper's rule)", low=0, low_open=True,
+                       noun="the step size"),
         "features": Option("random features instead of the kernel expansion", kind="int",
-                           low=1),
+                           low=1, noun="the number of random features"),
     },
     median_gamma=True,
     train=Ref(__name__ + ".train", "train_eigenpro"),

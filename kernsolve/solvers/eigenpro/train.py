@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 
+from . import SPEC
 from ._common import (AUTO_RTOL, RANK_RTOL, KernelBlocks, check_diverged, epoch_order,
                       step_size, top_eigensystem)
 from .features import fit_features
@@ -68,34 +69,16 @@ from ..._validation import check_targets, check_X, class_index
 
 __all__ = ["eigenpro_options", "fit_eigenpro", "exact_kernel_ridge", "train_eigenpro"]
 
-# Paper's defaults (section 6): m = 2^8, M = 4800, k = 160; tau = 1 in the RKHS.
+# Paper's defaults (section 6): m = 2^8, M = 4800, k = 160, capped by n (the
+# spec declares them computed); tau = 1 in the RKHS and the epochs are the spec's.
 DEFAULT_BATCH = 256
 DEFAULT_SUBSAMPLE = 4800
 DEFAULT_K = 160
-DEFAULT_DAMPING = 1.0
-DEFAULT_EPOCHS = 10
 
 
 # --------------------------------------------------------------------------
 # options
 # --------------------------------------------------------------------------
-
-def _int_option(value, name, low, what):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) \
-            or not math.isfinite(float(value)) or float(value) != int(value):
-        raise ValueError(f"--{name}: expected an integer, got {value!r}")
-    value = int(value)
-    if value < low:
-        raise ValueError(f"--{name}: {what}, got {value}")
-    return value
-
-
-def _float_option(value, name):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) \
-            or not math.isfinite(float(value)):
-        raise ValueError(f"--{name}: expected a finite number, got {value!r}")
-    return float(value)
-
 
 def eigenpro_options(param, n_samples=None):
     """The EigenPro / kernel-SGD options of ``param`` (validated, defaults filled).
@@ -122,64 +105,43 @@ def eigenpro_options(param, n_samples=None):
         One message naming the option: k >= M, M > n, step <= 0, damping
         outside (0, 1], ...
     """
-    extra = {option_key(k): v for k, v in param.extra.items()}
     sgd = param.solver == "kernel-sgd"
-    out = {"auto_k": False}
+    if sgd and {"eigen_directions", "damping"} & {option_key(k) for k in param.extra}:
+        raise ValueError("--solver kernel-sgd has no eigen-directions; it is EigenPro "
+                         "with k = 0 (use --solver eigenpro for a preconditioner)")
+    opts = param.solver_options()        # each option's declared range
     n = n_samples
-    if "subsample" in extra:
-        M = _int_option(extra["subsample"], "subsample", 1, "the subsample size M must be >= 1")
-        if n is not None and M > n:
-            raise ValueError(f"--subsample: M = {M} is larger than the training set "
-                             f"(n = {n}); use M <= n")
-    else:
-        M = DEFAULT_SUBSAMPLE if n is None else min(DEFAULT_SUBSAMPLE, n)
-    out["subsample"] = M
+    # The rules between options and with n; the defaults the paper computes.
+    M = _size(opts, "subsample", "M", DEFAULT_SUBSAMPLE, n)
+    auto_k = not sgd and opts["eigen_directions"] is None
     if sgd:
-        if "eigen_directions" in extra or "damping" in extra:
-            raise ValueError("--solver kernel-sgd has no eigen-directions; it is EigenPro "
-                             "with k = 0 (use --solver eigenpro for a preconditioner)")
         k = 0
-    elif "eigen_directions" in extra:
-        k = _int_option(extra["eigen_directions"], "eigen-directions", 0,
-                        "the number of eigen-directions k must be >= 0")
-        if k >= M:
-            raise ValueError(f"--eigen-directions: k = {k} must be smaller than the subsample "
-                             f"size M = {M} (the preconditioner needs the (k+1)-th "
-                             "eigenvalue of the subsample kernel matrix)")
-    else:
+    elif auto_k:
         k = min(DEFAULT_K, M - 1)
-        out["auto_k"] = True
-    out["eigen_directions"] = k
-    if "batch_size" in extra:
-        m = _int_option(extra["batch_size"], "batch-size", 1, "the mini-batch size must be >= 1")
-        if n is not None and m > n:
-            raise ValueError(f"--batch-size: m = {m} is larger than the training set "
-                             f"(n = {n})")
     else:
-        m = DEFAULT_BATCH if n is None else min(DEFAULT_BATCH, n)
-    out["batch_size"] = m
-    tau = DEFAULT_DAMPING
-    if "damping" in extra:
-        tau = _float_option(extra["damping"], "damping")
-        if not 0 < tau <= 1:
-            raise ValueError(f"--damping: tau must be in (0, 1], got {tau:g}")
-    out["damping"] = tau
-    epochs = DEFAULT_EPOCHS
-    if "epochs" in extra:
-        epochs = _int_option(extra["epochs"], "epochs", 1, "the number of epochs must be >= 1")
-    out["epochs"] = epochs
-    step = None
-    if "step" in extra:
-        step = _float_option(extra["step"], "step")
-        if not step > 0:
-            raise ValueError(f"--step: the step size must be > 0, got {step:g}")
-    out["step"] = step
-    features = None
-    if "features" in extra:
-        features = _int_option(extra["features"], "features", 1,
-                               "the number of random features must be >= 1")
-    out["features"] = features
-    return out
+        k = opts["eigen_directions"]
+        if k >= M:
+            raise ValueError(f"--eigen-directions: k = {k} must be smaller than the "
+                             f"subsample size M = {M} (the preconditioner needs the "
+                             "(k+1)-th eigenvalue of the subsample kernel matrix)")
+    m = _size(opts, "batch_size", "m", DEFAULT_BATCH, n)
+    # kernel-sgd takes no --damping: its tau (in the stats) is the declared default
+    tau = SPEC.options["damping"].default if sgd else opts["damping"]
+    return {"auto_k": auto_k, "subsample": M, "eigen_directions": k, "batch_size": m,
+            "damping": tau, "epochs": opts["epochs"], "step": opts["step"],
+            "features": opts["features"]}
+
+
+def _size(opts, key, letter, default, n):
+    """A count of training points (the subsample M, the batch m): the one
+    given, at most n, or the paper's default capped by n."""
+    value = opts[key]
+    if value is None:
+        return default if n is None else min(default, n)
+    if n is not None and value > n:
+        raise ValueError(f"--{key.replace('_', '-')}: {letter} = {value} is larger than the "
+                         f"training set (n = {n}); use {letter} <= n")
+    return value
 
 
 def _check_kernel(kernel_type, coef0):

@@ -32,56 +32,24 @@ from ._sbp import solve
 from ..smo._smo import solve as smo_solve
 from ..._kernels import as_canonical, kernel_matrix
 from ..._constants import CLASSIFICATION, NU_SVC, PRECOMPUTED
-from ..._params import option_key, option_number as _number
 from ..._random import permutation
 
-DEFAULT_EPOCHS = 2.0          # iterations = epochs * n (see doc/sbp.md)
 C_TO_NU_SUBSAMPLE = 2000      # points of the SMO run that maps C to nu
 CHECKS_PER_EPOCH = 5          # held-out error evaluations per epoch
 PATIENCE = 5                  # checks without improvement before stopping
 DEFAULT_NU = 0.5              # LIBSVM's default -n (reads as "not given")
 DEFAULT_C = 1.0
 
-__all__ = ["check_parameters", "sbp_options", "nu_from_c", "planned_iterations",
-           "train_binary"]
+__all__ = ["check_parameters", "nu_from_c", "planned_iterations", "train_binary"]
 
-
-def sbp_options(param):
-    """The SBP options of ``param`` (validated), with defaults filled in.
-
-    Returns a dict: epochs (float > 0), max_kernel_evals (int >= 1 or None),
-    time_limit (float > 0 or None), validation_fraction (float in (0, 0.5]
-    or None).
-    """
-    extra = {option_key(k): v for k, v in param.extra.items()}
-    out = {"epochs": DEFAULT_EPOCHS, "max_kernel_evals": None, "time_limit": None,
-           "validation_fraction": None}
-    if "epochs" in extra:
-        e = _number(extra["epochs"], "epochs")
-        if not e > 0:
-            raise ValueError(f"--epochs: must be > 0 (iterations = epochs * n), got {e:g}")
-        out["epochs"] = e
-    if "max_kernel_evals" in extra:
-        k = _number(extra["max_kernel_evals"], "max-kernel-evals", integer=True)
-        if k < 1:
-            raise ValueError(f"--max-kernel-evals: must be >= 1, got {k:g}")
-        out["max_kernel_evals"] = int(k)
-    if "time_limit" in extra:
-        t = _number(extra["time_limit"], "time-limit")
-        if not t > 0:
-            raise ValueError(f"--time-limit: must be > 0 seconds, got {t:g}")
-        out["time_limit"] = t
-    if "validation_fraction" in extra:
-        f = _number(extra["validation_fraction"], "validation-fraction")
-        if not 0 < f <= 0.5:
-            raise ValueError(f"--validation-fraction: must be in (0, 0.5], got {f:g}")
-        out["validation_fraction"] = f
-    return out
+# The SBP options (``param.solver_options()``, declared in the spec): epochs
+# (float > 0), max_kernel_evals (int >= 1 or None), time_limit (seconds > 0 or
+# None), validation_fraction (in (0, 0.5] or None).
 
 
 def planned_iterations(param, n):
     """Iterations of a sub-problem of ``n`` points (before early stopping)."""
-    opts = sbp_options(param)
+    opts = param.solver_options()
     frac = opts["validation_fraction"]
     n_tr = n - max(1, int(round(frac * n))) if frac is not None else n
     return max(1, int(math.ceil(opts["epochs"] * max(n_tr, 1))))
@@ -102,7 +70,9 @@ def _nu_rule(param):
 
 
 def check_parameters(param):
-    """Checks of ``--solver sbp`` that need no data; raises ValueError."""
+    """Checks of ``--solver sbp`` that need no data beyond its options' declared
+    ranges (``Parameters.check``): the SVM type, nu or C, no weights.  Raises
+    ValueError."""
     if param.svm_type not in CLASSIFICATION:
         raise ValueError("--solver sbp trains classifiers: use -s 0 (C-SVC) or "
                          f"-s 1 (nu-SVC), got -s {param.svm_type}")
@@ -115,7 +85,6 @@ def check_parameters(param):
     if param.weight:
         raise ValueError("--solver sbp does not support class weights (-w): the "
                          "slack-constrained problem has one budget for all points")
-    sbp_options(param)
 
 
 # --------------------------------------------------------------------------
@@ -212,7 +181,7 @@ def train_binary(ctx, rows, target, C):
     row (y_i * alpha_i / gamma), rho = -b / gamma.
     """
     param = ctx.param
-    opts = sbp_options(param)
+    opts = param.solver_options()
     l = rows.size if rows is not None else ctx.data.n_rows
     all_rows = np.arange(ctx.data.n_rows, dtype=np.intp) if rows is None else rows
     y_pm = np.where(np.asarray(target) > 0, 1, -1).astype(np.int8)
