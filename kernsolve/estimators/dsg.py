@@ -344,7 +344,7 @@ class DSGClassifier(_BaseDSG):
         **_BaseDSG._parameter_constraints,
     }
 
-    def __init__(self, loss="hinge", *, solver="dsg", gamma="median", kernel="rbf",
+    def __init__(self, loss="hinge", *, solver=_DSG.name, gamma="median", kernel="rbf",
                  alpha=None, C=1.0, batch_size=64, feature_block=32, step=None, t0=None,
                  max_iter=None, average=False, fit_intercept=True, solver_options=None,
                  random_state=None, n_jobs=None, cache_size=100, verbose=False):
@@ -531,7 +531,7 @@ class DSGRegressor(_BaseDSG):
         "delta": ["no_validation"],
     }
 
-    def __init__(self, loss="squared", *, solver="dsg", epsilon=0.1, delta=1.0, tau=0.5,
+    def __init__(self, loss="squared", *, solver=_DSG.name, epsilon=0.1, delta=1.0, tau=0.5,
                  gamma="median", kernel="rbf", alpha=None, C=1.0, batch_size=64,
                  feature_block=32, step=None, t0=None, max_iter=None, average=False,
                  fit_intercept=True, solver_options=None, random_state=None, n_jobs=None,

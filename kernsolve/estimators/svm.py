@@ -32,6 +32,7 @@ import numpy as np
 
 from .._constants import SvmType
 from .._validation import DataConversionWarning
+from ..solvers import DEFAULT_SOLVER
 from ._base import ConvergenceWarning, NotFittedError
 from ._svm_base import _BaseSVC, _BaseSVM, _BaseSVR
 
@@ -127,7 +128,7 @@ class SVC(_BaseSVC):
                  shrinking=True, probability=False, tol=1e-3, cache_size=200,
                  class_weight=None, verbose=False, max_iter=-1,
                  decision_function_shape="ovr", break_ties=False, random_state=None,
-                 solver="smo", solver_options=None, bias=True, n_jobs=None):
+                 solver=DEFAULT_SOLVER, solver_options=None, bias=True, n_jobs=None):
         self._store_params(locals())
 
 
@@ -151,7 +152,7 @@ class NuSVC(_BaseSVC):
                  shrinking=True, probability=False, tol=1e-3, cache_size=200,
                  class_weight=None, verbose=False, max_iter=-1,
                  decision_function_shape="ovr", break_ties=False, random_state=None,
-                 solver="smo", solver_options=None, n_jobs=None):
+                 solver=DEFAULT_SOLVER, solver_options=None, n_jobs=None):
         self._store_params(locals())
 
 

@@ -254,7 +254,8 @@ class SolverSpec:
     def __post_init__(self):
         # frozen: the tables are read-only too
         object.__setattr__(self, "names", tuple(self.names))
-        object.__setattr__(self, "svm_types", frozenset(self.svm_types))
+        # plain ints (SvmType members are ints), so messages print "0", not a name
+        object.__setattr__(self, "svm_types", frozenset(int(s) for s in self.svm_types))
         object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
         if self.binary is not None and self.train is not None:
             raise ValueError(f"solver {self.names[0]!r}: give binary or train, not both")

@@ -1,13 +1,14 @@
 """The SBP paper's comparison solvers, ``--solver pegasos|sdca|perceptron``, for
 C-SVC sub-problems (no bias) of LIBSVM's one-vs-one driver (``train.py``,
 ``_baselines.pyx``).  Their spec, read by ``kernsolve.solvers.REGISTRY``."""
+from ..._constants import C_SVC
 from .._spec import Option, Ref, SolverSpec
 
 _TRAIN = __name__ + ".train"
 
 SPEC = SolverSpec(
     names=("pegasos", "sdca", "perceptron"),
-    svm_types={0},
+    svm_types={C_SVC},
     options={
         "iterations": Option("steps per sub-problem (instead of --epochs)", kind="int",
                              low=1),

@@ -1,6 +1,7 @@
 """Doubly Stochastic Gradients on random features, ``--solver dsg|udsg|cdsg``
 (``train.py`` and the modules it names, ``_dsg.pyx``): whole models of their own kind (``kernsolve_model
 dsg`` files).  Their spec, read by ``kernsolve.solvers.REGISTRY``."""
+from ..._constants import C_SVC, EPSILON_SVR, ONE_CLASS
 from .._spec import Option, Ref, SolverSpec
 
 _TRAIN = __name__ + ".train"
@@ -10,7 +11,7 @@ _LOSSES = ("hinge", "squared-hinge", "logistic", "softmax", "squared", "huber",
 
 SPEC = SolverSpec(
     names=("dsg", "udsg", "cdsg"),
-    svm_types={0, 2, 3},
+    svm_types={C_SVC, ONE_CLASS, EPSILON_SVR},
     options={
         "loss": Option("loss (default: hinge, softmax beyond 2 classes, novelty for -s 2, "
                        "epsilon-insensitive for -s 3)", kind="choice", choices=_LOSSES),

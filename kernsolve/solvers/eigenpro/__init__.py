@@ -6,11 +6,12 @@ eigenpro|kernel-sgd`` (``train.py``, ``features.py``, ``model.py``): whole model
 No ``check``: beyond each option's declared range, EigenPro's rules need n
 (``M <= n``, ``k < M``); ``train.eigenpro_options`` makes them when it trains.
 """
+from ..._constants import C_SVC, EPSILON_SVR
 from .._spec import Option, Ref, SolverSpec
 
 SPEC = SolverSpec(
     names=("eigenpro", "kernel-sgd"),
-    svm_types={0, 3},
+    svm_types={C_SVC, EPSILON_SVR},
     options={
         "eigen-directions": Option("eigen-directions k of the preconditioner "
                                    "(default min(160, M - 1))", kind="int", low=0,

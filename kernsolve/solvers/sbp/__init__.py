@@ -1,13 +1,14 @@
 """SBP: the kernelized Stochastic Batch Perceptron (``--solver sbp``) for C-SVC
 and nu-SVC sub-problems of LIBSVM's one-vs-one driver (``train.py``,
 ``_sbp.pyx``).  Its spec, read by ``kernsolve.solvers.REGISTRY``."""
+from ..._constants import C_SVC, NU_SVC
 from .._spec import Option, Ref, SolverSpec
 
 _TRAIN = __name__ + ".train"
 
 SPEC = SolverSpec(
     names=("sbp",),
-    svm_types={0, 1},
+    svm_types={C_SVC, NU_SVC},
     options={
         "epochs": Option("passes over the data (iterations = epochs * n)", default=2.0,
                          low=0, low_open=True),

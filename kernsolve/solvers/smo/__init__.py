@@ -4,10 +4,11 @@ The spec says "no ``binary`` and no ``train``": LIBSVM's one-vs-one driver
 (``kernsolve.solvers.libsvm.driver``) runs its own formulations
 (``solve_c_svc`` ... ``solve_nu_svr``) on the core in ``_smo.pyx``.
 """
+from ..._constants import SvmType
 from .._spec import SolverSpec
 
 SPEC = SolverSpec(
     names=("smo",),
-    svm_types={0, 1, 2, 3, 4},
+    svm_types=frozenset(SvmType),
     estimator="SVC",
 )
