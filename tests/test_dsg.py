@@ -328,3 +328,16 @@ def test_progress_line_and_quiet(heart, capsys):
     assert f"feature evals {trainer.feature_evals:.4g}" in lines[-1]
     kernsolve.train(y, X, "-q --solver dsg -g 0.1")
     assert capsys.readouterr() == ("", "")
+
+
+def test_batch_larger_than_the_data_is_one_batch_of_every_row(heart):
+    # Found by tests/test_cli_fuzz.py: --batch-size 1e12 allocated scratch for
+    # 1e12 rows (MemoryError).  A batch holds at most the rows there are, so it
+    # trains exactly as a batch of n rows does, in memory for n rows.
+    y, X = heart
+    n = X.shape[0]
+    huge = kernsolve.train(y, X, "-q --solver dsg -g 0.1 --batch-size 1000000000000")
+    whole = kernsolve.train(y, X, f"-q --solver dsg -g 0.1 --batch-size {n}")
+    assert huge.n_blocks == whole.n_blocks == 1
+    assert huge.coef.tobytes() == whole.coef.tobytes()
+    assert huge.intercept.tobytes() == whole.intercept.tobytes()

@@ -264,14 +264,17 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
     if cache_blocks > 0 and cache.shape[0] < cache_blocks * stride:
         raise ValueError("cache is smaller than cache_blocks blocks")
     cdef Py_ssize_t nb = _scratch_blocks(&fm, n_blocks + n_new)
-    cdef double* scratch = <double*>malloc((nb * stride + B * K * 2 + B * F + stride + K)
+    # A batch never holds more rows than the chunk has (nr below), so the
+    # scratch is sized by those, not by a --batch-size larger than the data.
+    cdef Py_ssize_t Bs = B if B <= n_order else max(n_order, 1)
+    cdef double* scratch = <double*>malloc((nb * stride + Bs * K * 2 + Bs * F + stride + K)
                                            * sizeof(double))
     if scratch == NULL:
         raise MemoryError("no memory for DSG scratch")
-    cdef double* U = scratch + nb * stride      # predictions, B x K
-    cdef double* G = U + B * K                  # loss derivatives, B x K
-    cdef double* PHI = G + B * K                # the updated block's features, B x F
-    cdef double* fresh = PHI + B * F            # its directions when not cached
+    cdef double* U = scratch + nb * stride      # predictions, Bs x K
+    cdef double* G = U + Bs * K                 # loss derivatives, Bs x K
+    cdef double* PHI = G + Bs * K               # the updated block's features, Bs x F
+    cdef double* fresh = PHI + Bs * F           # its directions when not cached
     cdef double* gbar = fresh + stride          # mean_r g_r (CDSG), K
     cdef double* cache_ptr = &cache[0] if cache_blocks > 0 else NULL
     cdef double* beta_ptr = &beta[0, 0] if solver == SOLVER_CDSG else NULL
