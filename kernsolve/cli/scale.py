@@ -246,8 +246,12 @@ def main(argv):
             restore_path = values[0]
         else:
             raise UsageError(f"unknown option: {name}")
-    if not upper > lower or (y_scaling is not None and not y_scaling[1] > y_scaling[0]):
-        raise CommandError("inconsistent lower/upper specification")
+    # svm-scale's words, after the options they are about
+    if not upper > lower:
+        raise CommandError(f"-l {lower:g} -u {upper:g}: inconsistent lower/upper specification")
+    if y_scaling is not None and not y_scaling[1] > y_scaling[0]:
+        raise CommandError(f"-y {y_scaling[0]:g} {y_scaling[1]:g}: inconsistent lower/upper "
+                           "specification")
     if restore_path is not None and save_path is not None:
         raise CommandError("cannot use -r and -s simultaneously")
     if len(positional) != 1:
