@@ -6,7 +6,7 @@ LIBSVM text: the rows are split among threads, each formatting its share into
 its own buffer, and the pieces are joined in row order, so the bytes do not
 depend on the thread count.  Each number is written in the shortest of
 ``%.15g``/``%.16g``/``%.17g`` that reads back to the same double (integers
-exactly), which the tokeniser (``_reader.pyx``) reads back bit for bit.
+exactly), which the tokeniser (``_tokenizer.pyx``) reads back bit for bit.
 """
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t, uint64_t
