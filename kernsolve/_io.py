@@ -1,6 +1,7 @@
 """Reading and writing LIBSVM-format data files (``label index:value ...``).
 
-The tokeniser lives in ``kernsolve/_core/_reader.pyx``; this module owns the
+The compiled loops live in ``kernsolve/_core/``: ``_reader.pyx`` and
+``_tokenizer.pyx`` read, ``_writer.pyx`` formats; this module owns the
 data files (plain, ``.gz``, ``.bz2``, ``.xz``: the codec is chosen by
 ``kernsolve._fileutil``), byte windows, options and the wording of errors.  See ``doc/data-format.md`` for the accepted format.
 """
@@ -11,7 +12,7 @@ import os
 import numpy as np
 import scipy.sparse as sp
 
-from ._core import _reader
+from ._core import _reader, _writer
 from ._errors import DataFormatError
 from ._fileutil import compression, compressor, open_read, output_file
 from ._threads import resolve_n_jobs
@@ -534,7 +535,7 @@ def write_problem(destination, y, X, zero_based=False, query_id=None, n_jobs=Non
 
     def emit(out):
         for r0, r1, data, indices, indptr in batches():
-            out.write(_reader.format_rows(
+            out.write(_writer.format_rows(
                 y[r0:r1], None if qid is None else qid[r0:r1],
                 np.ascontiguousarray(data), np.ascontiguousarray(indices),
                 np.ascontiguousarray(indptr), 0, r1 - r0, add, n_threads))

@@ -1,9 +1,9 @@
 """Kernel functions: data canonicalisation, parameter checks and kernel_matrix.
 
-The hot loops live in ``kernsolve/_core/_kernel.pyx``; this module turns user
-input into what they expect (dense C-order float64 or CSR with sorted int32
-indices and int64 row pointers) and checks kernel parameters with one message
-style.
+The hot loops live in ``kernsolve/_core/`` (the kernel matrix in ``_matrix.pyx``,
+the row cache in ``_kernel.pyx``); this module turns user input into what they
+expect (dense C-order float64 or CSR with sorted int32 indices and int64 row
+pointers) and checks kernel parameters with one message style.
 """
 import numbers
 
@@ -12,7 +12,7 @@ import scipy.sparse as sp
 from threadpoolctl import ThreadpoolController
 
 from ._constants import KERNEL_CODES, KERNEL_NAMES, LAPLACIAN, PRECOMPUTED
-from ._core import _kernel
+from ._core import _kernel, _matrix
 from ._threads import resolve_n_jobs
 
 _INT32_MAX = 2**31 - 1
@@ -274,9 +274,9 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=0.0,
         Yc = Yc.toarray() if sp.issparse(Yc) else Yc
     if code != LAPLACIAN and not sp.issparse(Xc) and not sp.issparse(Yc):
         with one_blas_thread():
-            return _kernel._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads,
+            return _matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads,
                                           True)
-    return _kernel._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads)
+    return _matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads)
 
 
 _CONTROLLER = []
@@ -301,7 +301,7 @@ def _blas_controller():
     """The threadpoolctl controller, made at first use and cached.
 
     Made at first use, not at import: it lists the BLAS libraries loaded when
-    it is made (numpy's, and scipy's, which ``_core._kernel`` loads), and
+    it is made (numpy's, and scipy's, which ``_core._matrix`` loads), and
     making it scans the process's libraries, which ``import kernsolve`` should
     not pay for.
     """

@@ -1,4 +1,5 @@
-"""LIBSVM-format reader and writer (kernsolve._io, kernsolve/_core/_reader.pyx).
+"""LIBSVM-format reader and writer (kernsolve._io, kernsolve/_core/_reader.pyx,
+_tokenizer.pyx, _writer.pyx).
 
 Oracles: scikit-learn's load_svmlight_file on slices of the shared datasets, a
 tiny pure-Python reference parser written below, and exact bit comparisons
@@ -555,13 +556,13 @@ def test_write_is_atomic_and_refuses_bad_input(tmp_path):
     def exploding_batches(*a, **k):
         raise Boom()
 
-    original = _io._reader.format_rows
+    original = _io._writer.format_rows
     try:
-        _io._reader.format_rows = exploding_batches
+        _io._writer.format_rows = exploding_batches
         with pytest.raises(Boom):
             write_problem(p, [1.0], np.ones((1, 2)))
     finally:
-        _io._reader.format_rows = original
+        _io._writer.format_rows = original
     assert p.read_bytes() == b"old\n"
     assert sorted(os.listdir(tmp_path)) == ["keep.txt"]
     write_problem(p, [1.0], np.ones((1, 2)))

@@ -1,4 +1,4 @@
-"""The compiled SMO solver (kernsolve.solvers.smo._smo.solve) against independent oracles.
+"""The compiled SMO solver (kernsolve.solvers.smo._solve.solve) against independent oracles.
 
 Oracles: libsvm-official (LIBSVM 3.37) run on the same data, its printed
 ``obj``/``rho``/``#iter`` captured from the C stdout, its model's sv_coef;
@@ -20,7 +20,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 
 from kernsolve._kernels import as_canonical
 from kernsolve.solvers.smo import _smo as _smo
-from kernsolve.solvers.smo._smo import solve
+from kernsolve.solvers.smo._solve import solve
 
 libsvm = pytest.importorskip("libsvm.svmutil")
 

@@ -18,8 +18,7 @@ import scipy.sparse as sp
 
 from ._random cimport (rng_key, rng_uniform, rng_normal_pair_sub, rng_cauchy_sub,
                        STREAM_FEATURES, STREAM_PHASES)
-from ._kernel cimport as_rows
-from ._rows cimport Rows, row_ptr
+from ._rows cimport Rows, row_ptr, as_rows
 
 cnp.import_array()
 

@@ -1,5 +1,6 @@
-# The kernel engine: kernel functions on Rows, and KernelRows, the LRU cache of
-# kernel rows shared by SMO, SBP, Pegasos, SDCA and the Perceptron.
+# The kernel engine: the kernel kinds and parameters, and KernelRows, the LRU
+# cache of kernel rows shared by SMO, SBP, Pegasos, SDCA and the Perceptron.
+# The kernel values themselves are the inline functions of _kernel_values.pxd.
 from ._rows cimport Rows
 
 # Cached kernel values are single precision, like LIBSVM's Qfloat: twice the
@@ -72,10 +73,3 @@ cdef class KernelRows:
     cdef void _drop(self, Py_ssize_t h) noexcept nogil
     cdef void _fill(self, Py_ssize_t p, Py_ssize_t start, Py_ssize_t end,
                     kfloat* out) noexcept nogil
-
-
-# Point ``out`` at a canonical dense (C-order float64) or CSR matrix (from
-# kernsolve._kernels.as_canonical) after checking its structure; returns the
-# arrays to keep alive while ``out`` is used.  Shared by every module that
-# walks Rows (kernel engine, random features, DSG).
-cdef object as_rows(object X, Rows* out)

@@ -1,5 +1,6 @@
 # One row-access abstraction for dense and CSR data, so every kernel and
-# solver is written once (lightning's get_row_ptr idea).
+# solver is written once (lightning's get_row_ptr idea).  as_rows (_rows.pyx)
+# builds a Rows from Python.
 from libc.stdint cimport int32_t, int64_t
 
 cdef struct Rows:
@@ -21,3 +22,10 @@ cdef inline Py_ssize_t row_ptr(const Rows* X, Py_ssize_t i, const double** vals,
     vals[0] = X.values + i * X.n_features
     idx[0] = NULL
     return X.n_features
+
+
+# Point ``out`` at a canonical dense (C-order float64) or CSR matrix (from
+# kernsolve._kernels.as_canonical) after checking its structure; returns the
+# arrays to keep alive while ``out`` is used.  Shared by every module that
+# walks Rows (kernel engine, kernel matrix, random features, DSG).
+cdef object as_rows(object X, Rows* out)

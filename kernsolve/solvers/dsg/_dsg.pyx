@@ -45,9 +45,8 @@ from cython.parallel cimport prange, parallel
 import numpy as np
 cimport numpy as cnp
 
-from kernsolve._core._rows cimport Rows
+from kernsolve._core._rows cimport Rows, as_rows
 from kernsolve._core._random cimport rng_key, rng_integer, STREAM_SAMPLING
-from kernsolve._core._kernel cimport as_rows
 from kernsolve._core._features cimport FeatureMap, fm_init, fm_block, fm_apply_row
 from ._losses cimport (loss_value, loss_derivative, softmax_value, softmax_gradient,
                        LOSS_SOFTMAX, LOSS_NOVELTY, LOSS_HINGE, LOSS_LOGISTIC,

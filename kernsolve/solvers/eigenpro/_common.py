@@ -13,7 +13,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from ..._constants import FOURIER_KERNELS, LAPLACIAN, LINEAR
-from ..._core import _kernel
+from ..._core import _matrix
 from ..._kernels import as_canonical, one_blas_thread, worth_densifying
 from ..._random import normal, random_u64
 
@@ -79,9 +79,9 @@ class KernelBlocks:
             A = as_canonical(sp.csr_matrix(A))
         if not sp.issparse(B) and self.code != LAPLACIAN:
             with one_blas_thread():
-                return _kernel._kernel_matrix(A, B, self.code, self.degree, self.gamma,
+                return _matrix._kernel_matrix(A, B, self.code, self.degree, self.gamma,
                                               self.coef0, self.n_threads, True)
-        return _kernel._kernel_matrix(A, B, self.code, self.degree, self.gamma, self.coef0,
+        return _matrix._kernel_matrix(A, B, self.code, self.degree, self.gamma, self.coef0,
                                       self.n_threads)
 
     def diagonal(self, idx):

@@ -10,7 +10,7 @@ and coefficients, and the same printed lines.  What LIBSVM lacks is added on
 top: sample weights, the no-bias C-SVC, seeded probability folds, and training
 statistics.
 
-The numerical work is in ``kernsolve.solvers.smo._smo.solve``; the five
+The numerical work is in ``kernsolve.solvers.smo._solve.solve``; the five
 formulations that build its inputs and read its outputs are in
 ``formulations.py``, and :func:`_train_one` (LIBSVM's ``svm_train_one``)
 chooses one.  This module is the rest of ``svm_train``: checks, class

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..smo._smo import solve as _smo_solve
+from ..smo._solve import solve as _smo_solve
 
 __all__ = ["Solution", "run_smo", "solve_c_svc", "solve_nu_svc", "solve_one_class",
            "solve_epsilon_svr", "solve_nu_svr"]

@@ -29,7 +29,7 @@ import warnings
 import numpy as np
 
 from ._sbp import solve
-from ..smo._smo import solve as smo_solve
+from ..smo._solve import solve as smo_solve
 from ..._kernels import as_canonical, kernel_matrix
 from ..._constants import CLASSIFICATION, NU_SVC, PRECOMPUTED
 from ..._random import permutation

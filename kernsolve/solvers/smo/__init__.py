@@ -2,7 +2,8 @@
 
 The spec says "no ``binary`` and no ``train``": LIBSVM's one-vs-one driver
 (``kernsolve.solvers.libsvm.driver``) runs its own formulations
-(``solve_c_svc`` ... ``solve_nu_svr``) on the core in ``_smo.pyx``.
+(``solve_c_svc`` ... ``solve_nu_svr``) on the core in ``_smo.pyx``, through
+its Python front ``_solve.solve``.
 """
 from ..._constants import SvmType
 from .._spec import SolverSpec

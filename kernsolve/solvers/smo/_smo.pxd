@@ -1,11 +1,13 @@
 # Building blocks of the SMO solver (kernsolve/solvers/smo/_smo.pyx): the per-chunk
-# sweeps over the active set and the exact combination of their picks.  They
+# sweeps over the active set and the exact combination of their picks, and
+# the declaration of the solver class itself (at the end).  They
 # are inline so each chunk of a parallel loop runs the same code as the serial
 # loop.  The serial/parallel chooser that decides between the two is shared
 # with the other solvers (kernsolve/_core/_solver.pxd).
 from libc.math cimport INFINITY
 
-from kernsolve._core._kernel cimport kfloat
+from kernsolve._core._kernel cimport KernelRows, kfloat
+from kernsolve._core._solver cimport Bandit, Poll
 
 cdef enum:
     LOWER_BOUND = 0
@@ -267,3 +269,79 @@ cdef inline void _combine_one(const OnePick* o, int nc, OnePick* r) noexcept nog
         if o[c].i != -1 and o[c].obj <= r.obj:
             r.obj = o[c].obj
             r.i = o[c].i
+
+
+# The solver (_smo.pyx), declared here so that its Python front (_solve.pyx)
+# can set it up, run it and read its results.
+cdef class _SMO:
+    cdef KernelRows kr
+    cdef Py_ssize_t l, n, active_size
+    cdef double* G
+    cdef double* G_bar
+    cdef double* alpha
+    cdef double* p
+    cdef double* C
+    cdef double* ys
+    cdef double* QD
+    cdef char* status
+    cdef Py_ssize_t* active_set
+    cdef Py_ssize_t* index        # SVR: position -> data row
+    cdef kfloat* buf[2]            # SVR: Q rows gathered in position order
+    cdef int next_buf
+    cdef UpPick* up
+    cdef UpPick next_up           # first WSS pass, computed during the G update
+    cdef bint next_up_valid
+    cdef LowPick* low
+    cdef OnePick* one
+    cdef bint svr, nu, bias, shrinking, unshrink
+    cdef double eps
+    cdef int n_threads
+    # Per-iteration loops run in parallel only while that is measured to be
+    # faster: on an oversubscribed machine every fork/join waits for a
+    # descheduled thread.  Only speed depends on this (the reductions are
+    # exact), never the result.
+    cdef Bandit loops             # the solver's O(active) sweeps
+    cdef Bandit rows              # the kernel engine's row fills
+    cdef long long max_iter, n_iter
+    cdef double rho, obj, r, gap
+    cdef Poll clock               # run start and visits to Python
+    cdef object progress
+    cdef object error
+
+    cdef int setup(self, KernelRows kr, const signed char[::1] y,
+                   const double[::1] p, const double[::1] alpha,
+                   const double[::1] C, bint svr, bint nu, bint bias,
+                   bint shrinking, double eps, int n_threads,
+                   long long max_iter) except -1
+    cdef const kfloat* krow(self, Py_ssize_t i, Py_ssize_t length) noexcept nogil
+    cdef const kfloat* krow_again(self, Py_ssize_t i, Py_ssize_t length,
+                                  const kfloat* prev) noexcept nogil
+    cdef inline void update_status(self, Py_ssize_t i) noexcept nogil
+    cdef void swap_index(self, Py_ssize_t i, Py_ssize_t j) noexcept nogil
+    cdef int n_chunks(self, Py_ssize_t length) noexcept nogil
+    cdef inline int loop_threads(self) noexcept nogil
+    cdef inline void record(self, double seconds, Py_ssize_t length) noexcept nogil
+    cdef void adapt(self) noexcept nogil
+    cdef int reconstruct_gradient(self) noexcept nogil
+    cdef void pick_up(self, UpPick* r) noexcept nogil
+    cdef void update_G_and_pick(self, const Step* s) noexcept nogil
+    cdef void pick_low(self, double gp, const kfloat* Kp, double qdp,
+                       double gn, const kfloat* Kn, double qdn,
+                       LowPick* r) noexcept nogil
+    cdef int select_working_set(self, Py_ssize_t* out_i, Py_ssize_t* out_j) noexcept nogil
+    cdef int select_working_set_nu(self, Py_ssize_t* out_i, Py_ssize_t* out_j) noexcept nogil
+    cdef int select_one(self, Py_ssize_t* out_i) noexcept nogil
+    cdef int select(self, Py_ssize_t* i, Py_ssize_t* j) noexcept nogil
+    cdef inline bint be_shrunk(self, Py_ssize_t i, double g1, double g2,
+                               double g3, double g4) noexcept nogil
+    cdef int do_shrinking(self) noexcept nogil
+    cdef double calculate_rho(self) noexcept nogil
+    cdef double calculate_rho_nu(self) noexcept nogil
+    cdef int poll(self) noexcept with gil
+    cdef const kfloat* bar_row(self, Py_ssize_t i, bint was_upper, const kfloat* K,
+                               const kfloat** B, double* c) noexcept nogil
+    cdef int two_variable_step(self, Py_ssize_t i, Py_ssize_t j) noexcept nogil
+    cdef int one_variable_step(self, Py_ssize_t i) noexcept nogil
+    cdef int init_gradient(self) noexcept nogil
+    cdef int run(self) noexcept nogil
+    cdef void put_back(self, double[::1] out) noexcept nogil

@@ -1,0 +1,319 @@
+# Kernel values on Rows: the inline functions behind every loop of the kernel
+# engine, the row cache (KernelRows, _kernel.pyx) and the kernel matrix
+# (_matrix.pyx).  Every kernel value is produced by one function (_pair)
+# whatever thread or loop shape asks for it, so the two agree bit for bit and
+# neither depends on the thread count.  Inline, so each loop runs them without
+# a call.
+from libc.math cimport exp, tanh, fabs
+from libc.stdint cimport int32_t
+
+from ._rows cimport Rows, row_ptr
+from ._kernel cimport KernelParams, LINEAR, POLY, RBF, SIGMOID, PRECOMPUTED, LAPLACIAN
+
+cdef extern from *:
+    """
+    #define KS_SCATTER_MAX_FEATURES ((Py_ssize_t)1 << 22)
+    #define KS_PAR_MIN_WORK 40000.0
+    #define KS_CHUNK_WORK 16384.0
+    """
+    # Above this many columns a sparse row is no longer scattered into a dense work
+    # vector (n_features doubles per thread); dot products use a sorted merge.
+    const Py_ssize_t SCATTER_MAX_FEATURES "KS_SCATTER_MAX_FEATURES"
+    # Work (multiply-adds) below which a row is computed serially: waking the
+    # OpenMP team costs a few microseconds.
+    const double PAR_MIN_WORK "KS_PAR_MIN_WORK"
+    # Work (multiply-adds) handed out per dynamic chunk: small enough that a
+    # thread the OS preempts on a busy machine holds up little, large enough that
+    # the shared chunk counter costs nothing.
+    const double CHUNK_WORK "KS_CHUNK_WORK"
+
+
+# ---------------------------------------------------------------- primitives
+# Four accumulators give the CPU independent chains; the combination order is
+# fixed, so a value never depends on who computes it.
+
+cdef inline double _dot_dense(const double* a, const double* b,
+                              Py_ssize_t n) noexcept nogil:
+    # Eight chains hide the add latency (gcc pairs them into SSE2 registers).
+    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
+    cdef double s4 = 0.0, s5 = 0.0, s6 = 0.0, s7 = 0.0
+    cdef Py_ssize_t k = 0
+    while k + 8 <= n:
+        s0 += a[k] * b[k]
+        s1 += a[k + 1] * b[k + 1]
+        s2 += a[k + 2] * b[k + 2]
+        s3 += a[k + 3] * b[k + 3]
+        s4 += a[k + 4] * b[k + 4]
+        s5 += a[k + 5] * b[k + 5]
+        s6 += a[k + 6] * b[k + 6]
+        s7 += a[k + 7] * b[k + 7]
+        k += 8
+    while k < n:
+        s0 += a[k] * b[k]
+        k += 1
+    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+
+
+cdef inline double _sqdist_dense(const double* a, const double* b,
+                                 Py_ssize_t n) noexcept nogil:
+    # Direct differences: exact where ||a||^2 + ||b||^2 - 2<a,b> cancels.
+    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
+    cdef double s4 = 0.0, s5 = 0.0, s6 = 0.0, s7 = 0.0
+    cdef double d0, d1, d2, d3, d4, d5, d6, d7
+    cdef Py_ssize_t k = 0
+    while k + 8 <= n:
+        d0 = a[k] - b[k]
+        d1 = a[k + 1] - b[k + 1]
+        d2 = a[k + 2] - b[k + 2]
+        d3 = a[k + 3] - b[k + 3]
+        d4 = a[k + 4] - b[k + 4]
+        d5 = a[k + 5] - b[k + 5]
+        d6 = a[k + 6] - b[k + 6]
+        d7 = a[k + 7] - b[k + 7]
+        s0 += d0 * d0
+        s1 += d1 * d1
+        s2 += d2 * d2
+        s3 += d3 * d3
+        s4 += d4 * d4
+        s5 += d5 * d5
+        s6 += d6 * d6
+        s7 += d7 * d7
+        k += 8
+    while k < n:
+        d0 = a[k] - b[k]
+        s0 += d0 * d0
+        k += 1
+    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+
+
+cdef inline double _l1_dense(const double* a, const double* b,
+                             Py_ssize_t n) noexcept nogil:
+    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
+    cdef double s4 = 0.0, s5 = 0.0, s6 = 0.0, s7 = 0.0
+    cdef Py_ssize_t k = 0
+    while k + 8 <= n:
+        s0 += fabs(a[k] - b[k])
+        s1 += fabs(a[k + 1] - b[k + 1])
+        s2 += fabs(a[k + 2] - b[k + 2])
+        s3 += fabs(a[k + 3] - b[k + 3])
+        s4 += fabs(a[k + 4] - b[k + 4])
+        s5 += fabs(a[k + 5] - b[k + 5])
+        s6 += fabs(a[k + 6] - b[k + 6])
+        s7 += fabs(a[k + 7] - b[k + 7])
+        k += 8
+    while k < n:
+        s0 += fabs(a[k] - b[k])
+        k += 1
+    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+
+
+cdef inline double _abs_sum(const double* a, Py_ssize_t n) noexcept nogil:
+    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
+    cdef Py_ssize_t k = 0
+    while k + 4 <= n:
+        s0 += fabs(a[k])
+        s1 += fabs(a[k + 1])
+        s2 += fabs(a[k + 2])
+        s3 += fabs(a[k + 3])
+        k += 4
+    while k < n:
+        s0 += fabs(a[k])
+        k += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+cdef inline double _dot_gather(const double* w, const double* v,
+                               const int32_t* ix, Py_ssize_t m) noexcept nogil:
+    """<w, y> for a dense w and a sparse y = (v, ix)."""
+    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
+    cdef Py_ssize_t t = 0
+    while t + 4 <= m:
+        s0 += v[t] * w[ix[t]]
+        s1 += v[t + 1] * w[ix[t + 1]]
+        s2 += v[t + 2] * w[ix[t + 2]]
+        s3 += v[t + 3] * w[ix[t + 3]]
+        t += 4
+    while t < m:
+        s0 += v[t] * w[ix[t]]
+        t += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+cdef inline double _l1_gather(const double* w, double w_l1, const double* v,
+                              const int32_t* ix, Py_ssize_t m) noexcept nogil:
+    """||w - y||_1 = ||w||_1 + sum over y's nonzeros of (|w_k - y_k| - |w_k|)."""
+    cdef double s = 0.0, a
+    cdef Py_ssize_t t
+    for t in range(m):
+        a = w[ix[t]]
+        s += fabs(a - v[t]) - fabs(a)
+    return w_l1 + s
+
+
+cdef inline double _dot_merge(const double* v1, const int32_t* i1, Py_ssize_t m1,
+                              const double* v2, const int32_t* i2,
+                              Py_ssize_t m2) noexcept nogil:
+    cdef double s = 0.0
+    cdef Py_ssize_t a = 0, b = 0
+    while a < m1 and b < m2:
+        if i1[a] == i2[b]:
+            s += v1[a] * v2[b]
+            a += 1
+            b += 1
+        elif i1[a] < i2[b]:
+            a += 1
+        else:
+            b += 1
+    return s
+
+
+cdef inline double _l1_merge(const double* v1, const int32_t* i1, Py_ssize_t m1,
+                             const double* v2, const int32_t* i2,
+                             Py_ssize_t m2) noexcept nogil:
+    cdef double s = 0.0
+    cdef Py_ssize_t a = 0, b = 0
+    while a < m1 or b < m2:
+        if b >= m2 or (a < m1 and i1[a] < i2[b]):
+            s += fabs(v1[a])
+            a += 1
+        elif a >= m1 or i2[b] < i1[a]:
+            s += fabs(v2[b])
+            b += 1
+        else:
+            s += fabs(v1[a] - v2[b])
+            a += 1
+            b += 1
+    return s
+
+
+cdef inline double _powi(double base, int times) noexcept nogil:
+    # Exponentiation by squaring: exact integer degrees, no pow() edge cases.
+    cdef double result = 1.0
+    while times > 0:
+        if times & 1:
+            result *= base
+        base *= base
+        times >>= 1
+    return result
+
+
+cdef inline double _finish(const KernelParams* kp, double base) noexcept nogil:
+    """Turn <x,y> (linear, poly, sigmoid) or a distance (rbf, laplacian) into K."""
+    if kp.kind == RBF or kp.kind == LAPLACIAN:
+        if base < 0.0:   # rounding in the norm expansion
+            base = 0.0
+        return exp(-kp.gamma * base)
+    if kp.kind == POLY:
+        return _powi(kp.gamma * base + kp.coef0, kp.degree)
+    if kp.kind == SIGMOID:
+        return tanh(kp.gamma * base + kp.coef0)
+    return base
+
+
+cdef struct Query:
+    # The left operand x_i of a batch of kernel values, prepared once.
+    const double* dense      # x_i as n_features doubles (its row or a scatter); NULL: merge
+    const double* vals       # x_i as stored
+    const int32_t* idx       # its columns (NULL if dense)
+    Py_ssize_t nnz
+    Py_ssize_t n_features
+    double norm              # ||x_i||^2, or ||x_i||_1 for the Laplacian kernel
+
+
+cdef inline double _row_norm(const Rows* X, Py_ssize_t i, int kind) noexcept nogil:
+    cdef const double* v
+    cdef const int32_t* ix
+    cdef Py_ssize_t m = row_ptr(X, i, &v, &ix)
+    if kind == LAPLACIAN:
+        return _abs_sum(v, m)
+    return _dot_dense(v, v, m)
+
+
+cdef inline Query _make_query(const Rows* X, Py_ssize_t i, double norm,
+                              double* work, bint scatter) noexcept nogil:
+    # Returned by value so that, inside prange, assigning it makes it private.
+    cdef Query q
+    cdef Py_ssize_t t
+    q.nnz = row_ptr(X, i, &q.vals, &q.idx)
+    q.norm = norm
+    q.n_features = X.n_features
+    if q.idx == NULL:
+        q.dense = q.vals
+    elif scatter:
+        for t in range(q.nnz):
+            work[q.idx[t]] = q.vals[t]
+        q.dense = work
+    else:
+        q.dense = NULL
+    return q
+
+
+cdef inline void _clear_query(const Query* q, double* work) noexcept nogil:
+    """Zero the work vector again (only the entries the scatter touched)."""
+    cdef Py_ssize_t t
+    if q.idx != NULL and q.dense != NULL:
+        for t in range(q.nnz):
+            work[q.idx[t]] = 0.0
+
+
+cdef inline double _pair(const KernelParams* kp, const Query* q, const double* v,
+                         const int32_t* ix, Py_ssize_t m,
+                         double norm_j) noexcept nogil:
+    """K(x_i, x_j) with x_i prepared in q and x_j = (v, ix, m), ix NULL if dense."""
+    cdef int kind = kp.kind
+    cdef double base
+    if ix == NULL:
+        if kind == RBF:
+            base = _sqdist_dense(q.dense, v, m)
+        elif kind == LAPLACIAN:
+            base = _l1_dense(q.dense, v, m)
+        else:
+            base = _dot_dense(q.dense, v, m)
+    elif q.dense != NULL:
+        if kind == LAPLACIAN:
+            base = _l1_gather(q.dense, q.norm, v, ix, m)
+        else:
+            base = _dot_gather(q.dense, v, ix, m)
+            if kind == RBF:
+                base = q.norm + norm_j - 2.0 * base
+    else:
+        if kind == LAPLACIAN:
+            base = _l1_merge(q.vals, q.idx, q.nnz, v, ix, m)
+        else:
+            base = _dot_merge(q.vals, q.idx, q.nnz, v, ix, m)
+            if kind == RBF:
+                base = q.norm + norm_j - 2.0 * base
+    return _finish(kp, base)
+
+
+cdef inline double _value(const KernelParams* kp, const Query* q, const Rows* Y,
+                          Py_ssize_t j, const double* norms) noexcept nogil:
+    cdef const double* v
+    cdef const int32_t* ix
+    cdef Py_ssize_t m = row_ptr(Y, j, &v, &ix)
+    return _pair(kp, q, v, ix, m, norms[j])
+
+
+cdef inline double _diag_value(const KernelParams* kp, const Rows* X, Py_ssize_t i,
+                               double norm) noexcept nogil:
+    if kp.kind == PRECOMPUTED:
+        return X.values[i * X.n_features + i]
+    if kp.kind == RBF or kp.kind == LAPLACIAN:
+        return 1.0
+    return _finish(kp, norm)
+
+
+cdef inline Py_ssize_t _chunk(Py_ssize_t count, double cost, int nt) noexcept nogil:
+    """Dynamic-schedule chunk: about CHUNK_WORK of work, at least 8 chunks a thread."""
+    cdef Py_ssize_t c = <Py_ssize_t>(CHUNK_WORK / cost)
+    cdef Py_ssize_t most = count // (8 * nt)
+    if c > most:
+        c = most
+    return c if c > 0 else 1
+
+
+cdef inline double _mean_cost(const Rows* X) noexcept nogil:
+    """Mean multiply-adds per kernel value against a row of X."""
+    if X.is_sparse:
+        return 1.0 + <double>X.indptr[X.n_rows] / <double>(X.n_rows if X.n_rows > 0 else 1)
+    return 1.0 + <double>X.n_features

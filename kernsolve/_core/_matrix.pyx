@@ -1,0 +1,199 @@
+"""The dense kernel matrix K(X, Y): kernsolve.kernel_matrix and prediction.
+
+Rows of X are computed in groups that sweep Y in blocks sized for the L2
+cache, one work vector per thread; a single row of X (one test point against
+the support vectors) is computed in parallel over Y instead.  Dense operands
+with a dot-product kernel may take the BLAS path: single-threaded dgemm on
+fixed output tiles, then K.  Kernel values come from ``_kernel_values.pxd``
+(the same ``_pair`` as the row cache) and the tiles do not depend on the
+thread count, so results are bit-identical for any ``n_threads``.
+"""
+from cython.parallel cimport prange, parallel
+from libc.stdlib cimport calloc, free
+
+cimport numpy as cnp
+import numpy as np
+
+from scipy.linalg.cython_blas cimport dgemm
+
+from ._rows cimport Rows, as_rows
+from ._kernel cimport KernelParams, LINEAR, POLY, RBF, SIGMOID, LAPLACIAN
+from ._kernel_values cimport (
+    SCATTER_MAX_FEATURES, PAR_MIN_WORK, Query, _finish, _row_norm, _make_query,
+    _clear_query, _value, _chunk, _mean_cost)
+
+cnp.import_array()
+
+
+def row_norms(X, int kernel_type):
+    """Squared norms (L1 norms for the Laplacian kernel) of the rows of canonical X."""
+    cdef Rows R
+    keep = as_rows(X, &R)
+    out = np.empty(R.n_rows, dtype=np.float64)
+    cdef double[::1] o = out
+    cdef Py_ssize_t i
+    with nogil:
+        for i in range(R.n_rows):
+            o[i] = _row_norm(&R, i, kernel_type)
+    return out
+
+
+# ------------------------------------------------------------ kernel matrix
+
+cdef void _rows_block(const Rows* X, const Rows* Y, const KernelParams* kp,
+                      const double* nx, const double* ny, double* out,
+                      Py_ssize_t i0, Py_ssize_t i1, double* work, bint scatter,
+                      Py_ssize_t jb) noexcept nogil:
+    """Rows i0..i1 of the output, sweeping Y in blocks of jb rows that stay in
+    the L2 cache while every x_i of the group passes over them."""
+    cdef Py_ssize_t n_y = Y.n_rows, j0 = 0, j1, i, j
+    cdef Query q
+    while j0 < n_y:
+        j1 = j0 + jb if j0 + jb < n_y else n_y
+        for i in range(i0, i1):
+            q = _make_query(X, i, nx[i], work, scatter)
+            for j in range(j0, j1):
+                out[i * n_y + j] = _value(kp, &q, Y, j, ny)
+            _clear_query(&q, work)
+        j0 = j1
+
+
+cdef int _fill_matrix(const Rows* X, const Rows* Y, const KernelParams* kp,
+                      const double* nx, const double* ny, double* out,
+                      int n_threads) noexcept nogil:
+    """out[i, j] = K(x_i, y_j); returns 0, or -1 when a work vector cannot be had."""
+    cdef Py_ssize_t n_x = X.n_rows, n_y = Y.n_rows, nf = X.n_features, i, j, g, i1
+    cdef bint scatter = X.is_sparse and (nf <= SCATTER_MAX_FEATURES or not Y.is_sparse)
+    cdef double* work = NULL
+    cdef int status = 0
+    cdef int* status_ptr = &status
+    cdef Query q
+    cdef int nt = n_threads
+    cdef Py_ssize_t chunk
+    cdef double cost = _mean_cost(Y)
+    # about 512 KB of Y per block, and groups of 8 rows of X per task
+    cdef Py_ssize_t jb = <Py_ssize_t>(65536.0 / cost) + 1
+    cdef Py_ssize_t group = 8
+    cdef Py_ssize_t n_groups = (n_x + group - 1) // group
+    if <double>n_x * <double>n_y * cost < PAR_MIN_WORK:
+        nt = 1
+    chunk = _chunk(n_y, cost, nt)
+
+    if nt == 1 or n_groups >= 2 * nt:
+        # Many rows: each thread owns whole groups of output rows and its own
+        # work vector.
+        with parallel(num_threads=nt):
+            work = NULL
+            if scatter:
+                work = <double*>calloc(nf if nf > 0 else 1, sizeof(double))
+                if work == NULL:
+                    status_ptr[0] = -1
+            for g in prange(n_groups, schedule="dynamic", chunksize=1):
+                if scatter and work == NULL:
+                    continue
+                i1 = (g + 1) * group if (g + 1) * group < n_x else n_x
+                _rows_block(X, Y, kp, nx, ny, out, g * group, i1, work, scatter, jb)
+            free(work)
+        return status
+
+    # Few rows (e.g. one test point against the support vectors): parallel
+    # over the columns of each row, one shared work vector.
+    if scatter:
+        work = <double*>calloc(nf if nf > 0 else 1, sizeof(double))
+        if work == NULL:
+            return -1
+    for i in range(n_x):
+        q = _make_query(X, i, nx[i], work, scatter)
+        if nt > 1:
+            for j in prange(n_y, schedule="dynamic", chunksize=chunk, num_threads=nt):
+                out[i * n_y + j] = _value(kp, &q, Y, j, ny)
+        else:
+            for j in range(n_y):
+                out[i * n_y + j] = _value(kp, &q, Y, j, ny)
+        _clear_query(&q, work)
+    free(work)
+    return 0
+
+
+# Output tiles of the BLAS path. They are fixed, whatever the thread count, so
+# every entry comes from the same dgemm call shape: identical bits for any
+# n_threads (OpenBLAS's own threading does not promise that).
+cdef Py_ssize_t TILE_X = 128
+cdef Py_ssize_t TILE_Y = 1024
+
+
+cdef int _fill_matrix_gemm(const Rows* X, const Rows* Y, const KernelParams* kp,
+                           const double* nx, const double* ny, double* out,
+                           int n_threads) noexcept nogil:
+    """Dense X and Y, dot-product kernels: tiles of single-threaded dgemm, then K."""
+    cdef Py_ssize_t n_x = X.n_rows, n_y = Y.n_rows, d = X.n_features
+    cdef Py_ssize_t tiles_x = (n_x + TILE_X - 1) // TILE_X
+    cdef Py_ssize_t tiles_y = (n_y + TILE_Y - 1) // TILE_Y
+    cdef Py_ssize_t t, i, j, i0, j0, tx, ty
+    cdef int m_, n_, k_, lda, ldc
+    cdef double one = 1.0, zero = 0.0, g
+    cdef char trans_t = b'T', trans_n = b'N'
+    cdef double* c
+    cdef int nt = n_threads
+    if tiles_x * tiles_y < 2:
+        nt = 1
+    for t in prange(tiles_x * tiles_y, schedule="dynamic", chunksize=1, num_threads=nt):
+        i0 = (t // tiles_y) * TILE_X
+        j0 = (t % tiles_y) * TILE_Y
+        tx = TILE_X if i0 + TILE_X <= n_x else n_x - i0
+        ty = TILE_Y if j0 + TILE_Y <= n_y else n_y - j0
+        # Column-major view: C^T[j, i] = sum_k Y[j, k] X[i, k], so C^T = Y^T' X^T.
+        m_ = <int>ty
+        n_ = <int>tx
+        k_ = <int>d
+        lda = <int>d
+        ldc = <int>n_y
+        c = out + i0 * n_y + j0
+        dgemm(&trans_t, &trans_n, &m_, &n_, &k_, &one,
+              <double*>(Y.values + j0 * d), &lda, <double*>(X.values + i0 * d), &lda,
+              &zero, c, &ldc)
+        for i in range(tx):
+            for j in range(ty):
+                g = c[i * n_y + j]
+                if kp.kind == RBF:
+                    g = nx[i0 + i] + ny[j0 + j] - 2.0 * g
+                c[i * n_y + j] = _finish(kp, g)
+    return 0
+
+
+def _kernel_matrix(X, Y, int kernel_type, int degree, double gamma, double coef0,
+                   int n_threads, bint use_blas=False):
+    """Dense K(X, Y) for canonical X, Y (validated by kernsolve._kernels)."""
+    cdef Rows RX, RY
+    cdef KernelParams kp
+    if kernel_type not in (LINEAR, POLY, RBF, SIGMOID, LAPLACIAN):
+        raise ValueError(f"kernel_matrix does not compute kernel type {kernel_type}")
+    keep_x = as_rows(X, &RX)
+    keep_y = as_rows(Y, &RY)
+    if RX.n_features != RY.n_features:
+        raise ValueError(f"X has {RX.n_features} features but Y has {RY.n_features}")
+    kp.kind = kernel_type
+    kp.degree = degree
+    kp.gamma = gamma
+    kp.coef0 = coef0
+    nx = row_norms(X, kernel_type)
+    ny = nx if Y is X else row_norms(Y, kernel_type)
+    cdef bint blas = (use_blas and not RX.is_sparse and not RY.is_sparse
+            and kernel_type != LAPLACIAN and RX.n_features < 2**31 - 1
+            and RY.n_rows < 2**31 - 1)
+    # zeros, not empty: dgemm with beta = 0 then never meets uninitialised NaNs
+    out = (np.zeros if blas else np.empty)((RX.n_rows, RY.n_rows), dtype=np.float64)
+    if out.size == 0:
+        return out
+    cdef double* o = <double*>cnp.PyArray_DATA(out)
+    cdef const double* pnx = <const double*>cnp.PyArray_DATA(nx)
+    cdef const double* pny = <const double*>cnp.PyArray_DATA(ny)
+    cdef int status
+    with nogil:
+        if blas:
+            status = _fill_matrix_gemm(&RX, &RY, &kp, pnx, pny, o, max(1, n_threads))
+        else:
+            status = _fill_matrix(&RX, &RY, &kp, pnx, pny, o, max(1, n_threads))
+    if status != 0:
+        raise MemoryError("kernel_matrix: cannot allocate a work vector")
+    return out

@@ -1,0 +1,161 @@
+"""solve(): the Python front of the SMO solver (``_smo.pyx``).
+
+Checks the arguments (shapes, signs, bounds, a feasible start), builds the
+kernel rows, runs the solver with the GIL released, writes the solution back
+into ``alpha`` and returns the result dict.  The solver itself, ``_SMO``, is
+declared in ``_smo.pxd``; nothing here runs per iteration.
+"""
+import time
+
+import numpy as np
+
+# Kernel codes by name (kernsolve/_constants.py owns them; _kernel.pxd mirrors it).
+from kernsolve._core._kernel cimport KernelRows, LAPLACIAN, LINEAR, PRECOMPUTED
+from kernsolve._core._solver cimport ST_MAX_ITER, ST_NOMEM, ST_ABORT
+from ._smo cimport _SMO
+
+
+def _as_vector(name, a, dtype, m=None):
+    a = np.asarray(a)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}")
+    if m is not None and a.shape[0] != m:
+        raise ValueError(f"{name} has length {a.shape[0]}, expected {m}")
+    return np.ascontiguousarray(a, dtype=dtype)
+
+
+def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alpha, C,
+          *, bint svr=False, double eps=1e-3, bint shrinking=True, bint nu=False,
+          bint bias=True, double cache_mb=100.0, int n_threads=1, max_iter=None,
+          progress=None):
+    """Solve LIBSVM's dual problem with SMO.
+
+    Minimises ``0.5 a'Qa + p'a`` subject to ``y'a = Delta`` (the initial
+    ``y'alpha``) and ``0 <= a_i <= C_i``, where ``Q_ij = y_i y_j K(x_row(i),
+    x_row(j))``.
+
+    Parameters
+    ----------
+    X : ndarray or scipy.sparse.csr_matrix
+        Canonical training data (``kernsolve._kernels.as_canonical``); for
+        ``kernel_type == 4`` the dense n x n kernel matrix itself.
+    kernel_type, degree, gamma, coef0
+        LIBSVM's ``-t``, ``-d``, ``-g`` (resolved) and ``-r``.
+    y : ndarray of int8, shape (m,)
+        +1 / -1 for each variable.
+    p : ndarray of float64, shape (m,)
+        The linear term.
+    alpha : ndarray of float64, shape (m,)
+        A feasible starting point; overwritten in place with the solution
+        (also when the solve is interrupted).
+    C : ndarray of float64, shape (m,)
+        Upper bound of each variable (LIBSVM's ``get_C(i)``).
+    svr : bool
+        False: m = n and row(i) = i.  True: m = 2n and row(i) = i mod n
+        (LIBSVM's SVR_Q).
+    eps : float
+        Stopping tolerance on the maximal violating pair (LIBSVM's ``-e``).
+    shrinking : bool
+        LIBSVM's ``-h``.
+    nu : bool
+        Use Solver_NU (two equality constraints); fills ``r``.
+    bias : bool
+        False solves without the equality constraint (one-variable updates,
+        stopping when every projected gradient is below eps; rho = 0).
+    cache_mb : float
+        Kernel cache budget in MB (LIBSVM's ``-m``).
+    n_threads : int
+        Threads for kernel rows, gradient updates and selection; the result
+        is bit-identical for any value.
+    max_iter : int or None
+        None uses LIBSVM's ``max(10_000_000, 100 * m)``.
+    progress : callable or None
+        Called with a dict (n_iter, gap, n_kernel_evals, seconds) about
+        every 2 s; an exception it raises (or Ctrl-C) stops the solve.
+
+    Returns
+    -------
+    dict
+        rho, obj, r, n_iter, n_kernel_evals, n_cache_hits, n_cache_misses,
+        seconds, status ("ok" or "max_iter"), gap.
+    """
+    if not isinstance(alpha, np.ndarray) or alpha.dtype != np.float64 \
+            or alpha.ndim != 1 or not alpha.flags.c_contiguous \
+            or not alpha.flags.writeable:
+        raise ValueError("alpha must be a writable one-dimensional C-contiguous "
+                         "float64 ndarray (it receives the solution in place)")
+    m = alpha.shape[0]
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != m:
+        raise ValueError(f"y has shape {y.shape}, expected ({m},)")
+    if not np.all((y == 1) | (y == -1)):
+        raise ValueError("y must contain only +1 and -1")
+    y = np.ascontiguousarray(y, dtype=np.int8)
+    p = _as_vector("p", p, np.float64, m)
+    C = _as_vector("C", C, np.float64, m)
+    if not np.all(np.isfinite(p)):
+        raise ValueError("p contains non-finite values")
+    if not np.all(np.isfinite(C)) or not np.all(C > 0):
+        raise ValueError("every C_i must be finite and > 0")
+    if not np.all(np.isfinite(alpha)) or np.any(alpha < 0) or np.any(alpha > C):
+        raise ValueError("alpha must be a feasible start: 0 <= alpha_i <= C_i")
+    if not (eps > 0):
+        raise ValueError(f"eps must be > 0, got {eps}")
+    if not (cache_mb > 0):
+        raise ValueError(f"cache_mb must be > 0, got {cache_mb}")
+    if n_threads < 1:
+        raise ValueError(f"n_threads must be >= 1, got {n_threads}")
+    if nu and not bias:
+        raise ValueError("bias=False is only available with nu=False")
+    if kernel_type < LINEAR or kernel_type > LAPLACIAN:
+        raise ValueError(f"unknown kernel_type {kernel_type} (expected 0..5)")
+    if progress is not None and not callable(progress):
+        raise ValueError("progress must be None or a callable")
+    if max_iter is None:
+        max_iter = max(10_000_000, min(100 * m, 2**31 - 1))
+    else:
+        if isinstance(max_iter, bool) or not hasattr(max_iter, "__index__") \
+                or max_iter.__index__() < 1:
+            raise ValueError(f"max_iter must be a positive integer or None, got {max_iter!r}")
+        max_iter = max_iter.__index__()
+    if not hasattr(X, "shape") or len(X.shape) != 2:
+        raise ValueError("X must be a two-dimensional array or CSR matrix")
+    n = X.shape[0]
+    if n == 0:
+        raise ValueError("X has no rows")
+    if kernel_type == PRECOMPUTED and X.shape[1] != n:
+        raise ValueError(f"a precomputed kernel must be n x n, got {X.shape}")
+    expected = 2 * n if svr else n
+    if m != expected:
+        raise ValueError(f"{m} variables for {n} rows: expected {expected} "
+                         f"({'2n for svr' if svr else 'n'})")
+
+    cdef KernelRows kr = KernelRows(X, kernel_type, degree, gamma, coef0,
+                                    cache_mb, n_threads)
+    cdef _SMO s = _SMO()
+    s.setup(kr, y, p, alpha, C, svr, nu, bias, shrinking, eps, n_threads, max_iter)
+    s.progress = progress
+    cdef double[::1] out = alpha
+    cdef int status
+    t0 = time.perf_counter()
+    with nogil:
+        status = s.run()
+        s.put_back(out)
+    seconds = time.perf_counter() - t0
+    if status == ST_NOMEM:
+        raise MemoryError("SMO: the kernel engine could not allocate a row "
+                          f"(cache_mb={cache_mb})")
+    if status == ST_ABORT:
+        raise s.error
+    return {
+        "rho": s.rho,
+        "obj": s.obj,
+        "r": s.r,
+        "n_iter": int(s.n_iter),
+        "n_kernel_evals": int(kr.n_kernel_evals),
+        "n_cache_hits": int(kr.n_cache_hits),
+        "n_cache_misses": int(kr.n_cache_misses),
+        "seconds": seconds,
+        "status": "max_iter" if status == ST_MAX_ITER else "ok",
+        "gap": s.gap,
+    }
