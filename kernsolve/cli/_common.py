@@ -37,7 +37,10 @@ class VersionRequested(Exception):
 
 
 def version_line(prog):
-    """What ``--version`` prints: ``kernsolve-train (kernsolve) 0.1.0``."""
+    """What ``--version`` prints: ``kernsolve-train (kernsolve) 0.1.0``
+    (``kernsolve 0.1.0`` for ``python -m kernsolve``)."""
+    if prog == "kernsolve":
+        return f"kernsolve {__version__}\n"
     return f"{prog} (kernsolve) {__version__}\n"
 
 

@@ -98,6 +98,7 @@ kernsolve options:
 --libsvm-folds : draw the -v folds and the -b 1 internal folds as svm-train does on Linux
 	(glibc rand()), so -v and -b 1 give svm-train's numbers
 --chunk-mb n : window size in MB for --stream (default 64; implies --stream)
+--help, or -h without a value : print this usage; --version : print the version
 """
 
 
