@@ -143,16 +143,14 @@ def test_predict_with_swapped_arguments_says_so(heart, tmp_path):
     model = tmp_path / "heart.model"
     assert run_inproc("train", "-q", heart, model)[0] == 0
     out = tmp_path / "out"
-    usage = importlib.import_module("kernsolve.cli.predict").USAGE
+    usage = "usage: kernsolve-predict [options] test_file model_file output_file\n"
     for args in ((model, heart, out), (heart, heart, out)):     # swapped; data twice
         code, stdout, err = run_inproc("predict", *args)
         assert (code, stdout) == (1, "")
-        assert err == (f"kernsolve-predict: {heart} looks like a data file, not a model "
-                       "(the order is test_file model_file output_file)\n" + usage)
+        assert err == f"kernsolve-predict: {heart}:1: looks like a data file, not a model: " + usage
     code, stdout, err = run_inproc("predict", model, model, out)    # the model twice
     assert (code, stdout) == (1, "")
-    assert err == (f"kernsolve-predict: {model} looks like a model file, not test data "
-                   "(the order is test_file model_file output_file)\n" + usage)
+    assert err == f"kernsolve-predict: {model}:1: looks like a model file, not test data: " + usage
     # a compressed data file in the model's place too
     code, _, err = run_inproc("predict", heart, kernsolve.dataset_path("heart_scale"), out)
     assert code == 1 and "looks like a data file, not a model" in err.splitlines()[0]

@@ -93,15 +93,19 @@ def summary_lines(y, labels, svm_type):
 
 
 def _first_word(path):
-    """The first word of the file (decompressed by its extension), '' if none
-    can be read: enough to tell a model file from a data file."""
+    """(first word, its line number) of the file, decompressed by its
+    extension; ('', 0) if none can be read: enough to tell a model file from a
+    data file."""
     try:
         with open_read(path) as f:
             head = f.read(4096)
     except (OSError, EOFError, ValueError):      # includes bad gzip/xz/bz2 data
-        return ""
+        return "", 0
     words = head.split(None, 1)
-    return words[0].decode("ascii", "replace") if words else ""
+    if not words:
+        return "", 0
+    line = head[:len(head) - len(head.lstrip())].count(b"\n") + 1
+    return words[0].decode("ascii", "replace"), line
 
 
 def _is_number(word):
@@ -115,13 +119,15 @@ def _is_number(word):
 def check_argument_order(test_path, model_path):
     """svm-predict's arguments in the wrong order (``model test out``, or the
     data file twice): say so instead of a parse error deep in the wrong file."""
-    model_word, test_word = _first_word(model_path), _first_word(test_path)
+    usage = "usage: kernsolve-predict [options] test_file model_file output_file"
+    (model_word, model_line), (test_word, test_line) = (_first_word(model_path),
+                                                        _first_word(test_path))
     if not is_model_start(model_word) and _is_number(model_word):
-        raise UsageError(f"{model_path} looks like a data file, not a model (the order is "
-                         "test_file model_file output_file)")
+        raise CommandError(f"{model_path}:{model_line}: looks like a data file, not a "
+                           f"model: {usage}")
     if is_model_start(test_word):
-        raise UsageError(f"{test_path} looks like a model file, not test data (the order is "
-                         "test_file model_file output_file)")
+        raise CommandError(f"{test_path}:{test_line}: looks like a model file, not test "
+                           f"data: {usage}")
 
 
 def main(argv):
