@@ -21,7 +21,8 @@ Usage::
     python examples/dsg_udsg_cdsg.py --data ijcnn1
 
 Writes ``dsg_udsg_cdsg.csv`` and, when matplotlib is installed,
-``dsg_udsg_cdsg.png`` beside this script (``--out PREFIX`` to change them).
+``dsg_udsg_cdsg.png`` into ``--out-dir`` (default ``./kernsolve-output``,
+ignored by git; never into examples/, whose figure doc/dsg.md shows).
 """
 import argparse
 import csv
@@ -31,6 +32,7 @@ import os
 
 import numpy as np
 
+import _output
 import kernsolve
 from kernsolve.solvers.dsg.options import hyperparameters, resolve_gamma
 from kernsolve.solvers.dsg.targets import Targets
@@ -87,7 +89,7 @@ def run(name, solver_options, common, X, y, Xo, yo, Xt, yt, epochs, pieces, thre
     return rows
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default="a9a", choices=sorted(SETTINGS))
     ap.add_argument("--rows", type=int, default=10000, help="training rows (0 = all)")
@@ -101,8 +103,9 @@ def main():
                     "--lambda 1e-6 --step 300 --t0 100 --seed 1",
                     help="options shared by the three solvers")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--out", default=os.path.join(HERE, "dsg_udsg_cdsg"))
-    args = ap.parse_args()
+    _output.add_argument(ap)
+    args = ap.parse_args(argv)
+    out = os.path.join(_output.folder(ap, args.out_dir), "dsg_udsg_cdsg")
 
     train_file, test_file, d = SETTINGS[args.data]
     y, X = load(train_file, d, args.rows)
@@ -115,7 +118,7 @@ def main():
     for name, opts in SOLVERS.items():
         rows += run(name, opts, common, X, y, Xo, yo, Xt, yt, args.epochs,
                     args.checkpoints, args.threads)
-    with open(args.out + ".csv", "w", newline="") as f:
+    with open(out + ".csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
@@ -124,7 +127,7 @@ def main():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("matplotlib is not installed: no figure")
+        print(f"wrote {out}.csv (matplotlib is not installed: no figure)")
         return
     fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
     for name in SOLVERS:
@@ -142,8 +145,8 @@ def main():
     fig.suptitle(f"{args.data} ({X.shape[0]} rows), {args.loss} loss, {args.epochs} epochs, "
                  f"{args.threads} threads\n{args.options}", fontsize=9)
     fig.tight_layout()
-    fig.savefig(args.out + ".png", dpi=110)
-    print("wrote", args.out + ".png")
+    fig.savefig(out + ".png", dpi=110)
+    print(f"wrote {out}.csv and {out}.png")
 
 
 if __name__ == "__main__":

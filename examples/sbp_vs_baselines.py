@@ -18,7 +18,8 @@ Usage::
     python examples/sbp_vs_baselines.py --data fashion8            # class 8 vs rest
 
 Writes ``sbp_vs_baselines.csv`` and, when matplotlib is installed,
-``sbp_vs_baselines.png`` (``--out PREFIX`` to change the names).
+``sbp_vs_baselines.png`` into ``--out-dir`` (default ``./kernsolve-output``,
+ignored by git; never into examples/).
 """
 import argparse
 import csv
@@ -29,6 +30,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+import _output
 import kernsolve
 from kernsolve.solvers.baselines._baselines import run as run_baseline
 from kernsolve.solvers.sbp._sbp import solve as sbp_solve
@@ -67,8 +69,9 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--cache", type=float, default=500.0, help="kernel cache, MB")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--out", default="sbp_vs_baselines")
+    _output.add_argument(ap)
     args = ap.parse_args(argv)
+    prefix = os.path.join(_output.folder(ap, args.out_dir), "sbp_vs_baselines")
 
     train_name, test_name, n_feat, gamma, nu, positive = SETTINGS[args.data]
     y, X = load(train_name, n_feat, args.rows)
@@ -112,7 +115,7 @@ def main(argv=None):
     print(f"{'SMO':>10}: {smo.stats['n_iter']} iterations, {smo.stats['n_kernel_evals']:.3g} "
           f"kernel evaluations, test error {100 * err:.2f}%")
 
-    with open(args.out + ".csv", "w", newline="") as f:
+    with open(prefix + ".csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["solver", "iterations", "kernel_evals", "seconds", "test_error"])
         w.writerows(rows)
@@ -121,7 +124,7 @@ def main(argv=None):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print(f"wrote {args.out}.csv (install matplotlib for the figure)")
+        print(f"wrote {prefix}.csv (install matplotlib for the figure)")
         return
     fig, ax = plt.subplots(figsize=(6, 4))
     for solver in ("SBP", "Pegasos", "SDCA", "Perceptron"):
@@ -136,8 +139,8 @@ def main(argv=None):
     ax.set_title(f"{args.data}: n = {n}, no bias, gamma = {gamma:g}")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(args.out + ".png", dpi=120)
-    print(f"wrote {args.out}.csv and {args.out}.png")
+    fig.savefig(prefix + ".png", dpi=120)
+    print(f"wrote {prefix}.csv and {prefix}.png")
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ _EXPORTS = {
     "NuSVC": ".estimators.svm",
     "NuSVR": ".estimators.svm",
     "NotFittedError": ".estimators._base",
+    "ConvergenceWarning": ".estimators._base",
     "DSGClassifier": ".estimators.dsg",
     "DSGRegressor": ".estimators.dsg",
     "cross_validation": ".model_selection.cv",

@@ -279,6 +279,12 @@ _HEADER_KEYS = ("svm_type", "kernel_type", "degree", "gamma", "coef0", "nr_class
                 "total_sv", "rho", "label", "probA", "probB", "prob_density_marks", "nr_sv")
 
 
+def is_model_start(first_word):
+    """Whether a file whose first word is ``first_word`` can be a model file
+    (a header keyword of LIBSVM's format, or ``kernsolve_model``)."""
+    return first_word in _HEADER_KEYS or first_word == MODEL_MAGIC
+
+
 def load_model(path):
     """Read a LIBSVM-format model file (LIBSVM's own or kernsolve's).
 

@@ -56,6 +56,10 @@ _LONG = {
     "seed": ("seed", "int"),
     "bias": ("bias", "flag01"),
 }
+# Long options that take no value -> field (set to True).
+_LONG_FLAGS = {"libsvm-folds": "libsvm_folds"}
+# The options of the grammar that take no value (for the splitters).
+FLAGS = ("-q",) + tuple("--" + name for name in _LONG_FLAGS)
 # Field -> the option that sets it, for messages about a Parameters built in Python.
 _FIELD_OPTION = {f: "-" + k for k, (f, _) in _LETTERS.items()}
 _FIELD_OPTION.update({f: "--" + k for k, (f, _) in _LONG.items()})
@@ -110,6 +114,11 @@ class Parameters:
         ``--threads``: thread count, scikit-learn's ``n_jobs`` rule.
     seed : int
         ``--seed``: seed of kernsolve's counter-based RNG (default 0).
+    libsvm_folds : bool
+        ``--libsvm-folds`` (no value): draw the cross-validation folds and the
+        ``-b 1`` internal folds from glibc's ``rand()`` as svm-train does on
+        Linux (``kernsolve.solvers.libsvm.libsvm_rand``) instead of from
+        ``--seed``, so ``-v`` and ``-b 1`` give svm-train's numbers.
     extra : dict
         Solver-specific options, keys in Python spelling (``max_kernel_evals``).
     """
@@ -132,6 +141,7 @@ class Parameters:
     bias: bool = True            # --bias 0|1 (SMO/SBP without the bias term when False)
     n_jobs: int = None           # --threads
     seed: int = 0                # --seed
+    libsvm_folds: bool = False   # --libsvm-folds (svm-train's glibc rand() folds)
     extra: dict = field(default_factory=dict)  # solver-specific long options
 
     @property
@@ -187,6 +197,9 @@ class Parameters:
             if kind == "flag01":
                 value = int(bool(value))
             out.append(f"--{name} {value}")
+        for name, attr in _LONG_FLAGS.items():
+            if getattr(self, attr):
+                out.append(f"--{name}")
         for key in sorted(self.extra):
             value = self.extra[key]
             text = _fmt_float(value) if isinstance(value, float) else str(value)
@@ -311,7 +324,7 @@ def _split(argv, flags, n_values, end_marker):
     return pairs, i, i
 
 
-def split_options(argv, flags=("-q",), n_values=None, end_marker=True):
+def split_options(argv, flags=FLAGS, n_values=None, end_marker=True):
     """Split LIBSVM-style arguments into options and positional arguments.
 
     The one splitter of kernsolve's option strings and command lines.  As in
@@ -325,7 +338,7 @@ def split_options(argv, flags=("-q",), n_values=None, end_marker=True):
     ----------
     argv : str or list of str
     flags : iterable of str
-        Options that take no value (``-q``).
+        Options that take no value (``-q``, ``--libsvm-folds``).
     n_values : dict, optional
         Options that take more than one value (``{"-y": 2}`` for svm-scale).
     end_marker : bool
@@ -347,11 +360,11 @@ def split_arguments(argv):
     """Split a command line into (option tokens, positional arguments).
 
     Options come first, as in LIBSVM's tools (:func:`split_options`, with
-    ``-q`` the only flag); a last option without its value stays among the
-    option tokens, for :func:`parse_options` to name.
+    ``-q`` and ``--libsvm-folds`` the flags); a last option without its value
+    stays among the option tokens, for :func:`parse_options` to name.
     """
     argv = _tokens(argv)
-    _, end, start = _split(argv, frozenset(("-q",)), {}, True)
+    _, end, start = _split(argv, frozenset(FLAGS), {}, True)
     return argv[:end], argv[start:]
 
 
@@ -400,7 +413,7 @@ def _normalize(param):
         setattr(param, attr, float(getattr(param, attr)))
     if param.gamma is not None and param.gamma != "median":
         param.gamma = float(param.gamma)
-    for attr in ("shrinking", "probability", "quiet", "bias"):
+    for attr in ("shrinking", "probability", "quiet", "bias", "libsvm_folds"):
         setattr(param, attr, bool(getattr(param, attr)))
     if param.n_jobs is not None:
         param.n_jobs = int(param.n_jobs)
@@ -419,6 +432,12 @@ def _from_tokens(argv):
         tok = argv[i]
         if tok.startswith("--") and len(tok) > 2:
             name, eq, value = tok[2:].partition("=")
+            if name in _LONG_FLAGS:
+                if eq:
+                    raise ValueError(f"--{name}: takes no value, got {value!r}")
+                setattr(param, _LONG_FLAGS[name], True)
+                i += 1
+                continue
             if not eq:
                 if i + 1 >= n:
                     raise ValueError(f"--{name}: missing value")
@@ -641,7 +660,7 @@ def _check(param, n_features=None):
     if s == EPSILON_SVR and p < 0:
         raise ValueError(f"-p: epsilon must be >= 0, got {_fmt_float(p)}")
     for attr, opt in (("shrinking", "-h"), ("probability", "-b"), ("quiet", "-q"),
-                      ("bias", "--bias")):
+                      ("bias", "--bias"), ("libsvm_folds", "--libsvm-folds")):
         v = getattr(param, attr)
         if isinstance(v, str) or not _is_number(v) and not isinstance(v, bool) \
                 or v not in (0, 1):

@@ -6,6 +6,7 @@ command                LIBSVM tool              module
 ``kernsolve-train``    ``svm-train``            :mod:`kernsolve.cli.train`
 ``kernsolve-predict``  ``svm-predict``          :mod:`kernsolve.cli.predict`
 ``kernsolve-scale``    ``svm-scale``            :mod:`kernsolve.cli.scale`
+``kernsolve-grid``     ``tools/grid.py``        :mod:`kernsolve.cli.grid`
 =====================  =======================  ==============================
 
 Each also runs as ``python -m kernsolve.cli.train`` (etc.). See ``doc/cli.md``.

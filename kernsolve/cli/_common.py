@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from .. import _fileutil, _params
+from .. import __version__, _fileutil, _params
 from .._errors import DataFormatError
 from .._io import read_problem
 from .._progress import clear_active
@@ -29,7 +29,19 @@ class CommandError(Exception):
 
 
 class HelpRequested(Exception):
-    """``--help``: print the usage on stdout and exit 0."""
+    """``--help`` (or ``-h``): print the usage on stdout and exit 0."""
+
+
+class VersionRequested(Exception):
+    """``--version``: print ``prog (kernsolve) VERSION`` on stdout and exit 0."""
+
+
+def version_line(prog):
+    """What ``--version`` prints: ``kernsolve-train (kernsolve) 0.1.0``
+    (``kernsolve 0.1.0`` for ``python -m kernsolve``)."""
+    if prog == "kernsolve":
+        return f"kernsolve {__version__}\n"
+    return f"{prog} (kernsolve) {__version__}\n"
 
 
 def _one_line(text):
@@ -84,6 +96,10 @@ def _run(main, argv, prog, usage, debug):
         return 0 if status is None else int(status)
     except HelpRequested:
         sys.stdout.write(usage)
+        _flush_stdout()
+        return 0
+    except VersionRequested:
+        sys.stdout.write(version_line(prog))
         _flush_stdout()
         return 0
     except UsageError as exc:
@@ -141,13 +157,17 @@ def _silence_stdout():
         pass
 
 
-def split_options(argv, flags=(), n_values=None):
+def split_options(argv, flags=(), n_values=None, own_h=False):
     """Split LIBSVM-style arguments into option tokens and positional arguments.
 
     As in LIBSVM's tools, options come first and every argument that starts
     with ``-`` is an option; its value is the next argument whatever it looks
     like (so ``-r -1`` works). ``--`` ends the options (a kernsolve addition,
     for file names that start with ``-``). ``--name=value`` is one token.
+    ``--help`` and ``--version`` end the command (HelpRequested,
+    VersionRequested), and so does ``-h``: anywhere when the command has no
+    ``-h`` option of its own, and without a value when it has one
+    (``own_h``: svm-train's ``-h 0|1``).
 
     Parameters
     ----------
@@ -156,19 +176,23 @@ def split_options(argv, flags=(), n_values=None):
         Options that take no value (``-q``).
     n_values : dict, optional
         Options that take more than one value (``{"-y": 2}`` for svm-scale).
+    own_h : bool
+        Whether ``-h`` is one of the command's options (it takes a value).
 
     Returns
     -------
     options : list of (name, values) pairs, in command-line order
     positional : list of str
     """
-    # kernsolve._params.split_options is the splitter; the commands add --help
-    # and their wording of a missing value.
-    options, positional = _params.split_options(list(argv), flags=tuple(flags) + ("--help",),
-                                                n_values=n_values)
+    # kernsolve._params.split_options is the splitter; the commands add --help,
+    # --version and their wording of a missing value.
+    flags = tuple(flags) + ("--help", "--version") + (() if own_h else ("-h",))
+    options, positional = _params.split_options(list(argv), flags=flags, n_values=n_values)
     for tok, values in options:
-        if tok == "--help":
+        if tok in ("--help", "-h") and (values is None or tok in flags):
             raise HelpRequested()
+        if tok == "--version":
+            raise VersionRequested()
         if values is None:
             k = dict(n_values or {}).get(tok, 1)
             raise UsageError(f"option {tok} needs {'a value' if k == 1 else f'{k} values'}")

@@ -10,11 +10,11 @@ import sys
 
 import numpy as np
 
-from ._common import (CommandError, HelpRequested, UsageError, check_input_path, parse_float,
-                      parse_int, run)
+from ._common import (CommandError, HelpRequested, UsageError, VersionRequested,
+                      check_input_path, parse_float, parse_int, run)
 from .train import check_rows_for_folds, check_solver_options
 from .._io import read_problem
-from .._params import parse_options
+from .._params import FLAGS, parse_options
 from ..model_selection.grid import GridSearchError, grid_search
 
 PROG = "kernsolve-grid"
@@ -39,8 +39,11 @@ grid_options :
 --scheduler address : run on a Dask cluster (tcp://host:8786); implies --backend dask
 --threads n : cores for the whole search (default: all)
 -q : no progress lines
-svm_options : any option of kernsolve-train (-s, -t, -b, -wi, --solver, --seed ...),
-    except -c/-g when they are searched
+--help, -h (as the last argument) : print this usage; --version : print the version
+svm_options : any option of kernsolve-train (-s, -t, -b, -wi, --solver, --seed,
+    --libsvm-folds ...), except -c/-g when they are searched; --libsvm-folds gives
+    every cell svm-train's folds, so the rates are grid.py's
+The last line is grid.py's: the best C and gamma, then the rate (as svm-train prints it).
 """
 
 _DEFAULT_C = (-5.0, 15.0, 2.0)
@@ -98,9 +101,11 @@ def parse_command_line(argv):
                 "png_null": False, "resume": None, "grid": {}, "backend": None,
                 "scheduler": None, "quiet": False}
     svm = []
-    if not argv or argv[-1] in ("-h", "--help"):
-        if argv and argv[-1] in ("-h", "--help"):
-            raise HelpRequested()
+    if "--help" in argv or argv[-1:] == ["-h"]:
+        raise HelpRequested()
+    if "--version" in argv:
+        raise VersionRequested()
+    if not argv:
         raise UsageError("no dataset given")
     dataset = argv[-1]
     args = argv[:-1]
@@ -166,6 +171,12 @@ def parse_command_line(argv):
             settings["quiet"] = True
             svm.append(tok)
             i += 1
+        elif tok in ("--stream", "--chunk-mb") or tok.startswith("--chunk-mb="):
+            raise UsageError(f"{tok.partition('=')[0]}: training from file windows cannot be "
+                             "combined with cross-validation (it needs the data in memory)")
+        elif tok in FLAGS:           # kernsolve-train's options without a value
+            svm.append(tok)
+            i += 1
         elif tok.startswith("-"):
             if tok.startswith("--") and "=" in tok:
                 svm.append(tok)
@@ -182,6 +193,11 @@ def parse_command_line(argv):
 
 def main(argv):
     settings, svm, dataset = parse_command_line(argv)
+    try:        # the command line first, then the files (as kernsolve-train)
+        params = parse_options(list(svm))
+        check_solver_options(params)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     check_input_path(dataset)
     title = os.path.split(dataset)[1]
     out = settings["out"]
@@ -201,11 +217,6 @@ def main(argv):
             # grid.py reads the resume file and appends to the output file
             shutil.copyfile(path, out)
 
-    try:
-        params = parse_options(list(svm))
-        check_solver_options(params)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
     grid = {}
     if settings["log2c"] is not None:
         grid["c"] = [2.0 ** v for v in settings["log2c"]]
@@ -247,10 +258,7 @@ def main(argv):
             client.close()
     if not settings["quiet"]:
         sys.stdout.write(result.table())
-    # grid.py's last line: the best C, gamma (as values) and rate
-    bp = result.best_params or {}
-    parts = [str(v) for v in bp.values()]
-    sys.stdout.write(" ".join(parts + [str(result.best_rate)]) + "\n")
+    sys.stdout.write(result.summary_line())       # grid.py's last line
     return 0
 
 

@@ -10,8 +10,8 @@ import sys
 import numpy as np
 
 from .._constants import CLASSIFICATION, ONE_CLASS, REGRESSION
-from .._fileutil import output_file
-from .._model import load_model
+from .._fileutil import open_read, output_file
+from .._model import is_model_start, load_model
 from .._predict import predict
 from ._common import (CommandError, UsageError, c_divide, check_input_path,
                       check_output_path, parse_int, read_data, regression_summary, run,
@@ -26,6 +26,7 @@ options:
 -q : quiet mode (no outputs)
 kernsolve options:
 --threads n : number of threads; negative counts back from all cores (default: all cores)
+--help, -h : print this usage; --version : print the version
 """
 
 
@@ -91,6 +92,44 @@ def summary_lines(y, labels, svm_type):
             % (c_divide(float(correct), total) * 100, correct, total)]
 
 
+def _first_word(path):
+    """(first word, its line number) of the file, decompressed by its
+    extension; ('', 0) if none can be read: enough to tell a model file from a
+    data file."""
+    try:
+        with open_read(path) as f:
+            head = f.read(4096)
+    except (OSError, EOFError, ValueError):      # includes bad gzip/xz/bz2 data
+        return "", 0
+    words = head.split(None, 1)
+    if not words:
+        return "", 0
+    line = head[:len(head) - len(head.lstrip())].count(b"\n") + 1
+    return words[0].decode("ascii", "replace"), line
+
+
+def _is_number(word):
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
+
+
+def check_argument_order(test_path, model_path):
+    """svm-predict's arguments in the wrong order (``model test out``, or the
+    data file twice): say so instead of a parse error deep in the wrong file."""
+    usage = "usage: kernsolve-predict [options] test_file model_file output_file"
+    (model_word, model_line), (test_word, test_line) = (_first_word(model_path),
+                                                        _first_word(test_path))
+    if not is_model_start(model_word) and _is_number(model_word):
+        raise CommandError(f"{model_path}:{model_line}: looks like a data file, not a "
+                           f"model: {usage}")
+    if is_model_start(test_word):
+        raise CommandError(f"{test_path}:{test_line}: looks like a model file, not test "
+                           f"data: {usage}")
+
+
 def main(argv):
     if not argv:
         raise UsageError("expected test_file model_file output_file")
@@ -121,6 +160,7 @@ def main(argv):
     check_input_path(test_path)
     check_output_path(output_path)
     check_input_path(model_path, "model file")
+    check_argument_order(test_path, model_path)
 
     model = load_model(model_path)
     svm_type = _model_type(model, "svm_type")

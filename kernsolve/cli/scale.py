@@ -27,6 +27,8 @@ options:
 -y y_lower y_upper : y scaling limits (default: no y scaling)
 -s save_filename : save scaling parameters to save_filename
 -r restore_filename : restore scaling parameters from restore_filename
+kernsolve options:
+--help, -h : print this usage; --version : print the version
 """
 
 _DBL_MAX = sys.float_info.max

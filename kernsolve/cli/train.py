@@ -17,11 +17,10 @@ from ._common import (CommandError, UsageError, c_divide, check_input_path, chec
                       split_options)
 from .. import _api
 from .._model import save_model
-from .._params import parse_options
-from ..model_selection.cv import cross_validation, make_folds, train_rows
+from .._params import FLAGS, parse_options
+from ..model_selection.cv import cross_validation, make_folds
 from ..solvers import (DEFAULT_SOLVER, REGISTRY, median_gamma_solvers, solver_names, spec_for,
                        streaming_solvers)
-from ..solvers.libsvm.libsvm_rand import GlibcRand, cv_folds as libsvm_cv_folds, probability_folds
 
 PROG = "kernsolve-train"
 
@@ -99,6 +98,7 @@ kernsolve options:
 --libsvm-folds : draw the -v folds and the -b 1 internal folds as svm-train does on Linux
 	(glibc rand()), so -v and -b 1 give svm-train's numbers
 --chunk-mb n : window size in MB for --stream (default 64; implies --stream)
+--help, or -h without a value : print this usage; --version : print the version
 """
 
 
@@ -152,11 +152,12 @@ def cv_folds(y, n_folds, seed, classification):
     return make_folds(y, n_folds, seed, stratified=classification)
 
 
-def cross_validation_targets(y, X, train_tokens, params, libsvm_folds=False):
+def cross_validation_targets(y, X, train_tokens, params):
     """Predicted target of every row when its fold was held out.
 
-    ``libsvm_folds``: the folds svm-train draws on Linux (glibc ``rand()``,
-    kernsolve.solvers.libsvm.libsvm_rand) instead of kernsolve's seeded ones.
+    With ``--libsvm-folds`` among the options, the folds svm-train draws on
+    Linux (glibc ``rand()``; see :func:`kernsolve.cross_validation`) instead
+    of kernsolve's seeded ones.
     """
     n = len(y)
     n_folds = params.n_folds
@@ -164,18 +165,8 @@ def cross_validation_targets(y, X, train_tokens, params, libsvm_folds=False):
         sys.stderr.write("WARNING: # folds > # data. Will use # folds = # data instead "
                          "(i.e., leave-one-out cross validation)\n")
         n_folds = n
-    folds = prob_folds = None
-    if libsvm_folds:
-        rng = GlibcRand(1)
-        folds = libsvm_cv_folds(y, n_folds, params.svm_type, rng)
-        if params.probability:
-            # svm_cross_validation then trains fold after fold, each -b 1 fit
-            # drawing its internal folds from the same rand() sequence
-            prob_folds = [probability_folds(y[train_rows(folds, i)], params.svm_type, rng)
-                          for i in range(len(folds))]
     result = cross_validation(y, X, list(train_tokens), n_folds=n_folds,
-                              n_jobs=params.n_jobs, seed=params.seed, folds=folds,
-                              _probability_folds=prob_folds)
+                              n_jobs=params.n_jobs, seed=params.seed)
     return result.target
 
 
@@ -246,11 +237,8 @@ def _train_streamed(data_path, model_path, params, tokens, chunk_mb):
 def main(argv):
     if not argv:
         raise UsageError("no training set file given")
-    options, positional = split_options(argv, flags=("-q", "--stream", "--libsvm-folds"))
+    options, positional = split_options(argv, flags=FLAGS + ("--stream",), own_h=True)
     options, chunk_mb = _stream_options(options)
-    # --libsvm-folds belongs to this command, not to the option grammar
-    libsvm_folds = any(name == "--libsvm-folds" for name, _ in options)
-    options = [(name, values) for name, values in options if name != "--libsvm-folds"]
     tokens = _option_tokens(options)
     for name, values in options:
         if name == "-v":
@@ -289,15 +277,12 @@ def main(argv):
                 skip = True
                 continue
             train_tokens.append(tok)
-        target = cross_validation_targets(y, X, train_tokens, params, libsvm_folds)
+        target = cross_validation_targets(y, X, train_tokens, params)
         sys.stdout.flush()
         report_cross_validation(y, target, params.svm_type)
         return 0
 
-    folds = None
-    if libsvm_folds and params.probability:
-        folds = probability_folds(y, params.svm_type, GlibcRand(1))
-    model = _api.train(y, X, list(tokens), _folds=folds)
+    model = _api.train(y, X, list(tokens))
     return _save(model_path, model)
 
 

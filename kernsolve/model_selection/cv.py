@@ -32,6 +32,7 @@ from .._predict import evaluations, predict
 from .._random import permutation, stream_key
 from .._threads import resolve_n_jobs
 from .._validation import check_sample_weight, check_targets, check_X, group_classes
+from ..solvers.libsvm.libsvm_rand import cross_validation_folds
 
 __all__ = ["cross_validation", "CVResult", "make_folds", "plan_waves"]
 
@@ -417,6 +418,12 @@ def cross_validation(y, X, options="", n_folds=None, n_jobs=None, seed=None,
     stratified = svm_type in CLASSIFICATION
     if stratified:
         _warn_small_classes(y, k)
+    if folds is None and param.libsvm_folds:
+        # --libsvm-folds: svm-train's folds (glibc rand()), then its -b 1 folds
+        folds, libsvm_probability_folds = cross_validation_folds(y, k, svm_type,
+                                                                 param.probability)
+        if _probability_folds is None:
+            _probability_folds = libsvm_probability_folds
     if folds is None:
         folds = make_folds(y, k, seed, stratified)
     fit_param = fit_parameters(param)

@@ -27,6 +27,7 @@ from . import cv as _cv
 from .._constants import CLASSIFICATION, REGRESSION
 from .._params import _LETTERS, _LONG, parse_options
 from ..solvers import all_option_names
+from ..solvers.libsvm.libsvm_rand import cross_validation_folds
 
 _MAX_FAILURES_SHOWN = 3     # failed cells named in a GridSearchError message
 
@@ -314,6 +315,19 @@ class GridResult:
                  for r in [head] + rows]
         return "\n".join(lines) + "\n"
 
+    def summary_line(self):
+        """grid.py's last line: the best cell's values, then its rate.
+
+        ``2.0 0.03125 84.2593``: C and gamma as values (``c``, ``g``, then any
+        other axis, as ``str`` prints them), and the rate rounded as grid.py
+        sees it: svm-train prints it with ``%g`` and grid.py reads that text
+        back as a float.  Empty values and ``-1`` when no cell finished
+        (grid.py's start value).
+        """
+        values = [str(v) for v in (self.best_params or {}).values()]
+        rate = -1 if self.best_rate is None else float("%g" % self.best_rate)
+        return " ".join(values + [str(rate)]) + "\n"
+
     def plot(self, path):
         """Write the heat map PNG (see :func:`plot_grid`)."""
         plot_grid(self, path)
@@ -488,7 +502,12 @@ def grid_search(y, X, base_options="", grid=None, n_folds=5, n_jobs=None, seed=N
     stratified = svm_type in CLASSIFICATION
     if stratified:
         _cv._warn_small_classes(y, k)
-    folds = _cv.make_folds(y, k, seed, stratified)
+    prob_folds = None
+    if param.libsvm_folds:
+        # --libsvm-folds: each cell is a fresh svm-train -v run, as in grid.py
+        folds, prob_folds = cross_validation_folds(y, k, svm_type, param.probability)
+    else:
+        folds = _cv.make_folds(y, k, seed, stratified)
     probability = bool(param.probability) and stratified
     total = _cv.resolve_n_jobs(n_jobs if n_jobs is not None else param.n_jobs)
 
@@ -512,7 +531,7 @@ def grid_search(y, X, base_options="", grid=None, n_folds=5, n_jobs=None, seed=N
     for ci in todo:
         for f in range(k):
             tasks.append((y, X, sw, cell_params[ci], _cv.train_rows(folds, f), folds[f],
-                          probability))
+                          probability) + (() if prob_folds is None else (prob_folds[f],)))
             owner.append((ci, f))
     targets = {ci: np.full(n, np.nan) for ci in todo}
     remaining = {ci: k for ci in todo}
@@ -558,7 +577,8 @@ def grid_search(y, X, base_options="", grid=None, n_folds=5, n_jobs=None, seed=N
     crash = None
     waves = []
     try:
-        waves = _cv.run_tasks(_cv.fit_predict, tasks, total, backend, on_done)
+        waves = _cv.run_tasks(_cv.fit_predict if prob_folds is None
+                              else _cv._fit_predict_prob_folds, tasks, total, backend, on_done)
     except Exception as exc:  # a worker died: name the cells that did not finish
         crash = exc
     finally:

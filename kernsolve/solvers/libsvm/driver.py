@@ -29,6 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import probability as _probability
+from .libsvm_rand import GlibcRand, probability_folds
 from .formulations import (solve_c_svc, solve_epsilon_svr, solve_nu_svc, solve_nu_svr,
                            solve_one_class)
 from ..._constants import (C_SVC, CLASSIFICATION, EPSILON_SVR, NU_SVC, ONE_CLASS,
@@ -115,6 +116,9 @@ def svm_train(y, X, param, spec, *, sample_weight=None, n_jobs=None, _folds=None
 
     if param.svm_type == NU_SVC:
         _check_nu_feasible(param.nu, y, sw)
+    if _folds is None and param.libsvm_folds and param.probability:
+        # --libsvm-folds: the -b 1 folds of a fresh svm-train (glibc rand(), seed 1)
+        _folds = probability_folds(y, param.svm_type, GlibcRand(1))
 
     ctx = _Context(param, n_threads, data, spec.planned_iterations, spec.binary)
     ctx.max_iter = _max_iter

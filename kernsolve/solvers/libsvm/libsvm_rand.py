@@ -15,15 +15,17 @@ so a LIBSVM user's ``-v`` accuracies and ``-b 1`` models come out the same.
 * :func:`cv_folds` is ``svm_cross_validation``'s fold assignment.
 * :func:`probability_folds` is the shuffle of ``svm_binary_svc_probability``
   (one per one-vs-one pair, in pair order) or ``svm_svr_probability``.
+* :func:`cross_validation_folds` is what a whole ``svm-train -v`` run draws:
+  the folds, then (``-b 1``) each fold's probability shuffles, in that order.
 """
 import numpy as np
 
 from ..._constants import CLASSIFICATION, REGRESSION
 from ..._validation import group_classes
 
-__all__ = ["GlibcRand", "cv_folds", "probability_folds"]
+__all__ = ["GlibcRand", "cv_folds", "probability_folds", "cross_validation_folds"]
 
-__all__ = ["GlibcRand", "cv_folds", "probability_folds"]
+__all__ = ["GlibcRand", "cv_folds", "probability_folds", "cross_validation_folds"]
 
 
 class GlibcRand:
@@ -117,3 +119,26 @@ def probability_folds(y, svm_type, rng):
     if svm_type in REGRESSION:
         return [rng.shuffle(y.shape[0])]
     return None
+
+
+def cross_validation_folds(y, n_folds, svm_type, probability):
+    """The folds of a fresh ``svm-train -v n`` process (``rand()`` never seeded).
+
+    Returns ``(folds, probability folds)``: the held-out rows of each fold
+    (:func:`cv_folds`) and, with ``probability`` (``-b 1``), one
+    :func:`probability_folds` entry per fold, drawn after the folds and fold
+    after fold from the same sequence, as ``svm_cross_validation`` trains
+    them; otherwise None.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    rng = GlibcRand(1)
+    folds = cv_folds(y, n_folds, svm_type, rng)
+    if not probability:
+        return folds, None
+    prob = []
+    for i in range(len(folds)):
+        # the training rows of fold i in svm_cross_validation's order: the
+        # other folds one after the other (the class order depends on it)
+        rest = np.concatenate([f for j, f in enumerate(folds) if j != i])
+        prob.append(probability_folds(y[rest], svm_type, rng))
+    return folds, prob

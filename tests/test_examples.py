@@ -1,0 +1,81 @@
+"""The examples write into an output folder, never over the tracked files of examples/.
+
+Oracles: the files on disk (the tracked files of examples/ byte for byte
+unchanged, the outputs in the folder given or in ./kernsolve-output) and git
+itself (``git check-ignore`` says the default folder is ignored).
+"""
+import glob
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import package_env, shared_path
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = os.path.join(ROOT, "examples")
+if not os.path.isdir(EXAMPLES):          # tests run from an installed copy
+    pytest.skip("examples/ not found beside tests/", allow_module_level=True)
+
+# the writing examples, with arguments that make them quick
+RUNS = {
+    "sbp_vs_baselines.py": (["--rows", "300", "--epochs", "1", "--checks", "2",
+                             "--threads", "1"], "a9a", "sbp_vs_baselines"),
+    "dsg_udsg_cdsg.py": (["--rows", "300", "--test-rows", "200", "--objective-rows", "100",
+                          "--epochs", "1", "--checkpoints", "1", "--threads", "1"], "a9a",
+                         "dsg_udsg_cdsg"),
+}
+
+
+def snapshot():
+    return {p: open(p, "rb").read() for p in glob.glob(os.path.join(EXAMPLES, "*"))
+            if os.path.isfile(p)}
+
+
+def run_example(script, args, cwd):
+    env = package_env(MPLBACKEND="Agg")
+    env.setdefault("KERNSOLVE_SHARED_DATA", os.path.dirname(shared_path("a9a")))
+    return subprocess.run([sys.executable, os.path.join(EXAMPLES, script), *args], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("script", sorted(RUNS))
+def test_example_writes_into_its_output_folder(script, tmp_path):
+    args, data, stem = RUNS[script]
+    shared_path(data)
+    before = snapshot()
+    proc = run_example(script, args, cwd=tmp_path)         # the default folder
+    assert proc.returncode == 0, proc.stderr
+    assert os.listdir(tmp_path) == ["kernsolve-output"]
+    assert f"{stem}.csv" in os.listdir(tmp_path / "kernsolve-output")
+    proc = run_example(script, args + ["--out-dir", str(tmp_path / "mine" / "run1")],
+                       cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"{stem}.csv" in os.listdir(tmp_path / "mine" / "run1")
+    # the examples folder itself is refused, before any work
+    proc = run_example(script, args + ["--out-dir", EXAMPLES], cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines()[-1].endswith(
+        f"error: --out-dir {EXAMPLES}: that is the examples folder, whose files are tracked; "
+        "give another folder")
+    assert snapshot() == before
+
+
+def test_default_output_folder_is_ignored_by_git(tmp_path):
+    if shutil.which("git") is None or not os.path.isdir(os.path.join(ROOT, ".git")) and \
+            not os.path.isfile(os.path.join(ROOT, ".git")):
+        pytest.skip("not a git checkout")
+    for where in ("kernsolve-output/x.png", "examples/kernsolve-output/x.csv"):
+        proc = subprocess.run(["git", "check-ignore", "-q", where], cwd=ROOT)
+        assert proc.returncode == 0, f"{where} is not ignored by .gitignore"
+
+
+def test_every_writing_example_takes_out_dir():
+    # a script that opens files for writing or saves figures has --out-dir
+    for path in glob.glob(os.path.join(EXAMPLES, "*.py")):
+        text = open(path, encoding="utf-8").read()
+        writes = "savefig(" in text or ', "w"' in text or "save_model(" in text
+        if writes:
+            assert "_output.add_argument" in text, f"{path} writes files without --out-dir"
