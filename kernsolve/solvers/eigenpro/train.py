@@ -431,7 +431,7 @@ def train_eigenpro(y, X, param, n_jobs=None, sample_weight=None, callback=None):
     Xc = check_X(X, n_rows=y.shape[0])
     n = y.shape[0]
     opts = eigenpro_options(param, n)
-    gamma = param.resolved_gamma(Xc.shape[1])
+    gamma = param.resolved_gamma(Xc.shape[1], Xc)
     if n_jobs is None:
         n_jobs = param.n_jobs
     if s == C_SVC:
