@@ -168,3 +168,27 @@ def test_negative_degree_of_the_polynomial_kernel_is_refused_before_reading(tmp_
     np.testing.assert_array_equal(kernsolve.kernel_matrix(np.eye(2), kernel="rbf", degree=-1,
                                                           gamma=0.5),
                                   kernsolve.kernel_matrix(np.eye(2), kernel="rbf", gamma=0.5))
+
+
+# ------------------------------------------------ kernsolve-scale range files
+
+@pytest.mark.parametrize("text,line,problem", [
+    ("x\n-1 1\n1 0 1\n99999999999999999999 0 1\n", 4,
+     "feature index 99999999999999999999 is too large: feature indices are 32-bit "
+     "integers, as in LIBSVM (at most 2147483647)"),
+    ("x\n-1 1\n2147483648 0 1\n", 3,
+     "feature index 2147483648 is too large: feature indices are 32-bit integers, as in "
+     "LIBSVM (at most 2147483647)"),
+    ("x\n-1 1\n1 nan 1\n", 3, "'nan' is not a finite number"),
+    ("x\n-1 1\n1 0 -inf\n", 3, "'-inf' is not a finite number"),
+    ("x\nnan 1\n1 0 1\n", 2, "'nan' is not a finite number"),
+    ("y\n0 1\n-1 NaN\nx\n-1 1\n1 0 1\n", 3, "'NaN' is not a finite number"),
+])
+def test_scale_range_file_with_a_huge_index_or_non_finite_bounds(tmp_path, heart_path,
+                                                                text, line, problem):
+    path = tmp_path / "range"
+    path.write_text(text)
+    code, out, err = run("scale", "-r", path, heart_path)
+    assert (code, out) == (1, "")
+    assert err == f"kernsolve-scale: {path}:{line}: failed to read scaling parameters: " \
+                  f"{problem}\n"
