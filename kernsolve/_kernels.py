@@ -95,7 +95,9 @@ def _csr_base(X, name):
     if not (np.issubdtype(X.dtype, np.floating) or np.issubdtype(X.dtype, np.integer)
             or X.dtype == np.bool_):
         raise ValueError(f"{name} must hold real numbers, got dtype {X.dtype}")
-    if X.shape[0] == 0 or X.shape[1] == 0:
+    # Rows without columns are LIBSVM's rows of labels and no features: all-zero
+    # vectors, which it trains on (a data file where no row has a feature).
+    if X.shape[0] == 0:
         raise ValueError(f"{name} is empty (shape {X.shape})")
     if not X.has_canonical_format:
         X = X.copy()
@@ -164,7 +166,7 @@ def as_canonical(X, name="X", renumber=False):
     Raises
     ------
     ValueError
-        On non-finite values, a shape that is not 2-D, an empty matrix, or
+        On non-finite values, a shape that is not 2-D, no rows, or
         2**31 or more columns (unless ``renumber``).
     """
     if sp.issparse(X):

@@ -192,3 +192,49 @@ def test_scale_range_file_with_a_huge_index_or_non_finite_bounds(tmp_path, heart
     assert (code, out) == (1, "")
     assert err == f"kernsolve-scale: {path}:{line}: failed to read scaling parameters: " \
                   f"{problem}\n"
+
+
+# ------------------------------------------------ rows with a label and no features
+
+NO_FEATURES = b"1\n-1\n1 \n-1\n1\n"
+
+
+@pytest.mark.parametrize("svm_type", [0, 2, 3])
+def test_rows_without_features_train_as_zero_vectors_as_libsvm(tmp_path, svm_type):
+    data = tmp_path / "labels-only"
+    data.write_bytes(NO_FEATURES)
+    code, _, err = run("train", "-q", "-s", svm_type, data, tmp_path / "ours")
+    assert code == 0, err
+    y, x = svmutil.svm_read_problem(str(data))
+    theirs = svmutil.svm_train(y, x, f"-s {svm_type} -q")
+    svmutil.svm_save_model(str(tmp_path / "theirs"), theirs)
+    assert (tmp_path / "ours").read_bytes() == (tmp_path / "theirs").read_bytes()
+    code, _, err = run("predict", data, tmp_path / "ours", tmp_path / "pred")
+    assert code == 0, err
+    assert [float(v) for v in (tmp_path / "pred").read_text().split()] == \
+        svmutil.svm_predict(y, x, theirs, "-q")[0]
+    Y, X = read_problem(data)
+    assert X.shape == (5, 0)
+    save_model(tmp_path / "api", train(Y, X, f"-q -s {svm_type}"))
+    assert (tmp_path / "api").read_bytes() == (tmp_path / "theirs").read_bytes()
+
+
+@pytest.mark.parametrize("name", [n for spec in REGISTRY for n in spec.names])
+def test_rows_without_features_for_every_solver(tmp_path, name):
+    """Each solver trains as on one all-zero column (or refuses in one line)."""
+    data = tmp_path / "labels-only"
+    data.write_bytes(NO_FEATURES)
+    y, X = read_problem(data)
+    zero_column = kernsolve.read_problem(io.BytesIO(b"1 1:0\n-1 1:0\n1 1:0\n-1 1:0\n1 1:0\n"))[1]
+    options = f"-q --solver {name} -g 1"
+    try:
+        expect = predict(None, X, train(y, zero_column, options, n_jobs=1), "-q")[0]
+    except ValueError as exc:       # SBP: ||w|| = 0 cannot be mapped to nu
+        code, _, err = run("train", *options.split(), data, tmp_path / "m")
+        assert code == 1 and err == f"kernsolve-train: {exc}\n"
+        return
+    code, _, err = run("train", *options.split(), data, tmp_path / "m")
+    assert code == 0, err
+    code, _, err = run("predict", data, tmp_path / "m", tmp_path / "pred")
+    assert code == 0, err
+    assert [float(v) for v in (tmp_path / "pred").read_text().split()] == expect.tolist()
