@@ -22,7 +22,11 @@ process is gone.
 
 **Compression** (:func:`compression`, :func:`open_read`, :func:`compressor`):
 a data file whose name ends in ``.gz``, ``.bz2``, ``.xz`` or ``.lzma`` is read
-and written through that codec, any other as plain bytes.
+and written through that codec, any other as plain bytes.  A compressed file
+that is corrupt or truncated raises ``DataFormatError`` naming the file
+(``data.gz: corrupt or truncated gzip data (...)``), whatever the codec's own
+exception (EOFError, zlib.error, LZMAError, OSError) and wherever the read
+happens.
 """
 import bz2
 import contextlib
@@ -32,6 +36,9 @@ import lzma
 import os
 import stat
 import tempfile
+import zlib
+
+from ._errors import DataFormatError
 
 __all__ = ["output_file", "check_output_path", "umask", "compression", "open_read",
            "compressor"]
@@ -165,16 +172,71 @@ def compression(path):
     return _COMPRESSED.get(os.path.splitext(path)[1].lower())
 
 
+_CODEC_NAMES = {"gz": "gzip", "bz2": "bzip2", "xz": "xz"}
+
+
 def open_read(path):
-    """``path`` opened for reading bytes, decompressed by its extension."""
+    """``path`` opened for reading bytes, decompressed by its extension
+    (a corrupt or truncated stream raises ``DataFormatError`` naming ``path``)."""
     kind = compression(path)
     if kind == "gz":
-        return gzip.open(path, "rb")
+        return _Decompressed(gzip.open(path, "rb"), path, kind)
     if kind == "bz2":
-        return bz2.open(path, "rb")
+        return _Decompressed(bz2.open(path, "rb"), path, kind)
     if kind == "xz":
-        return lzma.open(path, "rb")
+        return _Decompressed(lzma.open(path, "rb"), path, kind)
     return open(path, "rb", buffering=0)
+
+
+class _Decompressed:
+    """A decompressing reader whose codec errors are ``DataFormatError``s
+    naming the file (the codecs raise EOFError, zlib.error, LZMAError or an
+    OSError without errno; a real I/O error keeps its errno and passes)."""
+
+    def __init__(self, f, path, kind):
+        self._f, self.name, self._codec = f, path, _CODEC_NAMES[kind]
+
+    @contextlib.contextmanager
+    def _checked(self):
+        try:
+            yield
+        except (EOFError, zlib.error, lzma.LZMAError) as exc:
+            raise self._error(exc) from None
+        except OSError as exc:
+            if exc.errno is not None:
+                raise
+            raise self._error(exc) from None
+
+    def _error(self, exc):
+        return DataFormatError(f"{self.name}: corrupt or truncated {self._codec} data "
+                               f"({str(exc) or type(exc).__name__})")
+
+    def read(self, size=-1):
+        with self._checked():
+            return self._f.read(size)
+
+    def readinto(self, view):
+        with self._checked():
+            return self._f.readinto(view)
+
+    def seek(self, offset, whence=0):
+        with self._checked():
+            return self._f.seek(offset, whence)
+
+    def seekable(self):
+        return self._f.seekable()
+
+    def fileno(self):
+        return self._f.fileno()
+
+    def close(self):
+        self._f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def compressor(raw, path):

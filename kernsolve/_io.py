@@ -8,6 +8,7 @@ data files (plain, ``.gz``, ``.bz2``, ``.xz``: the codec is chosen by
 import io
 import numbers
 import os
+import stat
 
 import numpy as np
 import scipy.sparse as sp
@@ -167,13 +168,15 @@ class _Source:
         return lines
 
     def size_hint(self):
-        """Bytes in a plain file (None for compressed files and streams)."""
+        """Bytes in a plain regular file (None for compressed files, pipes, FIFOs,
+        devices and file objects, whose size is not known in advance)."""
         if self.path is None or compression(self.path) is not None:
             return None
         try:
-            return os.fstat(self.f.fileno()).st_size
+            st = os.fstat(self.f.fileno())
         except (OSError, AttributeError, ValueError):
             return None
+        return st.st_size if stat.S_ISREG(st.st_mode) else None
 
     def count_lines(self, stop):
         """Newlines in bytes ``[0, stop)`` by re-reading; None if impossible."""

@@ -11,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import ThreadpoolController
 
-from ._constants import KERNEL_CODES, KERNEL_NAMES, LAPLACIAN, PRECOMPUTED
+from ._constants import KERNEL_CODES, KERNEL_NAMES, LAPLACIAN, POLY, PRECOMPUTED
 from ._core import _kernel, _matrix
 from ._threads import resolve_n_jobs
 
@@ -49,8 +49,11 @@ def kernel_code(kernel, allow_precomputed=True):
     return int(code)
 
 
-def check_kernel_params(gamma, degree, coef0, n_features):
+def check_kernel_params(gamma, degree, coef0, n_features, kernel_type=POLY):
     """Validate gamma, degree, coef0 (gamma None means 1/n_features, as LIBSVM).
+
+    The degree must be an integer; it must be >= 0 for the polynomial kernel,
+    the only one that uses it (LIBSVM's svm-train takes ``-t 2 -d -1``).
 
     Returns
     -------
@@ -72,9 +75,9 @@ def check_kernel_params(gamma, degree, coef0, n_features):
         else:
             raise ValueError(f"degree must be an integer, got {degree!r}")
     degree = int(degree)
-    if degree < 0:
+    if kernel_type == POLY and degree < 0:
         raise ValueError(f"degree must be >= 0, got {degree}")
-    if degree > _INT32_MAX:
+    if abs(degree) > _INT32_MAX:
         raise ValueError(f"degree is too large: {degree}")
     if isinstance(coef0, bool) or not isinstance(coef0, numbers.Real):
         raise ValueError(f"coef0 must be a real number, got {coef0!r}")
@@ -92,7 +95,9 @@ def _csr_base(X, name):
     if not (np.issubdtype(X.dtype, np.floating) or np.issubdtype(X.dtype, np.integer)
             or X.dtype == np.bool_):
         raise ValueError(f"{name} must hold real numbers, got dtype {X.dtype}")
-    if X.shape[0] == 0 or X.shape[1] == 0:
+    # Rows without columns are LIBSVM's rows of labels and no features: all-zero
+    # vectors, which it trains on (a data file where no row has a feature).
+    if X.shape[0] == 0:
         raise ValueError(f"{name} is empty (shape {X.shape})")
     if not X.has_canonical_format:
         X = X.copy()
@@ -161,7 +166,7 @@ def as_canonical(X, name="X", renumber=False):
     Raises
     ------
     ValueError
-        On non-finite values, a shape that is not 2-D, an empty matrix, or
+        On non-finite values, a shape that is not 2-D, no rows, or
         2**31 or more columns (unless ``renumber``).
     """
     if sp.issparse(X):
@@ -264,7 +269,7 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=0.0,
     code = kernel_code(kernel, allow_precomputed=False)
     n_threads = resolve_n_jobs(n_jobs)
     Xc, Yc, n_features = _canonical_pair(X, Y)
-    gamma, degree, coef0 = check_kernel_params(gamma, degree, coef0, n_features)
+    gamma, degree, coef0 = check_kernel_params(gamma, degree, coef0, n_features, code)
     # Dense inner products go through BLAS dgemm on fixed tiles, each call
     # single-threaded (our threads run the tiles), so the bits do not depend
     # on n_jobs; the Laplacian kernel and truly sparse data use the core's
@@ -333,7 +338,7 @@ def kernel_rows(X, kernel="rbf", gamma=None, degree=3, coef0=0.0, cache_mb=100.0
         if Xc.shape[0] != Xc.shape[1]:
             raise ValueError(f"a precomputed kernel must be square, got shape {Xc.shape}")
     width = X.shape[1] if sp.issparse(X) else Xc.shape[1]
-    gamma, degree, coef0 = check_kernel_params(gamma, degree, coef0, width)
+    gamma, degree, coef0 = check_kernel_params(gamma, degree, coef0, width, code)
     if isinstance(cache_mb, bool) or not isinstance(cache_mb, numbers.Real) \
             or not np.isfinite(cache_mb) or cache_mb < 0:
         raise ValueError(f"cache size must be a finite number of MB >= 0, got {cache_mb!r}")

@@ -175,8 +175,10 @@ def _check_model(model):
             raise ValueError(f"model: {name} has {np.asarray(arr).size} values, expected {want}")
         if arr is not None and not np.all(np.isfinite(np.asarray(arr, dtype=np.float64))):
             raise ValueError(f"model: {name} has non-finite values")
-    if not (np.all(np.isfinite(coef)) and np.all(np.isfinite(rho))):
-        raise ValueError("model: dual_coef or rho has non-finite values")
+    # rho may be infinite, as LIBSVM trains and writes it: a one-class SVM with
+    # -n 1 has every coefficient at its bound and rho = inf (predicts -1)
+    if not (np.all(np.isfinite(coef)) and not np.any(np.isnan(rho))):
+        raise ValueError("model: dual_coef has non-finite values or rho is NaN")
     if classification and not np.all(np.isfinite(np.asarray(model.labels, dtype=np.float64))):
         raise ValueError("model: labels must be finite numbers")
     for name in ("gamma", "coef0"):
@@ -401,14 +403,14 @@ def load_model(path):
         fail(where["total_sv"], f"total_sv must be >= 0, got {l}")
     n_pairs = nr_class * (nr_class - 1) // 2
 
-    def floats(key, count):
+    def floats(key, count, infinite=False):
         vals = need(key)
         if len(vals) != count:
             fail(where[key], f"{key} needs {count} values, got {len(vals)}")
-        return np.array([parse_float(fail, where[key], v, key) for v in vals],
+        return np.array([parse_float(fail, where[key], v, key, infinite) for v in vals],
                         dtype=np.float64)
 
-    rho = floats("rho", n_pairs)
+    rho = floats("rho", n_pairs, infinite=True)     # LIBSVM writes "rho inf" (-s 2 -n 1)
     labels = np.empty(0, dtype=np.float64)
     n_support = np.empty(0, dtype=np.int64)
     if classification:

@@ -13,7 +13,11 @@ file format and their prediction, and derive from :class:`ModelKind`:
   (``kernsolve._model.MODEL_KINDS``);
 * ``kernsolve.predict`` and ``decision_function`` call ``predict_arrays`` and
   ``decision_function``; ``predict`` reports accuracy or regression errors by
-  ``is_regression``, as LIBSVM's svm-predict does.
+  ``is_regression``, as LIBSVM's svm-predict does;
+* cross-validation and grid search (``kernsolve.model_selection``) train and
+  predict through ``kernsolve.train`` and ``kernsolve.predict`` and read the
+  model's size from ``n_sv`` and its training statistics from ``stats``, the
+  two attributes every model (LIBSVM's :class:`~kernsolve.Model` too) has.
 """
 from abc import ABC, abstractmethod
 
@@ -51,6 +55,13 @@ class ModelKind(ABC):
         """(labels, values) for ``kernsolve.predict``: the predicted labels (or
         values) and the decision values, or with ``probability`` the class
         probabilities (ValueError if the model has none)."""
+
+    @property
+    @abstractmethod
+    def n_sv(self):
+        """The training rows the model keeps (support vectors, kernel centres),
+        as :attr:`kernsolve.Model.n_sv`; 0 for a model linear in random
+        features, which keeps none."""
 
     @property
     @abstractmethod

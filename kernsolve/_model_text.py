@@ -114,8 +114,15 @@ _FLOAT_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
 _INT_RE = re.compile(r"[+-]?\d+\Z")
 
 
-def parse_float(fail, lineno, text, what):
-    """``text`` as a finite float, or ``fail(lineno, ...)`` naming ``what``."""
+def parse_float(fail, lineno, text, what, infinite=False):
+    """``text`` as a finite float, or ``fail(lineno, ...)`` naming ``what``.
+
+    ``infinite``: ``inf`` and ``-inf`` are values too (never ``nan``), for
+    the one field LIBSVM can write them in: rho of a one-class SVM with
+    ``-n 1``, whose every coefficient is at its bound (``rho inf``).
+    """
+    if infinite and text.lower().lstrip("+-") in ("inf", "infinity"):
+        return float(text)
     if not _FLOAT_RE.match(text):
         low = text.lower().lstrip("+-")
         if low in ("inf", "infinity", "nan"):

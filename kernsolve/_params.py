@@ -16,8 +16,8 @@ import re
 import shlex
 from dataclasses import dataclass, field, fields, replace
 
-from ._constants import (C_TYPES, EPSILON_SVR, GAMMA_KERNELS, KERNEL_NAMES, NU_TYPES, POLY,
-                         SVM_TYPE_NAMES)
+from ._constants import (C_TYPES, EPSILON_SVR, GAMMA_KERNELS, KERNEL_NAMES, LAPLACIAN, NU_TYPES,
+                         POLY, RBF, SVM_TYPE_NAMES)
 from ._threads import check_n_jobs
 from ._validation import resolve_gamma
 from .solvers import DEFAULT_SOLVER, median_gamma_solvers, option_names, solver_names, spec_for
@@ -154,9 +154,12 @@ class Parameters:
         """LIBSVM's name of the kernel (``"rbf"``, ...), as in model files."""
         return KERNELS[self.kernel_type]
 
-    def resolved_gamma(self, n_features):
-        """gamma, or LIBSVM's default 1/n_features when it is None or 0 (0 if no features)."""
-        return resolve_gamma(self.gamma, n_features)
+    def resolved_gamma(self, n_features, X=None):
+        """gamma; LIBSVM's default 1/n_features when it is None or 0 (0 if no
+        features); for ``median`` the median trick on the rows of ``X``
+        (:func:`kernsolve._validation.resolve_gamma`, this kernel and seed)."""
+        return resolve_gamma(self.gamma, n_features, X, kernel_type=self.kernel_type,
+                             seed=self.seed)
 
     def copy(self, **changes):
         """A copy (dicts copied too) with some fields changed."""
@@ -639,6 +642,9 @@ def _check(param, n_features=None):
         if param.solver not in median_gamma_solvers():
             raise ValueError(f"-g median: the median trick is available to the solvers "
                              f"{', '.join(median_gamma_solvers())}, not {param.solver!r}")
+        if t not in (RBF, LAPLACIAN):
+            raise ValueError(f"-g median: the median trick sets gamma for the rbf and "
+                             f"laplacian kernels (-t 2, -t 5), not for -t {t} ({KERNELS[t]})")
     elif param.gamma is not None:
         gamma = num("gamma")
         if t in GAMMA_KERNELS and gamma < 0:

@@ -10,7 +10,9 @@ One owner for each check that several layers need:
 * :func:`check_sample_weight`;
 * :func:`group_classes` -- LIBSVM's ``svm_group_classes`` (label order by
   first appearance with its -1/+1 swap), the one grouping every solver uses;
-* :func:`resolve_gamma` -- LIBSVM's "gamma None or 0 means 1/n_features";
+* :func:`resolve_gamma` -- the gamma a model is trained with, for every
+  solver: LIBSVM's "gamma None or 0 means 1/n_features", and ``-g median``
+  (the median trick, :func:`kernsolve._features.median_gamma`);
 * :func:`seed_of` -- scikit-learn's ``random_state`` as kernsolve's seed.
 
 The estimators speak scikit-learn's wording and the LIBSVM-style functions
@@ -24,7 +26,8 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from ._constants import CLASSIFICATION
+from ._constants import CLASSIFICATION, RBF
+from ._features import median_gamma
 from ._kernels import as_canonical
 
 __all__ = ["DataConversionWarning", "check_X", "check_targets", "check_sample_weight",
@@ -298,13 +301,21 @@ def class_index(y):
     return labels, index
 
 
-def resolve_gamma(gamma, n_features):
-    """The gamma a model is trained with: LIBSVM's rule, None or 0 means
-    1/n_features (0 when there are no features); other values as given.
+def resolve_gamma(gamma, n_features, X=None, *, kernel_type=RBF, seed=0):
+    """The gamma a model is trained with (every solver resolves it here).
+
+    ``"median"``: the median trick on a seeded sample of the rows of ``X``
+    (:func:`kernsolve._features.median_gamma` for ``kernel_type``, rbf or
+    laplacian, with ``seed``).  None or 0: LIBSVM's 1/n_features (0 when
+    there are no features).  Other values as given.
 
     (``kernel_matrix`` is a kernel function, not a training option: there
     gamma=0 is the constant kernel and only None means 1/n_features.)
     """
+    if isinstance(gamma, str) and gamma == "median":
+        if X is None:
+            raise ValueError("-g median: the median trick needs the training data")
+        return median_gamma(X, kernel=int(kernel_type), seed=seed)
     if gamma is None or gamma == 0:
         return 1.0 / n_features if n_features and n_features > 0 else 0.0
     return float(gamma)

@@ -281,7 +281,10 @@ def test_save_rejects_inconsistent_models(tmp_path):
         (dict(param=Parameters(kernel_type=2)), "gamma is None"),
         (dict(prob_a=np.ones(3)), "prob_a has 3 values"),
         (dict(prob_a=np.array([np.nan]), prob_b=np.ones(1)), "prob_a has non-finite values"),
-        (dict(rho=np.array([np.inf])), "dual_coef or rho has non-finite values"),
+        # rho = inf is LIBSVM's one-class -n 1 model and is written (test_unclear_errors.py)
+        (dict(rho=np.array([np.nan])), "dual_coef has non-finite values or rho is NaN"),
+        (dict(dual_coef=np.array([[np.inf, -1.0]])),
+         "dual_coef has non-finite values or rho is NaN"),
         (dict(labels=np.array([1.0, np.nan])), "labels must be finite"),
         (dict(support_vectors=np.array([[np.nan, 0], [0, 1]])), "support vector 1 has non-finite"),
     ]

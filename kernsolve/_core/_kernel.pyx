@@ -53,7 +53,7 @@ cdef class KernelRows:
                              f"{sorted(KERNEL_NAMES)}")
         if not (gamma >= 0.0 and gamma < float("inf")):
             raise ValueError(f"gamma must be a finite number >= 0, got {gamma}")
-        if degree < 0:
+        if kernel_type == POLY and degree < 0:      # only the polynomial kernel uses it
             raise ValueError(f"degree must be >= 0, got {degree}")
         if not (coef0 == coef0) or abs(coef0) == float("inf"):
             raise ValueError(f"coef0 must be finite, got {coef0}")

@@ -5,7 +5,9 @@ Every user error ends the same way: one line ``prog: what is wrong`` on stderr
 status 1. Ctrl-C exits with 130. No traceback reaches the user unless
 ``KERNSOLVE_DEBUG_CLI=1`` is set in the environment (for reporting a bug).
 """
+import errno
 import os
+import stat
 import sys
 import warnings
 
@@ -18,6 +20,9 @@ from .._progress import clear_active
 
 EXIT_USER_ERROR = 1
 EXIT_INTERRUPTED = 130
+
+#: A data-file argument that means "read the data from stdin" (``cat data | kernsolve-train - m``).
+STDIN = "-"
 
 
 class UsageError(Exception):
@@ -226,14 +231,30 @@ def check_output_path(path):
 
 
 def check_input_path(path, what="input file"):
-    """Fail with ``can't open input file NAME: reason`` if ``path`` is not readable."""
+    """Fail with ``can't open input file NAME: reason`` if ``path`` is not readable.
+
+    Looks without reading: a regular file is opened and closed at once, but a
+    FIFO, a pipe (``/dev/stdin``, ``<(...)``) or a device is only looked up,
+    since opening and closing a FIFO would take the one reader its writer
+    waits for, and the real read would then wait forever.  ``-`` (stdin) is
+    always there.
+    """
+    if path == STDIN:
+        return
     try:
-        with open(path, "rb"):
-            pass
+        st = os.stat(path)
     except OSError as exc:
         raise CommandError(f"can't open {what} {path}: {exc.strerror or exc}") from None
-    if os.path.isdir(path):
+    if stat.S_ISDIR(st.st_mode):
         raise CommandError(f"can't open {what} {path}: Is a directory")
+    if stat.S_ISREG(st.st_mode):
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as exc:
+            raise CommandError(f"can't open {what} {path}: {exc.strerror or exc}") from None
+    elif not os.access(path, os.R_OK):
+        raise CommandError(f"can't open {what} {path}: {os.strerror(errno.EACCES)}")
 
 
 def read_data(path, precomputed=False):
@@ -241,10 +262,12 @@ def read_data(path, precomputed=False):
 
     LIBSVM files are 1-based; only a precomputed kernel (``-t 4``) has the
     index 0 (the serial number), so only then may indices start at 0.
+    ``-`` reads stdin (errors then name ``<stdin>``).
     """
     check_input_path(path)
+    source = sys.stdin.buffer if path == STDIN else path
     try:
-        return read_problem(path, zero_based="auto" if precomputed else False,
+        return read_problem(source, zero_based="auto" if precomputed else False,
                             for_training=True)
     except DataFormatError as exc:
         msg = str(exc)

@@ -7,6 +7,7 @@ The output goes to stdout exactly as svm-scale writes it: the target with
 value is non-zero (zeros that scale to a non-zero value become explicit, as in
 svm-scale), each followed by a space. Features with min == max are dropped.
 """
+import math
 import os
 import sys
 
@@ -14,6 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._fileutil import output_file
+from .._model_text import MAX_INDEX
 from ._common import (CommandError, UsageError, check_input_path,
                       parse_float, read_data, run, split_options)
 
@@ -82,8 +84,14 @@ def read_range_file(path):
             values = [float(v) for v in fields]
         except ValueError:
             raise bad(f"expected {count} numbers, found {lines[pos]!r}") from None
+        finite(fields, values)
         pos += 1
         return values
+
+    def finite(fields, values):
+        for text, v in zip(fields, values):
+            if not math.isfinite(v):
+                raise bad(f"{text[:40]!r} is not a finite number")
 
     result = RangeFile()
     while pos < len(lines) and not lines[pos].strip():
@@ -111,6 +119,10 @@ def read_range_file(path):
                 raise bad(f"expected 'index min max', found {lines[pos]!r}") from None
             if index < 1:
                 raise bad(f"feature index {index} is smaller than 1")
+            if index > MAX_INDEX:
+                raise bad(f"feature index {fields[0][:40]} is too large: feature indices "
+                          f"are 32-bit integers, as in LIBSVM (at most {MAX_INDEX})")
+            finite(fields[1:], (fmin, fmax))
             result.features[index] = (fmin, fmax)
             pos += 1
     elif pos < len(lines):

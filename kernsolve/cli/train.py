@@ -12,9 +12,9 @@ import textwrap
 import numpy as np
 
 from .._constants import PRECOMPUTED, REGRESSION
-from ._common import (CommandError, UsageError, c_divide, check_input_path, check_output_path,
-                      parse_float, parse_int, read_data, regression_summary, run,
-                      split_options)
+from ._common import (STDIN, CommandError, UsageError, c_divide, check_input_path,
+                      check_output_path, parse_float, parse_int, read_data,
+                      regression_summary, run, split_options)
 from .. import _api
 from .._model import save_model
 from .._params import FLAGS, parse_options
@@ -253,6 +253,11 @@ def main(argv):
         raise UsageError(f"unexpected arguments after the model file: "
                          f"{' '.join(positional[2:])}")
     data_path = positional[0]
+    if data_path == STDIN and chunk_mb is not None:
+        raise UsageError("--stream reads the training file once per pass; it cannot "
+                         "read stdin ('-')")
+    if data_path == STDIN and len(positional) < 2 and not params.n_folds:
+        raise UsageError("the training set comes from stdin ('-'): give the model file name")
     model_path = positional[1] if len(positional) > 1 else default_model_path(data_path)
 
     check_input_path(data_path)

@@ -240,7 +240,7 @@ def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, n_
         stats = model.stats
         return {"pred": np.asarray(pred, dtype=np.float64),
                 "seconds": time.perf_counter() - t0,
-                "n_SV": int(stats.get("n_SV", model.support_vectors.shape[0])),
+                "n_SV": model.n_sv,
                 "n_iter": int(stats.get("n_iter", 0)),
                 "n_threads": n_threads, "error": None}
     except Exception as exc:  # reported by the caller, with the fold named

@@ -83,6 +83,11 @@ class DSGModel(ModelKind):
     def n_random_features(self):
         return self.coef.shape[0] * self.coef.shape[1]
 
+    @property
+    def n_sv(self):
+        """0: a DSG model is linear in its random features and keeps no training row."""
+        return 0
+
     def __repr__(self):
         return (f"DSGModel(solver={self.solver}, loss={self.loss}, "
                 f"kernel={KERNEL_NAMES[self.kernel_type]}, "

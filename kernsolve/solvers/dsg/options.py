@@ -8,10 +8,9 @@ kernel, ...; the command line calls it before reading a file);
 :func:`hyperparameters` resolves the rest once the number of rows and
 features and gamma are known.
 """
-from ..._constants import C_SVC, EPSILON_SVR, FOURIER_KERNELS, KERNEL_NAMES, ONE_CLASS
-from ..._features import _feature_kernel, _check_gamma, median_gamma
+from ..._constants import C_SVC, EPSILON_SVR, FOURIER_KERNELS, ONE_CLASS
+from ..._features import _feature_kernel, _check_gamma
 from ..._random import _uint64
-from ..._validation import resolve_gamma as _libsvm_gamma
 
 __all__ = ["LOSSES", "CLASSIFICATION_LOSSES", "REGRESSION_LOSSES", "check_parameters",
            "hyperparameters", "resolve_gamma"]
@@ -111,11 +110,8 @@ def hyperparameters(param, n_samples, n_features, loss, gamma):
 
 
 def resolve_gamma(param, X):
-    """-g value, ``median`` (the median trick on a seeded sample) or LIBSVM's
-    default 1/num_features."""
-    g = param.gamma
-    if isinstance(g, str):
-        return median_gamma(X, kernel=KERNEL_NAMES[param.kernel_type], seed=param.seed)
-    if g is None or g == 0:
-        return _libsvm_gamma(g, X.shape[1])     # 1/num_features
-    return _check_gamma(g)
+    """gamma of the features: :meth:`Parameters.resolved_gamma`, the rule of
+    every solver (``-g`` value, ``median``, or LIBSVM's 1/num_features); a
+    value given must be > 0 (random features have no constant kernel)."""
+    gamma = param.resolved_gamma(X.shape[1], X)
+    return gamma if param.gamma is None or param.gamma == 0 else _check_gamma(gamma)

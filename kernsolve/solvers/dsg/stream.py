@@ -3,6 +3,7 @@
 The data never has to be in memory at once: each window is read, visited
 once by the :class:`~kernsolve.solvers.dsg.trainer.DSGTrainer`, and dropped.
 """
+import errno
 import math
 import os
 
@@ -21,7 +22,14 @@ __all__ = ["train_file"]
 
 def _stream_size(path):
     """Bytes of the data stream: the file size, or for a compressed file the
-    decompressed size (byte windows are positions in the decompressed data)."""
+    decompressed size (byte windows are positions in the decompressed data).
+    The file is read once per pass, so it must be a regular file."""
+    if not os.path.isfile(path):
+        if not os.path.exists(path):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+        raise ValueError(f"{path}: training in byte windows (--stream) reads the file "
+                         f"once per pass, but a FIFO, pipe or device can be read only "
+                         f"once: train without --stream, or save the data to a file")
     if compression(path) is None:
         return os.path.getsize(path)
     size = 0

@@ -15,6 +15,9 @@ data in memory; the package is cut along its seams:
 """
 import time
 
+import numpy as np
+import scipy.sparse as sp
+
 from .options import _loss, _task, check_parameters, hyperparameters, resolve_gamma
 from .targets import Targets
 from .trainer import DSGTrainer, _info
@@ -40,6 +43,10 @@ def train(y, X, options="", n_jobs=None):
     check_parameters(param)
     y = check_targets(y, C_SVC if _task(param) == "classification" else EPSILON_SVR)
     X = check_X(X, n_rows=y.shape[0])
+    if X.shape[1] == 0:
+        # rows without features (all-zero vectors): one zero column, the width
+        # --stream gives them too (a model has at least one input feature)
+        X = sp.csr_matrix((X.shape[0], 1), dtype=np.float64)
     targets = Targets.from_data(_task(param), None, y)
     loss = _loss(param, 0 if targets.labels is None else targets.labels.size)
     targets.loss = loss

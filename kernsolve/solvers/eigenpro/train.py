@@ -270,7 +270,8 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
     _check_kernel(int(kernel_type), float(coef0))
     if _kernel is None:
         kern = KernelBlocks(X, kernel_type, 0.0, degree, coef0, n_threads)
-        gamma, degree, coef0 = check_kernel_params(gamma, degree, coef0, kern.X.shape[1])
+        gamma, degree, coef0 = check_kernel_params(gamma, degree, coef0, kern.X.shape[1],
+                                                   int(kernel_type))
         kern.gamma, kern.degree, kern.coef0 = gamma, degree, coef0
     else:
         kern = _kernel
@@ -383,7 +384,8 @@ def exact_kernel_ridge(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, 
         raise ValueError(f"lam must be a finite number >= 0, got {lam!r}")
     kern = KernelBlocks(X, kernel_type, 0.0, degree, coef0, resolve_n_jobs(n_jobs))
     kern.gamma, kern.degree, kern.coef0 = check_kernel_params(gamma, degree, coef0,
-                                                              kern.X.shape[1])
+                                                              kern.X.shape[1],
+                                                              int(kernel_type))
     n = kern.n_rows
     K = kern.block(kern.X, kern.X)
     K[np.diag_indices(n)] += n * lam
@@ -431,7 +433,7 @@ def train_eigenpro(y, X, param, n_jobs=None, sample_weight=None, callback=None):
     Xc = check_X(X, n_rows=y.shape[0])
     n = y.shape[0]
     opts = eigenpro_options(param, n)
-    gamma = param.resolved_gamma(Xc.shape[1])
+    gamma = param.resolved_gamma(Xc.shape[1], Xc)
     if n_jobs is None:
         n_jobs = param.n_jobs
     if s == C_SVC:

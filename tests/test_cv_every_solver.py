@@ -1,0 +1,104 @@
+"""Cross-validation and grid search for every solver of the registry (issue 15, item 3).
+
+``kernsolve-train --solver dsg -v 5`` failed with "'DSGModel' object has no
+attribute 'support_vectors'": the folds read LIBSVM's model layout.  They now
+go through what every model kind provides (``kernsolve._model_kind.ModelKind``:
+``n_sv``, ``stats``, prediction by ``kernsolve.predict``).  The oracle of every
+test is the plain loop: train on the other folds, predict the held-out fold.
+"""
+import contextlib
+import io
+import lzma
+
+import numpy as np
+import pytest
+
+import kernsolve
+from kernsolve import cross_validation, grid_search, predict, read_problem, train
+from kernsolve.model_selection.cv import make_folds, train_rows
+from kernsolve.solvers import REGISTRY
+
+from test_cv import hand_loop
+
+# every --solver name with every SVM type its family trains
+SOLVER_TYPES = [(name, s) for spec in REGISTRY for name in spec.names
+                for s in sorted(spec.svm_types)]
+SOLVERS = [name for spec in REGISTRY for name in spec.names]
+N_FOLDS = 3
+
+
+@pytest.fixture(scope="module")
+def heart():
+    return read_problem(kernsolve.dataset_path("heart_scale"))
+
+
+@pytest.fixture(scope="module")
+def heart_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("data") / "heart"
+    with lzma.open(kernsolve.dataset_path("heart_scale"), "rb") as f:
+        path.write_bytes(f.read())
+    return path
+
+
+def _options(name, svm_type):
+    return f"-q -s {svm_type} --solver {name}"
+
+
+def _stratified(svm_type):
+    return svm_type in (0, 1)
+
+
+@pytest.mark.parametrize("name,svm_type", SOLVER_TYPES)
+def test_cross_validation_equals_the_hand_loop_for_every_solver(heart, name, svm_type):
+    y, X = heart
+    options = _options(name, svm_type)
+    r = cross_validation(y, X, options, n_folds=N_FOLDS, n_jobs=2)
+    folds = make_folds(y, N_FOLDS, 0, stratified=_stratified(svm_type))
+    assert [f.tolist() for f in r.folds] == [f.tolist() for f in folds]
+    target = hand_loop(y, X, folds, options)
+    np.testing.assert_array_equal(r.target, target)
+    for i, test in enumerate(folds):
+        fold = r.fold_results[i]
+        assert fold["accuracy"] == 100.0 * np.mean(target[test] == y[test])
+        model = train(y[train_rows(folds, i)], X[train_rows(folds, i)], options, n_jobs=1)
+        assert fold["n_SV"] == model.n_sv
+    assert r.accuracy == 100.0 * np.mean(target == y)
+
+
+@pytest.mark.parametrize("name", SOLVERS)
+def test_cli_v_prints_the_api_accuracy_for_every_solver(heart, heart_file, name):
+    from kernsolve.cli import train as cli_train
+    y, X = heart
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli_train.cli(["--solver", name, "-v", str(N_FOLDS), "-q", str(heart_file)])
+    assert code == 0, err.getvalue()
+    api = cross_validation(y, X, _options(name, 0), n_folds=N_FOLDS)
+    assert out.getvalue() == "Cross Validation Accuracy = %g%%\n" % api.accuracy
+
+
+@pytest.mark.parametrize("name", SOLVERS)
+def test_grid_search_rates_equal_the_hand_loop_for_every_solver(heart, name):
+    y, X = heart
+    grid = {"c": [1.0, 4.0]}
+    r = grid_search(y, X, _options(name, 0), grid=grid, n_folds=N_FOLDS, n_jobs=2)
+    folds = make_folds(y, N_FOLDS, 0)
+    for cell in r.cells:
+        target = hand_loop(y, X, folds, _options(name, 0) + f" -c {cell['params']['c']!r}")
+        assert cell["rate"] == 100.0 * np.mean(target == y)
+    assert r.best_rate == max(cell["rate"] for cell in r.cells)
+
+
+def test_kernsolve_grid_runs_dsg(heart, heart_file, tmp_path, monkeypatch):
+    from kernsolve.cli import grid as cli_grid
+    y, X = heart
+    monkeypatch.chdir(tmp_path)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli_grid.cli(["-log2c", "0,2,2", "-log2g", "-3,-3,1", "-v", str(N_FOLDS),
+                             "-png", "null", "-out", "null", "--solver", "udsg", "-q",
+                             str(heart_file)])
+    assert code == 0, err.getvalue()
+    api = grid_search(y, X, "-q --solver udsg", grid={"c": [1.0, 4.0], "g": [0.125]},
+                      n_folds=N_FOLDS)
+    assert out.getvalue() == f"{api.best_params['c']} {api.best_params['g']} {api.best_rate}\n"
