@@ -18,8 +18,20 @@ from ..._model_kind import ModelKind
 from ..._model_text import MAX_INDEX, ModelHeader, parse_floats
 from ..._predict import _prepare_X
 from ..._threads import resolve_n_jobs
+from ..._validation import check_allocation
 
-__all__ = ["DSGModel"]
+__all__ = ["DSGModel", "check_directions"]
+
+
+def check_directions(n_features, block_size, blocks, what):
+    """DSG draws each block's directions densely, ``(n_features + 1) * block_size``
+    doubles whatever the data hold: refuse (naming the size) before ``blocks``
+    of them are allocated if that is more than kernsolve allows itself."""
+    check_allocation(8 * blocks * (n_features + 1) * block_size,
+                     f"{what}: the random directions, {n_features} x {block_size} "
+                     f"numbers per block,",
+                     "DSG draws a direction for every feature index up to the largest: "
+                     "renumber the features densely, or use a smaller --block-size")
 
 
 class DSGModel(ModelKind):
@@ -112,6 +124,8 @@ class DSGModel(ModelKind):
 
     def decision_function(self, X, n_jobs=None):
         """f(x): shape (n_samples, n_outputs)."""
+        check_directions(self.n_features, self.block_size, 1,
+                         f"predicting with this DSG model ({self.n_features} features)")
         X = self._check_X(X)
         values = _c.decision_function(X, self.coef, self.intercept,
                                       _feature_kernel(self.kernel_type), self.gamma,

@@ -148,6 +148,8 @@ def decision_values(X, model, n_jobs=None):
                 out[start:start + rows] = Z @ coef
         return out
     C = model.centres
+    if C.shape[0] == 0:             # trained on one class: every output is 0
+        return np.zeros((Xc.shape[0], coef.shape[1]))
     width = max(Xc.shape[1], C.shape[1], 1)
     if Xc.shape[1] != width:
         Xc = _widen(Xc, width)
