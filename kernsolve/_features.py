@@ -9,6 +9,7 @@ predicts with them without ever storing them.  ``doc/dsg.md`` (section
 ``kernsolve/_core/_features.pxd``.
 """
 import numbers
+import sys
 
 import numpy as np
 import scipy.sparse as sp
@@ -39,6 +40,10 @@ def _feature_kernel(kernel):
                      f"kernels only (codes 2 and 5), got kernel {kernel!r}")
 
 
+# The largest gamma whose frequency scale sqrt(2 gamma) is finite.
+GAMMA_MAX = sys.float_info.max / 2
+
+
 def _check_gamma(gamma):
     if isinstance(gamma, (bool, np.bool_)) or not isinstance(gamma, numbers.Real):
         raise ValueError(f"gamma must be a real number > 0, got {gamma!r}; "
@@ -46,6 +51,9 @@ def _check_gamma(gamma):
     gamma = float(gamma)
     if not np.isfinite(gamma) or gamma <= 0:
         raise ValueError(f"gamma must be a finite number > 0, got {gamma!r}")
+    if gamma > GAMMA_MAX:
+        raise ValueError(f"gamma must be at most {GAMMA_MAX:.6g}, got {gamma!r}: the "
+                         "random features' frequency scale sqrt(2 gamma) overflows")
     return gamma
 
 

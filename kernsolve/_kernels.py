@@ -5,11 +5,13 @@ the row cache in ``_kernel.pyx``); this module turns user input into what they
 expect (dense C-order float64 or CSR with sorted int32 indices and int64 row
 pointers) and checks kernel parameters with one message style.
 """
+import contextlib
 import numbers
+import threading
 
 import numpy as np
 import scipy.sparse as sp
-from threadpoolctl import ThreadpoolController
+from threadpoolctl import OpenBLASController, ThreadpoolController
 
 from ._constants import KERNEL_CODES, KERNEL_NAMES, LAPLACIAN, POLY, PRECOMPUTED
 from ._core import _kernel, _matrix
@@ -284,8 +286,6 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=0.0,
     return _matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads)
 
 
-_CONTROLLER = []
-
 # A gathered sparse product costs about 1 ns per stored value, dgemm about
 # 0.1 ns per dense entry: densify above this density, within this memory.
 _DENSIFY_MIN_DENSITY = 0.15
@@ -302,26 +302,92 @@ def worth_densifying(X, Y):
     return size <= _DENSIFY_MAX_BYTES
 
 
-def _blas_controller():
-    """The threadpoolctl controller, made at first use and cached.
+class _BlasLimit:
+    """The one owner of the process's BLAS thread count (see :func:`one_blas_thread`).
+
+    threadpoolctl sets a library-wide count and restores, on exit, the count it
+    saw on entry; two such limits in two Python threads that interleave (A
+    enters, B enters and saves A's 1, A exits, B exits and restores 1) would
+    leave the process at one BLAS thread.  Here the first holder sets the
+    limit and the last one restores the count the first one saw.
+
+    threadpoolctl (>= 3.7) also lets only one "controlling" Python thread
+    change a process-wide OpenBLAS pool and silently ignores the others; the
+    owner hands that role back after each change, so a limit set or restored
+    here takes effect from whichever thread holds it, and the user's own
+    ``threadpool_limits`` keeps working.
+    """
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.controller = None      # made at first use (see _blas_controller)
+        self.holders = 0
+        self.limiter = None
+
+    @staticmethod
+    def _free_control():
+        clear = getattr(OpenBLASController, "clear_controlling_thread", None)
+        if clear is not None:
+            clear(force=True)
+
+    def enter(self):
+        with self.lock:
+            if self.holders == 0:
+                self._free_control()
+                try:
+                    self.limiter = _blas_controller_locked().limit(limits=1, user_api="blas")
+                finally:
+                    self._free_control()
+            self.holders += 1
+
+    def exit(self):
+        with self.lock:
+            self.holders -= 1
+            if self.holders == 0:
+                limiter, self.limiter = self.limiter, None
+                self._free_control()
+                try:
+                    limiter.restore_original_limits()
+                finally:
+                    self._free_control()
+
+
+_BLAS = _BlasLimit()
+
+
+def _blas_controller_locked():
+    """The threadpoolctl controller (``_BLAS.lock`` held), made at first use.
 
     Made at first use, not at import: it lists the BLAS libraries loaded when
     it is made (numpy's, and scipy's, which ``_core._matrix`` loads), and
     making it scans the process's libraries, which ``import kernsolve`` should
     not pay for.
     """
-    if not _CONTROLLER:
-        _CONTROLLER.append(ThreadpoolController())
-    return _CONTROLLER[0]
+    if _BLAS.controller is None:
+        _BLAS.controller = ThreadpoolController()
+    return _BLAS.controller
 
 
+def _blas_controller():
+    """The threadpoolctl controller, made at first use and cached."""
+    with _BLAS.lock:
+        return _blas_controller_locked()
+
+
+@contextlib.contextmanager
 def one_blas_thread():
     """A context that keeps numpy's and scipy's BLAS on one thread.
 
     Our own threads run the tiles (or there is one small product): one BLAS
-    thread per call makes the bits independent of the thread count.
+    thread per call makes the bits independent of the thread count.  Safe
+    under Python threads: while any thread is inside, BLAS runs on one
+    thread; when the last one leaves, the count the first one found is back.
     """
-    return _blas_controller().limit(limits=1, user_api="blas")
+    _BLAS.enter()
+    try:
+        yield
+    finally:
+        _BLAS.exit()
 
 
 def kernel_rows(X, kernel="rbf", gamma=None, degree=3, coef0=0.0, cache_mb=100.0,

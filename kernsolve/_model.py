@@ -28,8 +28,8 @@ from ._constants import (CLASSIFICATION, COEF0_KERNELS, GAMMA_KERNELS,
                          KERNEL_NAMES as KERNELS, ONE_CLASS, POLY, PRECOMPUTED, REGRESSION,
                          SVM_TYPE_NAMES as SVM_TYPES)
 from ._model_kind import ModelKind
-from ._model_text import (float_text, format_sv_rows, label_text, parse_float, parse_int,
-                          read_vector_lines)
+from ._model_text import (ModelHeader, float_text, format_sv_rows, label_text, parse_int,
+                          read_vector_lines, split_lines)
 from ._params import Parameters
 from .solvers import model_kinds
 
@@ -321,132 +321,61 @@ def load_model(path):
     except UnicodeDecodeError as exc:
         lineno = raw[:exc.start].count(b"\n") + 1
         fail(lineno, "non-ASCII byte in a model file")
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
-    if not lines:
+    if not text:
         fail(1, "empty model file")
-    first = lines[0].split()
+    lines = split_lines(text, fail)
+    first = lines[0].split() if lines else []
     if len(first) == 2 and first[0] == MODEL_MAGIC:
         return _load_other_kind(first[1], lines, fail)
 
-    header = {}
-    where = {}
-    sv_line = None
-    for k, line in enumerate(lines):
-        lineno = k + 1
-        tokens = line.split()
-        if not tokens:
-            continue  # LIBSVM's reader skips blank space between header items
-        key = tokens[0]
-        if key == "SV":
-            if len(tokens) != 1:
-                fail(lineno, "unexpected text after 'SV'")
-            sv_line = k
-            break
-        if key not in _HEADER_KEYS:
-            fail(lineno, f"unknown keyword {key[:40]!r} in the model header")
-        if key in header:
-            fail(lineno, f"{key} given twice")
-        header[key] = tokens[1:]
-        where[key] = lineno
-    if sv_line is None:
-        fail(len(lines), "truncated model file: no 'SV' line")
-
-    def need(key):
-        if key not in header:
-            fail(sv_line + 1, f"missing '{key}' line in the model header")
-        return header[key]
-
-    def one(key):
-        vals = need(key)
-        if len(vals) != 1:
-            fail(where[key], f"{key} takes one value, got {len(vals)}")
-        return vals[0]
-
-    svm_name = one("svm_type")
-    if svm_name not in SVM_TYPES:
-        fail(where["svm_type"], f"unknown svm_type {svm_name[:40]!r}")
-    s = SVM_TYPES.index(svm_name)
-    kernel_name = one("kernel_type")
-    if kernel_name not in KERNELS:
-        fail(where["kernel_type"], f"unknown kernel_type {kernel_name[:40]!r}")
-    t = KERNELS.index(kernel_name)
+    header = ModelHeader(lines, fail, _HEADER_KEYS, ("SV",), start=0)
+    sv_line = header.end
+    s = SVM_TYPES.index(header.word("svm_type", SVM_TYPES))
+    svm_name = SVM_TYPES[s]
+    t = KERNELS.index(header.word("kernel_type", KERNELS))
     param = Parameters(svm_type=s, kernel_type=t)
-    if t == POLY:
-        d = parse_int(fail, where.get("degree", sv_line + 1), one("degree"), "degree")
-        if d < 0:
-            fail(where["degree"], f"degree must be >= 0, got {d}")
-        param.degree = d
-    elif "degree" in header:
-        param.degree = parse_int(fail, where["degree"], one("degree"), "degree")
-    if t in GAMMA_KERNELS:
-        param.gamma = parse_float(fail, where.get("gamma", sv_line + 1), one("gamma"), "gamma")
-    elif "gamma" in header:
-        param.gamma = parse_float(fail, where["gamma"], one("gamma"), "gamma")
-    if t in COEF0_KERNELS:
-        param.coef0 = parse_float(fail, where.get("coef0", sv_line + 1), one("coef0"), "coef0")
-    elif "coef0" in header:
-        param.coef0 = parse_float(fail, where["coef0"], one("coef0"), "coef0")
+    header.kernel_parameters(param, t)
 
-    nr_class = parse_int(fail, where.get("nr_class", sv_line + 1), one("nr_class"), "nr_class")
     classification = s in CLASSIFICATION
+    nr_class = header.integer("nr_class")
     if classification and nr_class < 1:
-        fail(where["nr_class"], f"nr_class must be >= 1, got {nr_class}")
+        fail(header.where["nr_class"], f"nr_class must be >= 1, got {nr_class}")
     if not classification and nr_class != 2:
-        fail(where["nr_class"], f"nr_class must be 2 for {svm_name}, got {nr_class}")
+        fail(header.where["nr_class"], f"nr_class must be 2 for {svm_name}, got {nr_class}")
     if nr_class > 65536:
-        fail(where["nr_class"], f"nr_class {nr_class} is implausibly large")
-    l = parse_int(fail, where.get("total_sv", sv_line + 1), one("total_sv"), "total_sv")
-    if l < 0:
-        fail(where["total_sv"], f"total_sv must be >= 0, got {l}")
+        fail(header.where["nr_class"], f"nr_class {nr_class} is implausibly large")
+    l = header.integer("total_sv", low=0)
     n_pairs = nr_class * (nr_class - 1) // 2
 
-    def floats(key, count, infinite=False):
-        vals = need(key)
-        if len(vals) != count:
-            fail(where[key], f"{key} needs {count} values, got {len(vals)}")
-        return np.array([parse_float(fail, where[key], v, key, infinite) for v in vals],
-                        dtype=np.float64)
-
-    rho = floats("rho", n_pairs, infinite=True)     # LIBSVM writes "rho inf" (-s 2 -n 1)
+    rho = header.numbers("rho", n_pairs, infinite=True)   # LIBSVM writes "rho inf" (-s 2 -n 1)
     labels = np.empty(0, dtype=np.float64)
     n_support = np.empty(0, dtype=np.int64)
     if classification:
-        vals = need("label")
-        if len(vals) != nr_class:
-            fail(where["label"], f"label needs {nr_class} values, got {len(vals)}")
-        labels = np.array([parse_float(fail, where["label"], v, "label") for v in vals])
-        if len(np.unique(labels)) != nr_class:
-            fail(where["label"], "duplicate class labels")
-        vals = need("nr_sv")
-        if len(vals) != nr_class:
-            fail(where["nr_sv"], f"nr_sv needs {nr_class} values, got {len(vals)}")
-        n_support = np.array([parse_int(fail, where["nr_sv"], v, "nr_sv") for v in vals],
-                             dtype=np.int64)
+        labels = header.labels("label", nr_class)
+        n_support = np.array([parse_int(fail, header.line("nr_sv"), v, "nr_sv")
+                              for v in header.values("nr_sv", nr_class)], dtype=np.int64)
         if (n_support < 0).any():
-            fail(where["nr_sv"], "nr_sv values must be >= 0")
+            fail(header.where["nr_sv"], "nr_sv values must be >= 0")
         if int(n_support.sum()) != l:
-            fail(where["nr_sv"], f"nr_sv adds up to {int(n_support.sum())}, "
-                                 f"but total_sv is {l}")
+            fail(header.where["nr_sv"], f"nr_sv adds up to {int(n_support.sum())}, "
+                                        f"but total_sv is {l}")
     else:
         for key in ("label", "nr_sv"):
             if key in header:
-                fail(where[key], f"'{key}' is not allowed for {svm_name}")
+                fail(header.where[key], f"'{key}' is not allowed for {svm_name}")
     prob_a = prob_b = marks = None
     if "probA" in header:
         if s == ONE_CLASS:
-            fail(where["probA"], "probA is not allowed for one_class")
-        prob_a = floats("probA", n_pairs)
+            fail(header.where["probA"], "probA is not allowed for one_class")
+        prob_a = header.numbers("probA", n_pairs)
     if "probB" in header:
         if s not in CLASSIFICATION:
-            fail(where["probB"], f"probB is not allowed for {svm_name}")
-        prob_b = floats("probB", n_pairs)
+            fail(header.where["probB"], f"probB is not allowed for {svm_name}")
+        prob_b = header.numbers("probB", n_pairs)
     if "prob_density_marks" in header:
         if s != ONE_CLASS:
-            fail(where["prob_density_marks"], "prob_density_marks is only for one_class")
-        marks = floats("prob_density_marks", N_MARKS)
+            fail(header.where["prob_density_marks"], "prob_density_marks is only for one_class")
+        marks = header.numbers("prob_density_marks", N_MARKS)
 
     # support vectors
     m = nr_class - 1 if classification else 1

@@ -8,7 +8,10 @@ that codec and its number formats:
 * writing: ``%.17g`` for coefficients and parameters (:func:`float_text`),
   labels as integers when they are (:func:`label_text`), feature values as
   LIBSVM writes them when that is exact (:func:`format_sv_rows`);
-* reading: numbers with the exact grammar LIBSVM's files use
+* reading: a file's lines (:func:`split_lines`: a file cut inside its last
+  line is refused), the header of every model kind (:class:`ModelHeader`:
+  one reader and one set of checks for keys, counts, numbers, labels and
+  kernel parameters), numbers with the exact grammar LIBSVM's files use
   (:func:`parse_float`, :func:`parse_int`) and the vector lines
   (:func:`read_vector_lines`), in bulk when the file is valid and line by line
   to name the problem when it is not.
@@ -23,10 +26,11 @@ import re
 import numpy as np
 import scipy.sparse as sp
 
-from ._constants import PRECOMPUTED
+from ._constants import COEF0_KERNELS, GAMMA_KERNELS, POLY, PRECOMPUTED
+from ._kernels import check_kernel_params
 
-__all__ = ["MAX_INDEX", "float_text", "label_text", "format_sv_rows", "parse_float",
-           "parse_int", "read_vector_lines"]
+__all__ = ["MAX_INDEX", "ModelHeader", "float_text", "label_text", "format_sv_rows",
+           "parse_float", "parse_floats", "parse_int", "read_vector_lines", "split_lines"]
 
 MAX_INDEX = 2 ** 31 - 1  # LIBSVM stores feature indices in a C int
 
@@ -134,11 +138,162 @@ def parse_float(fail, lineno, text, what, infinite=False):
     return v
 
 
+def parse_floats(fail, lineno, tokens, what):
+    """Tokens as a float64 array, with :func:`parse_float`'s grammar and errors.
+
+    In bulk when every character is one of a decimal number's (numpy then
+    parses each token with Python's grammar, which on that alphabet is
+    exactly ``_FLOAT_RE``); token by token, to name the problem, otherwise.
+    """
+    if not "".join(tokens).translate(_NOT_NUM):
+        try:
+            values = np.array(tokens, dtype=np.float64)
+        except ValueError:
+            values = None
+        if values is not None and np.all(np.isfinite(values)):
+            return values
+    return np.array([parse_float(fail, lineno, t, what) for t in tokens], dtype=np.float64)
+
+
 def parse_int(fail, lineno, text, what):
     """``text`` as an integer (at most 20 characters), or ``fail(lineno, ...)``."""
     if not _INT_RE.match(text) or len(text) > 20:
         fail(lineno, f"{what}: {text[:40]!r} is not an integer")
     return int(text)
+
+
+def split_lines(text, fail):
+    """A model file's text as lines (line ends removed), or ``fail``.
+
+    kernsolve and LIBSVM end every model file with a newline: a file whose
+    last line has none was cut short (a number may have lost digits), so it
+    is refused rather than read.
+    """
+    lines = text.split("\n")
+    if lines[-1] != "":
+        fail(len(lines), "truncated model file: the last line does not end with a newline "
+                         "(kernsolve and LIBSVM end every model file with one)")
+    lines.pop()
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+
+
+class ModelHeader:
+    """The ``key value ...`` lines of a model file's header, and their checks.
+
+    One reader for the headers of every model kind (LIBSVM's, DSG's,
+    EigenPro's): the lines from ``start`` up to the first line that is one of
+    ``sections`` (``SV``, ``W``, ``coef``); blank lines are skipped, an
+    unknown or repeated key is an error.  The accessors check what they
+    return and report any problem as ``fail(line, problem)`` at the key's
+    line (a missing key at the section line).
+    """
+
+    def __init__(self, lines, fail, keys, sections, start=1):
+        self.fail = fail
+        self.tokens, self.where = {}, {}
+        self.end = self.section = None
+        for k in range(start, len(lines)):
+            tokens = lines[k].split()
+            if not tokens:
+                continue
+            if tokens[0] in sections:
+                if len(tokens) != 1:
+                    fail(k + 1, f"unexpected text after {tokens[0]!r}")
+                self.end, self.section = k, tokens[0]
+                return
+            if tokens[0] not in keys:
+                later = any(ln.split()[:1] == [name] for ln in lines[k + 1:] for name in sections)
+                fail(k + 1, f"unknown keyword {tokens[0][:40]!r} in the model header"
+                     + ("" if later else f" (and no {self._names(sections)} line before it)"))
+            if tokens[0] in self.tokens:
+                fail(k + 1, f"{tokens[0]} given twice")
+            self.tokens[tokens[0]] = tokens[1:]
+            self.where[tokens[0]] = k + 1
+        fail(max(len(lines), 1), f"truncated model file: no {self._names(sections)} line")
+
+    @staticmethod
+    def _names(sections):
+        return " or ".join(repr(name) for name in sections)
+
+    def __contains__(self, key):
+        return key in self.tokens
+
+    def line(self, key):
+        """The key's line number (the section line when the key is missing)."""
+        return self.where.get(key, self.end + 1)
+
+    def values(self, key, count=None):
+        """The key's value texts (exactly ``count`` of them when given)."""
+        if key not in self.tokens:
+            self.fail(self.end + 1, f"missing '{key}' line in the model header")
+        vals = self.tokens[key]
+        if count is not None and len(vals) != count:
+            self.fail(self.where[key], f"{key} needs {count} values, got {len(vals)}")
+        return vals
+
+    def one(self, key):
+        """The key's single value text."""
+        vals = self.values(key)
+        if len(vals) != 1:
+            self.fail(self.where[key], f"{key} takes one value, got {len(vals)}")
+        return vals[0]
+
+    def word(self, key, choices):
+        """One of ``choices`` (a sequence of names)."""
+        value = self.one(key)
+        if value not in choices:
+            self.fail(self.where[key], f"unknown {key} {value[:40]!r}")
+        return value
+
+    def integer(self, key, low=None, high=None):
+        """An integer in [low, high]."""
+        v = parse_int(self.fail, self.line(key), self.one(key), key)
+        if low is not None and v < low:
+            self.fail(self.where[key], f"{key} must be >= {low}, got {v}")
+        if high is not None and v > high:
+            self.fail(self.where[key], f"{key} must be <= {high}, got {v}")
+        return v
+
+    def number(self, key, check=None):
+        """A finite number; ``check(value)`` may raise ValueError with the problem."""
+        v = parse_float(self.fail, self.line(key), self.one(key), key)
+        if check is not None:
+            try:
+                check(v)
+            except ValueError as exc:
+                self.fail(self.where[key], str(exc))
+        return v
+
+    def numbers(self, key, count, infinite=False):
+        """``count`` finite numbers (``infinite``: +-inf too, see parse_float)."""
+        vals = self.values(key, count)
+        return np.array([parse_float(self.fail, self.where[key], v, key, infinite)
+                         for v in vals], dtype=np.float64)
+
+    def labels(self, key, count):
+        """``count`` distinct finite class labels."""
+        labels = self.numbers(key, count)
+        if len(np.unique(labels)) != labels.size:
+            self.fail(self.where[key], "duplicate class labels")
+        return labels
+
+    def kernel_parameters(self, param, t):
+        """degree, gamma and coef0 of kernel ``t`` into ``param``, checked as
+        the kernel function checks them (gamma >= 0, as LIBSVM's svm-train
+        requires); any of them may also stand where kernel ``t`` has no use
+        for it (LIBSVM's and EigenPro's files)."""
+        if t == POLY or "degree" in self:
+            param.degree = self.integer("degree", low=0 if t == POLY else None,
+                                        high=MAX_INDEX)
+        if t in GAMMA_KERNELS or "gamma" in self:
+            param.gamma = self.number("gamma", check=_kernel_gamma if t in GAMMA_KERNELS
+                                      else None)
+        if t in COEF0_KERNELS or "coef0" in self:
+            param.coef0 = self.number("coef0")
+
+
+def _kernel_gamma(gamma):
+    check_kernel_params(gamma, 0, 0.0, 1)
 
 
 def read_vector_lines(fail, lines, sv_line, l, m, t, what):
@@ -167,6 +322,10 @@ def _read_support_vectors(fail, lines, first_lineno, m, t, bulk=True):
         out = _bulk_support_vectors(lines, m)
         if out is not None:
             return out
+    for i, line in enumerate(lines):   # the counts first: coef holds only numbers the file has
+        found = len(line.split())
+        if found < m:
+            fail(first_lineno + i, f"expected {m} coefficient(s), got {found}")
     coef = np.empty((m, l), dtype=np.float64)
     indptr = np.zeros(l + 1, dtype=np.int64)
     all_idx, all_val = [], []

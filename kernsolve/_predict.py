@@ -5,8 +5,9 @@ one-vs-one values of the pairs (0,1), (0,2), ..., (1,2), ... in label order,
 each ``sum(coef * K(x, SV)) - rho``; for regression the value; for one-class
 the value, whose sign is the label.  They are computed block by block: one
 kernel block ``K(X_block, SV)`` for all pairs (the SVs are shared between the
-pairs), then one dense product with a (n_SV, n_pairs) coefficient matrix, so
-memory stays within the block budget however many rows are predicted.
+pairs), then each pair's sum over its two classes' SVs in LIBSVM's order
+(:func:`_decision_values`), so memory stays within the block budget however
+many rows are predicted, and the bits are LIBSVM's sums whatever BLAS does.
 
 Probabilities follow LIBSVM 3.37's ``svm_predict_probability``: Platt's
 sigmoid in its cancellation-free form, clipped to [1e-7, 1 - 1e-7], the two
@@ -148,40 +149,95 @@ class _KernelBlocks:
                              degree=int(p.degree), coef0=float(p.coef0), n_jobs=self.n_jobs)
 
 
-def _coef_matrix(model, coef):
-    """(n_SV, n_values) matrix W so that decision values = K @ W - rho."""
-    s = int(model.param.svm_type)
+def _pair_column(i, j, k):
+    """The column of pair (i, j), i < j, in LIBSVM's order (0,1), (0,2), ..., (1,2), ..."""
+    return i * (2 * k - i - 1) // 2 + (j - i - 1)
+
+
+def _expansion_groups(model, coef):
+    """LIBSVM's ``svm_predict_values`` as one group per class of support vectors.
+
+    Each group is ``(first, stop, columns, C)``: SVs ``first:stop`` add
+    ``C[q] * K(x, SV)`` to the decision value in column ``columns[q]``.  For
+    class i of k (LIBSVM: in pair (i, j) class i's SVs carry ``sv_coef[j-1]``,
+    in pair (h, i) ``sv_coef[h]``) the columns are those of (0,i), ...,
+    (i-1,i), (i,i+1), ..., (i,k-1) and C is ``coef[:, first:stop]`` row by
+    row.  Regression and one-class: one group of all SVs and one column.
+    """
     l = model.support_vectors.shape[0]
-    if s not in CLASSIFICATION:
-        return coef[0].reshape(l, 1).copy()
+    if int(model.param.svm_type) not in CLASSIFICATION:
+        return [(0, l, np.zeros(1, dtype=np.intp), coef[:1])]
     k = model.nr_class
     ns = np.asarray(model.n_support, dtype=np.int64).ravel()
-    start = np.concatenate([[0], np.cumsum(ns)])
-    W = np.zeros((l, k * (k - 1) // 2))
-    p = 0
+    start = np.concatenate([[0], np.cumsum(ns)]).tolist()
+    groups = []
     for i in range(k):
-        for j in range(i + 1, k):
-            # LIBSVM: coefficients of class i's SVs in sv_coef[j-1], of j's in sv_coef[i].
-            W[start[i]:start[i + 1], p] = coef[j - 1, start[i]:start[i + 1]]
-            W[start[j]:start[j + 1], p] = coef[i, start[j]:start[j + 1]]
-            p += 1
-    return W
+        if start[i] == start[i + 1]:
+            continue
+        columns = np.concatenate([_pair_column(np.arange(i), i, k),
+                                  _pair_column(i, np.arange(i + 1, k), k)]).astype(np.intp)
+        groups.append((start[i], start[i + 1], columns, coef[:, start[i]:start[i + 1]]))
+    return groups
+
+
+def _add_in_order(terms):
+    """``terms[0] + terms[1] + ...``, added one by one in order (a running sum).
+
+    Both ways below add in exactly that order; numpy's ``sum`` would not
+    (it sums pairwise).  A loop of vector additions is the faster one for long
+    vectors, ``np.add.accumulate`` for short ones.
+    """
+    if terms[0].size < 1024:
+        return np.add.accumulate(terms, axis=0)[-1]
+    acc = terms[0]
+    for t in range(1, terms.shape[0]):
+        acc += terms[t]
+    return acc
 
 
 def _decision_values(X, model, n_jobs):
+    """Decision values in LIBSVM's summation order, block of rows by block.
+
+    Each value is LIBSVM's ``sum += coef * K`` over the pair's SVs in file
+    order (class i's then class j's), then ``sum -= rho``: products rounded,
+    then added one by one (:func:`_add_in_order`), with
+    no BLAS product, so the bits depend neither on BLAS nor on its thread count
+    (and a precomputed kernel gives LIBSVM's own bits).
+    Memory: the kernel block and the pair sums of its rows, within
+    BLOCK_BYTES; never the (n_SV, n_pairs) matrix of mostly zeros.
+    """
     coef, rho = _check_model(model)
-    if model.support_vectors.shape[0] == 0:
-        coef = np.zeros((max(model.nr_class - 1, 1), 0))
-    W = _coef_matrix(model, coef)
+    l = model.support_vectors.shape[0]
+    n_values = rho.size if int(model.param.svm_type) in CLASSIFICATION else 1
     n = X.shape[0]
+    if l == 0:
+        return np.tile(-rho, (n, 1))
+    groups = _expansion_groups(model, coef)
+    m = max(1, max(len(g[2]) for g in groups))
+    # SVs per accumulate call: about as many products as the kernel block holds.
+    chunk = max(1, min(max(g[1] - g[0] for g in groups), -(-l // m)))
+    rows = max(1, BLOCK_BYTES // (8 * (2 * l + 2 * m * (chunk + 1))))
+    # Column-major, so that a block's values of one pair are contiguous (the
+    # sums gather and scatter whole pairs); the values are the same either way.
+    out = np.empty((n, n_values), order="F")
     blocks = _KernelBlocks(X, model, n_jobs)
-    out = np.empty((n, W.shape[1]))
-    l = max(W.shape[0], 1)
-    rows = max(1, BLOCK_BYTES // (8 * (l + W.shape[1])))
     for start in range(0, n, rows):
         stop = min(n, start + rows)
-        K = blocks.block(start, stop)
-        out[start:stop] = K @ W - rho
+        KT = np.ascontiguousarray(blocks.block(start, stop).T)    # (n_SV, rows)
+        sums = out[start:stop].T                                   # (n_values, rows)
+        sums[:] = 0.0
+        for first, last, columns, C in groups:
+            acc = sums[columns]
+            for a in range(first, last, chunk):
+                b = min(last, a + chunk)
+                # terms[0] is the sum so far, terms[1 + s] SV a+s's products.
+                terms = np.empty((b - a + 1, columns.size, stop - start))
+                terms[0] = acc
+                np.multiply(C.T[a - first:b - first, :, None], KT[a:b, None, :],
+                            out=terms[1:])
+                acc = _add_in_order(terms)
+            sums[columns] = acc
+        sums -= rho[:, None]
     return out
 
 
@@ -259,23 +315,24 @@ def multiclass_probability(r):
 
 def _classification_probabilities(dec, model):
     k = model.nr_class
-    A = np.asarray(model.prob_a, dtype=np.float64).ravel()
-    B = np.asarray(model.prob_b, dtype=np.float64).ravel()
     n = dec.shape[0]
-    r = np.zeros((n, k, k))
-    p = 0
-    for i in range(k):
-        for j in range(i + 1, k):
-            s = _sigmoid_predict(dec[:, p], A[p], B[p])
-            s = np.minimum(np.maximum(s, MIN_PROB), 1 - MIN_PROB)
-            r[:, i, j] = s
-            r[:, j, i] = 1 - s
-            p += 1
-    if k == 2:
-        return np.column_stack([r[:, 0, 1], r[:, 1, 0]])
     if k == 1:
         return np.ones((n, 1))
-    return multiclass_probability(r)
+    A = np.asarray(model.prob_a, dtype=np.float64).ravel()
+    B = np.asarray(model.prob_b, dtype=np.float64).ravel()
+    s = np.minimum(np.maximum(_sigmoid_predict(dec, A, B), MIN_PROB), 1 - MIN_PROB)
+    if k == 2:
+        return np.column_stack([s[:, 0], 1 - s[:, 0]])
+    first, second = np.triu_indices(k, 1)       # the pairs in LIBSVM's order
+    out = np.empty((n, k))
+    rows = max(1, BLOCK_BYTES // (8 * 5 * k * k))  # r, Q and the iteration's copies
+    for a in range(0, n, rows):
+        b = min(n, a + rows)
+        r = np.zeros((b - a, k, k))
+        r[:, first, second] = s[a:b]
+        r[:, second, first] = 1 - s[a:b]
+        out[a:b] = multiclass_probability(r)
+    return out
 
 
 def _one_class_probability(dec, marks):
@@ -303,14 +360,14 @@ def ovo_vote(dec, k):
     Pair (i, j) (LIBSVM's pair order) votes for i when its value is > 0, else
     for j; the first class with the most votes wins, as in ``svm_predict_values``.
     """
-    votes = np.zeros((dec.shape[0], k), dtype=np.int64)
-    p = 0
-    for i in range(k):
-        for j in range(i + 1, k):
-            pos = dec[:, p] > 0
-            votes[:, i] += pos
-            votes[:, j] += ~pos
-            p += 1
+    n = dec.shape[0]
+    first, second = np.triu_indices(k, 1)      # the pairs in LIBSVM's order
+    votes = np.empty((n, k), dtype=np.int64)
+    rows = max(1, BLOCK_BYTES // (8 * max(first.size, 1)))
+    for a in range(0, n, rows):
+        b = min(n, a + rows)
+        winner = np.where(dec[a:b] > 0, first, second) + k * np.arange(b - a)[:, None]
+        votes[a:b] = np.bincount(winner.ravel(), minlength=(b - a) * k).reshape(b - a, k)
     return np.argmax(votes, axis=1)      # argmax takes the first maximum, as LIBSVM
 
 

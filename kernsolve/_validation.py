@@ -21,7 +21,13 @@ class name) selects scikit-learn's wording, so both keep the messages their
 users know.  Thread counts are checked by :mod:`kernsolve._threads`.
 """
 import numbers
+import os
 import warnings
+
+try:
+    import resource
+except ImportError:  # pragma: no cover - not Unix
+    resource = None
 
 import numpy as np
 import scipy.sparse as sp
@@ -351,3 +357,50 @@ def seed_of(random_state):
         return int(random_state.integers(2 ** 63))
     raise ValueError(f"random_state must be None, an int or a numpy RandomState, "
                      f"got {random_state!r}")
+
+
+# ---------------------------------------------------------------- sizes and one class
+
+def memory_limit():
+    """Bytes one allocation may take: half of this machine's memory, or of the
+    process's address-space limit (``ulimit -v``) when that is lower."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if resource is not None:
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY:
+            total = min(total, soft)
+    return total // 2
+
+
+def _size_text(n_bytes):
+    for unit, size in (("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+        if n_bytes >= size:
+            return f"{n_bytes / size:.3g} {unit}"
+    return f"{n_bytes} bytes"
+
+
+def check_allocation(n_bytes, what, fix=""):
+    """The one check of a size before it is allocated.
+
+    Refuses (ValueError) when ``what`` would take more than
+    :func:`memory_limit`: the message says how much it would take, and
+    ``fix`` what to change.  Callers size ``n_bytes`` from what the input
+    asks for (a header's counts, a data file's largest index) before any
+    allocation that follows from it.
+    """
+    limit = memory_limit()
+    if n_bytes > limit:
+        raise ValueError(f"{what} would take {_size_text(n_bytes)}, more than the "
+                         f"{_size_text(limit)} kernsolve allows itself (half of this "
+                         f"machine's memory or of ulimit -v)" + (f"; {fix}" if fix else ""))
+
+
+#: LIBSVM's line for training data with one class (svm_train's info).
+ONE_CLASS_INFO = "WARNING: training data in only one class. See README for details.\n"
+
+
+def warn_one_class(label, stacklevel=3):
+    """LIBSVM's one-class case as a Python warning: the model predicts ``label``."""
+    warnings.warn(f"training data has only one class (label {label}); like "
+                  "LIBSVM, the model predicts that label for every input and has "
+                  "no decision values", UserWarning, stacklevel=stacklevel + 1)

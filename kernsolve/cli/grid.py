@@ -50,16 +50,32 @@ _DEFAULT_C = (-5.0, 15.0, 2.0)
 _DEFAULT_G = (3.0, -15.0, -2.0)
 
 
-def range_f(begin, end, step):
-    """grid.py's float range: begin, begin+step, ... while not past end."""
+# Values of one begin,end,step range at most (grid.py's are a few dozen).
+MAX_RANGE_VALUES = 1000
+
+
+def range_f(begin, end, step, name="a range"):
+    """grid.py's float range: begin, begin+step, ... while not past end.
+
+    At most MAX_RANGE_VALUES values: a longer range (a tiny step, or one that
+    no longer moves begin) is refused naming ``name``, before it is built.
+    """
     if step == 0:
-        raise UsageError("the step of a range must not be 0")
+        raise UsageError(f"{name}: the step of a range must not be 0")
+    span = (end - begin) / step
+    if span > MAX_RANGE_VALUES:
+        raise UsageError(f"{name}: the range {begin:g},{end:g},{step:g} has about {span:.3g} "
+                         f"values, more than {MAX_RANGE_VALUES}; use a larger step")
     out = []
     while True:
         if step > 0 and begin > end:
             break
         if step < 0 and begin < end:
             break
+        if len(out) == MAX_RANGE_VALUES:
+            raise UsageError(f"{name}: the range {out[0]:g},{end:g},{step:g} has more than "
+                             f"{MAX_RANGE_VALUES} values (adding the step {step:g} does not "
+                             f"move {begin:g} far enough); use a larger step")
         out.append(begin)
         begin = begin + step
     return out
@@ -72,7 +88,7 @@ def _parse_range(name, text):
     if len(parts) != 3:
         raise UsageError(f"{name}: expected begin,end,step or null, got {text!r}")
     begin, end, step = (parse_float(name, p) for p in parts)
-    seq = range_f(begin, end, step)
+    seq = range_f(begin, end, step, name)
     if not seq:
         raise UsageError(f"{name}: the range {text} is empty")
     return seq

@@ -6,21 +6,32 @@ seed, never the random directions, so its size is O(iterations), independent
 of the input dimension.  Its file starts with ``kernsolve_model dsg``
 (``doc/dsg.md`` describes it); ``kernsolve.load_model`` dispatches on that line.
 """
-import math
-
 import numpy as np
 import scipy.sparse as sp
 
 from . import _dsg as _c
 from .options import LOSSES, _TASKS
 from ..._constants import C_SVC, EPSILON_SVR, FOURIER_KERNELS, KERNEL_NAMES, ONE_CLASS
-from ..._features import _feature_kernel
+from ..._features import _check_gamma, _feature_kernel
 from ..._kernels import as_canonical
 from ..._model_kind import ModelKind
+from ..._model_text import MAX_INDEX, ModelHeader, parse_floats
 from ..._predict import _prepare_X
 from ..._threads import resolve_n_jobs
+from ..._validation import check_allocation
 
-__all__ = ["DSGModel"]
+__all__ = ["DSGModel", "check_directions"]
+
+
+def check_directions(n_features, block_size, blocks, what):
+    """DSG draws each block's directions densely, ``(n_features + 1) * block_size``
+    doubles whatever the data hold: refuse (naming the size) before ``blocks``
+    of them are allocated if that is more than kernsolve allows itself."""
+    check_allocation(8 * blocks * (n_features + 1) * block_size,
+                     f"{what}: the random directions, {n_features} x {block_size} "
+                     f"numbers per block,",
+                     "DSG draws a direction for every feature index up to the largest: "
+                     "renumber the features densely, or use a smaller --block-size")
 
 
 class DSGModel(ModelKind):
@@ -118,10 +129,18 @@ class DSGModel(ModelKind):
 
     def decision_function(self, X, n_jobs=None):
         """f(x): shape (n_samples, n_outputs)."""
+        check_directions(self.n_features, self.block_size, 1,
+                         f"predicting with this DSG model ({self.n_features} features)")
         X = self._check_X(X)
-        return _c.decision_function(X, self.coef, self.intercept,
-                                    _feature_kernel(self.kernel_type), self.gamma,
-                                    self.seed, resolve_n_jobs(n_jobs))
+        values = _c.decision_function(X, self.coef, self.intercept,
+                                      _feature_kernel(self.kernel_type), self.gamma,
+                                      self.seed, resolve_n_jobs(n_jobs))
+        bad = ~np.isfinite(values).all(axis=1)
+        if bad.any():
+            raise ValueError(f"the DSG model's output is not finite for row "
+                             f"{int(np.flatnonzero(bad)[0]) + 1}: w.x overflows for its "
+                             f"random features (gamma {self.gamma:g}) with this row's values")
+        return values
 
     def labels_from_values(self, values):
         """Predicted labels (classification), values (regression) or +1/-1 (novelty)."""
@@ -196,86 +215,55 @@ class DSGModel(ModelKind):
 
     @classmethod
     def from_lines(cls, lines, fail):
-        """Parse a model file's lines; ``fail(lineno, problem)`` raises."""
-        header, where = {}, {}
-        k = 1
-        while k < len(lines) and lines[k].strip() != "coef":
-            tokens = lines[k].split()
-            if tokens:
-                if tokens[0] in header:
-                    fail(k + 1, f"{tokens[0]} given twice")
-                header[tokens[0]] = tokens[1:]
-                where[tokens[0]] = k + 1
-            k += 1
-        if k >= len(lines):
-            fail(len(lines), "truncated DSG model: no 'coef' line")
-        known = {"solver", "svm_type", "loss", "loss_param", "kernel_type", "gamma", "seed",
-                 "n_features", "block_size", "n_blocks", "n_outputs", "labels", "intercept"}
-        for key in header:
-            if key not in known:
-                fail(where[key], f"unknown keyword {key[:40]!r} in a DSG model header")
+        """Parse a model file's lines; ``fail(lineno, problem)`` raises.
 
-        def one(key, convert, what, check=lambda v: True):
-            if key not in header:
-                fail(k + 1, f"DSG model header has no {key!r}")
-            if len(header[key]) != 1:
-                fail(where[key], f"{key}: expected one value")
-            try:
-                value = convert(header[key][0])
-            except ValueError:
-                fail(where[key], f"{key}: {header[key][0][:40]!r} is not {what}")
-            if not check(value):
-                fail(where[key], f"{key}: invalid value {header[key][0][:40]!r}")
-            return value
-
-        def floats(key, count):
-            values = header.get(key)
-            if values is None or len(values) != count:
-                fail(where.get(key, k + 1), f"{key}: expected {count} numbers")
-            try:
-                arr = np.array([float(v) for v in values])
-            except ValueError:
-                fail(where[key], f"{key}: not a list of numbers")
-            if not np.all(np.isfinite(arr)):
-                fail(where[key], f"{key}: non-finite value")
-            return arr
-
-        solver = one("solver", str, "a solver", lambda v: v in ("dsg", "udsg", "cdsg"))
-        svm_type = one("svm_type", int, "an integer", lambda v: v in _TASKS)
-        loss = one("loss", str, "a loss", lambda v: v in LOSSES)
-        loss_param = one("loss_param", float, "a number", math.isfinite)
-        kernel_type = one("kernel_type", int, "an integer", lambda v: v in FOURIER_KERNELS)
-        gamma = one("gamma", float, "a number", lambda v: math.isfinite(v) and v > 0)
-        seed = one("seed", int, "an integer", lambda v: 0 <= v < 2**64)
-        n_features = one("n_features", int, "an integer", lambda v: v >= 1)
-        block_size = one("block_size", int, "an integer", lambda v: v >= 1)
-        n_blocks = one("n_blocks", int, "an integer", lambda v: v >= 0)
-        n_outputs = one("n_outputs", int, "an integer", lambda v: v >= 1)
+        The header is checked (``ModelHeader``), then the number of values on
+        each coefficient line, before the coefficients are allocated: the
+        array is never larger than the numbers the file holds.
+        """
+        header = ModelHeader(lines, fail, _HEADER, ("coef",))
+        k = header.end
+        solver = header.word("solver", ("dsg", "udsg", "cdsg"))
+        svm_type = header.integer("svm_type")
+        if svm_type not in _TASKS:
+            fail(header.where["svm_type"], f"svm_type {svm_type} is not a DSG task")
+        loss = header.word("loss", LOSSES)
+        loss_param = header.number("loss_param")
+        kernel_type = header.integer("kernel_type")
+        if kernel_type not in FOURIER_KERNELS:
+            fail(header.where["kernel_type"], f"kernel_type {kernel_type} is not a DSG kernel")
+        gamma = header.number("gamma", check=_check_gamma)
+        seed = header.integer("seed", low=0, high=2 ** 64 - 1)
+        n_features = header.integer("n_features", low=1, high=MAX_INDEX)
+        block_size = header.integer("block_size", low=1)
+        n_blocks = header.integer("n_blocks", low=0)
+        n_outputs = header.integer("n_outputs", low=1)
         labels = None
         if svm_type == C_SVC:
             if "labels" not in header:
                 fail(k + 1, "classification DSG model without 'labels'")
-            labels = floats("labels", len(header["labels"]))
+            labels = header.labels("labels", len(header.values("labels")))
             if labels.size < 2 or n_outputs not in (1, labels.size):
-                fail(where["labels"], f"{labels.size} labels do not fit {n_outputs} outputs")
-        intercept = floats("intercept", n_outputs)
+                fail(header.where["labels"],
+                     f"{labels.size} labels do not fit {n_outputs} outputs")
+        intercept = header.numbers("intercept", n_outputs)
         body = lines[k + 1:]
         if len(body) != n_blocks:
             fail(min(len(lines), k + 2 + n_blocks),
                  f"expected {n_blocks} coefficient lines, found {len(body)}")
         width = block_size * n_outputs
+        for b, line in enumerate(body):
+            found = len(line.split())
+            if found != width:
+                fail(k + 2 + b, f"expected {width} coefficients, found {found}")
         coef = np.empty((n_blocks, width))
         for b, line in enumerate(body):
-            tokens = line.split()
-            if len(tokens) != width:
-                fail(k + 2 + b, f"expected {width} coefficients, found {len(tokens)}")
-            try:
-                coef[b] = [float(t) for t in tokens]
-            except ValueError:
-                fail(k + 2 + b, "coefficient is not a number")
-            if not np.all(np.isfinite(coef[b])):
-                fail(k + 2 + b, "non-finite coefficient")
+            coef[b] = parse_floats(fail, k + 2 + b, line.split(), "coefficient")
         return cls(solver=solver, loss=loss, loss_param=loss_param, svm_type=svm_type,
                    kernel_type=kernel_type, gamma=gamma, seed=seed, n_features=n_features,
                    block_size=block_size, labels=labels,
                    coef=coef.reshape(n_blocks, block_size, n_outputs), intercept=intercept)
+
+
+_HEADER = ("solver", "svm_type", "loss", "loss_param", "kernel_type", "gamma", "seed",
+           "n_features", "block_size", "n_blocks", "n_outputs", "labels", "intercept")

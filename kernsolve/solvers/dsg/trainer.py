@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from . import _dsg as _c
-from .model import DSGModel
+from .model import DSGModel, check_directions
 from ..._kernels import as_canonical
 from ..._random import permutation, stream_key
 from ..._threads import resolve_n_jobs
@@ -34,6 +34,9 @@ class DSGTrainer:
         self.h = hyper
         self.targets = targets
         F, K = hyper["block_size"], targets.n_outputs
+        # the compiled loop holds at least two blocks' directions (one new block's)
+        check_directions(hyper["n_features"], F, 2,
+                         f"training DSG on data with {hyper['n_features']} features")
         self.coef = np.zeros((_MIN_CAPACITY, F, K))
         self.intercept = np.zeros(K)
         self.avg_coef = np.zeros((_MIN_CAPACITY, F, K)) if hyper["average"] else np.zeros((1, F, K))

@@ -17,7 +17,7 @@ from .features import FeatureMap
 from ..._constants import (EPSILON_SVR, GAMMA_KERNELS, KERNEL_NAMES as KERNELS, POLY,
                            PSD_KERNELS, SVM_TYPE_NAMES as SVM_TYPES)
 from ..._kernels import as_canonical, one_blas_thread
-from ..._model_text import (float_text, format_sv_rows, label_text, parse_float, parse_int,
+from ..._model_text import (ModelHeader, float_text, format_sv_rows, label_text, parse_floats,
                             read_vector_lines)
 from ..._model_kind import ModelKind
 from ..._params import Parameters
@@ -148,6 +148,8 @@ def decision_values(X, model, n_jobs=None):
                 out[start:start + rows] = Z @ coef
         return out
     C = model.centres
+    if C.shape[0] == 0:             # trained on one class: every output is 0
+        return np.zeros((Xc.shape[0], coef.shape[1]))
     width = max(Xc.shape[1], C.shape[1], 1)
     if Xc.shape[1] != width:
         Xc = _widen(Xc, width)
@@ -242,82 +244,36 @@ def parse_eigenpro_model(lines, fail):
     """
     if not lines or lines[0].strip() != MAGIC:
         fail(1, f"expected {MAGIC!r} on the first line")
-    header, where, sv_line, section = {}, {}, None, None
-    for k in range(1, len(lines)):
-        tokens = lines[k].split()
-        if not tokens:
-            continue
-        if tokens[0] in ("SV", "W"):
-            if len(tokens) != 1:
-                fail(k + 1, f"unexpected text after {tokens[0]!r}")
-            sv_line = k
-            section = tokens[0]
-            break
-        if tokens[0] not in _HEADER:
-            fail(k + 1, f"unknown keyword {tokens[0][:40]!r} in the model header")
-        if tokens[0] in header:
-            fail(k + 1, f"{tokens[0]} given twice")
-        header[tokens[0]] = tokens[1:]
-        where[tokens[0]] = k + 1
-    if sv_line is None:
-        fail(len(lines), "truncated model file: no 'SV' (or 'W') line")
-
-    def one(key):
-        if key not in header:
-            fail(sv_line + 1, f"missing '{key}' line in the model header")
-        if len(header[key]) != 1:
-            fail(where[key], f"{key} takes one value, got {len(header[key])}")
-        return header[key][0]
-
-    svm_name = one("svm_type")
-    if svm_name not in SVM_TYPES:
-        fail(where["svm_type"], f"unknown svm_type {svm_name[:40]!r}")
-    kname = one("kernel_type")
+    header = ModelHeader(lines, fail, _HEADER, ("SV", "W"))
+    sv_line, section = header.end, header.section
+    svm_name = header.word("svm_type", SVM_TYPES)
+    kname = header.one("kernel_type")
     if kname not in KERNELS or KERNELS.index(kname) not in PSD_KERNELS:
-        fail(where["kernel_type"], f"kernel_type {kname[:40]!r} is not an EigenPro kernel")
+        fail(header.where["kernel_type"], f"kernel_type {kname[:40]!r} is not an EigenPro kernel")
     t = KERNELS.index(kname)
     param = Parameters(svm_type=SVM_TYPES.index(svm_name), kernel_type=t, solver="eigenpro")
-    if t == POLY:
-        param.degree = parse_int(fail, where.get("degree", sv_line + 1), one("degree"),
-                                 "degree")
-        if param.degree < 0:
-            fail(where["degree"], f"degree must be >= 0, got {param.degree}")
-        param.coef0 = parse_float(fail, where.get("coef0", sv_line + 1), one("coef0"), "coef0")
-    if t in GAMMA_KERNELS:
-        param.gamma = parse_float(fail, where.get("gamma", sv_line + 1), one("gamma"), "gamma")
-    n_out = parse_int(fail, where.get("n_outputs", sv_line + 1), one("n_outputs"), "n_outputs")
-    if not 1 <= n_out <= 65536:
-        fail(where["n_outputs"], f"n_outputs must be in 1..65536, got {n_out}")
-    if "label" not in header:
-        fail(sv_line + 1, "missing 'label' line in the model header")
-    if len(header["label"]) != n_out:
-        fail(where["label"], f"label needs {n_out} values, got {len(header['label'])}")
-    labels = np.array([parse_float(fail, where["label"], v, "label") for v in header["label"]])
+    header.kernel_parameters(param, t)
+    n_out = header.integer("n_outputs", low=1, high=65536)
+    labels = header.labels("label", n_out)
     if ("features" in header) != (section == "W"):
         fail(sv_line + 1, "a random-feature model has a 'features' line and a 'W' "
                           "section; a kernel expansion has 'total_sv' and 'SV'")
     if section == "W":
-        D = parse_int(fail, where["features"], one("features"), "features")
-        if D < 1:
-            fail(where["features"], f"features must be >= 1, got {D}")
-        seed = parse_int(fail, where.get("seed", sv_line + 1), one("seed"), "seed")
-        if not 0 <= seed < 2 ** 64:
-            fail(where["seed"], f"seed must be in [0, 2**64), got {seed}")
-        param.seed = seed
+        D = header.integer("features", low=1)
+        param.seed = header.integer("seed", low=0, high=2 ** 64 - 1)
         body = lines[sv_line + 1:]
         if len(body) < D or any(body[j].strip() for j in range(D, len(body))):
             fail(min(len(lines), sv_line + 2 + D), f"expected exactly {D} coefficient "
                                                    "lines after 'W'")
+        for j in range(D):      # the counts first: W holds only numbers the file has
+            found = len(body[j].split())
+            if found != n_out:
+                fail(sv_line + 2 + j, f"expected {n_out} coefficients, got {found}")
         W = np.empty((D, n_out))
         for j in range(D):
-            tokens = body[j].split()
-            if len(tokens) != n_out:
-                fail(sv_line + 2 + j, f"expected {n_out} coefficients, got {len(tokens)}")
-            W[j] = [parse_float(fail, sv_line + 2 + j, v, "coefficient") for v in tokens]
+            W[j] = parse_floats(fail, sv_line + 2 + j, body[j].split(), "coefficient")
         return EigenProModel(param=param, labels=labels, centres=None, coef=W, features=D)
-    l = parse_int(fail, where.get("total_sv", sv_line + 1), one("total_sv"), "total_sv")
-    if l < 0:
-        fail(where["total_sv"], f"total_sv must be >= 0, got {l}")
+    l = header.integer("total_sv", low=0)
     centres, coef = read_vector_lines(fail, lines, sv_line, l, n_out, t, "centre")
     return EigenProModel(param=param, labels=labels, centres=centres,
                          coef=np.ascontiguousarray(coef.T))

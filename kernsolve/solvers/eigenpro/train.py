@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse as sp
 
 from . import SPEC
 from ._common import (AUTO_RTOL, RANK_RTOL, KernelBlocks, check_diverged, epoch_order,
@@ -65,7 +66,7 @@ from ..._model import Model
 from ..._params import Parameters, option_key
 from ..._random import permutation
 from ..._threads import resolve_n_jobs
-from ..._validation import check_targets, check_X, class_index
+from ..._validation import ONE_CLASS_INFO, check_targets, check_X, class_index, warn_one_class
 
 __all__ = ["eigenpro_options", "fit_eigenpro", "exact_kernel_ridge", "train_eigenpro"]
 
@@ -439,6 +440,14 @@ def train_eigenpro(y, X, param, n_jobs=None, sample_weight=None, callback=None):
     if s == C_SVC:
         # One output per class, in LIBSVM's label order (with its -1/+1 swap).
         labels, index = class_index(y)
+        if labels.size == 1:        # LIBSVM's one-class case, before any kernel work
+            if not param.quiet:
+                print(ONE_CLASS_INFO, end="")
+            warn_one_class(labels[0])
+            return EigenProModel(param=param.copy(gamma=float(gamma)),
+                                 labels=labels.astype(np.float64),
+                                 centres=sp.csr_matrix((0, Xc.shape[1])), coef=np.zeros((0, 1)),
+                                 stats={"n_SV": 0, "wall_seconds": time.perf_counter() - t0})
         Y = np.zeros((n, labels.size))
         Y[np.arange(n), index] = 1.0
     else:

@@ -39,8 +39,8 @@ from ..._model import Model
 from ..._progress import Progress
 from ..._random import permutation
 from ..._threads import resolve_n_jobs
-from ..._validation import (check_sample_weight, check_targets, check_X, group_classes,
-                            resolve_gamma)
+from ..._validation import (ONE_CLASS_INFO, check_sample_weight, check_targets, check_X,
+                            group_classes, resolve_gamma, warn_one_class)
 N_PROB_FOLDS = 5          # LIBSVM's internal folds for probability models
 _DECISION_BLOCK = 1 << 22  # kernel values per block when computing decision values
 
@@ -406,10 +406,8 @@ def _train_classification(ctx, y, sw, orig_index, folds):
     labels, start, count, perm = group_classes(y)
     k = labels.size
     if k == 1:
-        ctx.info("WARNING: training data in only one class. See README for details.\n")
-        warnings.warn(f"training data has only one class (label {labels[0]}); like "
-                      "LIBSVM, the model predicts that label for every input and has "
-                      "no decision values", UserWarning, stacklevel=3)
+        ctx.info(ONE_CLASS_INFO)
+        warn_one_class(labels[0])
 
     weighted_C = np.full(k, float(param.C))
     for wlabel, w in param.weight.items():
