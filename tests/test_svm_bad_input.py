@@ -168,6 +168,12 @@ def test_no_crash_on_degenerate_but_valid_data():
         # LIBSVM returns C = inf and rho = nan for nu-SVC here; kernsolve refuses
         with pytest.raises(ValueError, match="r = 0"):
             train(ys, Xs, "-s 1 -n 0.5 -q")
-        # no features at all
+        # no features at all (a LIBSVM file of labels only): all-zero vectors, which
+        # LIBSVM trains on (issue 15; svm-train's model file: test_unclear_errors.py)
+        model = train(ys, sp.csr_matrix((20, 0)), "-q")
+        assert np.all(np.isfinite(model.rho)) and np.all(np.isfinite(model.dual_coef))
+        # no rows at all, or a dense matrix without columns, stays an error
         with pytest.raises(ValueError, match="empty"):
-            train(ys, sp.csr_matrix((20, 0)), "-q")
+            train(ys[:0], sp.csr_matrix((0, 2)), "-q")
+        with pytest.raises(ValueError, match="empty"):
+            train(ys, np.zeros((20, 0)), "-q")
