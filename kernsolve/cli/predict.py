@@ -5,6 +5,7 @@ The output file is svm-predict's: one predicted label per line (``%.17g``); with
 outlier`` for one-class) and then the label and one probability per class.
 It is written to a temporary file and renamed, so it is never half-written.
 """
+import os
 import sys
 
 import numpy as np
@@ -95,7 +96,10 @@ def summary_lines(y, labels, svm_type):
 def _first_word(path):
     """(first word, its line number) of the file, decompressed by its
     extension; ('', 0) if none can be read: enough to tell a model file from a
-    data file."""
+    data file.  Only a regular file is peeked at: a FIFO or stdin can be read
+    once, by the reader that uses it."""
+    if not os.path.isfile(path):
+        return "", 0
     try:
         with open_read(path) as f:
             head = f.read(4096)
