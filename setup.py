@@ -2,11 +2,25 @@
 
 Every ``kernsolve/**/*.pyx`` becomes one extension module named after its
 path (the shared engines in ``_core/``, each solver's loops in its folder under
-``solvers/``), so adding a solver needs no edit here.  OpenMP is detected by compiling *and running* a
-small program; ``KERNSOLVE_OPENMP=0`` forces it off, ``KERNSOLVE_OPENMP=1``
-forces it on (the build then fails loudly if the compiler cannot do it).
-``KERNSOLVE_DEBUG=1`` turns Cython's bounds and wraparound checks back on.
+``solvers/``), so adding a solver needs no edit here.
+
+Everything that needs a compiler happens in ``build_ext`` (``BuildExt``
+below), so making an sdist needs none.  It runs in phases and prints one line
+for each: the C compiler is checked (no compiler, or no ``Python.h``, is one
+sentence, not a traceback); OpenMP is detected by compiling *and running* a
+small program; Cython translates the ``.pyx`` files with one process per job;
+the C files are compiled with parallel jobs.  The compiler's own output is
+shown only for a module that fails, or with ``KERNSOLVE_BUILD_VERBOSE=1`` (or
+``setup.py -v``).
+
+Jobs: ``-j N`` / ``--parallel N`` (or ``[build_ext] parallel`` in setup.cfg)
+when given, else ``KERNSOLVE_BUILD_JOBS``, else the number of cores this
+process may use.  ``KERNSOLVE_OPENMP=0`` forces OpenMP off, ``=1`` forces it
+on (the build then fails if the compiler cannot do it); ``KERNSOLVE_DEBUG=1``
+turns Cython's bounds and wraparound checks back on; ``KERNSOLVE_ONLY=_a,_b``
+builds only those modules (by basename).  doc/install.md lists them all.
 """
+import contextlib
 import glob
 import os
 import shutil
@@ -14,10 +28,22 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import time
 
-import numpy
-from Cython.Build import cythonize
-from setuptools import Extension, setup
+import setuptools
+
+# pyproject.toml states its license as an SPDX expression (PEP 639), which
+# older setuptools reject with a schema dump: say what to do instead.
+if int(setuptools.__version__.split(".")[0]) < 77:
+    sys.exit(f"kernsolve needs setuptools >= 77 to build (this Python has "
+             f"{setuptools.__version__}): run 'python -m pip install -U \"setuptools>=77\"', "
+             f"or build with pip or 'python -m build', which fetch it")
+
+import numpy  # noqa: E402  (build requirements, like setuptools)
+from Cython.Build import cythonize  # noqa: E402
+from setuptools import Extension, setup  # noqa: E402
+from setuptools.command.build_ext import build_ext  # noqa: E402
+from setuptools.errors import CompileError, PlatformError  # noqa: E402
 
 OPENMP_TEST = r"""
 #include <omp.h>
@@ -31,63 +57,32 @@ int main(void) {
 }
 """
 
-
-def _compiler():
-    return os.environ.get("CC") or sysconfig.get_config_var("CC").split()[0] or "cc"
-
-
-def detect_openmp():
-    """Return True when the C compiler can build and run an OpenMP program."""
-    tmp = tempfile.mkdtemp(prefix="kernsolve-omp-")
-    try:
-        src = os.path.join(tmp, "omp.c")
-        exe = os.path.join(tmp, "omp")
-        with open(src, "w") as f:
-            f.write(OPENMP_TEST)
-        subprocess.run([_compiler(), "-fopenmp", src, "-o", exe], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        out = subprocess.run([exe], check=True, capture_output=True, text=True)
-        return out.stdout.strip() == "1"
-    except (OSError, subprocess.CalledProcessError):
-        return False
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def use_openmp():
-    forced = os.environ.get("KERNSOLVE_OPENMP", "").strip().lower()
-    if forced in ("0", "off", "false", "no"):
-        return False
-    found = detect_openmp()
-    if forced in ("1", "on", "true", "yes") and not found:
-        sys.exit("KERNSOLVE_OPENMP=1 but the compiler cannot build an OpenMP program")
-    if not found:
-        print("WARNING: OpenMP not available; kernsolve will run single-threaded",
-              file=sys.stderr)
-    return found
-
-
-OPENMP = use_openmp()
-DEBUG = os.environ.get("KERNSOLVE_DEBUG", "0") not in ("", "0")
-COMPILE_ARGS = ["-O3", "-fno-math-errno"] + (["-fopenmp"] if OPENMP else [])
-LINK_ARGS = ["-fopenmp"] if OPENMP else []
+# What every extension includes: a compiler that builds this builds kernsolve.
+HEADERS_TEST = r"""
+#include <Python.h>
+#include <numpy/arrayobject.h>
+int kernsolve_probe(void) { return 0; }
+"""
 
 DIRECTIVES = {
     "language_level": 3,
-    "boundscheck": DEBUG,
-    "wraparound": DEBUG,
-    "initializedcheck": DEBUG,
     "cdivision": True,
     "embedsignature": True,
 }
 
-# Recorded so kernsolve.show_config() can report how this copy was built.
-with open(os.path.join("kernsolve", "_build_config.py"), "w") as f:
-    f.write("# Written by setup.py at build time.\n")
-    f.write(f"OPENMP = {OPENMP!r}\n")
-    f.write(f"DEBUG = {DEBUG!r}\n")
-    f.write(f"COMPILER = {_compiler()!r}\n")
-    f.write(f"COMPILE_ARGS = {COMPILE_ARGS!r}\n")
+NO_COMPILER = (
+    "kernsolve needs a C compiler to build its compiled core and {what}: install one "
+    "(Debian/Ubuntu: apt-get install gcc python3-dev; Fedora: dnf install gcc "
+    "python3-devel; macOS: xcode-select --install) or point CC at it")
+
+
+def _flag(name):
+    return os.environ.get(name, "").strip().lower()
+
+
+def _on(name):
+    return _flag(name) in ("1", "on", "true", "yes")
+
 
 def _selected(path):
     # Developer switch: KERNSOLVE_ONLY=_dsg,_features rebuilds just those modules,
@@ -102,21 +97,208 @@ def _module_name(path):
     return os.path.splitext(path)[0].replace(os.sep, ".")
 
 
+def _usable_cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _run(cmd):
+    """Run cmd; return (ok, its combined output)."""
+    try:
+        out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    except OSError as exc:
+        return False, str(exc)
+    return out.returncode == 0, out.stdout
+
+
+def _first_error(output):
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "error" in ln.lower()]
+    return (errors or lines or ["no output"])[0]
+
+
+@contextlib.contextmanager
+def _quiet_fds(enabled):
+    """Send what this process and its children write to fds 1 and 2 to a
+    temporary file; show it only if the block fails."""
+    if not enabled:
+        yield
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as log:
+        saved = os.dup(1), os.dup(2)
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        failed = True
+        try:
+            yield
+            failed = False
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+            if failed:
+                log.seek(0)
+                sys.stderr.write(log.read().decode("utf-8", "replace"))
+                sys.stderr.flush()
+
+
+class BuildExt(build_ext):
+    """setuptools' build_ext, in announced phases, with parallel jobs by default."""
+
+    def run(self):
+        self._into_source = self.inplace      # setuptools resets it while building
+        super().run()
+
+    def _say(self, text):
+        if self.verbose:
+            print(f"kernsolve build: {text}", flush=True)
+
+    def _jobs(self):
+        """The user's -j/--parallel or KERNSOLVE_BUILD_JOBS, else the usable cores."""
+        jobs = self.parallel
+        if jobs in (None, False, 0):
+            env = os.environ.get("KERNSOLVE_BUILD_JOBS", "").strip()
+            if env:
+                try:
+                    jobs = int(env)
+                except ValueError:
+                    jobs = 0
+                if jobs < 1:
+                    raise PlatformError(f"KERNSOLVE_BUILD_JOBS must be a positive integer, "
+                                        f"got {env!r}")
+            else:
+                jobs = _usable_cores()
+        elif jobs is True:
+            jobs = _usable_cores()
+        return max(1, min(int(jobs), len(self.extensions)))
+
+    def _compiler_command(self):
+        """The compiler as setuptools will call it (argv list), or None (MSVC)."""
+        command = getattr(self.compiler, "compiler_so", None)
+        return list(command) if command else None
+
+    def _check_compiler(self, command):
+        exe = command[0]
+        if shutil.which(exe) is None:
+            raise PlatformError(NO_COMPILER.format(
+                what=f"found none ('{exe}' is not installed)"))
+        tmp = tempfile.mkdtemp(prefix="kernsolve-cc-")
+        try:
+            src = os.path.join(tmp, "probe.c")
+            with open(src, "w") as f:
+                f.write(HEADERS_TEST)
+            folders = [sysconfig.get_paths()["include"], numpy.get_include()]
+            includes = [f"-I{d}" for d in folders + list(self.include_dirs or [])]
+            obj = os.path.join(tmp, "probe.o")
+            ok, output = _run(command + includes + ["-c", src, "-o", obj])
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        if not ok:
+            raise PlatformError(NO_COMPILER.format(
+                what=f"'{exe}' cannot compile a file that includes Python.h and NumPy's "
+                     f"headers ({_first_error(output)})"))
+
+    @staticmethod
+    def _detect_openmp(exe):
+        """True when the compiler can build and run an OpenMP program."""
+        tmp = tempfile.mkdtemp(prefix="kernsolve-omp-")
+        try:
+            src = os.path.join(tmp, "omp.c")
+            prog = os.path.join(tmp, "omp")
+            with open(src, "w") as f:
+                f.write(OPENMP_TEST)
+            ok, _ = _run([exe, "-fopenmp", src, "-o", prog])
+            if not ok:
+                return False
+            ok, output = _run([prog])
+            return ok and output.strip() == "1"
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _use_openmp(self, exe):
+        forced = _flag("KERNSOLVE_OPENMP")
+        if forced in ("0", "off", "false", "no"):
+            return False
+        found = self._detect_openmp(exe)
+        if _on("KERNSOLVE_OPENMP") and not found:
+            raise PlatformError("KERNSOLVE_OPENMP=1 but the compiler cannot build an "
+                                "OpenMP program")
+        if not found:
+            print("WARNING: OpenMP not available; kernsolve will run single-threaded",
+                  file=sys.stderr)
+        return found
+
+    def _write_build_config(self, record):
+        # Read by kernsolve.show_config(); beside the built modules (in the
+        # source tree for --inplace and editable installs).
+        text = "# Written by setup.py at build time.\n" + "".join(
+            f"{key} = {value!r}\n" for key, value in record.items())
+        into_source = getattr(self, "_into_source", self.inplace)
+        folders = ["kernsolve"] if into_source else [os.path.join(self.build_lib, "kernsolve")]
+        for folder in folders:
+            os.makedirs(folder, exist_ok=True)
+            with open(os.path.join(folder, "_build_config.py"), "w") as f:
+                f.write(text)
+
+    def build_extensions(self):
+        start = time.perf_counter()
+        jobs = self._jobs()
+        loud = self.verbose > 1 or _on("KERNSOLVE_BUILD_VERBOSE")
+        command = self._compiler_command()
+        exe = command[0] if command else (os.environ.get("CC") or "cc")
+        if command:
+            self._check_compiler(command)
+        openmp = self._use_openmp(exe)
+        debug = _flag("KERNSOLVE_DEBUG") not in ("", "0")
+        compile_args = ["-O3", "-fno-math-errno"] + (["-fopenmp"] if openmp else [])
+        self._say(f"C compiler {os.path.basename(exe)} works; OpenMP "
+                  f"{'on' if openmp else 'off'}; flags {' '.join(compile_args)}")
+        for ext in self.extensions:
+            ext.extra_compile_args = list(compile_args)
+            ext.extra_link_args = ["-fopenmp"] if openmp else []
+        self._write_build_config({"OPENMP": openmp, "DEBUG": debug, "COMPILER": exe,
+                                  "COMPILE_ARGS": compile_args})
+
+        n = len(self.extensions)
+        self._say(f"Cython: translating {n} .pyx modules to C with {jobs} "
+                  f"process{'es' if jobs > 1 else ''} (unchanged ones are skipped)")
+        directives = dict(DIRECTIVES, boundscheck=debug, wraparound=debug,
+                          initializedcheck=debug)
+        # include_path ".": solvers cimport the engines as kernsolve._core.NAME
+        translated = cythonize(self.extensions, compiler_directives=directives,
+                               include_path=["."], nthreads=jobs if jobs > 1 else 0,
+                               force=self.force, quiet=not loud)
+        sources = {ext.name: ext.sources for ext in translated}
+        for ext in self.extensions:
+            ext.sources = sources[ext.name]
+
+        self._say(f"compiling {n} extension modules with {jobs} parallel "
+                  f"job{'s' if jobs > 1 else ''}"
+                  + ("" if loud else " (compiler output shown only if one fails; "
+                                     "KERNSOLVE_BUILD_VERBOSE=1 shows it all)"))
+        self.parallel = jobs
+        with _quiet_fds(not loud):
+            super().build_extensions()
+        self._say(f"built {n} modules in {time.perf_counter() - start:.0f} s")
+
+
 extensions = [
     Extension(
         _module_name(path),
         [path],
         include_dirs=[numpy.get_include(), "kernsolve/_core"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-        extra_compile_args=COMPILE_ARGS,
-        extra_link_args=LINK_ARGS,
     )
     # the shared engines in _core/, and each solver's loops beside its Python
     for path in sorted(glob.glob(os.path.join("kernsolve", "**", "*.pyx"), recursive=True))
     if _selected(path)
 ]
 
-setup(
-    # include_path ".": solvers cimport the engines as kernsolve._core.NAME
-    ext_modules=cythonize(extensions, compiler_directives=DIRECTIVES, include_path=["."]),
-)
+setup(ext_modules=extensions, cmdclass={"build_ext": BuildExt})

@@ -5,6 +5,7 @@ Public names are imported lazily from the private modules listed in
 """
 import importlib
 import os
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
@@ -52,6 +53,25 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
+
+if TYPE_CHECKING:  # the lazy exports above, spelled out for type checkers (py.typed)
+    from ._api import train
+    from ._config import show_config
+    from ._errors import DataFormatError, ModelFormatError
+    from ._features import median_gamma, random_features
+    from ._io import read_problem, write_problem
+    from ._kernels import kernel_matrix
+    from ._model import Model, load_model, save_model
+    from ._params import Parameters, parse_options
+    from ._predict import predict
+    from ._threads import resolve_n_jobs
+    from .datasets import dataset_path
+    from .estimators._base import NotFittedError
+    from .estimators.dsg import DSGClassifier, DSGRegressor
+    from .estimators.eigenpro import EigenProClassifier, EigenProRegressor
+    from .estimators.svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM
+    from .model_selection.cv import cross_validation
+    from .model_selection.grid import grid_search
 
 
 def __getattr__(name):

@@ -6,15 +6,21 @@ trains through ``spec.train``; the others run LIBSVM's one-vs-one driver
 (``kernsolve.solvers.libsvm.driver.svm_train``), which receives the spec and
 calls its ``binary`` sub-problem trainer.  No solver is named here.
 """
-from ._params import Parameters, parse_options
+from typing import Any
+
+from ._model import Model
+from ._model_kind import ModelKind
+from ._params import OptionsLike, Parameters, parse_options
+from ._typing import ArrayLike, MatrixLike
 from .solvers import spec_for
 from .solvers.libsvm import driver
 
 __all__ = ["train", "check_parameters"]
 
 
-def train(y, X, options="", *, sample_weight=None, n_jobs=None, _folds=None,
-          _max_iter=None):
+def train(y: ArrayLike, X: MatrixLike, options: OptionsLike = "", *,
+          sample_weight: ArrayLike | None = None, n_jobs: int | None = None,
+          _folds: Any = None, _max_iter: int | None = None) -> Model | ModelKind:
     """Train a model with any of kernsolve's solvers (``--solver``, default SMO).
 
     With SMO, SBP and the baselines it trains the way LIBSVM's ``svm-train``

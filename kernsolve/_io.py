@@ -9,14 +9,17 @@ import io
 import numbers
 import os
 import stat
+from typing import Literal, overload
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import DTypeLike
 
 from ._core import _reader, _writer
 from ._errors import DataFormatError
 from ._fileutil import compression, compressor, open_read, output_file
 from ._threads import resolve_n_jobs
+from ._typing import ArrayLike, DataFile, MatrixLike, NDArray
 
 __all__ = ["read_problem", "write_problem"]
 
@@ -203,9 +206,31 @@ class _Source:
             return None
 
 
-def read_problem(source, n_features=None, zero_based="auto", dtype=np.float64,
-                 offset=0, length=-1, query_id=False, n_jobs=None, *,
-                 for_training=False):
+_Problem = tuple[NDArray[np.float64], sp.csr_matrix]
+_RankingProblem = tuple[NDArray[np.float64], sp.csr_matrix, NDArray[np.int64]]
+
+
+@overload
+def read_problem(source: DataFile, n_features: int | None = ...,
+                 zero_based: bool | Literal["auto"] = ..., dtype: DTypeLike = ...,
+                 offset: int = ..., length: int = ..., query_id: Literal[False] = ...,
+                 n_jobs: int | None = ..., *, for_training: bool = ...) -> _Problem: ...
+@overload
+def read_problem(source: DataFile, n_features: int | None = ...,
+                 zero_based: bool | Literal["auto"] = ..., dtype: DTypeLike = ...,
+                 offset: int = ..., length: int = ..., *, query_id: Literal[True],
+                 n_jobs: int | None = ..., for_training: bool = ...) -> _RankingProblem: ...
+@overload
+def read_problem(source: DataFile, n_features: int | None = ...,
+                 zero_based: bool | Literal["auto"] = ..., dtype: DTypeLike = ...,
+                 offset: int = ..., length: int = ..., query_id: bool = ...,
+                 n_jobs: int | None = ..., *,
+                 for_training: bool = ...) -> _Problem | _RankingProblem: ...
+def read_problem(source: DataFile, n_features: int | None = None,
+                 zero_based: bool | Literal["auto"] = "auto", dtype: DTypeLike = np.float64,
+                 offset: int = 0, length: int = -1, query_id: bool = False,
+                 n_jobs: int | None = None, *,
+                 for_training: bool = False) -> _Problem | _RankingProblem:
     """Read a LIBSVM/svmlight-format data file.
 
     Parameters
@@ -446,7 +471,8 @@ def _read(src, n_features, mode, dt, offset, length, query_id, n_threads, window
     return y, X
 
 
-def write_problem(destination, y, X, zero_based=False, query_id=None, n_jobs=None):
+def write_problem(destination: DataFile, y: ArrayLike, X: MatrixLike, zero_based: bool = False,
+                  query_id: ArrayLike | None = None, n_jobs: int | None = None) -> None:
     """Write ``(y, X)`` in LIBSVM format, so that it reads back exactly.
 
     Parameters

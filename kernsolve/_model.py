@@ -31,6 +31,7 @@ from ._model_kind import ModelKind
 from ._model_text import (ModelHeader, float_text, format_sv_rows, label_text, parse_int,
                           read_vector_lines, split_lines)
 from ._params import Parameters
+from ._typing import ModelFile, StrPath
 from .solvers import model_kinds
 
 N_MARKS = 10  # LIBSVM's number of one-class probability density marks
@@ -243,7 +244,7 @@ def _format_model(model):
     return head + "".join(format_sv_rows(coef, csr))
 
 
-def save_model(path, model):
+def save_model(path: StrPath, model: Model | ModelKind) -> None:
     """Write ``model`` to ``path`` in LIBSVM's model file format.
 
     A regular file is written to a temporary file in the same directory and
@@ -287,7 +288,7 @@ def is_model_start(first_word):
     return first_word in _HEADER_KEYS or first_word == MODEL_MAGIC
 
 
-def load_model(path):
+def load_model(path: ModelFile) -> Model | ModelKind:
     """Read a LIBSVM-format model file (LIBSVM's own or kernsolve's).
 
     Returns

@@ -15,6 +15,7 @@ import math
 import re
 import shlex
 from dataclasses import dataclass, field, fields, replace
+from typing import Any, Union
 
 from ._constants import (C_TYPES, EPSILON_SVR, GAMMA_KERNELS, KERNEL_NAMES, LAPLACIAN, NU_TYPES,
                          POLY, RBF, SVM_TYPE_NAMES)
@@ -230,6 +231,11 @@ class Parameters:
             raise ValueError(f"extra: expected a dict of solver options, "
                              f"got {type(self.extra).__name__}")
         return spec.check_options(self.solver, self.extra)
+
+
+#: What ``parse_options`` takes, and so every ``options`` argument of the API:
+#: an option string, its tokens, a dict of field names, or a Parameters.
+OptionsLike = Union[str, list[str], tuple[str, ...], dict[str, Any], Parameters, None]
 
 
 def _fmt_float(value):

@@ -16,6 +16,7 @@ values directly for two classes and LIBSVM's ``multiclass_probability``
 probabilities from the ten density marks.
 """
 import sys
+from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -26,6 +27,7 @@ from ._model import Model, _check_model
 from ._model_kind import ModelKind
 from ._params import _parse_number, split_options
 from ._threads import check_n_jobs
+from ._typing import ArrayLike, LibsvmRows, MatrixLike, NDArray
 from ._validation import check_X
 
 # Bytes of kernel values per block (K block plus the product): bounds memory.
@@ -464,7 +466,9 @@ def evaluations(y, predicted):
     return float(acc), float(mse), float(scc)
 
 
-def predict(y, X, model, options=""):
+def predict(y: ArrayLike | None, X: MatrixLike | LibsvmRows, model: Model | ModelKind,
+            options: str | Sequence[str] | None = "") -> tuple[
+                NDArray[np.float64], tuple[float, float, float], NDArray[np.float64]]:
     """Predict the rows of X, like ``libsvm.svmutil.svm_predict``.
 
     Parameters

@@ -29,6 +29,7 @@ the seeded order ``permutation(n_rows, stream_key(seed, "sampling"), k)``, so
   ``n_features``; for a binary problem whose labels are -1/+1).
 """
 from numbers import Integral, Real
+from typing import Any, Literal
 
 import numpy as np
 
@@ -37,6 +38,7 @@ from ._base import (CACHE_SIZE, N_JOBS, BaseEstimator, InstanceOf, Interval, Rul
                     encode_classes, feature_names, r2_score, regression_targets, type_name)
 from .._constants import ESTIMATOR_KERNELS, FOURIER_KERNELS, SvmType
 from .._params import Parameters, option_key
+from .._typing import RandomStateLike
 from .._validation import check_X, column_or_1d, seed_of
 from ..solvers.dsg.options import check_parameters, hyperparameters, resolve_gamma
 from ..solvers.dsg.targets import Targets
@@ -344,10 +346,14 @@ class DSGClassifier(_BaseDSG):
         **_BaseDSG._parameter_constraints,
     }
 
-    def __init__(self, loss="hinge", *, solver=_DSG.name, gamma="median", kernel="rbf",
-                 alpha=None, C=1.0, batch_size=64, feature_block=32, step=None, t0=None,
-                 max_iter=None, average=False, fit_intercept=True, solver_options=None,
-                 random_state=None, n_jobs=None, cache_size=100, verbose=False):
+    def __init__(self, loss: str = "hinge", *, solver: str = _DSG.name,
+                 gamma: float | Literal["median"] = "median", kernel: str = "rbf",
+                 alpha: float | None = None, C: float = 1.0, batch_size: int = 64,
+                 feature_block: int = 32, step: float | None = None, t0: float | None = None,
+                 max_iter: float | None = None, average: bool = False,
+                 fit_intercept: bool = True, solver_options: dict[str, Any] | None = None,
+                 random_state: RandomStateLike = None, n_jobs: int | None = None,
+                 cache_size: float = 100, verbose: bool = False) -> None:
         self._store_params(locals())
 
     # -- labels
@@ -531,11 +537,15 @@ class DSGRegressor(_BaseDSG):
         "delta": ["no_validation"],
     }
 
-    def __init__(self, loss="squared", *, solver=_DSG.name, epsilon=0.1, delta=1.0, tau=0.5,
-                 gamma="median", kernel="rbf", alpha=None, C=1.0, batch_size=64,
-                 feature_block=32, step=None, t0=None, max_iter=None, average=False,
-                 fit_intercept=True, solver_options=None, random_state=None, n_jobs=None,
-                 cache_size=100, verbose=False):
+    def __init__(self, loss: str = "squared", *, solver: str = _DSG.name,
+                 epsilon: float = 0.1, delta: float = 1.0, tau: float = 0.5,
+                 gamma: float | Literal["median"] = "median", kernel: str = "rbf",
+                 alpha: float | None = None, C: float = 1.0, batch_size: int = 64,
+                 feature_block: int = 32, step: float | None = None, t0: float | None = None,
+                 max_iter: float | None = None, average: bool = False,
+                 fit_intercept: bool = True, solver_options: dict[str, Any] | None = None,
+                 random_state: RandomStateLike = None, n_jobs: int | None = None,
+                 cache_size: float = 100, verbose: bool = False) -> None:
         self._store_params(locals())
 
     def _y(self, y):

@@ -9,6 +9,7 @@ with a trailing underscore, scikit-learn's messages) and do not import
 scikit-learn.  ``eigen_directions=0`` is plain kernel SGD.
 """
 from numbers import Real
+from typing import Literal
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from ._base import (COEF0, DEGREE, N_JOBS, BaseEstimator, Interval, Rule, StrOpt
                     r2_score, regression_targets)
 from .._constants import C_SVC, ESTIMATOR_KERNELS, GAMMA_KERNELS, PSD_KERNELS
 from .._params import Parameters
+from .._typing import RandomStateLike
 from .._validation import check_X, column_or_1d, estimator_gamma, seed_of
 from ..solvers.eigenpro import SPEC as _EIGENPRO
 
@@ -48,9 +50,13 @@ class _BaseEigenPro(BaseEstimator):
         "random_state": ["no_validation"],     # seed_of, when the seed is drawn
     }
 
-    def __init__(self, *, kernel="rbf", gamma="scale", degree=3, coef0=0.0,
-                 eigen_directions=None, subsample=None, batch_size=None, damping=1.0,
-                 epochs=10, step=None, features=None, random_state=None, n_jobs=None):
+    def __init__(self, *, kernel: str = "rbf",
+                 gamma: float | Literal["scale", "auto"] = "scale", degree: int = 3,
+                 coef0: float = 0.0, eigen_directions: int | None = None,
+                 subsample: int | None = None, batch_size: int | None = None,
+                 damping: float = 1.0, epochs: int = 10, step: float | None = None,
+                 features: int | None = None, random_state: RandomStateLike = None,
+                 n_jobs: int | None = None) -> None:
         self._store_params(locals())
 
     # ------------------------------------------------------------ parameters

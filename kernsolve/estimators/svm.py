@@ -28,13 +28,19 @@ data layout, training, fitted attributes) is ``estimators._svm_base``; this
 module declares the public classes: their parameters, defaults, constraints
 and documentation.
 """
+from typing import Any, Literal
+
 import numpy as np
 
 from .._constants import SvmType
+from .._typing import KernelLike, RandomStateLike
 from .._validation import DataConversionWarning
 from ..solvers import DEFAULT_SOLVER
 from ._base import ConvergenceWarning, NotFittedError
 from ._svm_base import _BaseSVC, _BaseSVM, _BaseSVR
+
+#: ``class_weight``: {label: weight}, "balanced" (n / (k * count)), or None (all 1).
+ClassWeight = dict[Any, float] | Literal["balanced"] | None
 
 __all__ = ["SVC", "NuSVC", "SVR", "NuSVR", "OneClassSVM", "NotFittedError",
            "DataConversionWarning", "ConvergenceWarning"]
@@ -124,11 +130,15 @@ class SVC(_BaseSVC):
     _parameter_constraints = {**_without(_BaseSVC._parameter_constraints, "nu", "epsilon"),
                               "bias": ["no_validation"]}
 
-    def __init__(self, *, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0,
-                 shrinking=True, probability=False, tol=1e-3, cache_size=200,
-                 class_weight=None, verbose=False, max_iter=-1,
-                 decision_function_shape="ovr", break_ties=False, random_state=None,
-                 solver=DEFAULT_SOLVER, solver_options=None, bias=True, n_jobs=None):
+    def __init__(self, *, C: float = 1.0, kernel: KernelLike = "rbf", degree: int = 3,
+                 gamma: float | Literal["scale", "auto"] = "scale", coef0: float = 0.0,
+                 shrinking: bool = True, probability: bool = False, tol: float = 1e-3,
+                 cache_size: float = 200, class_weight: ClassWeight = None,
+                 verbose: bool = False, max_iter: int = -1,
+                 decision_function_shape: Literal["ovr", "ovo"] = "ovr",
+                 break_ties: bool = False, random_state: RandomStateLike = None,
+                 solver: str = DEFAULT_SOLVER, solver_options: dict[str, Any] | None = None,
+                 bias: bool = True, n_jobs: int | None = None) -> None:
         self._store_params(locals())
 
 
@@ -148,11 +158,15 @@ class NuSVC(_BaseSVC):
     _svm_type = SvmType.NU_SVC
     _parameter_constraints = _without(_BaseSVC._parameter_constraints, "C", "epsilon")
 
-    def __init__(self, *, nu=0.5, kernel="rbf", degree=3, gamma="scale", coef0=0.0,
-                 shrinking=True, probability=False, tol=1e-3, cache_size=200,
-                 class_weight=None, verbose=False, max_iter=-1,
-                 decision_function_shape="ovr", break_ties=False, random_state=None,
-                 solver=DEFAULT_SOLVER, solver_options=None, n_jobs=None):
+    def __init__(self, *, nu: float = 0.5, kernel: KernelLike = "rbf", degree: int = 3,
+                 gamma: float | Literal["scale", "auto"] = "scale", coef0: float = 0.0,
+                 shrinking: bool = True, probability: bool = False, tol: float = 1e-3,
+                 cache_size: float = 200, class_weight: ClassWeight = None,
+                 verbose: bool = False, max_iter: int = -1,
+                 decision_function_shape: Literal["ovr", "ovo"] = "ovr",
+                 break_ties: bool = False, random_state: RandomStateLike = None,
+                 solver: str = DEFAULT_SOLVER, solver_options: dict[str, Any] | None = None,
+                 n_jobs: int | None = None) -> None:
         self._store_params(locals())
 
 
@@ -169,9 +183,11 @@ class SVR(_BaseSVR):
     _svm_type = SvmType.EPSILON_SVR
     _parameter_constraints = _without(_BaseSVR._parameter_constraints, "nu")
 
-    def __init__(self, *, kernel="rbf", degree=3, gamma="scale", coef0=0.0, tol=1e-3,
-                 C=1.0, epsilon=0.1, shrinking=True, cache_size=200, verbose=False,
-                 max_iter=-1, n_jobs=None):
+    def __init__(self, *, kernel: KernelLike = "rbf", degree: int = 3,
+                 gamma: float | Literal["scale", "auto"] = "scale", coef0: float = 0.0,
+                 tol: float = 1e-3, C: float = 1.0, epsilon: float = 0.1,
+                 shrinking: bool = True, cache_size: float = 200, verbose: bool = False,
+                 max_iter: int = -1, n_jobs: int | None = None) -> None:
         self._store_params(locals())
 
 
@@ -184,9 +200,11 @@ class NuSVR(_BaseSVR):
     _svm_type = SvmType.NU_SVR
     _parameter_constraints = _without(_BaseSVR._parameter_constraints, "epsilon")
 
-    def __init__(self, *, nu=0.5, C=1.0, kernel="rbf", degree=3, gamma="scale",
-                 coef0=0.0, shrinking=True, tol=1e-3, cache_size=200, verbose=False,
-                 max_iter=-1, n_jobs=None):
+    def __init__(self, *, nu: float = 0.5, C: float = 1.0, kernel: KernelLike = "rbf",
+                 degree: int = 3, gamma: float | Literal["scale", "auto"] = "scale",
+                 coef0: float = 0.0, shrinking: bool = True, tol: float = 1e-3,
+                 cache_size: float = 200, verbose: bool = False, max_iter: int = -1,
+                 n_jobs: int | None = None) -> None:
         self._store_params(locals())
 
 
@@ -209,9 +227,11 @@ class OneClassSVM(_BaseSVM):
     _svm_type = SvmType.ONE_CLASS
     _parameter_constraints = _without(_BaseSVM._parameter_constraints, "C", "epsilon")
 
-    def __init__(self, *, kernel="rbf", degree=3, gamma="scale", coef0=0.0, tol=1e-3,
-                 nu=0.5, shrinking=True, cache_size=200, verbose=False, max_iter=-1,
-                 n_jobs=None):
+    def __init__(self, *, kernel: KernelLike = "rbf", degree: int = 3,
+                 gamma: float | Literal["scale", "auto"] = "scale", coef0: float = 0.0,
+                 tol: float = 1e-3, nu: float = 0.5, shrinking: bool = True,
+                 cache_size: float = 200, verbose: bool = False, max_iter: int = -1,
+                 n_jobs: int | None = None) -> None:
         self._store_params(locals())
 
     def fit(self, X, y=None, sample_weight=None):

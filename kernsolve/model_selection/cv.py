@@ -21,16 +21,18 @@ import contextlib
 import sys
 import time
 import warnings
+from typing import Any, Sequence
 
 import numpy as np
 
 from .._api import train
 from .._constants import CLASSIFICATION, REGRESSION
 from .._core import _random as _c
-from .._params import Parameters, parse_options
+from .._params import OptionsLike, Parameters, parse_options
 from .._predict import evaluations, predict
 from .._random import permutation, stream_key
 from .._threads import resolve_n_jobs
+from .._typing import ArrayLike, MatrixLike
 from .._validation import check_sample_weight, check_targets, check_X, group_classes
 from ..solvers.libsvm.libsvm_rand import cross_validation_folds
 
@@ -341,9 +343,12 @@ class CVResult:
         return f"CVResult(n_folds={self.n_folds}, {what})"
 
 
-def cross_validation(y, X, options="", n_folds=None, n_jobs=None, seed=None,
-                     backend=None, verbose=None, sample_weight=None, folds=None,
-                     _probability_folds=None):
+def cross_validation(y: ArrayLike, X: MatrixLike, options: OptionsLike = "",
+                     n_folds: int | None = None, n_jobs: int | None = None,
+                     seed: int | None = None, backend: Any = None, verbose: bool | None = None,
+                     sample_weight: ArrayLike | None = None,
+                     folds: Sequence[ArrayLike] | None = None,
+                     _probability_folds: Any = None) -> CVResult:
     """k-fold cross-validation, LIBSVM's ``svm-train -v k``, folds in parallel.
 
     Parameters

@@ -20,12 +20,14 @@ import re
 import shlex
 import sys
 import time
+from typing import Any, Mapping
 
 import numpy as np
 
 from . import cv as _cv
 from .._constants import CLASSIFICATION, REGRESSION
-from .._params import _LETTERS, _LONG, parse_options
+from .._params import _LETTERS, _LONG, OptionsLike, parse_options
+from .._typing import ArrayLike, MatrixLike, StrPath
 from ..solvers import all_option_names
 from ..solvers.libsvm.libsvm_rand import cross_validation_folds
 
@@ -431,9 +433,12 @@ def _best_text(result):
 # the public function
 # --------------------------------------------------------------------------
 
-def grid_search(y, X, base_options="", grid=None, n_folds=5, n_jobs=None, seed=None,
-                out=None, resume=True, backend=None, verbose=None, png=None,
-                sample_weight=None):
+def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
+                grid: Mapping[str, Any] | None = None, n_folds: int = 5,
+                n_jobs: int | None = None, seed: int | None = None, out: StrPath | None = None,
+                resume: bool = True, backend: Any = None, verbose: bool | None = None,
+                png: StrPath | None = None,
+                sample_weight: ArrayLike | None = None) -> GridResult:
     """Cross-validate every cell of a parameter grid, all (cell, fold) tasks in parallel.
 
     Parameters
