@@ -66,7 +66,7 @@ if TYPE_CHECKING:  # the lazy exports above, spelled out for type checkers (py.t
     from ._predict import predict
     from ._threads import resolve_n_jobs
     from .datasets import dataset_path
-    from .estimators._base import NotFittedError
+    from .estimators._base import ConvergenceWarning, NotFittedError
     from .estimators.dsg import DSGClassifier, DSGRegressor
     from .estimators.eigenpro import EigenProClassifier, EigenProRegressor
     from .estimators.svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM
