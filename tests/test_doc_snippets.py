@@ -61,6 +61,8 @@ NOT_KERNSOLVE = {
     "--nworkers": "an option of `dask worker`",
     "--kernsolve-path": "an option of benchmarks/bench_*.py",
     "--strict": "an option of `mkdocs build` (index.md)",
+    "--parallel": "an option of `setup.py build_ext` (install.md)",
+    "-j": "an option of `setup.py build_ext` (install.md)",
     "--out-dir": "an option of the examples (examples/_output.py)",
 }
 # Commands whose command lines are not kernsolve's (their options are theirs).
