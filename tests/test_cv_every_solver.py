@@ -105,3 +105,44 @@ def test_kernsolve_grid_runs_dsg(heart, heart_file, tmp_path, monkeypatch):
     assert out.getvalue().strip() == api.summary_line().strip()
     assert out.getvalue().split()[:2] == [str(api.best_params["c"]), str(api.best_params["g"])]
     assert float(out.getvalue().split()[2]) == float("%g" % api.best_rate)
+
+
+CLASSIFIERS = [name for name, s in SOLVER_TYPES if s == 0]
+
+
+@pytest.mark.parametrize("name", CLASSIFIERS)
+def test_one_class_training_data_gives_libsvms_one_label_model(heart, name, tmp_path):
+    # LIBSVM (libsvm-official) is the oracle: training data of one class gives a
+    # model that predicts that label for every row, with a warning, for every solver.
+    from libsvm import svmutil
+    y, X = heart
+    rows = np.flatnonzero(y == -1)[:40]
+    with pytest.warns(UserWarning, match=r"only one class \(label -1"):
+        model = train(y[rows], X[rows], f"-q --solver {name}")
+    theirs = svmutil.svm_train(y[rows].tolist(), X[rows], "-q")
+    expected, _, _ = svmutil.svm_predict(y.tolist(), X, theirs, "-q")
+    assert set(expected) == {-1.0}
+    np.testing.assert_array_equal(predict(None, X, model, "-q")[0], expected)
+    kernsolve.save_model(str(tmp_path / "m"), model)
+    np.testing.assert_array_equal(
+        predict(None, X, kernsolve.load_model(str(tmp_path / "m")), "-q")[0], expected)
+
+
+@pytest.mark.parametrize("name", CLASSIFIERS)
+def test_cross_validation_with_a_one_class_training_fold(name):
+    # 5 rows of class 1 and one of class -1 in 5 stratified folds: the fold
+    # holding the -1 row trains on class 1 alone (svm-train predicts 1 there).
+    # Oracle: the hand loop, and that fold's rows all predicted as class 1.
+    X = np.arange(1.0, 7.0).reshape(-1, 1)
+    y = np.array([1.0, 1.0, 1.0, 1.0, 1.0, -1.0])
+    options = f"-q --solver {name}"
+    with pytest.warns(UserWarning):
+        r = cross_validation(y, X, options, n_folds=5)
+        folds = make_folds(y, 5, 0, stratified=True)
+        target = hand_loop(y, X, folds, options)
+    one_class = [f for i, f in enumerate(folds) if np.all(y[train_rows(folds, i)] == 1)]
+    assert one_class, "the folds should leave one training set with class 1 alone"
+    for test in one_class:
+        assert np.all(r.target[test] == 1.0)
+    np.testing.assert_array_equal(r.target, target)
+    assert r.accuracy == 100.0 * np.mean(target == y)

@@ -148,6 +148,8 @@ class DSGModel(ModelKind):
             return values[:, 0].copy()
         if self.svm_type == ONE_CLASS:
             return np.where(values[:, 0] >= 0, 1.0, -1.0)
+        if self.labels.size == 1:       # trained on one class, as LIBSVM's model
+            return np.full(values.shape[0], self.labels[0])
         if values.shape[1] == 1:
             return np.where(values[:, 0] > 0, self.labels[0], self.labels[1])
         return self.labels[np.argmax(values, axis=1)]
@@ -179,6 +181,8 @@ class DSGModel(ModelKind):
         if not self.has_probability:
             raise ValueError(f"a DSG model with loss {self.loss!r} gives no probabilities "
                              "(train with --loss logistic or softmax)")
+        if self.labels.size == 1:
+            return np.ones((values.shape[0], 1))
         if values.shape[1] == 1:
             p = 1.0 / (1.0 + np.exp(-values[:, 0]))
             return np.column_stack([p, 1.0 - p])
@@ -209,7 +213,7 @@ class DSGModel(ModelKind):
             lines.append("labels " + " ".join(g(v) for v in self.labels))
         lines.append("intercept " + " ".join(g(v) for v in self.intercept))
         lines.append("coef")
-        flat = self.coef.reshape(self.n_blocks, -1)
+        flat = self.coef.reshape(self.n_blocks, self.block_size * self.n_outputs)
         lines.extend(" ".join(g(v) for v in row) for row in flat)
         return "\n".join(lines) + "\n"
 
@@ -243,7 +247,7 @@ class DSGModel(ModelKind):
             if "labels" not in header:
                 fail(k + 1, "classification DSG model without 'labels'")
             labels = header.labels("labels", len(header.values("labels")))
-            if labels.size < 2 or n_outputs not in (1, labels.size):
+            if n_outputs not in (1, labels.size) or (labels.size == 1 and n_blocks):
                 fail(header.where["labels"],
                      f"{labels.size} labels do not fit {n_outputs} outputs")
         intercept = header.numbers("intercept", n_outputs)

@@ -11,7 +11,7 @@ import numpy as np
 
 from .options import _loss, _task, check_parameters, hyperparameters, resolve_gamma
 from .targets import Targets
-from .trainer import DSGTrainer, _info
+from .trainer import DSGTrainer, _info, _notice_one_class
 from ..._errors import DataFormatError
 from ..._fileutil import compression, open_read
 from ..._io import read_problem
@@ -89,6 +89,7 @@ def train_file(path, options="", *, chunk_bytes=64 << 20, n_features=None, n_job
     targets = Targets.from_data(task, None, y_all)
     loss = _loss(param, 0 if targets.labels is None else targets.labels.size)
     targets.loss = loss
+    _notice_one_class(param, targets)
     trainer = None
     for epoch in range(max(1, math.ceil(opts["epochs"]))):
         for offset, length in windows:

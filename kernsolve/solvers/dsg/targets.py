@@ -17,11 +17,12 @@ class Targets:
     def from_data(cls, task, loss, y):
         if task != "classification":
             return cls(task, loss)
-        labels = group_classes(y)[0]
-        if labels.size < 2:
-            raise ValueError(f"training data has only one class (label {labels[0]:g}); "
-                             "DSG classification needs at least two")
-        return cls(task, loss, labels.astype(np.float64))
+        return cls(task, loss, group_classes(y)[0].astype(np.float64))
+
+    @property
+    def single_label(self):
+        """Training data of one class: LIBSVM's case, a model predicting that label."""
+        return self.labels is not None and self.labels.size == 1
 
     @property
     def n_outputs(self):

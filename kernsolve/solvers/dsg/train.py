@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 from .options import _loss, _task, check_parameters, hyperparameters, resolve_gamma
 from .targets import Targets
-from .trainer import DSGTrainer, _info
+from .trainer import DSGTrainer, _info, _notice_one_class
 from ..._constants import C_SVC, EPSILON_SVR
 from ..._params import Parameters, parse_options
 from ..._progress import Progress
@@ -50,6 +50,7 @@ def train(y, X, options="", n_jobs=None):
     targets = Targets.from_data(_task(param), None, y)
     loss = _loss(param, 0 if targets.labels is None else targets.labels.size)
     targets.loss = loss
+    _notice_one_class(param, targets)
     h = hyperparameters(param, X.shape[0], X.shape[1], loss, resolve_gamma(param, X))
     trainer = DSGTrainer(h, targets)
     epochs = h["epochs"]

@@ -14,6 +14,7 @@ from .model import DSGModel, check_directions
 from ..._kernels import as_canonical
 from ..._random import permutation, stream_key
 from ..._threads import resolve_n_jobs
+from ..._validation import ONE_CLASS_INFO, warn_one_class
 
 __all__ = ["DSGTrainer"]
 
@@ -83,6 +84,9 @@ class DSGTrainer:
             raise ValueError(f"X has {X.shape[1]} features; this model was started with "
                              f"{self.h['n_features']}")
         targets = self.targets.encode(y)
+        if self.targets.single_label:       # nothing to learn: the model predicts the label
+            self.n_seen += X.shape[0] if n_rows_used is None else n_rows_used
+            return self
         order = permutation(X.shape[0], self.sampling_key, self.n_chunks)
         if n_rows_used is not None:
             order = order[:n_rows_used]
@@ -155,3 +159,11 @@ def _info(param, text):
     if not param.quiet:
         sys.stdout.write(text)
         sys.stdout.flush()
+
+
+def _notice_one_class(param, targets):
+    """LIBSVM's one-class notice (``train`` and ``train_file``): the model will
+    predict the training data's only label, as every other solver's does."""
+    if targets.single_label:
+        _info(param, ONE_CLASS_INFO)
+        warn_one_class(f"{targets.labels[0]:g}", stacklevel=3)
