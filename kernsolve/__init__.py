@@ -9,8 +9,11 @@ from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-try:  # the smallest compiled module: present in every built copy
-    from ._core import _parallel as _built  # noqa: F401
+from ._wait_policy import openmp_loading
+
+try:  # the smallest compiled module: present in every built copy; it loads OpenMP
+    with openmp_loading():
+        from ._core import _parallel as _built  # noqa: F401
 except ImportError:
     _here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     raise ImportError(

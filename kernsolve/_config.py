@@ -5,6 +5,7 @@ import sys
 from . import __version__
 from ._core import _parallel
 from ._threads import cpu_count, resolve_n_jobs
+from ._wait_policy import applied as wait_policy
 
 try:  # written by setup.py when it builds the core
     from . import _build_config as _build
@@ -25,6 +26,7 @@ def config():
         "openmp": _parallel.openmp_enabled(),
         "cores": cpu_count(),
         "default_threads": resolve_n_jobs(None),
+        "wait_policy": wait_policy(),
         "compiler": compiler,
         "compile_args": " ".join(args),
         "debug_checks": debug,

@@ -1,0 +1,52 @@
+"""How kernsolve's OpenMP threads wait between parallel regions (issue 12, item 3).
+
+libgomp's default lets a thread that has finished its share spin for a while
+(``GOMP_SPINCOUNT``, 300000 turns) before it sleeps.  On an idle machine that
+saves a wake-up; beside another busy process it is ruinous: the spinning
+threads take the core from the one thread with work left, and every fork/join
+of the solvers waits a scheduler time slice.  Measured on 2 cores with one
+competing process, default threads ran 1.4 to 26 times slower than
+``--threads 1`` (benchmarks/RESULTS.md, "Threads on a busy machine").
+
+So kernsolve asks for the passive policy (threads sleep at once) while its
+compiled core loads OpenMP, unless the user chose a policy: libgomp reads its
+environment once, when it is loaded, and it is loaded by kernsolve's first
+compiled module.  The variable is removed again afterwards, so other libraries
+loaded later and child processes see the user's environment unchanged.  This
+only changes speed: results are the same bits under any policy.
+"""
+import contextlib
+import os
+
+__all__ = ["USER_VARIABLES", "POLICY", "openmp_loading", "applied"]
+
+#: Variables by which a user chooses how OpenMP threads wait: when either is
+#: set, kernsolve leaves the environment alone.
+USER_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+
+#: The policy kernsolve asks for when the user chose none.
+POLICY = "PASSIVE"
+
+_applied = None
+
+
+@contextlib.contextmanager
+def openmp_loading(environ=os.environ):
+    """Around the import that loads OpenMP: the passive policy unless the user chose."""
+    global _applied
+    chosen = {name: environ[name] for name in USER_VARIABLES if name in environ}
+    if chosen:
+        _applied = "set by the user: " + ", ".join(f"{k}={v}" for k, v in chosen.items())
+        yield
+        return
+    environ["OMP_WAIT_POLICY"] = POLICY
+    try:
+        yield
+    finally:
+        environ.pop("OMP_WAIT_POLICY", None)
+    _applied = f"{POLICY.lower()} (set by kernsolve at import)"
+
+
+def applied():
+    """The wait policy in effect, for ``kernsolve.show_config()``."""
+    return _applied or "libgomp's default"
