@@ -32,7 +32,7 @@ SPEC = SolverSpec(
         "centers": Option("a model on p centres drawn from the rows, solved by FALKON "
                           "(Nystrom-preconditioned conjugate gradient)", kind="int", low=1,
                           only=("eigenpro",), noun="the number of centres p"),
-        "lambda": Option("ridge regularisation with --centers", default=1e-6, low=0,
+        "lambda": Option("ridge regularisation with --centers (default 1e-6)", low=0,
                          only=("eigenpro",), noun="lambda"),
     },
     median_gamma=True,

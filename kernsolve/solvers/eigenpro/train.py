@@ -76,6 +76,10 @@ __all__ = ["eigenpro_options", "fit_eigenpro", "exact_kernel_ridge", "train_eige
 DEFAULT_BATCH = 256
 DEFAULT_SUBSAMPLE = 4800
 DEFAULT_K = 160
+# The centres' ridge lambda: the best of 1e-8 .. 1e-4 on Fashion-MNIST slices
+# (gamma 0.02, p = 4000 .. 8000, benchmarks/RESULTS.md); small enough not to bias,
+# large enough for a well-conditioned preconditioner.
+DEFAULT_LAMBDA = 1e-6
 
 
 # --------------------------------------------------------------------------
@@ -130,7 +134,8 @@ def eigenpro_options(param, n_samples=None):
     # kernel-sgd takes no --damping: its tau (in the stats) is the declared default
     tau = SPEC.options["damping"].default if sgd else opts["damping"]
     given = {option_key(name) for name in param.extra}
-    p = opts["centers"]
+    p = opts.get("centers")         # (kernel-sgd has neither --centers nor --lambda)
+    lam = opts.get("lambda")
     if p is not None:
         # FALKON: conjugate gradient, no mini-batches, step or eigen-directions
         for key in _NOT_WITH_CENTERS:
@@ -138,13 +143,14 @@ def eigenpro_options(param, n_samples=None):
                 raise ValueError(f"--centers: the centres' model is solved by conjugate "
                                  f"gradient, which takes no --{option_name(key)}")
         p = _size(opts, "centers", "p", None, n)
+        lam = DEFAULT_LAMBDA if lam is None else lam
     elif "lambda" in given:
         raise ValueError("--lambda: only the centres' model (--centers p) has a ridge "
                          "regulariser; EigenPro's kernel expansion is regularised by "
                          "its number of epochs")
     return {"auto_k": auto_k, "subsample": M, "eigen_directions": k, "batch_size": m,
             "damping": tau, "epochs": opts["epochs"], "step": opts["step"],
-            "features": opts["features"], "centers": p, "lambda": opts["lambda"],
+            "features": opts["features"], "centers": p, "lambda": lam,
             "cache_mb": float(param.cache_size)}
 
 
