@@ -6,7 +6,8 @@ classifier fits one output per class on one-hot targets and predicts the class
 of the largest output.  They follow the estimator contract of
 ``kernsolve.estimators.svm`` (parameters from ``__init__``, fitted attributes
 with a trailing underscore, scikit-learn's messages) and do not import
-scikit-learn.  ``eigen_directions=0`` is plain kernel SGD.
+scikit-learn.  ``eigen_directions=0`` is plain kernel SGD; ``centers=p`` fits
+the model on p centres by FALKON (``kernsolve.solvers.eigenpro.nystrom``).
 """
 from numbers import Real
 from typing import Literal
@@ -15,7 +16,7 @@ import numpy as np
 
 from ..solvers.eigenpro.train import eigenpro_options, fit_eigenpro
 from ..solvers.eigenpro.model import EigenProModel, decision_values
-from ._base import (COEF0, DEGREE, N_JOBS, BaseEstimator, Interval, Rule, StrOptions,
+from ._base import (CACHE_SIZE, COEF0, DEGREE, N_JOBS, BaseEstimator, Interval, Rule, StrOptions,
                     check_feature_names, check_lengths, encode_classes, feature_names,
                     r2_score, regression_targets)
 from .._constants import C_SVC, ESTIMATOR_KERNELS, GAMMA_KERNELS, PSD_KERNELS
@@ -44,9 +45,10 @@ class _BaseEigenPro(BaseEstimator):
         "degree": [DEGREE],
         "coef0": [COEF0],
         "n_jobs": [N_JOBS],
+        "cache_size": [CACHE_SIZE],
         **{name: ["no_validation"] for name in (
             "eigen_directions", "subsample", "batch_size", "damping", "epochs", "step",
-            "features")},
+            "features", "centers", "lam")},
         "random_state": ["no_validation"],     # seed_of, when the seed is drawn
     }
 
@@ -55,8 +57,9 @@ class _BaseEigenPro(BaseEstimator):
                  coef0: float = 0.0, eigen_directions: int | None = None,
                  subsample: int | None = None, batch_size: int | None = None,
                  damping: float = 1.0, epochs: int = 10, step: float | None = None,
-                 features: int | None = None, random_state: RandomStateLike = None,
-                 n_jobs: int | None = None) -> None:
+                 features: int | None = None, centers: int | None = None,
+                 lam: float | None = None, cache_size: float = 100.0,
+                 random_state: RandomStateLike = None, n_jobs: int | None = None) -> None:
         self._store_params(locals())
 
     # ------------------------------------------------------------ parameters
@@ -69,12 +72,15 @@ class _BaseEigenPro(BaseEstimator):
                              f"is not positive semi-definite; EigenPro needs coef0 >= 0, "
                              f"got {self.coef0!r}")
         extra = {"epochs": self.epochs, "damping": self.damping}
-        for key in ("eigen_directions", "subsample", "batch_size", "step", "features"):
+        for key in ("eigen_directions", "subsample", "batch_size", "step", "features",
+                    "centers", "lam"):
             value = getattr(self, key)
             if value is not None:
-                extra[key] = value
+                extra["lambda" if key == "lam" else key] = value
+        if self.centers is not None:        # damping has a default; CG has no damping
+            del extra["damping"]
         # Defaults adapt to n: M = min(4800, n), m = min(256, n), k = min(160, M - 1).
-        param = Parameters(solver=_EIGENPRO.name)
+        param = Parameters(solver=_EIGENPRO.name, cache_size=float(self.cache_size))
         param.extra = extra
         return int(_KERNELS[self.kernel]), eigenpro_options(param, n)
 
@@ -93,10 +99,11 @@ class _BaseEigenPro(BaseEstimator):
                            gamma=gamma if t in GAMMA_KERNELS else None, coef0=float(self.coef0),
                            solver=_EIGENPRO.name, seed=seed_of(self.random_state))
         D = opts["features"]
-        alpha = res.alpha.reshape(X.shape[0] if D is None else D, -1)
+        centres = X if res.centres is None else X[res.centres]
+        alpha = res.alpha.reshape(centres.shape[0] if D is None else D, -1)
         self.model_ = EigenProModel(param=param, labels=np.arange(alpha.shape[1],
                                                                   dtype=np.float64),
-                                    centres=X if D is None else None, coef=alpha,
+                                    centres=centres if D is None else None, coef=alpha,
                                     stats=res.stats, features=D)
         self.n_features_in_ = int(X.shape[1])
         names = getattr(self, "_fit_feature_names", None)
@@ -104,7 +111,8 @@ class _BaseEigenPro(BaseEstimator):
             self.feature_names_in_ = names
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
-        self.centres_ = X if D is None else None
+        self.centres_ = centres if D is None else None
+        self.centre_indices_ = res.centres
         self.eigenvalues_ = res.eigenvalues
         self.subsample_indices_ = res.subsample
         self.step_ = float(res.step)
@@ -186,6 +194,18 @@ class EigenProRegressor(_BaseEigenPro):
     features : int or None, default=None
         D: fit a linear model on D random Fourier features (rbf, laplacian)
         instead of the kernel expansion (the paper's Table 1).
+    centers : int or None, default=None
+        p: fit a kernel expansion over p centres drawn from the rows (seeded)
+        on the ridge-regularised square loss, by FALKON's preconditioned
+        conjugate gradient (``--centers``); ``epochs`` are then its
+        iterations.  Takes none of eigen_directions, subsample, batch_size,
+        step, features.
+    lam : float or None, default=None
+        The ridge lambda with ``centers`` (``--lambda``, as
+        ``exact_kernel_ridge``'s ``lam``); None: 1e-6.
+    cache_size : float, default=100
+        MB of ``K(X, centres)`` row blocks kept between iterations (``-m``,
+        with ``centers``); the result does not depend on it.
     random_state : int, RandomState or None, default=None
         Seed of the subsample and of the batch order (None means 0).
     n_jobs : int or None, default=None
@@ -193,15 +213,20 @@ class EigenProRegressor(_BaseEigenPro):
 
     Attributes
     ----------
-    dual_coef_ : ndarray of shape (n_samples,) or (features,)
+    dual_coef_ : ndarray of shape (n_samples,) or (features,) or (centers,)
         alpha, one coefficient per training point (centre), or W on the
         random features.
-    centres_ : ndarray or sparse matrix, shape (n_samples, n_features), or None
+    centres_ : ndarray or sparse matrix, shape (n_centres, n_features), or None
+        The training points with ``centers=None``, else the p centres.
+    centre_indices_ : ndarray of shape (centers,) or None
+        Rows of X that are the centres (``centers=p``).
     eigenvalues_ : ndarray of shape (k + 1,)
-        Top eigenvalues of the subsample kernel matrix divided by M.
+        Top eigenvalues of the subsample kernel matrix divided by M (empty
+        with ``centers``).
     step_ : float
+        nan with ``centers``.
     n_iter_ : int
-        Epochs run.
+        Epochs (conjugate-gradient iterations with ``centers``) run.
     model_ : EigenProModel
     """
 

@@ -1,5 +1,5 @@
 """EigenPro and plain kernel SGD for kernel least squares, ``--solver
-eigenpro|kernel-sgd`` (``train.py``, ``features.py``, ``model.py``): whole models
+eigenpro|kernel-sgd`` (``train.py``, ``features.py``, ``nystrom.py``, ``model.py``): whole models
 (``kernsolve_model eigenpro`` files for classification).  Their spec, read by
 ``kernsolve.solvers.REGISTRY``.
 
@@ -29,6 +29,11 @@ SPEC = SolverSpec(
                        noun="the step size"),
         "features": Option("random features instead of the kernel expansion", kind="int",
                            low=1, noun="the number of random features"),
+        "centers": Option("a model on p centres drawn from the rows, solved by FALKON "
+                          "(Nystrom-preconditioned conjugate gradient)", kind="int", low=1,
+                          only=("eigenpro",), noun="the number of centres p"),
+        "lambda": Option("ridge regularisation with --centers (default 1e-6)", low=0,
+                         only=("eigenpro",), noun="lambda"),
     },
     median_gamma=True,
     train=Ref(__name__ + ".train", "train_eigenpro"),

@@ -66,6 +66,12 @@ class KernelBlocks:
             return as_canonical(self.X[idx])
         return np.ascontiguousarray(self.X[idx])
 
+    def row_range(self, start, stop):
+        """Canonical rows ``start .. stop-1`` (a view of dense data)."""
+        if sp.issparse(self.X):
+            return as_canonical(self.X[start:stop])
+        return self.X[start:stop]
+
     def block(self, A, B):
         """K(A, B) for canonical A, B (dense: dgemm tiles; else the core's loops).
 

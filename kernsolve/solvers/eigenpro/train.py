@@ -60,10 +60,11 @@ from ._common import (AUTO_RTOL, RANK_RTOL, KernelBlocks, check_diverged, epoch_
                       step_size, top_eigensystem)
 from .features import fit_features
 from .model import EigenProModel
+from .nystrom import fit_centres
 from ..._constants import C_SVC, EPSILON_SVR, POLY, PRECOMPUTED, PSD_KERNELS, SIGMOID
 from ..._kernels import check_kernel_params, one_blas_thread
 from ..._model import Model
-from ..._params import Parameters, option_key
+from ..._params import Parameters, option_key, option_name
 from ..._random import permutation
 from ..._threads import resolve_n_jobs
 from ..._validation import ONE_CLASS_INFO, check_targets, check_X, class_index, warn_one_class
@@ -75,6 +76,10 @@ __all__ = ["eigenpro_options", "fit_eigenpro", "exact_kernel_ridge", "train_eige
 DEFAULT_BATCH = 256
 DEFAULT_SUBSAMPLE = 4800
 DEFAULT_K = 160
+# The centres' ridge lambda: the best of 1e-8 .. 1e-4 on Fashion-MNIST slices
+# (gamma 0.02, p = 4000 .. 8000, benchmarks/RESULTS.md); small enough not to bias,
+# large enough for a well-conditioned preconditioner.
+DEFAULT_LAMBDA = 1e-6
 
 
 # --------------------------------------------------------------------------
@@ -128,9 +133,30 @@ def eigenpro_options(param, n_samples=None):
     m = _size(opts, "batch_size", "m", DEFAULT_BATCH, n)
     # kernel-sgd takes no --damping: its tau (in the stats) is the declared default
     tau = SPEC.options["damping"].default if sgd else opts["damping"]
+    given = {option_key(name) for name in param.extra}
+    p = opts.get("centers")         # (kernel-sgd has neither --centers nor --lambda)
+    lam = opts.get("lambda")
+    if p is not None:
+        # FALKON: conjugate gradient, no mini-batches, step or eigen-directions
+        for key in _NOT_WITH_CENTERS:
+            if key in given:
+                raise ValueError(f"--centers: the centres' model is solved by conjugate "
+                                 f"gradient, which takes no --{option_name(key)}")
+        p = _size(opts, "centers", "p", None, n)
+        lam = DEFAULT_LAMBDA if lam is None else lam
+    elif "lambda" in given:
+        raise ValueError("--lambda: only the centres' model (--centers p) has a ridge "
+                         "regulariser; EigenPro's kernel expansion is regularised by "
+                         "its number of epochs")
     return {"auto_k": auto_k, "subsample": M, "eigen_directions": k, "batch_size": m,
             "damping": tau, "epochs": opts["epochs"], "step": opts["step"],
-            "features": opts["features"]}
+            "features": opts["features"], "centers": p, "lambda": lam,
+            "cache_mb": float(param.cache_size)}
+
+
+# Options of the SGD iteration that the centres' conjugate gradient has no use for.
+_NOT_WITH_CENTERS = ("eigen_directions", "subsample", "batch_size", "damping", "step",
+                     "features")
 
 
 def _size(opts, key, letter, default, n):
@@ -238,6 +264,7 @@ class EigenProResult:
     step: float                # eta for a full batch
     kappa: float
     stats: dict = field(default_factory=dict)
+    centres: np.ndarray = None  # (p,) row indices of the centres (--centers), else None
 
 
 
@@ -292,6 +319,19 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
     if m > n:
         raise ValueError(f"--batch-size: m = {m} is larger than the training set (n = {n})")
 
+    if opts.get("centers") is not None:
+        t_prep = time.perf_counter() - t0
+        each = None if callback is None or not single else \
+            (lambda it, coef: callback(it, coef[:, 0]))
+        alpha, centres, stats = fit_centres(kern, Y, p=opts["centers"], lam=opts["lambda"],
+                                            iterations=opts["epochs"], seed=seed,
+                                            cache_mb=opts.get("cache_mb", 100.0),
+                                            n_threads=n_threads, callback=each or callback)
+        stats["setup_seconds"] += t_prep
+        stats["seconds"] += t_prep
+        return EigenProResult(alpha=alpha[:, 0].copy() if single else alpha,
+                              eigenvalues=np.zeros(0), subsample=centres, step=math.nan,
+                              kappa=math.nan, stats=stats, centres=centres)
     if opts.get("features") is not None:
         W, s, S, stats = fit_features(kern.X, Y[:, 0] if single else Y,
                                       kernel_type=kern.code, gamma=kern.gamma, options=opts,
@@ -457,9 +497,15 @@ def train_eigenpro(y, X, param, n_jobs=None, sample_weight=None, callback=None):
                        seed=int(param.seed), n_jobs=n_jobs, callback=callback)
     fitted = param.copy(gamma=float(gamma))
     stats = dict(res.stats)
-    stats["n_SV"] = 0 if opts["features"] is not None else n   # centres (cross_validation)
+    idx = res.centres if res.centres is not None else np.arange(n, dtype=np.intp)
+    stats["n_SV"] = 0 if opts["features"] is not None else idx.size   # (cross_validation)
     stats["wall_seconds"] = time.perf_counter() - t0
-    if not param.quiet:
+    if not param.quiet and res.centres is not None:
+        print(f"{param.solver}: n = {n}, centres p = {idx.size}, lambda = "
+              f"{stats['lambda']:g}, iterations = {stats['n_iter']}, relative residual = "
+              f"{stats['relative_residual']:.3g}, kernel evaluations = "
+              f"{stats['n_kernel_evals']}")
+    elif not param.quiet:
         print(f"{param.solver}: n = {n}, k = {stats['eigen_directions']}, "
               f"M = {stats['subsample']}, m = {stats['batch_size']}, "
               f"step = {stats['step']:.6g}, epochs = {stats['epochs']}, "
@@ -471,11 +517,12 @@ def train_eigenpro(y, X, param, n_jobs=None, sample_weight=None, callback=None):
         coef = res.alpha.reshape(opts["features"], -1)
         return EigenProModel(param=fitted, labels=labels, centres=None, coef=coef,
                              stats=stats, features=opts["features"])
+    centres = Xc if res.centres is None else Xc[idx]
     if s == EPSILON_SVR:
         alpha = res.alpha
-        return Model(param=fitted, labels=np.zeros(0, dtype=np.int64), support_vectors=Xc,
-                     support_indices=np.arange(1, n + 1, dtype=np.int64),
+        return Model(param=fitted, labels=np.zeros(0, dtype=np.int64), support_vectors=centres,
+                     support_indices=idx.astype(np.int64) + 1,
                      n_support=np.zeros(0, dtype=np.int64), dual_coef=alpha.reshape(1, -1),
                      rho=np.zeros(1), stats=stats)
-    return EigenProModel(param=fitted, labels=labels.astype(np.float64), centres=Xc,
+    return EigenProModel(param=fitted, labels=labels.astype(np.float64), centres=centres,
                          coef=res.alpha, stats=stats)

@@ -1,0 +1,236 @@
+"""EigenPro's model on p << n centres (``--centers p``): Nystrom kernel ridge
+regression solved by FALKON.
+
+The model is a kernel expansion over p centres drawn from the training rows
+(seeded: stream ``"sampling"``), ``f(x) = sum_j alpha_j k(c_j, x)``, fitted on
+the ridge-regularised square loss over all n rows::
+
+    (1/2n) sum_i ||f(x_i) - y_i||^2 + (lambda/2) ||f||_H^2
+
+whose minimiser solves the p x p system (``K_nM = K(X, C)``, ``K_MM = K(C, C)``)::
+
+    (K_nM^T K_nM / n + lambda K_MM) alpha = K_nM^T Y / n
+
+With p = n centres it is kernel ridge regression, ``(K + n lambda I) alpha =
+Y`` (``train.exact_kernel_ridge``).  The system is solved by FALKON (Rudi,
+Carratino & Rosasco, "FALKON: an optimal large scale kernel method", 2017,
+Algorithm 1): conjugate gradient on it, preconditioned by the Nystrom
+approximation of the Hessian built from the centres alone,
+
+    T = chol(K_MM + eps p I)      (upper, T^T T = K_MM)
+    A = chol(T T^T / p + lambda I)
+
+so that CG solves ``B^T H B beta = B^T K_nM^T Y / n`` with ``B = T^{-1} A^{-1}``
+and ``alpha = B beta``; its condition number stays near 1 while the Nystrom
+approximation holds, so a few iterations are enough.  Each iteration is one
+pass over the data: ``K_nM^T (K_nM w)`` block of rows by block of rows.
+
+Cost: the preconditioner ``p^3`` multiply-adds (two Cholesky factors and
+``T T^T``, LAPACK on one thread) and ``p^2`` kernel values; each iteration
+``2 n p c`` multiply-adds (c outputs) plus ``n p`` kernel values for every row
+block not kept in the cache (``-m`` MB: blocks of ``K(X, C)`` computed once
+and kept, in row order, while they fit; the others are recomputed each
+iteration).  The result does not depend on the cache size nor on the thread
+count: the row blocks are fixed by p, each block's kernel values come from the
+kernel engine (same bits for any thread count), each block's products run on
+one BLAS thread and the blocks' sums are added in row order.
+"""
+import time
+from concurrent.futures import ThreadPoolExecutor
+from copy import copy
+
+import numpy as np
+import scipy.linalg
+import scipy.linalg.lapack as lapack
+
+from ..._kernels import one_blas_thread
+from ..._random import permutation
+
+__all__ = ["centre_indices", "fit_centres", "BLOCK_VALUES"]
+
+BLOCK_VALUES = 2 ** 22      # kernel values per row block of K(X, C): 32 MB
+
+
+def centre_indices(n, p, seed):
+    """The p centres: the first p of the seed's "sampling" permutation, sorted."""
+    return np.sort(permutation(n, seed, "sampling")[:p]).astype(np.intp)
+
+
+class _RowBlocks:
+    """``K(X, C)`` in fixed row blocks (rows = BLOCK_VALUES // p), the first
+    ones kept while they fit the cache; ``apply`` runs the blocks on the
+    thread pool, one kernel-engine thread and one BLAS thread per block."""
+
+    def __init__(self, kern, C, cache_bytes, pool):
+        self.kern = copy(kern)              # the pool's engine: one thread per block
+        self.kern.n_threads = 1
+        self.C = C
+        self.n, self.p = kern.n_rows, C.shape[0]
+        self.rows = max(1, BLOCK_VALUES // self.p)
+        self.starts = list(range(0, self.n, self.rows))
+        self.keep = min(len(self.starts), int(cache_bytes // (8 * self.rows * self.p)))
+        self.cache = {}
+        self.n_evals = 0
+        self.pool = pool
+
+    def _block(self, i):
+        K = self.cache.get(i)
+        if K is None:
+            start = self.starts[i]
+            K = self.kern.block(self.kern.row_range(start, start + self.rows), self.C)
+            if i < self.keep:
+                self.cache[i] = K
+        return K
+
+    def apply(self, u, V):
+        """``sum_b K_b^T (K_b u + V_b)`` over the row blocks b (u or V may be None)."""
+        def one(i):
+            K = self._block(i)
+            start = self.starts[i]
+            with one_blas_thread():
+                if u is None:
+                    return K.T @ V[start:start + K.shape[0]]
+                t = K @ u
+                if V is not None:
+                    t += V[start:start + K.shape[0]]
+                return K.T @ t
+
+        computed = sum(min(self.rows, self.n - self.starts[i]) for i in range(len(self.starts))
+                       if i not in self.cache)
+        self.n_evals += computed * self.p
+        out = None
+        for part in self.pool.map(one, range(len(self.starts))):   # in row order
+            if out is None:
+                out = part
+            else:
+                out += part
+        return out
+
+
+def _preconditioner(K_MM, lam):
+    """FALKON's factors: T upper with T^T T = K_MM + eps p I, A upper with
+    A^T A = T T^T / p + lam I (LAPACK on one BLAS thread)."""
+    p = K_MM.shape[0]
+    jitter = np.finfo(np.float64).eps * p * max(float(np.max(np.diag(K_MM))), 1e-300)
+    K_MM[np.diag_indices(p)] += jitter
+    with one_blas_thread():
+        T, info = lapack.dpotrf(K_MM, lower=0, clean=1, overwrite_a=1)
+        if info != 0:
+            raise ValueError(f"--centers: the kernel matrix of the p = {p} centres is not "
+                             "numerically positive definite (duplicate centres, or a linear "
+                             "or polynomial kernel with more centres than its feature "
+                             "space has dimensions); use fewer centres")
+        A, info = lapack.dlauum(T, lower=0)               # T T^T, upper triangle
+        A /= p
+        A[np.diag_indices(p)] += lam
+        A, info = lapack.dpotrf(A, lower=0, clean=1, overwrite_a=1)
+        if info != 0:       # T T^T / p + lam I is positive definite when T is regular
+            raise ValueError(f"--centers: the preconditioner of the p = {p} centres is "
+                             "singular; use fewer centres or a larger --lambda")
+    return T, A
+
+
+def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_threads=1,
+                callback=None):
+    """Fit ``alpha`` (p, c) on the centres by FALKON; see the module docstring.
+
+    Parameters
+    ----------
+    kern : KernelBlocks
+        The training rows and the kernel (gamma resolved).
+    Y : ndarray of shape (n, c)
+    p : int
+        Number of centres, 1 <= p <= n.
+    lam : float >= 0
+        The ridge lambda.
+    iterations : int
+        Conjugate-gradient iterations (each one pass over the data).
+    cache_mb : float
+        Budget of the cached row blocks of K(X, C), MB.
+    callback : callable, optional
+        ``callback(iteration, alpha)`` after each iteration (not timed); True stops.
+
+    Returns
+    -------
+    alpha : ndarray (p, c)
+    centres : ndarray (p,) of row indices
+    stats : dict
+    """
+    t0 = time.perf_counter()
+    n = kern.n_rows
+    S = centre_indices(n, p, seed)
+    C = kern.rows(S)
+    K_MM = kern.block(C, C)
+    if not np.all(np.isfinite(K_MM)):
+        raise ValueError("the kernel matrix of the centres has non-finite values "
+                         "(gamma too large for the data?)")
+    T, A = _preconditioner(K_MM, lam)
+    del K_MM
+    solve = scipy.linalg.solve_triangular
+
+    def B(u):                            # T^{-1} A^{-1} u
+        with one_blas_thread():
+            return solve(T, solve(A, u, check_finite=False), check_finite=False)
+
+    def Bt(u):                           # A^{-T} T^{-T} u
+        with one_blas_thread():
+            return solve(A, solve(T, u, trans="T", check_finite=False), trans="T",
+                         check_finite=False)
+
+    callback_seconds = 0.0
+    with ThreadPoolExecutor(max_workers=n_threads) as pool:
+        blocks = _RowBlocks(kern, C, cache_mb * 2 ** 20, pool)
+        t_setup = time.perf_counter() - t0
+
+        def BHB(u):
+            with one_blas_thread():
+                v = solve(A, u, check_finite=False)
+                w = solve(T, v, check_finite=False)
+            z = blocks.apply(w, None)
+            z /= n
+            with one_blas_thread():
+                z = solve(T, z, trans="T", check_finite=False) + lam * v
+                return solve(A, z, trans="T", check_finite=False)
+
+        r = Bt(blocks.apply(None, Y) / n)
+        # Conjugate gradient, one independent recurrence per output column.
+        beta = np.zeros_like(r)
+        P = r.copy()
+        rs = np.einsum("ij,ij->j", r, r)
+        rs0 = rs.copy()
+        done = 0
+        for it in range(iterations):
+            live = rs > 0
+            AP = BHB(P)
+            pAp = np.einsum("ij,ij->j", P, AP)
+            live &= pAp > 0
+            a = np.where(live, rs / np.where(live, pAp, 1.0), 0.0)
+            beta += a * P
+            r -= a * AP
+            rs_new = np.einsum("ij,ij->j", r, r)
+            P = r + np.where(live, rs_new / np.where(live, rs, 1.0), 0.0) * P
+            rs = np.where(live, rs_new, 0.0)
+            done = it + 1
+            if callback is not None:
+                tc = time.perf_counter()
+                stop = callback(done, B(beta))
+                callback_seconds += time.perf_counter() - tc
+                if stop is True:
+                    break
+    alpha = B(beta)
+    residual = float(np.sqrt(np.max(rs / np.where(rs0 > 0, rs0, 1.0)))) if rs.size else 0.0
+    stats = {
+        "n_iter": done,
+        "epochs": done,
+        "centers": p,
+        "lambda": float(lam),
+        "relative_residual": residual,
+        "cached_blocks": blocks.keep,
+        "row_blocks": len(blocks.starts),
+        "n_kernel_evals": int(p * p + blocks.n_evals),
+        "setup_seconds": t_setup,
+        "seconds": time.perf_counter() - t0 - callback_seconds,
+        "n_threads": n_threads,
+        "gamma": kern.gamma,
+    }
+    return alpha, S, stats

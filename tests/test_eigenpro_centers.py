@@ -1,0 +1,241 @@
+"""EigenPro's model on p centres (``--solver eigenpro --centers p``, FALKON).
+
+Oracles: numpy's closed forms -- with p = n centres, kernel ridge regression
+``numpy.linalg.solve(K + n lambda I, Y)``; with p < n, the Nystrom (projected)
+ridge solution ``solve(K_nM^T K_nM + n lambda K_MM, K_nM^T Y)`` -- on kernel
+matrices written out in numpy; LIBSVM's own reader and predictor for the
+regression model file; the exact bytes of a saved model.
+"""
+import contextlib
+import io
+import re
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import kernsolve
+from kernsolve import Parameters
+from kernsolve.cli import train as cli_train
+from kernsolve.estimators.eigenpro import EigenProClassifier, EigenProRegressor
+from kernsolve.solvers.eigenpro import nystrom
+from kernsolve.solvers.eigenpro.model import EigenProModel
+from kernsolve.solvers.eigenpro.train import eigenpro_options, fit_eigenpro
+
+
+@pytest.fixture(autouse=True)
+def _one_blas_thread():
+    # The oracles' dense linear algebra on one thread (a busy 2-core machine).
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    with threadpoolctl.threadpool_limits(1, user_api="blas"):
+        yield
+
+
+def _rbf(A, B, gamma):
+    d2 = ((A[:, None, :] - B[None, :, :]) ** 2).sum(axis=2)
+    return np.exp(-gamma * d2)
+
+
+def _problem(n=240, d=4, outputs=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, (n, d))
+    Y = np.column_stack([np.sin(2 * X @ rng.normal(size=d)) for _ in range(outputs)])
+    return X, Y
+
+
+def _opts(n, **extra):
+    return eigenpro_options(Parameters(solver="eigenpro", extra=extra), n)
+
+
+def _classes(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = (X[:, 0] > 0).astype(int) + 2 * (X[:, 1] > 0.3)
+    return y.astype(float), X
+
+
+# --------------------------------------------------------------------------
+# closed forms
+# --------------------------------------------------------------------------
+
+def test_all_rows_as_centres_is_kernel_ridge():
+    X, Y = _problem()
+    n, gamma, lam = X.shape[0], 0.7, 1e-3
+    res = fit_eigenpro(X, Y, gamma=gamma, options=_opts(n, centers=n, **{"lambda": lam},
+                                                        epochs=60))
+    np.testing.assert_array_equal(res.centres, np.arange(n))
+    ref = np.linalg.solve(_rbf(X, X, gamma) + n * lam * np.eye(n), Y)
+    np.testing.assert_allclose(res.alpha, ref, rtol=0, atol=1e-7 * np.abs(ref).max())
+    assert res.stats["relative_residual"] < 1e-10
+
+
+@pytest.mark.parametrize("p, lam", [(40, 1e-4), (90, 1e-7)])
+def test_fewer_centres_is_the_nystrom_least_squares_solution(p, lam, monkeypatch):
+    # several row blocks (and a partial last one), so the blocked sums are tested too
+    monkeypatch.setattr(nystrom, "BLOCK_VALUES", 37 * p)
+    X, Y = _problem()
+    n, gamma = X.shape[0], 0.7
+    res = fit_eigenpro(X, Y, gamma=gamma, options=_opts(n, centers=p, **{"lambda": lam},
+                                                        epochs=100))
+    assert res.stats["row_blocks"] == 7
+    S = res.centres
+    assert S.size == p and np.all(np.diff(S) > 0) and S[0] >= 0 and S[-1] < n
+    K_nM, K_MM = _rbf(X, X[S], gamma), _rbf(X[S], X[S], gamma)
+    ref = np.linalg.solve(K_nM.T @ K_nM + n * lam * K_MM, K_nM.T @ Y)
+    # the fitted function; with a tiny lambda the coefficients are as
+    # ill-conditioned as K_MM, the function is not
+    np.testing.assert_allclose(K_nM @ res.alpha, K_nM @ ref, rtol=0, atol=1e-6)
+    if lam >= 1e-4:
+        np.testing.assert_allclose(res.alpha, ref, rtol=0, atol=1e-6 * np.abs(ref).max())
+
+
+def test_one_output_and_callback():
+    X, Y = _problem(outputs=1)
+    seen = []
+    res = fit_eigenpro(X, Y[:, 0], gamma=0.7, options=_opts(X.shape[0], centers=50, epochs=6),
+                       callback=lambda it, a: seen.append((it, a.shape)) or it == 4)
+    assert res.alpha.shape == (50,)
+    assert seen == [(1, (50,)), (2, (50,)), (3, (50,)), (4, (50,))]
+    assert res.stats["epochs"] == 4
+
+
+# --------------------------------------------------------------------------
+# determinism
+# --------------------------------------------------------------------------
+
+def test_same_bits_for_threads_and_cache_and_seed_draws_centres(monkeypatch):
+    monkeypatch.setattr(nystrom, "BLOCK_VALUES", 60 * 80)
+    y, X = _classes(1000)
+    base = "-g 0.3 --solver eigenpro --centers 80 --epochs 4 -q"
+    one = kernsolve.train(y, X, base + " --seed 3 --threads 1")
+    two = kernsolve.train(y, X, base + " --seed 3 --threads 2")
+    # -m: one of the 17 row blocks cached (the others recomputed every iteration)
+    small = kernsolve.train(y, X, base + " --seed 3 --threads 2 -m 0.04")
+    assert one.stats["row_blocks"] == 17 and small.stats["cached_blocks"] == 1
+    assert one.stats["cached_blocks"] == 17
+    assert one.coef.tobytes() == two.coef.tobytes() == small.coef.tobytes()
+    assert one.centres.tobytes() == two.centres.tobytes()
+    other = kernsolve.train(y, X, base + " --seed 4 --threads 2")
+    assert not np.array_equal(one.centres.toarray() if sp.issparse(one.centres)
+                              else one.centres, other.centres)
+
+
+def test_sparse_input_gives_the_dense_model():
+    y, X = _classes(300)
+    opts = "-g 0.3 --solver eigenpro --centers 60 --epochs 5 -q"
+    dense = kernsolve.train(y, X, opts)
+    sparse = kernsolve.train(y, sp.csr_matrix(X), opts)
+    np.testing.assert_allclose(sparse.coef, dense.coef, rtol=1e-9, atol=1e-9)
+
+
+# --------------------------------------------------------------------------
+# options
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("options, message", [
+    ("--centers 0", "--centers: the number of centres p must be >= 1, got 0"),
+    ("--centers 301", r"--centers: p = 301 is larger than the training set \(n = 300\)"),
+    ("--centers 2.5", "--centers: expected an integer, got 2.5"),
+    ("--centers 10 --lambda -1", "--lambda: lambda must be >= 0, got -1"),
+    ("--lambda 0.1", "--lambda: only the centres' model"),
+    ("--centers 10 --batch-size 10", "--centers: .* takes no --batch-size"),
+    ("--centers 10 --eigen-directions 5", "--centers: .* takes no --eigen-directions"),
+    ("--centers 10 --features 10", "--centers: .* takes no --features"),
+])
+def test_bad_options(options, message):
+    y, X = _classes(300)
+    with pytest.raises(ValueError, match=message):
+        kernsolve.train(y, X, "--solver eigenpro -q " + options)
+
+
+def test_kernel_sgd_has_no_centres():
+    y, X = _classes(100)
+    with pytest.raises(ValueError, match="not an option of solver 'kernel-sgd'"):
+        kernsolve.train(y, X, "--solver kernel-sgd --centers 10")
+
+
+@pytest.mark.parametrize("value, message", [
+    ("0", "--centers: the number of centres p must be >= 1, got 0"),
+    ("1000", r"--centers: p = 1000 is larger than the training set \(n = 270\)"),
+    ("ten", "--centers"),
+])
+def test_command_line_errors(shared, tmp_path, value, message):
+    err = io.StringIO()
+    out = tmp_path / "m.model"
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = cli_train.cli(["--solver", "eigenpro", "--centers", value,
+                              shared.path("heart_scale"), str(out)])
+    assert code == 1
+    lines = err.getvalue().splitlines()
+    assert "Traceback" not in err.getvalue()
+    assert re.search("^kernsolve-train: " + message, lines[0]), lines[0]
+    assert not out.exists()
+
+
+# --------------------------------------------------------------------------
+# model files
+# --------------------------------------------------------------------------
+
+def test_classification_model_round_trip(tmp_path, shared):
+    y, X = kernsolve.read_problem(shared.path("heart_scale"))
+    model = kernsolve.train(y, X, "-g 0.1 --solver eigenpro --centers 50 --epochs 8 -q")
+    assert isinstance(model, EigenProModel) and model.centres.shape[0] == 50
+    path = tmp_path / "c.model"
+    model.save(str(path))
+    text = path.read_text().splitlines()
+    assert text[0] == "kernsolve_model eigenpro" and "total_sv 50" in text
+    loaded = kernsolve.load_model(str(path))
+    np.testing.assert_array_equal(loaded.coef, model.coef)
+    a, b = kernsolve.predict(y, X, model, "-q"), kernsolve.predict(y, X, loaded, "-q")
+    np.testing.assert_array_equal(a[2], b[2])
+    np.testing.assert_array_equal(a[0], b[0])
+    # the outputs are K(x, centres) @ coef with the centres the model holds
+    C = model.centres.toarray() if sp.issparse(model.centres) else model.centres
+    Xd = X.toarray()
+    np.testing.assert_allclose(a[2], _rbf(Xd, C, 0.1) @ model.coef, rtol=1e-9, atol=1e-9)
+    assert a[1][0] > 80
+
+
+def test_regression_model_is_libsvm_readable(tmp_path, shared):
+    y, X = kernsolve.read_problem(shared.path("housing_scale"))
+    model = kernsolve.train(y, X, "-s 3 -g 0.5 --solver eigenpro --centers 100 "
+                                  "--lambda 1e-4 --epochs 15 -q")
+    assert isinstance(model, kernsolve.Model) and model.support_vectors.shape[0] == 100
+    path = str(tmp_path / "housing.model")
+    kernsolve.save_model(path, model)
+    ours = kernsolve.predict(y, X, model, "-q")[0]
+    np.testing.assert_array_equal(kernsolve.predict(y, X, kernsolve.load_model(path),
+                                                    "-q")[0], ours)
+    svmutil = pytest.importorskip("libsvm.svmutil")
+    rows = [{j + 1: v for j, v in zip(r.indices, r.data)} for r in X.tocsr()]
+    lib_pred, _, _ = svmutil.svm_predict(y.tolist(), rows, svmutil.svm_load_model(path), "-q")
+    np.testing.assert_allclose(lib_pred, ours, rtol=1e-9, atol=1e-9)
+    # and it fits: training R^2 well above the mean predictor's 0
+    assert np.mean((ours - y) ** 2) < 0.3 * np.var(y)
+
+
+# --------------------------------------------------------------------------
+# estimators
+# --------------------------------------------------------------------------
+
+def test_estimators_match_train():
+    y, X = _classes(300)
+    est = EigenProClassifier(gamma=0.3, centers=40, lam=1e-4, epochs=5,
+                             random_state=2).fit(X, y)
+    model = kernsolve.train(y, X, "-g 0.3 --solver eigenpro --centers 40 --lambda 1e-4 "
+                                  "--epochs 5 --seed 2 -q")
+    # the estimator orders classes as sorted labels; LIBSVM's order here is first appearance
+    order = [list(model.labels).index(c) for c in est.classes_]
+    np.testing.assert_array_equal(est.dual_coef_, model.coef[:, order])
+    np.testing.assert_array_equal(est.centres_, model.centres)
+    assert est.centre_indices_.shape == (40,) and est.n_iter_ == 5
+    X1, Y1 = _problem(outputs=1)
+    reg = EigenProRegressor(gamma=0.7, centers=X1.shape[0], lam=1e-3, epochs=60)
+    reg.fit(X1, Y1[:, 0])
+    n = X1.shape[0]
+    ref = np.linalg.solve(_rbf(X1, X1, 0.7) + n * 1e-3 * np.eye(n), Y1[:, 0])
+    np.testing.assert_allclose(reg.dual_coef_, ref, rtol=0, atol=1e-7 * np.abs(ref).max())
+    with pytest.raises(ValueError, match="--centers: .* takes no --batch-size"):
+        EigenProClassifier(centers=10, batch_size=5).fit(X, y)
+    with pytest.raises(ValueError, match="--lambda: only the centres' model"):
+        EigenProClassifier(lam=0.1).fit(X, y)
