@@ -295,7 +295,11 @@ class _BaseSVM(BaseEstimator):
         model = self._model          # AttributeError before fit: hasattr() is False
         fields = {"rho": -np.asarray(self._intercept_, dtype=np.float64)}
         coef = self._dual_coef_
-        fields["dual_coef"] = coef.toarray() if sp.issparse(coef) else coef
+        if sp.issparse(coef):      # placed, not summed as toarray() would: -0.0 stays
+            entries = coef.tocoo()
+            coef = np.zeros(entries.shape)
+            coef[entries.row, entries.col] = entries.data
+        fields["dual_coef"] = coef
         if model.param.kernel_type != PRECOMPUTED:   # else the serial numbers, as trained
             sv = self.support_vectors_
             fields["support_vectors"] = sp.csr_matrix(sv) if sp.issparse(sv) else sv
