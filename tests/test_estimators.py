@@ -108,13 +108,20 @@ def _dense(a):
     return a.toarray() if sp.issparse(a) else np.asarray(a)
 
 
+def _assert_same_attribute(ours, theirs, atol):
+    """Same type as scikit-learn's (a CSR matrix after a sparse fit, an array
+    after a dense one) and the same values."""
+    assert type(ours) is type(theirs), (type(ours), type(theirs))
+    np.testing.assert_allclose(_dense(ours), _dense(theirs), rtol=0, atol=atol)
+
+
 def _assert_same_classifier(ours, theirs, X, kept=None):
     np.testing.assert_array_equal(ours.classes_, theirs.classes_)
     # scikit-learn's support_ indexes the rows left after dropping zero weights
     their_support = theirs.support_ if kept is None else kept[theirs.support_]
     np.testing.assert_array_equal(ours.support_, their_support)
     np.testing.assert_array_equal(ours.n_support_, theirs.n_support_)
-    np.testing.assert_allclose(ours.dual_coef_, _dense(theirs.dual_coef_), rtol=0, atol=ATOL)
+    _assert_same_attribute(ours.dual_coef_, theirs.dual_coef_, ATOL)
     np.testing.assert_allclose(ours.intercept_, theirs.intercept_, rtol=0, atol=ATOL)
     np.testing.assert_allclose(ours.decision_function(X), theirs.decision_function(X),
                                rtol=0, atol=ATOL)
@@ -157,11 +164,11 @@ def test_svc_break_ties_and_linear_coef_match_sklearn():
     ours = SVC(kernel="linear", break_ties=True).fit(X, y)
     theirs = sk_svm.SVC(kernel="linear", break_ties=True).fit(X, y)
     np.testing.assert_array_equal(ours.predict(X), theirs.predict(X))
-    np.testing.assert_allclose(ours.coef_, _dense(theirs.coef_), rtol=0, atol=1e-6)
+    _assert_same_attribute(ours.coef_, theirs.coef_, 1e-6)
     Xh, yh = _heart()
     ours = SVC(kernel="linear").fit(Xh, yh)
     theirs = sk_svm.SVC(kernel="linear").fit(Xh, yh)
-    np.testing.assert_allclose(ours.coef_, _dense(theirs.coef_), rtol=0, atol=1e-6)
+    _assert_same_attribute(ours.coef_, theirs.coef_, 1e-6)
     with pytest.raises(AttributeError, match="linear"):
         SVC().fit(Xh, yh).coef_
     with pytest.raises(ValueError, match="break_ties"):
@@ -232,7 +239,7 @@ def test_svr_matches_sklearn_housing_scale(params):
     ours = SVR(**params).fit(X, y)
     theirs = sk_svm.SVR(**params).fit(X, y)
     np.testing.assert_array_equal(ours.support_, theirs.support_)
-    np.testing.assert_allclose(ours.dual_coef_, _dense(theirs.dual_coef_), rtol=0, atol=ATOL)
+    _assert_same_attribute(ours.dual_coef_, theirs.dual_coef_, ATOL)
     np.testing.assert_allclose(ours.intercept_, theirs.intercept_, rtol=0, atol=ATOL)
     np.testing.assert_allclose(ours.predict(X), theirs.predict(X), rtol=0, atol=ATOL)
     assert ours.n_iter_ == theirs.n_iter_
@@ -258,7 +265,7 @@ def test_one_class_svm_matches_sklearn(nu):
     ours = OneClassSVM(nu=nu, gamma=0.1).fit(X)
     theirs = sk_svm.OneClassSVM(nu=nu, gamma=0.1).fit(X)
     np.testing.assert_array_equal(ours.support_, theirs.support_)
-    np.testing.assert_allclose(ours.dual_coef_, _dense(theirs.dual_coef_), rtol=0, atol=ATOL)
+    _assert_same_attribute(ours.dual_coef_, theirs.dual_coef_, ATOL)
     np.testing.assert_allclose(ours.intercept_, theirs.intercept_, rtol=0, atol=ATOL)
     assert ours.offset_ == pytest.approx(theirs.offset_[0] if np.ndim(theirs.offset_)
                                          else theirs.offset_, abs=ATOL)

@@ -428,11 +428,39 @@ def check_feature_names(est, X):
                          f"fit: fitted with {list(seen)[:5]}..., got {list(given)[:5]}...")
 
 
+def n_samples(X):
+    """The number of samples of X as given: its rows (arrays, sparse matrices, data
+    frames) or its length (a list of strings for a callable kernel)."""
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) >= 1:
+        return int(shape[0])
+    try:
+        return len(X)
+    except TypeError:
+        raise TypeError(f"Expected a sequence or array-like of samples, got "
+                        f"{type(X).__name__}") from None
+
+
 def check_lengths(X, y):
-    if X.shape[0] != y.shape[0]:
+    n = n_samples(X)
+    if n != y.shape[0]:
         raise ValueError(f"Found input variables with inconsistent numbers of samples: "
-                         f"[{X.shape[0]}, {y.shape[0]}] (X has {X.shape[0]} rows, "
+                         f"[{n}, {y.shape[0]}] (X has {n} rows, "
                          f"y has {y.shape[0]} entries)")
+
+
+def sparse_container():
+    """The CSR class of fitted sparse attributes: scikit-learn's choice.
+
+    ``csr_array`` when scikit-learn is loaded and its ``sparse_interface``
+    setting is "sparray", else ``csr_matrix`` (scikit-learn's default).  As
+    :func:`not_fitted_error`, scikit-learn is read only if the program has
+    imported it already.
+    """
+    get_config = getattr(sys.modules.get("sklearn"), "get_config", None)
+    if callable(get_config) and get_config().get("sparse_interface") == "sparray":
+        return sp.csr_array
+    return sp.csr_matrix
 
 
 def regression_targets(y, owner):

@@ -9,6 +9,7 @@ of :func:`kernsolve.train` and the fitted attributes common to all.
 the binary sign flip, ``ovr`` values, probabilities), ``_BaseSVR`` the
 regressors; the public classes declare only their own parameters.
 """
+import dataclasses
 import warnings
 from numbers import Integral, Real
 
@@ -18,6 +19,7 @@ import scipy.sparse as sp
 from .._constants import ESTIMATOR_KERNELS as _KERNELS
 from .._constants import GAMMA_KERNELS, PRECOMPUTED
 from .._api import train
+from .._model import _check_model
 from .._params import Parameters, option_key
 from .._predict import decision_function, ovo_vote, predict_probability
 from ..solvers import DEFAULT_SOLVER, REGISTRY, option_names, spec_for
@@ -26,7 +28,8 @@ from .._validation import (check_sample_weight, check_X, column_or_1d, estimator
 from ._base import (CACHE_SIZE, COEF0, DEGREE, N_JOBS, BaseEstimator, ConvergenceWarning,
                     Interval, InstanceOf, Rule, StrOptions, available_if,
                     check_feature_names, check_lengths, encode_classes, feature_names,
-                    not_fitted_error, r2_score, regression_targets, type_name)
+                    n_samples, not_fitted_error, r2_score, regression_targets,
+                    sparse_container, type_name)
 
 # LIBSVM (and kernsolve) read gamma = 0 as "1/n_features"; scikit-learn means a
 # constant kernel.  The smallest positive double gives that constant kernel.
@@ -38,6 +41,20 @@ def _driver_solvers(svm_type):
     of LIBSVM's one-vs-one driver that train it (the registry's order)."""
     return tuple(name for spec in REGISTRY if spec.uses_driver and svm_type in spec.svm_types
                  for name in spec.names)
+
+
+def _samples_at(X, index):
+    """The samples ``index`` of X as given to a callable kernel: rows of an array
+    (numbers as float64) or of a sparse matrix (CSR), items of a list."""
+    if sp.issparse(X):
+        return sp.csr_matrix(X)[index]
+    try:
+        arr = np.asarray(X)
+    except (TypeError, ValueError):      # ragged rows: not an array
+        arr = None
+    if arr is not None and arr.ndim == 2 and arr.dtype.kind in "biuf":
+        return np.asarray(arr[index], dtype=np.float64)
+    return [X[int(i)] for i in index]
 
 
 # --------------------------------------------------------------------------
@@ -101,16 +118,18 @@ class _BaseSVM(BaseEstimator):
     # ------------------------------------------------------------ data
 
     def _fit_X(self, X):
-        """Validated training data, and what is handed to ``train`` (LIBSVM's layout)."""
+        """Validated training data, and what is handed to ``train`` (LIBSVM's layout).
+
+        With a callable kernel X is kept as given (it may be a list of strings
+        or a lil matrix: the kernel, not kernsolve, reads it) and its Gram
+        matrix is trained as a precomputed kernel.
+        """
         name = type(self).__name__
         self._fit_feature_names = feature_names(X)
         if callable(self.kernel):
-            X = check_X(X, owner=name)
-            K = np.asarray(self.kernel(X, X), dtype=np.float64)
-            if K.shape != (X.shape[0], X.shape[0]):
-                raise ValueError(f"{name}: the kernel callable returned shape {K.shape}, "
-                                 f"expected {(X.shape[0], X.shape[0])}")
-            return X, self._serial_matrix(K, np.arange(1, X.shape[0] + 1))
+            n = n_samples(X)
+            K = self._callable_kernel(X, X, (n, n))
+            return X, self._serial_matrix(K, np.arange(1, n + 1))
         X = check_X(X, owner=name)
         if self.kernel == "precomputed":
             if X.shape[0] != X.shape[1]:
@@ -119,6 +138,17 @@ class _BaseSVM(BaseEstimator):
             K = X.toarray() if sp.issparse(X) else X
             return X, self._serial_matrix(K, np.arange(1, X.shape[0] + 1))
         return X, X
+
+    def _callable_kernel(self, A, B, shape):
+        """``kernel(A, B)`` called as scikit-learn calls it: on the samples as
+        given, the result (dense or sparse) as a float64 matrix of ``shape``."""
+        K = self.kernel(A, B)
+        K = np.asarray(K.toarray() if sp.issparse(K) else K, dtype=np.float64)
+        if K.shape != shape:
+            raise ValueError(f"{type(self).__name__}: the kernel callable returned a matrix "
+                             f"of shape {K.shape}; expected {shape} (one row per sample "
+                             f"of its first argument, one column per sample of its second)")
+        return K
 
     @staticmethod
     def _serial_matrix(K, serial):
@@ -133,26 +163,26 @@ class _BaseSVM(BaseEstimator):
         self._check_is_fitted()
         name = type(self).__name__
         check_feature_names(self, X)
+        if callable(self.kernel) and hasattr(self, "_X_fit"):
+            n_in = getattr(self, "n_features_in_", None)
+            shape = getattr(X, "shape", ())
+            if n_in is not None and len(shape) == 2 and shape[1] != n_in:
+                raise ValueError(f"X has {shape[1]} features, but {name} is expecting "
+                                 f"{n_in} features as input.")
+            n = n_samples(X)
+            K = self._callable_kernel(X, self._X_fit, (n, n_samples(self._X_fit)))
+            return self._serial_matrix(K, np.zeros(n))
         X = check_X(X, owner=name)
         n_in = self.n_features_in_
-        if callable(self.kernel) and hasattr(self, "_X_fit"):
-            if X.shape[1] != self._X_fit.shape[1]:
-                raise ValueError(f"X has {X.shape[1]} features, but {name} is expecting "
-                                 f"{self._X_fit.shape[1]} features as input.")
-            K = np.asarray(self.kernel(X, self._X_fit), dtype=np.float64)
-            if K.shape != (X.shape[0], self._X_fit.shape[0]):
-                raise ValueError(f"{name}: the kernel callable returned shape {K.shape}, "
-                                 f"expected {(X.shape[0], self._X_fit.shape[0])}")
-            return self._serial_matrix(K, np.zeros(X.shape[0]))
         if X.shape[1] != n_in:
-            if self.model_.param.kernel_type == PRECOMPUTED:
+            if self._model.param.kernel_type == PRECOMPUTED:
                 raise ValueError(f"X.shape[1] = {X.shape[1]} should be equal to {n_in}, "
                                  f"the number of samples at training time (X has "
                                  f"{X.shape[1]} features, but {name} is expecting "
                                  f"{n_in} features as input).")
             raise ValueError(f"X has {X.shape[1]} features, but {name} is expecting "
                              f"{n_in} features as input.")
-        if self.model_.param.kernel_type == PRECOMPUTED:
+        if self._model.param.kernel_type == PRECOMPUTED:
             K = X.toarray() if sp.issparse(X) else X
             return self._serial_matrix(K, np.zeros(X.shape[0]))
         return X
@@ -166,7 +196,7 @@ class _BaseSVM(BaseEstimator):
         for w in caught:
             text = str(w.message)
             if "max number of iterations" in text:
-                warnings.warn(f"Solver terminated early (max_iter={self.max_iter}). "
+                warnings.warn(f"Solver terminated early (max_iter={self.max_iter}).  "
                               "Consider pre-processing your data with StandardScaler or "
                               "MinMaxScaler.", ConvergenceWarning, stacklevel=3)
             else:
@@ -179,66 +209,140 @@ class _BaseSVM(BaseEstimator):
         self._validate_params()
         t = self._kernel_code()
         X, Xt = self._fit_X(X)
+        n = n_samples(X)
         if y is None:
-            y = np.ones(X.shape[0])
+            y = np.ones(n)
         else:
             y = regression_targets(y, type(self).__name__)
             check_lengths(X, y)
-        sw = check_sample_weight(sample_weight, X.shape[0], owner=type(self).__name__)
+        sw = check_sample_weight(sample_weight, n, owner=type(self).__name__)
         gamma = self._gamma_value(X, t)
         model = self._train(y, Xt, self._parameters(t, gamma), sw)
         self._set_common(X, model, np.asarray(model.support_indices) - 1)
         self._gamma = gamma
-        self.n_support_ = np.array([model.n_sv], dtype=np.int32)
-        self.dual_coef_ = np.asarray(model.dual_coef, dtype=np.float64).reshape(1, -1)
+        # scikit-learn's layout: [n_SV, 0], of which n_support_ shows the first
+        self._n_support = np.array([model.n_sv, 0], dtype=np.int32)
+        coef = np.asarray(model.dual_coef, dtype=np.float64).reshape(1, -1)
+        self._dual_coef_ = self.dual_coef_ = self._coef_attribute(coef)
         self.intercept_ = -np.asarray(model.rho, dtype=np.float64)
-        self._dual_coef_ = self.dual_coef_
-        self._intercept_ = self.intercept_
+        self._intercept_ = self.intercept_.copy()
         return model
 
     def _set_common(self, X, model, support):
-        """Fitted attributes shared by all SVM estimators."""
-        self.model_ = model
+        """Fitted attributes shared by all SVM estimators.
+
+        Fitted on sparse X (a kernel other than a callable), the support
+        vectors and the coefficients are CSR matrices as scikit-learn's
+        (``sparse_container``); fitted on dense X, arrays.
+        """
+        self._model = model
+        self._sparse = sp.issparse(X) and not callable(self.kernel)
         self.support_ = np.asarray(support, dtype=np.int32)
-        if model.param.kernel_type == PRECOMPUTED and not callable(self.kernel):
+        if callable(self.kernel):
+            self.support_vectors_ = _samples_at(X, self.support_)
+        elif model.param.kernel_type == PRECOMPUTED:
             self.support_vectors_ = np.empty((0, 0))
-        elif callable(self.kernel):
-            self.support_vectors_ = X[self.support_]
+        elif self._sparse:
+            sv = sp.csr_matrix(model.support_vectors)
+            self.support_vectors_ = sparse_container()(
+                (sv.data.astype(np.float64), sv.indices.astype(np.int32),
+                 sv.indptr.astype(np.int32)), shape=(sv.shape[0], X.shape[1]))
         else:
-            sv = model.support_vectors
-            self.support_vectors_ = sp.csr_matrix(sv) if sp.issparse(sv) else \
-                np.asarray(sv, dtype=np.float64)
-        self.shape_fit_ = tuple(X.shape)
-        self.n_features_in_ = int(X.shape[1])
+            self.support_vectors_ = np.asarray(model.support_vectors, dtype=np.float64)
+        # a callable kernel's X may have no shape (a list of strings): scikit-learn's rule
+        self.shape_fit_ = tuple(X.shape) if hasattr(X, "shape") else (n_samples(X),)
+        if len(self.shape_fit_) == 2:
+            self.n_features_in_ = int(self.shape_fit_[1])
+        elif hasattr(self, "n_features_in_"):
+            del self.n_features_in_
         names = getattr(self, "_fit_feature_names", None)
-        if names is not None and len(names) == X.shape[1] and self.kernel != "precomputed":
+        if names is not None and len(names) == self.shape_fit_[-1] and \
+                self.kernel != "precomputed":
             self.feature_names_in_ = names
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         self.fit_status_ = 0 if model.stats.get("status", "ok") == "ok" else 1
         pairs = model.stats.get("pairs", [])
         self._n_iter = np.array([int(p.get("n_iter", 0)) for p in pairs], dtype=np.int32)
-        self._sparse = sp.issparse(X)
         if callable(self.kernel):
             self._X_fit = X
         elif hasattr(self, "_X_fit"):
             del self._X_fit
 
+    def _coef_attribute(self, coef):
+        """A dual-coefficient matrix as the fitted attribute: ``coef`` itself
+        after a dense fit; after a sparse fit, scikit-learn's CSR matrix of the
+        same shape with every coefficient stored (zeros too: LIBSVM's layout)."""
+        if not self._sparse:
+            return coef
+        rows, l = coef.shape
+        indices = np.tile(np.arange(l, dtype=np.int32), rows)
+        indptr = np.arange(rows + 1, dtype=np.int32) * np.int32(l)
+        return sparse_container()((coef.ravel().copy(), indices, indptr), shape=(rows, l))
+
+    # ------------------------------------------------------------ the fitted model
+
+    @property
+    def model_(self):
+        """The :class:`~kernsolve.Model` the estimator predicts with.
+
+        The trained model, with the support vectors, dual coefficients,
+        intercepts and class counts of the fitted attributes
+        (``support_vectors_``, ``_dual_coef_``, ``_intercept_``,
+        ``_n_support``): as scikit-learn's, predictions follow a change of
+        them.  Untouched, it is the trained model, field for field.
+        """
+        model = self._model          # AttributeError before fit: hasattr() is False
+        fields = {"rho": -np.asarray(self._intercept_, dtype=np.float64)}
+        coef = self._dual_coef_
+        if sp.issparse(coef):      # placed, not summed as toarray() would: -0.0 stays
+            entries = coef.tocoo()
+            coef = np.zeros(entries.shape)
+            coef[entries.row, entries.col] = entries.data
+        fields["dual_coef"] = coef
+        if model.param.kernel_type != PRECOMPUTED:   # else the serial numbers, as trained
+            sv = self.support_vectors_
+            fields["support_vectors"] = sp.csr_matrix(sv) if sp.issparse(sv) else sv
+        if self._estimator_type == "classifier":
+            fields["n_support"] = self._n_support
+        return dataclasses.replace(model, **fields)
+
+    def _predict_model(self):
+        """``model_``, refused when the attributes no longer fit together
+        (scikit-learn's check against CVE-2020-28975)."""
+        self._check_is_fitted()
+        model = self.model_
+        try:
+            _check_model(model)
+        except ValueError as e:
+            raise ValueError(f"The internal representation of {type(self).__name__} was "
+                             f"altered ({e})") from None
+        return model
+
     def _decision_values(self, X):
         """LIBSVM's decision values (n, n_values) of validated X."""
-        return decision_function(self._predict_X(X), self.model_, n_jobs=self.n_jobs)
+        model = self._predict_model()
+        return decision_function(self._predict_X(X), model, n_jobs=self.n_jobs)
+
+    @property
+    def n_support_(self):
+        """Support vectors per class (classifiers), else ``[n_SV]``."""
+        self._check_is_fitted()
+        if self._estimator_type == "classifier":
+            return self._n_support
+        return self._n_support[:1].copy()
 
     @property
     def coef_(self):
-        """Primal weights, for ``kernel="linear"`` only (as scikit-learn's)."""
+        """Primal weights, for ``kernel="linear"`` only (as scikit-learn's): a CSR
+        matrix after a sparse fit, else an array."""
         if self.kernel != "linear":
             raise AttributeError("coef_ is only available when using a linear kernel")
         self._check_is_fitted()
         sv = self.support_vectors_
         coef = self.dual_coef_
         if getattr(self, "classes_", None) is None or len(self.classes_) <= 2:
-            out = coef @ sv if not sp.issparse(sv) else (sp.csr_matrix(coef) @ sv).toarray()
-            return np.asarray(out).reshape(1, -1)
+            return coef @ sv if sp.issparse(sv) else np.asarray(coef @ sv).reshape(1, -1)
         k = len(self.classes_)
         start = np.concatenate([[0], np.cumsum(self.n_support_)])
         rows = []
@@ -246,9 +350,12 @@ class _BaseSVM(BaseEstimator):
             for j in range(i + 1, k):
                 si = slice(start[i], start[i + 1])
                 sj = slice(start[j], start[j + 1])
+                if sp.issparse(sv):     # 2-D slices: a row of a sparse matrix
+                    rows.append(coef[j - 1:j, si] @ sv[si] + coef[i:i + 1, sj] @ sv[sj])
+                    continue
                 w = coef[j - 1, si] @ sv[si] + coef[i, sj] @ sv[sj]
                 rows.append(np.asarray(w).ravel())
-        return np.vstack(rows)
+        return sp.vstack(rows, format="csr") if sp.issparse(sv) else np.vstack(rows)
 
     @property
     def n_iter_(self):
@@ -321,7 +428,7 @@ class _BaseSVC(_BaseSVM):
         if k < 2:
             raise ValueError(f"The number of classes has to be greater than one; got "
                              f"{k} class")
-        sw = check_sample_weight(sample_weight, X.shape[0], owner=type(self).__name__)
+        sw = check_sample_weight(sample_weight, n_samples(X), owner=type(self).__name__)
         if sw is not None and np.unique(y_enc[sw > 0]).size < 2:
             raise ValueError("Invalid input: all samples with positive sample_weight "
                              "belong to one class; need at least 2 classes")
@@ -360,17 +467,17 @@ class _BaseSVC(_BaseSVM):
         self.classes_ = classes
         self.class_weight_ = np.asarray(class_weight, dtype=np.float64)
         self._gamma = gamma
-        self.n_support_ = np.asarray(model.n_support, dtype=np.int32)
+        self._n_support = np.asarray(model.n_support, dtype=np.int32)
         sv_coef = np.asarray(model.dual_coef, dtype=np.float64).reshape(k - 1, -1)
         rho = np.asarray(model.rho, dtype=np.float64)
-        self._dual_coef_ = sv_coef
+        self._dual_coef_ = self._coef_attribute(sv_coef)
         self._intercept_ = -rho
         if k == 2:
             # positive decision means classes_[1]; LIBSVM's positive class is classes_[0]
-            self.dual_coef_ = -sv_coef
+            self.dual_coef_ = self._coef_attribute(-sv_coef)
             self.intercept_ = rho.copy()
         else:
-            self.dual_coef_ = sv_coef.copy()
+            self.dual_coef_ = self._coef_attribute(sv_coef.copy())
             self.intercept_ = -rho
         self.probA_ = np.asarray(model.prob_a if model.prob_a is not None else [],
                                  dtype=np.float64)
@@ -470,11 +577,11 @@ class _BaseSVC(_BaseSVM):
     @available_if(_check_proba)
     def predict_proba(self, X):
         """Class probabilities (Platt scaling on internal folds), columns in ``classes_`` order."""
-        self._check_is_fitted()
-        if not self.model_.is_probability_model:
+        model = self._predict_model()
+        if not model.is_probability_model:
             raise not_fitted_error("predict_proba is not available: the model was "
                                     "fitted with probability=False; fit again")
-        return predict_probability(self._predict_X(X), self.model_, n_jobs=self.n_jobs)
+        return predict_probability(self._predict_X(X), model, n_jobs=self.n_jobs)
 
     @available_if(_check_proba)
     def predict_log_proba(self, X):

@@ -119,11 +119,15 @@ class SVC(_BaseSVC):
     ----------
     classes_, support_, support_vectors_, n_support_, dual_coef_, intercept_,
     probA_, probB_, class_weight_, fit_status_, shape_fit_, n_features_in_,
-    n_iter_ : as scikit-learn's SVC.
-    coef_ : ndarray, linear kernel only.
+    n_iter_ : as scikit-learn's SVC.  After a fit on sparse X,
+        ``support_vectors_`` and ``dual_coef_`` are CSR matrices (as
+        scikit-learn's; doc/estimators.md).
+    coef_ : ndarray (CSR matrix after a sparse fit), linear kernel only.
     model_ : kernsolve.Model
-        The trained model (``kernsolve.save_model(path, est.model_)`` writes a
-        LIBSVM model file; its labels are the class indices 0..k-1).
+        The model it predicts with, built from the fitted attributes: the
+        trained model unless they were changed (``kernsolve.save_model(path,
+        est.model_)`` writes a LIBSVM model file; its labels are the class
+        indices 0..k-1).
     """
 
     _svm_type = SvmType.C_SVC
