@@ -9,6 +9,7 @@ of :func:`kernsolve.train` and the fitted attributes common to all.
 the binary sign flip, ``ovr`` values, probabilities), ``_BaseSVR`` the
 regressors; the public classes declare only their own parameters.
 """
+import math
 import warnings
 from numbers import Integral, Real
 
@@ -18,19 +19,28 @@ import scipy.sparse as sp
 from .._constants import ESTIMATOR_KERNELS as _KERNELS
 from .._constants import GAMMA_KERNELS, PRECOMPUTED
 from .._api import train
+from .._errors import sklearn_version, twin
 from .._params import Parameters, option_key
 from .._predict import decision_function, ovo_vote, predict_probability
 from ..solvers import DEFAULT_SOLVER, REGISTRY, option_names, spec_for
 from .._validation import (check_sample_weight, check_X, column_or_1d, estimator_gamma,
                            is_number, seed_of)
 from ._base import (CACHE_SIZE, COEF0, DEGREE, N_JOBS, BaseEstimator, ConvergenceWarning,
-                    Interval, InstanceOf, Rule, StrOptions, available_if,
+                    Interval, InstanceOf, NotFittedError, Rule, StrOptions, available_if,
                     check_feature_names, check_lengths, encode_classes, feature_names,
-                    not_fitted_error, r2_score, regression_targets, type_name)
+                    r2_score, regression_targets, type_name)
 
 # LIBSVM (and kernsolve) read gamma = 0 as "1/n_features"; scikit-learn means a
 # constant kernel.  The smallest positive double gives that constant kernel.
 _TINY_GAMMA = float(np.nextafter(0.0, 1.0))
+
+# C > 0, and C = inf (the hard margin) as scikit-learn accepts it: LIBSVM's
+# C-SVC and epsilon-SVR on SMO train it (kernsolve.Parameters checks the rest).
+C_OR_INF = Interval(Real, 0, math.inf, closed="right", text="a number > 0 (or inf)")
+
+# The version of scikit-learn from which its SVC and NuSVC emit these
+# FutureWarnings; kernsolve emits them when the program uses that scikit-learn.
+_PROBABILITY_DEPRECATED = (1, 9)
 
 
 def _driver_solvers(svm_type):
@@ -54,7 +64,7 @@ class _BaseSVM(BaseEstimator):
     # order is the order of the checks.
     _parameter_constraints = {
         "kernel": Rule(StrOptions(sorted(_KERNELS), listed=True), callable, named=False),
-        "C": [Interval(Real, 0, None, closed="neither")],
+        "C": [C_OR_INF],
         "nu": [Interval(Real, 0, 1, closed="right")],
         "epsilon": [Interval(Real, 0, None, closed="left")],
         "degree": [DEGREE],
@@ -111,6 +121,9 @@ class _BaseSVM(BaseEstimator):
                 raise ValueError(f"{name}: the kernel callable returned shape {K.shape}, "
                                  f"expected {(X.shape[0], X.shape[0])}")
             return X, self._serial_matrix(K, np.arange(1, X.shape[0] + 1))
+        if self.kernel == "precomputed" and sp.issparse(X):
+            # as scikit-learn: a kernel matrix is dense (and its tags say so)
+            raise TypeError("Sparse precomputed kernels are not supported.")
         X = check_X(X, owner=name)
         if self.kernel == "precomputed":
             if X.shape[0] != X.shape[1]:
@@ -133,6 +146,9 @@ class _BaseSVM(BaseEstimator):
         self._check_is_fitted()
         name = type(self).__name__
         check_feature_names(self, X)
+        if sp.issparse(X) and not self._sparse and not callable(self.kernel):
+            # scikit-learn's rule (its dense and sparse LIBSVMs are two builds)
+            raise ValueError(f"cannot use sparse input in {name!r} trained on dense data")
         X = check_X(X, owner=name)
         n_in = self.n_features_in_
         if callable(self.kernel) and hasattr(self, "_X_fit"):
@@ -166,9 +182,9 @@ class _BaseSVM(BaseEstimator):
         for w in caught:
             text = str(w.message)
             if "max number of iterations" in text:
-                warnings.warn(f"Solver terminated early (max_iter={self.max_iter}). "
+                warnings.warn(f"Solver terminated early (max_iter={self.max_iter}).  "
                               "Consider pre-processing your data with StandardScaler or "
-                              "MinMaxScaler.", ConvergenceWarning, stacklevel=3)
+                              "MinMaxScaler.", twin(ConvergenceWarning), stacklevel=3)
             else:
                 warnings.warn(w.message, w.category, stacklevel=3)
         return model
@@ -238,7 +254,7 @@ class _BaseSVM(BaseEstimator):
         coef = self.dual_coef_
         if getattr(self, "classes_", None) is None or len(self.classes_) <= 2:
             out = coef @ sv if not sp.issparse(sv) else (sp.csr_matrix(coef) @ sv).toarray()
-            return np.asarray(out).reshape(1, -1)
+            return _read_only(np.asarray(out).reshape(1, -1))
         k = len(self.classes_)
         start = np.concatenate([[0], np.cumsum(self.n_support_)])
         rows = []
@@ -248,7 +264,7 @@ class _BaseSVM(BaseEstimator):
                 sj = slice(start[j], start[j + 1])
                 w = coef[j - 1, si] @ sv[si] + coef[i, sj] @ sv[sj]
                 rows.append(np.asarray(w).ravel())
-        return np.vstack(rows)
+        return _read_only(np.vstack(rows))
 
     @property
     def n_iter_(self):
@@ -257,6 +273,13 @@ class _BaseSVM(BaseEstimator):
         if self._estimator_type == "classifier":
             return self._n_iter
         return int(self._n_iter[0]) if self._n_iter.size else 0
+
+
+def _read_only(coef):
+    """``coef_`` is computed from the dual coefficients on each access: writing
+    into it would change nothing, so it is read-only (as scikit-learn's)."""
+    (coef.data if sp.issparse(coef) else coef).flags.writeable = False
+    return coef
 
 
 # --------------------------------------------------------------------------
@@ -269,12 +292,24 @@ def _check_proba(est):
     return True
 
 
+def _probability_deprecated():
+    """Whether the scikit-learn in use deprecates SVC's ``probability`` (and
+    ``probA_``/``probB_``): kernsolve keeps them, but warns its users as
+    scikit-learn does that their code will not run on its later versions."""
+    version = sklearn_version()
+    return version is not None and version >= _PROBABILITY_DEPRECATED
+
+
 def _shown_class_weight(value):
     return repr(value) if isinstance(value, str) else type_name(value)
 
 
 class _BaseSVC(_BaseSVM):
     _estimator_type = "classifier"
+
+    # when weights <= 0 leave rows of one class only (scikit-learn's messages)
+    _one_class_message = ("Invalid input - all samples with positive weights belong to "
+                          "the same class: one class left, a classifier needs two")
 
     _parameter_constraints = {
         **_BaseSVM._parameter_constraints,
@@ -323,8 +358,7 @@ class _BaseSVC(_BaseSVM):
                              f"{k} class")
         sw = check_sample_weight(sample_weight, X.shape[0], owner=type(self).__name__)
         if sw is not None and np.unique(y_enc[sw > 0]).size < 2:
-            raise ValueError("Invalid input: all samples with positive sample_weight "
-                             "belong to one class; need at least 2 classes")
+            raise ValueError(self._one_class_message)
         class_weight = self._class_weight(classes, y_enc)
         if spec_for(solver).binary is not None:
             # The SBP and the comparison solvers have one budget (one lambda)
@@ -338,6 +372,13 @@ class _BaseSVC(_BaseSVM):
                                  f"sample weights (its problem has one budget for all "
                                  f"points); use solver='smo'")
         seed = seed_of(self.random_state)
+        if self.probability and _probability_deprecated():
+            warnings.warn(f"The `probability` parameter was deprecated in scikit-learn 1.9 "
+                          f"and will be removed there in 1.11: code that must also run "
+                          f"with sklearn.svm.{name} can use "
+                          f"`CalibratedClassifierCV({name}(), ensemble=False)` instead of "
+                          f"`{name}(probability=True)` (kernsolve.{name} keeps it)",
+                          FutureWarning, stacklevel=2)
 
         # Rows grouped by class in sorted order (stable): kernsolve's label
         # order (first appearance) becomes the sorted order of classes_.
@@ -372,11 +413,29 @@ class _BaseSVC(_BaseSVM):
         else:
             self.dual_coef_ = sv_coef.copy()
             self.intercept_ = -rho
-        self.probA_ = np.asarray(model.prob_a if model.prob_a is not None else [],
+        self._probA = np.asarray(model.prob_a if model.prob_a is not None else [],
                                  dtype=np.float64)
-        self.probB_ = np.asarray(model.prob_b if model.prob_b is not None else [],
+        self._probB = np.asarray(model.prob_b if model.prob_b is not None else [],
                                  dtype=np.float64)
         return self
+
+    def _prob_attribute(self, name):
+        self._check_is_fitted()
+        if _probability_deprecated():
+            warnings.warn(f"Attribute `{name}_` was deprecated in scikit-learn 1.9 and will "
+                          f"be removed there in 1.11, with the `probability=True` option "
+                          f"(kernsolve keeps both)", FutureWarning, stacklevel=3)
+        return getattr(self, f"_{name}")
+
+    @property
+    def probA_(self):
+        """Platt scaling's A for each one-vs-one pair (empty unless ``probability=True``)."""
+        return self._prob_attribute("probA")
+
+    @property
+    def probB_(self):
+        """Platt scaling's B for each one-vs-one pair (empty unless ``probability=True``)."""
+        return self._prob_attribute("probB")
 
     def _check_solver(self):
         """(solver, extra): the ``solver`` name and ``solver_options`` validated.
@@ -472,8 +531,8 @@ class _BaseSVC(_BaseSVM):
         """Class probabilities (Platt scaling on internal folds), columns in ``classes_`` order."""
         self._check_is_fitted()
         if not self.model_.is_probability_model:
-            raise not_fitted_error("predict_proba is not available: the model was "
-                                    "fitted with probability=False; fit again")
+            raise twin(NotFittedError)("predict_proba is not available when fitted with "
+                                       "probability=False; fit again with probability=True")
         return predict_probability(self._predict_X(X), self.model_, n_jobs=self.n_jobs)
 
     @available_if(_check_proba)
