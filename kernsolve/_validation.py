@@ -220,7 +220,7 @@ def check_sample_weight(sample_weight, n, *, owner=None):
     is one weight for every row, a weight <= 0 masks its row (returned as 0,
     so the row is left out, as scikit-learn's LIBSVM drops it), and weights
     that mask every row are refused here.  Without it, the training
-    functions' (LIBSVM's ``-W`` file): a negative weight is refused, every
+    functions' (``kernsolve.train``): a negative weight is refused, every
     message names the first bad row, and zero rows are left out by the caller.
     """
     if sample_weight is None:
