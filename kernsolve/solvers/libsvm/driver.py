@@ -154,10 +154,12 @@ def check_parameters(param, spec):
 
 
 def _check_finite(model):
-    """No model with NaN or infinite coefficients: values near the float64 limit
-    overflow the kernel (x . y, |x - y|^2), and LIBSVM would go on with them."""
+    """No model with NaN or infinite coefficients, or a NaN rho: values near the
+    float64 limit overflow the kernel (x . y, |x - y|^2), and LIBSVM would go on
+    with them.  (rho = inf stays: LIBSVM's one-class SVM with nu = 1, every
+    alpha at its bound, writes it and predicts -1 everywhere.)"""
     if not (np.all(np.isfinite(np.asarray(model.dual_coef, dtype=np.float64)))
-            and np.all(np.isfinite(np.asarray(model.rho, dtype=np.float64)))):
+            and not np.any(np.isnan(np.asarray(model.rho, dtype=np.float64)))):
         raise ValueError("The dual coefficients or intercepts are not finite. The input "
                          "data may contain large values and need to be preprocessed.")
 
