@@ -339,7 +339,8 @@ class _BaseSVC(_BaseSVM):
         y : array-like of shape (n_samples,)
             Class labels (numbers, strings, booleans...).
         sample_weight : array-like of shape (n_samples,), optional
-            Per-row weights >= 0; the row's C becomes ``C * class_weight * weight``.
+            Per-row weights; the row's C becomes ``C * class_weight * weight``, and
+            a weight <= 0 leaves the row out (scikit-learn's masking).
 
         Returns
         -------
