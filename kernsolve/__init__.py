@@ -43,8 +43,8 @@ _EXPORTS = {
     "OneClassSVM": ".estimators.svm",
     "NuSVC": ".estimators.svm",
     "NuSVR": ".estimators.svm",
-    "NotFittedError": ".estimators._base",
-    "ConvergenceWarning": ".estimators._base",
+    "NotFittedError": "._errors",
+    "ConvergenceWarning": "._errors",
     "DSGClassifier": ".estimators.dsg",
     "DSGRegressor": ".estimators.dsg",
     "cross_validation": ".model_selection.cv",
@@ -60,7 +60,7 @@ __all__ = sorted(_EXPORTS) + ["__version__"]
 if TYPE_CHECKING:  # the lazy exports above, spelled out for type checkers (py.typed)
     from ._api import train
     from ._config import show_config
-    from ._errors import DataFormatError, ModelFormatError
+    from ._errors import ConvergenceWarning, DataFormatError, ModelFormatError, NotFittedError
     from ._features import median_gamma, random_features
     from ._io import read_problem, write_problem
     from ._kernels import kernel_matrix
@@ -69,7 +69,6 @@ if TYPE_CHECKING:  # the lazy exports above, spelled out for type checkers (py.t
     from ._predict import predict
     from ._threads import resolve_n_jobs
     from .datasets import dataset_path
-    from .estimators._base import ConvergenceWarning, NotFittedError
     from .estimators.dsg import DSGClassifier, DSGRegressor
     from .estimators.eigenpro import EigenProClassifier, EigenProRegressor
     from .estimators.svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM

@@ -17,8 +17,8 @@ import shlex
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Union
 
-from ._constants import (C_TYPES, EPSILON_SVR, GAMMA_KERNELS, KERNEL_NAMES, LAPLACIAN, NU_TYPES,
-                         POLY, RBF, SVM_TYPE_NAMES)
+from ._constants import (C_SVC, C_TYPES, EPSILON_SVR, GAMMA_KERNELS, KERNEL_NAMES, LAPLACIAN,
+                         NU_TYPES, POLY, RBF, SVM_TYPE_NAMES)
 from ._threads import check_n_jobs
 from ._validation import resolve_gamma
 from .solvers import DEFAULT_SOLVER, median_gamma_solvers, option_names, solver_names, spec_for
@@ -662,9 +662,18 @@ def _check(param, n_features=None):
     eps = num("eps")
     if eps <= 0:
         raise ValueError(f"-e: eps must be > 0, got {_fmt_float(eps)}")
-    C = num("C")
+    C = math.inf if _is_number(param.C) and param.C == math.inf else num("C")
     if s in C_TYPES and C <= 0:
         raise ValueError(f"-c: C must be > 0, got {_fmt_float(C)}")
+    if C == math.inf:
+        # The hard margin: SMO's C-SVC and epsilon-SVR take an unbounded box
+        # (as LIBSVM and scikit-learn do); nu-SVR's starting point (C * nu * l / 2)
+        # and the other solvers' step sizes need a finite C.
+        spec = spec_for(param.solver)
+        if s not in (C_SVC, EPSILON_SVR) or spec is None or not spec.uses_driver \
+                or spec.binary is not None:
+            raise ValueError(f"-c: C = inf (the hard margin) is for C-SVC and epsilon-SVR "
+                             f"with solver {DEFAULT_SOLVER!r} only; give a finite C")
     nu = num("nu")
     if s in NU_TYPES and not 0 < nu <= 1:
         raise ValueError(f"-n: nu must be in (0, 1], got {_fmt_float(nu)}")

@@ -33,16 +33,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._constants import CLASSIFICATION, RBF
+from ._errors import DataConversionWarning, twin
 from ._features import median_gamma
 from ._kernels import as_canonical
 
 __all__ = ["DataConversionWarning", "check_X", "check_targets", "check_sample_weight",
            "column_or_1d", "group_classes", "resolve_gamma", "estimator_gamma", "seed_of",
            "is_number"]
-
-
-class DataConversionWarning(UserWarning):
-    """The input had to be reshaped or converted (e.g. a column-vector y)."""
 
 
 def is_number(v, integral=False):
@@ -208,7 +205,7 @@ def column_or_1d(y, owner, what="y"):
     if y.ndim == 2 and y.shape[1] == 1:
         warnings.warn("A column-vector y was passed when a 1d array was expected. "
                       "Please change the shape of y to (n_samples,), for example "
-                      "using ravel().", DataConversionWarning, stacklevel=3)
+                      "using ravel().", twin(DataConversionWarning), stacklevel=3)
         y = y.ravel()
     if y.ndim != 1:
         raise ValueError(f"{what} should be a 1d array, got an array of shape "
@@ -220,9 +217,11 @@ def check_sample_weight(sample_weight, n, *, owner=None):
     """Per-row weights as a finite float64 vector >= 0 of length ``n`` (None stays None).
 
     With ``owner`` (an estimator), scikit-learn's rules and wording: a scalar
-    is one weight for every row, and all-zero weights are refused here.
-    Without it, the training functions': every message names the first bad row,
-    and zero rows are left out by the caller.
+    is one weight for every row, a weight <= 0 masks its row (returned as 0,
+    so the row is left out, as scikit-learn's LIBSVM drops it), and weights
+    that mask every row are refused here.  Without it, the training
+    functions' (``kernsolve.train``): a negative weight is refused, every
+    message names the first bad row, and zero rows are left out by the caller.
     """
     if sample_weight is None:
         return None
@@ -240,10 +239,7 @@ def check_sample_weight(sample_weight, n, *, owner=None):
                              "one weight per row of X")
         if not np.all(np.isfinite(arr)):
             raise ValueError("sample_weight contains NaN or infinity")
-        if (arr < 0).any():
-            raise ValueError("sample_weight must be >= 0 (a negative weight has no meaning "
-                             "as a bound on the dual variables)")
-        return _positive_somewhere(arr)
+        return _positive_somewhere(np.maximum(arr, 0.0))
     if arr.ndim != 1 or arr.shape[0] != n:
         raise ValueError(f"sample_weight has shape {arr.shape}; expected ({n},), "
                          "one weight per row")
@@ -259,7 +255,9 @@ def check_sample_weight(sample_weight, n, *, owner=None):
 
 def _positive_somewhere(sw):
     if not (sw > 0).any():
-        raise ValueError("Invalid input: sample_weight is zero for every row")
+        raise ValueError("Invalid input - all samples have zero or negative weights. "
+                         "(A row of sample_weight <= 0 is left out: nothing is left "
+                         "to train on.)")
     return sw
 
 
@@ -334,11 +332,18 @@ def estimator_gamma(gamma, X):
     if gamma == "auto":
         return 1.0 / n_features
     if gamma == "scale":
-        if sp.issparse(X):
-            mean = X.mean()
-            var = X.multiply(X).mean() - mean * mean
-        else:
-            var = X.var()
+        with np.errstate(over="ignore", invalid="ignore"):
+            if sp.issparse(X):
+                mean = X.mean()
+                var = X.multiply(X).mean() - mean * mean
+            else:
+                var = X.var()
+        if not np.isfinite(var):
+            # 1 / inf would be gamma 0: a constant kernel where the distances
+            # are finite, exp(-0 * inf) where they overflow too
+            raise ValueError("gamma='scale' is 1 / (n_features * X.var()), but X.var() "
+                             "overflows float64: the input data may contain large values "
+                             "and need to be preprocessed (StandardScaler, MinMaxScaler)")
         return 1.0 / (n_features * var) if var != 0 else 1.0
     return float(gamma)
 

@@ -79,11 +79,12 @@ def test_targets_weights_gamma():
     assert check_targets([1, 0.5], 3).tolist() == [1.0, 0.5]
     with pytest.raises(ValueError, match="sample_weight of row 2 is negative"):
         check_sample_weight([1.0, -1.0], 2)
-    with pytest.raises(ValueError, match="sample_weight must be >= 0"):
-        check_sample_weight([1.0, -1.0], 2, owner="SVC")
+    # an estimator's weight <= 0 masks its row (scikit-learn's rule, issue 14)
+    assert check_sample_weight([1.0, -1.0], 2, owner="SVC").tolist() == [1.0, 0.0]
     assert check_sample_weight(2, 3, owner="SVC").tolist() == [2.0, 2.0, 2.0]
-    with pytest.raises(ValueError, match="zero for every row"):
-        check_sample_weight(0.0, 3, owner="SVC")
+    for masked in (0.0, [-1.0, 0.0, -0.5]):
+        with pytest.raises(ValueError, match="all samples have zero or negative weights"):
+            check_sample_weight(masked, 3, owner="SVC")
     # one rule: None and 0 both mean 1/n_features, for SMO and EigenPro alike
     assert resolve_gamma(None, 4) == resolve_gamma(0, 4) == 0.25
     assert resolve_gamma(0.5, 4) == 0.5 and resolve_gamma(None, 0) == 0.0

@@ -4,9 +4,10 @@ kernsolve's estimators (``estimators.svm``, ``estimators.dsg``,
 ``estimators.eigenpro``) follow scikit-learn's estimator contract without
 importing scikit-learn.  This module owns what that contract needs in all of
 them: ``get_params``/``set_params``/``repr`` from the ``__init__`` signature
-(:class:`BaseEstimator`), the fitted-state check and :class:`NotFittedError`,
-the warnings scikit-learn users catch (:class:`ConvergenceWarning`,
-:class:`DataConversionWarning`), methods that exist only under a condition
+(:class:`BaseEstimator`), the fitted-state check (its :class:`NotFittedError`
+and the warnings scikit-learn users catch are kernsolve._errors's, which
+makes them scikit-learn's too when the program uses scikit-learn), methods
+that exist only under a condition
 (:func:`available_if`), the declared parameter constraints and their one
 checker (``_parameter_constraints``, :class:`Interval`, :class:`StrOptions`,
 :meth:`BaseEstimator._validate_params`), and input validation with
@@ -24,40 +25,9 @@ import scipy.sparse as sp
 # X, y, sample weights, seeds and gamma are validated by kernsolve._validation,
 # the one owner shared with the solvers.
 from .._threads import check_n_jobs
+# scikit-learn's classes when the program uses scikit-learn: kernsolve._errors
+from .._errors import ConvergenceWarning, NotFittedError, twin  # noqa: F401 (re-exported)
 from .._validation import column_or_1d, is_number
-
-class NotFittedError(ValueError, AttributeError):
-    """Raised when an estimator is used before ``fit``.
-
-    Both a ValueError and an AttributeError, as scikit-learn's own.
-    """
-
-
-_BRIDGED = {}
-
-
-def not_fitted_error(message):
-    """A NotFittedError that is also scikit-learn's, when scikit-learn is loaded.
-
-    ``except sklearn.exceptions.NotFittedError`` (and scikit-learn's checks)
-    then catch it too.  Nothing is imported: scikit-learn is used only if the
-    program has imported it already.
-    """
-    module = sys.modules.get("sklearn.exceptions")
-    base = getattr(module, "NotFittedError", None)
-    if isinstance(base, type) and issubclass(base, BaseException) \
-            and not issubclass(NotFittedError, base):
-        cls = _BRIDGED.get(base)
-        if cls is None:
-            cls = type("NotFittedError", (NotFittedError, base), {"__module__": __name__})
-            _BRIDGED[base] = cls
-        return cls(message)
-    return NotFittedError(message)
-
-
-class ConvergenceWarning(UserWarning):
-    """The solver stopped at ``max_iter`` before reaching the tolerance."""
-
 
 # --------------------------------------------------------------------------
 # a method that exists only when a condition holds (hasattr() is False otherwise)
@@ -109,7 +79,7 @@ class Interval:
     """Finite numbers of ``kind`` (``Real`` or ``Integral``) between two bounds.
 
     ``left``/``right`` None is unbounded; ``closed`` says which bounds belong
-    to the interval.  ``Integral`` means an integer type unless
+    to the interval (``right=math.inf`` closed: +inf belongs too).  ``Integral`` means an integer type unless
     ``whole_floats`` (then 3.0 counts as 3, as LIBSVM's ``-d 3.0`` does).
     ``text`` replaces the generated wording ("a finite number > 0",
     "an integer >= 1", "in (0, 1]").
@@ -131,7 +101,9 @@ class Interval:
         elif not is_number(value):
             return False
         elif not isinstance(value, Integral) and not np.isfinite(value):
-            return False     # (a Python int is finite, even beyond float64)
+            # (a Python int is finite, even beyond float64); an infinite bound
+            # that is closed admits that infinity
+            return value == self.right == np.inf and self.closed in ("right", "both")
         elif self.whole_floats:
             try:
                 if float(value) != int(value):
@@ -380,7 +352,8 @@ class BaseEstimator:
                                    TargetTags)
         tags = Tags(estimator_type=self._estimator_type,
                     target_tags=TargetTags(required=self._estimator_type != "outlier_detector"),
-                    input_tags=InputTags(sparse=True,
+                    # a precomputed kernel matrix is dense, as scikit-learn's SVMs say
+                    input_tags=InputTags(sparse=self.kernel != "precomputed",
                                          pairwise=self.kernel == "precomputed"))
         if self._estimator_type == "classifier":
             tags.classifier_tags = ClassifierTags()
@@ -392,7 +365,7 @@ class BaseEstimator:
 
     def _check_is_fitted(self):
         if not hasattr(self, "model_"):
-            raise not_fitted_error(f"This {type(self).__name__} instance is not fitted "
+            raise twin(NotFittedError)(f"This {type(self).__name__} instance is not fitted "
                                     "yet. Call 'fit' with appropriate arguments before "
                                     "using this estimator.")
 
@@ -454,7 +427,7 @@ def sparse_container():
 
     ``csr_array`` when scikit-learn is loaded and its ``sparse_interface``
     setting is "sparray", else ``csr_matrix`` (scikit-learn's default).  As
-    :func:`not_fitted_error`, scikit-learn is read only if the program has
+    :func:`kernsolve._errors.twin`, scikit-learn is read only if the program has
     imported it already.
     """
     get_config = getattr(sys.modules.get("sklearn"), "get_config", None)

@@ -10,6 +10,7 @@ the binary sign flip, ``ovr`` values, probabilities), ``_BaseSVR`` the
 regressors; the public classes declare only their own parameters.
 """
 import dataclasses
+import math
 import warnings
 from numbers import Integral, Real
 
@@ -19,6 +20,7 @@ import scipy.sparse as sp
 from .._constants import ESTIMATOR_KERNELS as _KERNELS
 from .._constants import GAMMA_KERNELS, PRECOMPUTED
 from .._api import train
+from .._errors import sklearn_version, twin
 from .._model import _check_model
 from .._params import Parameters, option_key
 from .._predict import decision_function, ovo_vote, predict_probability
@@ -26,14 +28,21 @@ from ..solvers import DEFAULT_SOLVER, REGISTRY, option_names, spec_for
 from .._validation import (check_sample_weight, check_X, column_or_1d, estimator_gamma,
                            is_number, seed_of)
 from ._base import (CACHE_SIZE, COEF0, DEGREE, N_JOBS, BaseEstimator, ConvergenceWarning,
-                    Interval, InstanceOf, Rule, StrOptions, available_if,
+                    Interval, InstanceOf, NotFittedError, Rule, StrOptions, available_if,
                     check_feature_names, check_lengths, encode_classes, feature_names,
-                    n_samples, not_fitted_error, r2_score, regression_targets,
-                    sparse_container, type_name)
+                    n_samples, r2_score, regression_targets, sparse_container, type_name)
 
 # LIBSVM (and kernsolve) read gamma = 0 as "1/n_features"; scikit-learn means a
 # constant kernel.  The smallest positive double gives that constant kernel.
 _TINY_GAMMA = float(np.nextafter(0.0, 1.0))
+
+# C > 0, and C = inf (the hard margin) as scikit-learn accepts it: LIBSVM's
+# C-SVC and epsilon-SVR on SMO train it (kernsolve.Parameters checks the rest).
+C_OR_INF = Interval(Real, 0, math.inf, closed="right", text="a number > 0 (or inf)")
+
+# The version of scikit-learn from which its SVC and NuSVC emit these
+# FutureWarnings; kernsolve emits them when the program uses that scikit-learn.
+_PROBABILITY_DEPRECATED = (1, 9)
 
 
 def _driver_solvers(svm_type):
@@ -71,7 +80,7 @@ class _BaseSVM(BaseEstimator):
     # order is the order of the checks.
     _parameter_constraints = {
         "kernel": Rule(StrOptions(sorted(_KERNELS), listed=True), callable, named=False),
-        "C": [Interval(Real, 0, None, closed="neither")],
+        "C": [C_OR_INF],
         "nu": [Interval(Real, 0, 1, closed="right")],
         "epsilon": [Interval(Real, 0, None, closed="left")],
         "degree": [DEGREE],
@@ -130,6 +139,9 @@ class _BaseSVM(BaseEstimator):
             n = n_samples(X)
             K = self._callable_kernel(X, X, (n, n))
             return X, self._serial_matrix(K, np.arange(1, n + 1))
+        if self.kernel == "precomputed" and sp.issparse(X):
+            # as scikit-learn: a kernel matrix is dense (and its tags say so)
+            raise TypeError("Sparse precomputed kernels are not supported.")
         X = check_X(X, owner=name)
         if self.kernel == "precomputed":
             if X.shape[0] != X.shape[1]:
@@ -172,6 +184,9 @@ class _BaseSVM(BaseEstimator):
             n = n_samples(X)
             K = self._callable_kernel(X, self._X_fit, (n, n_samples(self._X_fit)))
             return self._serial_matrix(K, np.zeros(n))
+        if sp.issparse(X) and not self._sparse:
+            # scikit-learn's rule (its dense and sparse LIBSVMs are two builds)
+            raise ValueError(f"cannot use sparse input in {name!r} trained on dense data")
         X = check_X(X, owner=name)
         n_in = self.n_features_in_
         if X.shape[1] != n_in:
@@ -198,7 +213,7 @@ class _BaseSVM(BaseEstimator):
             if "max number of iterations" in text:
                 warnings.warn(f"Solver terminated early (max_iter={self.max_iter}).  "
                               "Consider pre-processing your data with StandardScaler or "
-                              "MinMaxScaler.", ConvergenceWarning, stacklevel=3)
+                              "MinMaxScaler.", twin(ConvergenceWarning), stacklevel=3)
             else:
                 warnings.warn(w.message, w.category, stacklevel=3)
         return model
@@ -342,7 +357,8 @@ class _BaseSVM(BaseEstimator):
         sv = self.support_vectors_
         coef = self.dual_coef_
         if getattr(self, "classes_", None) is None or len(self.classes_) <= 2:
-            return coef @ sv if sp.issparse(sv) else np.asarray(coef @ sv).reshape(1, -1)
+            # a sparse fit gives scikit-learn's CSR (mutable, as its own); dense is read-only
+            return coef @ sv if sp.issparse(sv) else _read_only(np.asarray(coef @ sv).reshape(1, -1))
         k = len(self.classes_)
         start = np.concatenate([[0], np.cumsum(self.n_support_)])
         rows = []
@@ -355,7 +371,7 @@ class _BaseSVM(BaseEstimator):
                     continue
                 w = coef[j - 1, si] @ sv[si] + coef[i, sj] @ sv[sj]
                 rows.append(np.asarray(w).ravel())
-        return sp.vstack(rows, format="csr") if sp.issparse(sv) else np.vstack(rows)
+        return sp.vstack(rows, format="csr") if sp.issparse(sv) else _read_only(np.vstack(rows))
 
     @property
     def n_iter_(self):
@@ -364,6 +380,13 @@ class _BaseSVM(BaseEstimator):
         if self._estimator_type == "classifier":
             return self._n_iter
         return int(self._n_iter[0]) if self._n_iter.size else 0
+
+
+def _read_only(coef):
+    """``coef_`` is computed from the dual coefficients on each access: writing
+    into it would change nothing, so it is read-only (as scikit-learn's)."""
+    (coef.data if sp.issparse(coef) else coef).flags.writeable = False
+    return coef
 
 
 # --------------------------------------------------------------------------
@@ -376,12 +399,24 @@ def _check_proba(est):
     return True
 
 
+def _probability_deprecated():
+    """Whether the scikit-learn in use deprecates SVC's ``probability`` (and
+    ``probA_``/``probB_``): kernsolve keeps them, but warns its users as
+    scikit-learn does that their code will not run on its later versions."""
+    version = sklearn_version()
+    return version is not None and version >= _PROBABILITY_DEPRECATED
+
+
 def _shown_class_weight(value):
     return repr(value) if isinstance(value, str) else type_name(value)
 
 
 class _BaseSVC(_BaseSVM):
     _estimator_type = "classifier"
+
+    # when weights <= 0 leave rows of one class only (scikit-learn's messages)
+    _one_class_message = ("Invalid input - all samples with positive weights belong to "
+                          "the same class: one class left, a classifier needs two")
 
     _parameter_constraints = {
         **_BaseSVM._parameter_constraints,
@@ -411,7 +446,8 @@ class _BaseSVC(_BaseSVM):
         y : array-like of shape (n_samples,)
             Class labels (numbers, strings, booleans...).
         sample_weight : array-like of shape (n_samples,), optional
-            Per-row weights >= 0; the row's C becomes ``C * class_weight * weight``.
+            Per-row weights; the row's C becomes ``C * class_weight * weight``, and
+            a weight <= 0 leaves the row out (scikit-learn's masking).
 
         Returns
         -------
@@ -430,8 +466,7 @@ class _BaseSVC(_BaseSVM):
                              f"{k} class")
         sw = check_sample_weight(sample_weight, n_samples(X), owner=type(self).__name__)
         if sw is not None and np.unique(y_enc[sw > 0]).size < 2:
-            raise ValueError("Invalid input: all samples with positive sample_weight "
-                             "belong to one class; need at least 2 classes")
+            raise ValueError(self._one_class_message)
         class_weight = self._class_weight(classes, y_enc)
         if spec_for(solver).binary is not None:
             # The SBP and the comparison solvers have one budget (one lambda)
@@ -445,6 +480,13 @@ class _BaseSVC(_BaseSVM):
                                  f"sample weights (its problem has one budget for all "
                                  f"points); use solver='smo'")
         seed = seed_of(self.random_state)
+        if self.probability and _probability_deprecated():
+            warnings.warn(f"The `probability` parameter was deprecated in scikit-learn 1.9 "
+                          f"and will be removed there in 1.11: code that must also run "
+                          f"with sklearn.svm.{name} can use "
+                          f"`CalibratedClassifierCV({name}(), ensemble=False)` instead of "
+                          f"`{name}(probability=True)` (kernsolve.{name} keeps it)",
+                          FutureWarning, stacklevel=2)
 
         # Rows grouped by class in sorted order (stable): kernsolve's label
         # order (first appearance) becomes the sorted order of classes_.
@@ -479,11 +521,29 @@ class _BaseSVC(_BaseSVM):
         else:
             self.dual_coef_ = self._coef_attribute(sv_coef.copy())
             self.intercept_ = -rho
-        self.probA_ = np.asarray(model.prob_a if model.prob_a is not None else [],
+        self._probA = np.asarray(model.prob_a if model.prob_a is not None else [],
                                  dtype=np.float64)
-        self.probB_ = np.asarray(model.prob_b if model.prob_b is not None else [],
+        self._probB = np.asarray(model.prob_b if model.prob_b is not None else [],
                                  dtype=np.float64)
         return self
+
+    def _prob_attribute(self, name):
+        self._check_is_fitted()
+        if _probability_deprecated():
+            warnings.warn(f"Attribute `{name}_` was deprecated in scikit-learn 1.9 and will "
+                          f"be removed there in 1.11, with the `probability=True` option "
+                          f"(kernsolve keeps both)", FutureWarning, stacklevel=3)
+        return getattr(self, f"_{name}")
+
+    @property
+    def probA_(self):
+        """Platt scaling's A for each one-vs-one pair (empty unless ``probability=True``)."""
+        return self._prob_attribute("probA")
+
+    @property
+    def probB_(self):
+        """Platt scaling's B for each one-vs-one pair (empty unless ``probability=True``)."""
+        return self._prob_attribute("probB")
 
     def _check_solver(self):
         """(solver, extra): the ``solver`` name and ``solver_options`` validated.
@@ -579,8 +639,8 @@ class _BaseSVC(_BaseSVM):
         """Class probabilities (Platt scaling on internal folds), columns in ``classes_`` order."""
         model = self._predict_model()
         if not model.is_probability_model:
-            raise not_fitted_error("predict_proba is not available: the model was "
-                                    "fitted with probability=False; fit again")
+            raise twin(NotFittedError)("predict_proba is not available when fitted with "
+                                       "probability=False; fit again with probability=True")
         return predict_probability(self._predict_X(X), model, n_jobs=self.n_jobs)
 
     @available_if(_check_proba)

@@ -32,11 +32,13 @@ from typing import Any, Literal
 
 import numpy as np
 
+from numbers import Real
+
 from .._constants import SvmType
+from .._errors import ConvergenceWarning, DataConversionWarning, NotFittedError
 from .._typing import KernelLike, RandomStateLike
-from .._validation import DataConversionWarning
 from ..solvers import DEFAULT_SOLVER
-from ._base import ConvergenceWarning, NotFittedError
+from ._base import Interval
 from ._svm_base import _BaseSVC, _BaseSVM, _BaseSVR
 
 #: ``class_weight``: {label: weight}, "balanced" (n / (k * count)), or None (all 1).
@@ -63,7 +65,8 @@ class SVC(_BaseSVC):
     Parameters
     ----------
     C : float, default=1.0
-        Regularisation (box constraint of the dual), > 0.
+        Regularisation (box constraint of the dual), > 0; ``inf`` is the hard
+        margin (solver 'smo' only).
     kernel : {'linear', 'poly', 'rbf', 'sigmoid', 'laplacian', 'precomputed'} or callable, default='rbf'
         ``'laplacian'`` is kernsolve's ``exp(-gamma |x - y|_1)``.  A callable
         ``kernel(A, B)`` returns the kernel matrix (trained as precomputed).
@@ -76,7 +79,10 @@ class SVC(_BaseSVC):
     shrinking : bool, default=True
     probability : bool, default=False
         Fit Platt sigmoids on 5 internal folds (drawn from kernsolve's seeded
-        RNG with ``random_state``) so ``predict_proba`` is available.
+        RNG with ``random_state``) so ``predict_proba`` is available.  With
+        scikit-learn 1.9 or later in use, True (and reading ``probA_``,
+        ``probB_``) gives its FutureWarning: it deprecated them; kernsolve
+        keeps them.
     tol : float, default=1e-3
         Stopping tolerance (LIBSVM's ``-e``).
     cache_size : float, default=200
@@ -161,6 +167,9 @@ class NuSVC(_BaseSVC):
 
     _svm_type = SvmType.NU_SVC
     _parameter_constraints = _without(_BaseSVC._parameter_constraints, "C", "epsilon")
+    # one class left is nu-SVC's infeasible case: nu * (n1 + n2) / 2 > min(n1, n2) = 0
+    _one_class_message = ("specified nu is infeasible: all samples with positive weights "
+                          "belong to the same class")
 
     def __init__(self, *, nu: float = 0.5, kernel: KernelLike = "rbf", degree: int = 3,
                  gamma: float | Literal["scale", "auto"] = "scale", coef0: float = 0.0,
@@ -202,7 +211,9 @@ class NuSVR(_BaseSVR):
     """
 
     _svm_type = SvmType.NU_SVR
-    _parameter_constraints = _without(_BaseSVR._parameter_constraints, "epsilon")
+    # nu-SVR starts from alpha = C * nu * n / 2: C = inf has no meaning there
+    _parameter_constraints = {**_without(_BaseSVR._parameter_constraints, "epsilon"),
+                              "C": [Interval(Real, 0, None, closed="neither")]}
 
     def __init__(self, *, nu: float = 0.5, C: float = 1.0, kernel: KernelLike = "rbf",
                  degree: int = 3, gamma: float | Literal["scale", "auto"] = "scale",

@@ -129,6 +129,7 @@ def svm_train(y, X, param, spec, *, sample_weight=None, n_jobs=None, _folds=None
             model = _train_single(ctx, y, sw, orig_index, _folds)
     finally:
         ctx.close()
+    _check_finite(model)
     model.stats["wall_seconds"] = time.perf_counter() - t_start
     model.stats["n_threads"] = n_threads
     return model
@@ -150,6 +151,17 @@ def check_parameters(param, spec):
         spec.check(param)
     if not param.bias and param.svm_type != C_SVC:
         raise ValueError("--bias 0 (the SVM without bias) is only available for C-SVC (-s 0)")
+
+
+def _check_finite(model):
+    """No model with NaN or infinite coefficients, or a NaN rho: values near the
+    float64 limit overflow the kernel (x . y, |x - y|^2), and LIBSVM would go on
+    with them.  (rho = inf stays: LIBSVM's one-class SVM with nu = 1, every
+    alpha at its bound, writes it and predicts -1 everywhere.)"""
+    if not (np.all(np.isfinite(np.asarray(model.dual_coef, dtype=np.float64)))
+            and not np.any(np.isnan(np.asarray(model.rho, dtype=np.float64)))):
+        raise ValueError("The dual coefficients or intercepts are not finite. The input "
+                         "data may contain large values and need to be preprocessed.")
 
 
 def _check_nu_feasible(nu, y, sw):

@@ -49,7 +49,8 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
         A feasible starting point; overwritten in place with the solution
         (also when the solve is interrupted).
     C : ndarray of float64, shape (m,)
-        Upper bound of each variable (LIBSVM's ``get_C(i)``).
+        Upper bound of each variable (LIBSVM's ``get_C(i)``); +inf is the hard
+        margin (no upper bound: the variable is never at its bound).
     svr : bool
         False: m = n and row(i) = i.  True: m = 2n and row(i) = i mod n
         (LIBSVM's SVR_Q).
@@ -95,8 +96,8 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
     C = _as_vector("C", C, np.float64, m)
     if not np.all(np.isfinite(p)):
         raise ValueError("p contains non-finite values")
-    if not np.all(np.isfinite(C)) or not np.all(C > 0):
-        raise ValueError("every C_i must be finite and > 0")
+    if not np.all(C > 0) or np.any(np.isnan(C)):
+        raise ValueError("every C_i must be > 0 (+inf: no upper bound)")
     if not np.all(np.isfinite(alpha)) or np.any(alpha < 0) or np.any(alpha > C):
         raise ValueError("alpha must be a feasible start: 0 <= alpha_i <= C_i")
     if not (eps > 0):
