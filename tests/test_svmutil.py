@@ -251,6 +251,22 @@ def precomputed_script(su, path):
     return out
 
 
+def one_label_script(su, folder):
+    """Training labels all equal: LIBSVM's one-class-label model, predicting that label."""
+    y, x = [1, 1, 1], [{1: 0.5}, {1: 1.0}, {2: 0.3}]
+    out = {"model": saved(su, su.svm_train(y, x, "-q"), os.path.join(folder, "one.model"))}
+    m = su.svm_train(y, x, "-b 1 -q")
+    out["predict"] = su.svm_predict([1, 2], [{1: 0.1}, {2: 1}], m, "-q")
+    out["-b 1 predict"] = su.svm_predict([1, 2], [{1: 0.1}, {2: 1}], m, "-b 1 -q")
+    return out
+
+
+def test_one_label_model_gives_libsvm_results(tmp_path):
+    theirs, ours = run_both(one_label_script, str(tmp_path))
+    assert theirs["predict"][2] == [[1], [1]]
+    assert_same(theirs, ours)
+
+
 def test_heart_script_gives_libsvm_results(heart):
     theirs, ours = run_both(heart_script, heart)
     assert theirs["infeasible"] == "ValueError"
