@@ -31,15 +31,18 @@ def train(y: ArrayLike, X: MatrixLike, options: OptionsLike = "", *,
     y : array-like of shape (n_samples,)
         Targets: class labels (integers) for ``-s 0/1``, real values for
         ``-s 3/4``; ignored (but still required) for one-class ``-s 2``.
-    X : ndarray or scipy.sparse matrix of shape (n_samples, n_features)
-        Training data.  For a precomputed kernel (``-t 4``), column 0 holds the
+    X : ndarray, scipy.sparse matrix or LIBSVM's rows, shape (n_samples, n_features)
+        Training data; also ``libsvm.svmutil``'s lists of rows (dicts
+        ``{index: value}`` with 1-based indices, or lists of values), read as
+        :func:`kernsolve._validation.libsvm_rows` reads them.  For a precomputed kernel (``-t 4``), column 0 holds the
         1-based serial number of each row and column ``k`` holds
         ``K(x, x_k)``, LIBSVM's convention.
     options : str, list of str, dict or Parameters
         LIBSVM's option letters (``"-s 0 -t 2 -c 10 -g 0.5 -b 1 -w1 2 -q"``),
         plus kernsolve's long options (``--solver NAME``, ``--threads N``,
         ``--bias 0``, ``--seed S``, the solver's own); see
-        ``kernsolve.parse_options``.
+        ``kernsolve.parse_options``.  Not ``-v``: cross-validation is
+        :func:`kernsolve.cross_validation` (or ``kernsolve.svmutil.svm_train``).
     sample_weight : array-like of shape (n_samples,), optional
         Per-row weights >= 0: the row's bound becomes ``C_class * weight``
         (LIBSVM has no sample weights).  Rows of weight 0 are left out.
@@ -60,9 +63,15 @@ def train(y: ArrayLike, X: MatrixLike, options: OptionsLike = "", *,
     Raises
     ------
     ValueError
-        For invalid parameters or data, with one message naming the problem.
+        For invalid parameters or data, with one message naming the problem
+        (``-v`` included).
     """
     param = options.copy() if isinstance(options, Parameters) else parse_options(options)
+    if param.n_folds:
+        raise ValueError(
+            f"-v {param.n_folds}: kernsolve.train trains one model; cross-validate with "
+            "kernsolve.cross_validation(y, X, options) (its .score is what svm_train -v "
+            "returns), or call kernsolve.svmutil.svm_train, which returns it")
     spec = _spec(param)
     if spec.train is not None:
         return spec.train(y, X, param, n_jobs=n_jobs, sample_weight=sample_weight)

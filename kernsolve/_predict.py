@@ -28,7 +28,7 @@ from ._model_kind import ModelKind
 from ._params import _parse_number, split_options
 from ._threads import check_n_jobs
 from ._typing import ArrayLike, LibsvmRows, MatrixLike, NDArray
-from ._validation import check_X
+from ._validation import check_X, libsvm_rows
 
 # Bytes of kernel values per block (K block plus the product): bounds memory.
 BLOCK_BYTES = 32 * 2 ** 20
@@ -61,30 +61,19 @@ def _parse_predict_options(options):
 
 # ---------------------------------------------------------------- kernel block
 
-def _prepare_X(X):
-    """Canonical X (dense float64 or CSR) with finite values, or ValueError."""
+def _prepare_X(X, precomputed=False):
+    """Canonical X (dense float64 or CSR) with finite values, or ValueError.
+
+    LIBSVM's Python rows are read as ``libsvm_rows`` reads them, as kernel
+    rows (index 0 = serial number) for a precomputed model."""
     if X is None:
         raise ValueError("X is None")
-    if isinstance(X, (list, tuple)) and X and all(isinstance(r, dict) for r in X):
-        X = _dicts_to_csr(X)
+    X = libsvm_rows(X, precomputed=precomputed)
     return check_X(X, empty_ok=True)
 
 
-def _dicts_to_csr(rows):
-    """LIBSVM's Python row format, [{index: value}, ...] with 1-based indices."""
-    indptr = [0]
-    indices, data = [], []
-    for i, row in enumerate(rows):
-        keys = sorted(row)
-        for k in keys:
-            if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-                raise ValueError(f"X row {i}: feature indices must be integers >= 1, got {k!r}")
-        indices.extend(int(k) - 1 for k in keys)
-        data.extend(float(row[k]) for k in keys)
-        indptr.append(len(indices))
-    width = max(indices) + 1 if indices else 1
-    return sp.csr_matrix((np.array(data, dtype=np.float64), np.array(indices, dtype=np.int64),
-                          np.array(indptr, dtype=np.int64)), shape=(len(rows), width))
+def _is_precomputed(model):
+    return int(model.param.kernel_type) == PRECOMPUTED
 
 
 def _widen(M, width):
@@ -392,7 +381,7 @@ def _check_predictable(model):
 def _predict_arrays(X, model, probability=False, n_jobs=None):
     """(labels, values) for canonical-able X; values as ``predict`` describes."""
     _check_predictable(model)
-    Xc = _prepare_X(X)
+    Xc = _prepare_X(X, _is_precomputed(model))
     dec = _decision_values(Xc, model, n_jobs)
     s = int(model.param.svm_type)
     if not probability:
@@ -423,7 +412,7 @@ def decision_function(X, model, n_jobs=None):
     if isinstance(model, ModelKind):
         return model.decision_function(X, n_jobs=n_jobs)
     _check_predictable(model)
-    return _decision_values(_prepare_X(X), model, n_jobs)
+    return _decision_values(_prepare_X(X, _is_precomputed(model)), model, n_jobs)
 
 
 def predict_probability(X, model, n_jobs=None):
@@ -473,8 +462,9 @@ def predict(y: ArrayLike | None, X: MatrixLike | LibsvmRows, model: Model | Mode
 
     Parameters
     ----------
-    y : array-like of shape (n_samples,) or None
-        True labels or targets, for the accuracy tuple (None: no evaluation).
+    y : array-like of shape (n_samples,), None or []
+        True labels or targets, for the accuracy tuple (None or empty: no
+        evaluation, the tuple is NaNs).
     X : array-like, scipy sparse matrix or list of dicts, shape (n_samples, n_features)
         Columns as ``read_problem`` gives them (column j = feature j+1); or
         LIBSVM's Python rows ``[{index: value}, ...]`` with 1-based indices.  Extra
@@ -502,7 +492,7 @@ def predict(y: ArrayLike | None, X: MatrixLike | LibsvmRows, model: Model | Mode
     probability, quiet, n_jobs = _parse_predict_options(options)
     _check_predictable(model)
     info = (lambda *a: None) if quiet else (lambda s: print(s, file=sys.stdout))
-    Xc = _prepare_X(X)
+    Xc = _prepare_X(X, _is_precomputed(model))
     y = _as_true_values(y, Xc.shape[0])
     s = int(model.param.svm_type)
     if probability:
@@ -527,6 +517,8 @@ def _as_true_values(y, n):
     y = np.asarray(y, dtype=np.float64).ravel() if not sp.issparse(y) else None
     if y is None:
         raise ValueError("y must be a 1-D array of labels, not a sparse matrix")
+    if y.size == 0:
+        return None             # svm_predict's [] : no true labels
     if y.size != n:
         raise ValueError(f"y has {y.size} labels but X has {n} rows")
     if not np.all(np.isfinite(y)):

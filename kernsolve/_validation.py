@@ -4,7 +4,8 @@ One owner for each check that several layers need:
 
 * :func:`check_X` -- the data matrix (dense or sparse, real, finite, 2-D,
   non-empty), in the canonical form of :func:`kernsolve._kernels.as_canonical`,
-  which owns that form and the 2**31 column limit;
+  which owns that form and the 2**31 column limit; :func:`libsvm_rows` --
+  LIBSVM's Python rows (``libsvm.svmutil``'s lists of dicts or lists) as a matrix;
 * :func:`check_targets` -- LIBSVM-style targets (integral class labels for
   classification); :func:`column_or_1d` -- an estimator's y;
 * :func:`check_sample_weight`;
@@ -37,7 +38,7 @@ from ._errors import DataConversionWarning, twin
 from ._features import median_gamma
 from ._kernels import as_canonical
 
-__all__ = ["DataConversionWarning", "check_X", "check_targets", "check_sample_weight",
+__all__ = ["DataConversionWarning", "check_X", "libsvm_rows", "check_targets", "check_sample_weight",
            "column_or_1d", "group_classes", "resolve_gamma", "estimator_gamma", "seed_of",
            "is_number"]
 
@@ -88,6 +89,7 @@ def check_X(X, name="X", *, owner=None, n_rows=None, empty_ok=False):
     else:
         if X is None:
             raise ValueError(f"{name} is None; expected an (n_samples, n_features) matrix")
+        X = libsvm_rows(X, name)
         done = False
         if empty_ok:
             X, done = _empty_X(X)
@@ -96,6 +98,70 @@ def check_X(X, name="X", *, owner=None, n_rows=None, empty_ok=False):
     if n_rows is not None and X.shape[0] != n_rows:
         raise ValueError(f"{name} has {X.shape[0]} rows but y has {n_rows} entries")
     return X
+
+
+def libsvm_rows(X, name="X", *, precomputed=False):
+    """LIBSVM's Python rows as a CSR matrix; any other X is returned unchanged.
+
+    ``libsvm.svmutil`` takes x as a list (or tuple) of rows, each a dict
+    ``{index: value}`` or a list of values (``[v1, v2, ...]`` is features
+    1, 2, ...).  A list of equally long lists is already a matrix with the
+    same columns (numpy reads it); a list with a dict or rows of different
+    lengths is converted here: index k becomes column k - 1, position p of a
+    list column p, and, as LIBSVM drops them, zero values are not stored, so
+    the width is the largest index with a non-zero value (LIBSVM's
+    ``prob.n``, the default gamma's 1/n).
+
+    With ``precomputed`` (kernel ``-t 4``) the rows are LIBSVM's kernel
+    rows: index 0 is the serial number, so index k is column k, and zeros
+    are kept.
+
+    Raises
+    ------
+    ValueError
+        A row that is neither, an index that is not an integer >= 1 (>= 0 for
+        ``precomputed``), or a value that is not a finite number, named by
+        its row (1-based) and index.
+    """
+    if not isinstance(X, (list, tuple)) or not X:
+        return X
+    if not any(isinstance(r, dict) for r in X):
+        if not all(isinstance(r, (list, tuple, np.ndarray)) for r in X):
+            return X            # numpy's conversion (as_canonical) names the problem
+        if len({len(r) for r in X}) == 1:
+            return X            # a rectangular list: numpy reads it column for column
+    first = 0 if precomputed else 1
+    indptr = [0]
+    indices, data = [], []
+    for i, row in enumerate(X, 1):
+        if isinstance(row, dict):
+            for k in row:
+                if not is_number(k, integral=True) or k < first:
+                    what = ("integers >= 0 (0 holds the serial number)" if precomputed
+                            else "integers >= 1")
+                    raise ValueError(f"{name} row {i}: feature indices must be {what}, "
+                                     f"got {k!r}")
+            pairs = sorted((int(k), v) for k, v in row.items())
+        elif isinstance(row, (list, tuple)) or (isinstance(row, np.ndarray)
+                                                and row.ndim == 1):
+            pairs = list(enumerate(row, first))
+        else:
+            raise ValueError(f"{name} row {i}: expected a dict {{index: value}} or a list "
+                             f"of values (LIBSVM's rows), got {type(row).__name__}")
+        for k, v in pairs:
+            if not is_number(v):
+                raise ValueError(f"{name} row {i}, index {k}: value {v!r} is not a number")
+            v = float(v)
+            if not np.isfinite(v):
+                raise ValueError(f"{name} row {i}, index {k}: value {v!r} is not finite")
+            if v != 0 or precomputed:
+                indices.append(k - first)
+                data.append(v)
+        indptr.append(len(indices))
+    width = max(indices) + 1 if indices else 1
+    return sp.csr_matrix((np.array(data, dtype=np.float64),
+                          np.array(indices, dtype=np.int64),
+                          np.array(indptr, dtype=np.int64)), shape=(len(X), width))
 
 
 def _empty_X(X):

@@ -26,14 +26,15 @@ from typing import Any, Sequence
 import numpy as np
 
 from .._api import train
-from .._constants import CLASSIFICATION, REGRESSION
+from .._constants import CLASSIFICATION, PRECOMPUTED, REGRESSION
 from .._core import _random as _c
 from .._params import OptionsLike, Parameters, parse_options
 from .._predict import evaluations, predict
 from .._random import permutation, stream_key
 from .._threads import resolve_n_jobs
 from .._typing import ArrayLike, MatrixLike
-from .._validation import check_sample_weight, check_targets, check_X, group_classes
+from .._validation import (check_sample_weight, check_targets, check_X, group_classes,
+                           libsvm_rows)
 from ..solvers.libsvm.libsvm_rand import cross_validation_folds
 
 __all__ = ["cross_validation", "CVResult", "make_folds", "plan_waves"]
@@ -265,7 +266,7 @@ def _fit_predict_prob_folds(y, X, sample_weight, param, train_idx, test_idx, pro
 def prepare(y, X, options, sample_weight=None):
     """(y, X, sample_weight, Parameters) checked and in the form the tasks index."""
     param = options.copy() if isinstance(options, Parameters) else parse_options(options)
-    X = check_X(X)
+    X = check_X(libsvm_rows(X, precomputed=param.kernel_type == PRECOMPUTED))
     y = check_targets(y, param.svm_type)
     if X.shape[0] != y.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} entries")

@@ -40,7 +40,8 @@ from ..._progress import Progress
 from ..._random import permutation
 from ..._threads import resolve_n_jobs
 from ..._validation import (ONE_CLASS_INFO, check_sample_weight, check_targets, check_X,
-                            group_classes, resolve_gamma, warn_one_class)
+                            group_classes, libsvm_rows, resolve_gamma,
+                            warn_one_class)
 N_PROB_FOLDS = 5          # LIBSVM's internal folds for probability models
 _DECISION_BLOCK = 1 << 22  # kernel values per block when computing decision values
 
@@ -200,6 +201,7 @@ class _Data:
         self.n_features = Xc.shape[1]
 
     def _init_precomputed(self, X, n_rows):
+        X = libsvm_rows(X, precomputed=True)
         try:
             Xd = X.toarray() if sp.issparse(X) else np.asarray(X)
             Xd = np.ascontiguousarray(Xd, dtype=np.float64)

@@ -121,8 +121,10 @@ def probability_folds(y, svm_type, rng):
     return None
 
 
-def cross_validation_folds(y, n_folds, svm_type, probability):
-    """The folds of a fresh ``svm-train -v n`` process (``rand()`` never seeded).
+def cross_validation_folds(y, n_folds, svm_type, probability, rng=None):
+    """The folds of a fresh ``svm-train -v n`` process (``rand()`` never seeded),
+    or, given ``rng`` (a :class:`GlibcRand` in the state ``rand()`` is in), of
+    ``svm_cross_validation`` called then; ``rng`` advances as ``rand()`` would.
 
     Returns ``(folds, probability folds)``: the held-out rows of each fold
     (:func:`cv_folds`) and, with ``probability`` (``-b 1``), one
@@ -131,7 +133,8 @@ def cross_validation_folds(y, n_folds, svm_type, probability):
     them; otherwise None.
     """
     y = np.asarray(y, dtype=np.float64)
-    rng = GlibcRand(1)
+    if rng is None:
+        rng = GlibcRand(1)
     folds = cv_folds(y, n_folds, svm_type, rng)
     if not probability:
         return folds, None
