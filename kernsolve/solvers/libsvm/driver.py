@@ -387,14 +387,21 @@ def _train_one(ctx, rows, target, C, cp=None, cn=None):
     }
     if "r" in info:
         stats["r"] = float(info["r"])
+    # The SMO core's phase timers, when they were asked for (doc/smo.md).
+    stats.update({key: float(v) for key, v in info.items() if key.startswith("time_")})
     return coef, float(rho), stats
 
 
 _COUNTERS = ("n_iter", "n_kernel_evals", "n_cache_hits", "n_cache_misses", "seconds")
 
 
+def _counters(part):
+    """The keys summed over sub-problems: the counters and any phase timers."""
+    return _COUNTERS + tuple(key for key in part if key.startswith("time_"))
+
+
 def _summed(parts):
-    total = {key: sum(part[key] for part in parts) for key in _COUNTERS}
+    total = {key: sum(part[key] for part in parts) for key in _counters(parts[0])}
     total["status"] = "ok" if all(p["status"] == "ok" for p in parts) else "max_iter"
     return total
 
@@ -609,7 +616,7 @@ def _train_single(ctx, y, sw, orig_index, folds):
                 f"<{_probability.N_MARKS // 2}; too few to do a probability estimation.",
                 UserWarning, stacklevel=3)
 
-    out_stats = {key: stats[key] for key in _COUNTERS}
+    out_stats = {key: stats[key] for key in _counters(stats)}
     out_stats.update({"status": stats["status"], "objective": [stats["objective"]],
                       "n_SV": int(sv.size), "pairs": [stats]})
     if param.probability and param.svm_type in REGRESSION:

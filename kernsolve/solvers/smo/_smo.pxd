@@ -271,6 +271,28 @@ cdef inline void _combine_one(const OnePick* o, int nc, OnePick* r) noexcept nog
             r.i = o[c].i
 
 
+# Phase timers (opt-in: _set_tuning(timers=True) or solve(..., timers=True)).
+# Each phase is charged its *exclusive* seconds: its elapsed time minus what
+# phases nested in it were charged (a kernel row fetched during the working-set
+# selection counts as kernel rows, not as selection), so the slots add up to
+# at most the solve's wall time.  T_SYNC is, for each of the solver's chunked
+# parallel regions, its wall time minus the mean busy time of its chunks
+# (fork/join and waiting for the slowest thread).  With timers off, each
+# timing point costs one branch.
+cdef enum:
+    T_ROWS = 0            # kernel rows (the engine's fills, their fork/join, SVR gathers)
+    T_SELECT = 1          # working-set selection sweeps (WSS2 pass 2, pass 1 when not fused)
+    T_GRADIENT = 2        # gradient updates: the step sweep (G, the fused WSS pass 1,
+                          # G_bar), the initial gradient, reconstructions
+    T_SHRINK = 3          # shrinking's scans and swaps
+    T_SYNC = 4            # waiting at the solver's own parallel regions
+    N_TIMERS = 5
+
+cdef struct Tic:
+    double t              # the clock at the start of a phase
+    double charged        # the solver's charged total then
+
+
 # The solver (_smo.pyx), declared here so that its Python front (_solve.pyx)
 # can set it up, run it and read its results.
 cdef class _SMO:
@@ -307,6 +329,10 @@ cdef class _SMO:
     cdef Poll clock               # run start and visits to Python
     cdef object progress
     cdef object error
+    cdef bint timed               # phase timers on (solve(timers=...))
+    cdef double timers[N_TIMERS]  # exclusive seconds per phase (T_*)
+    cdef double charged           # sum of timers[] (for nesting)
+    cdef double* busy             # busy seconds of each chunk of the last region
 
     cdef int setup(self, KernelRows kr, const signed char[::1] y,
                    const double[::1] p, const double[::1] alpha,
@@ -322,6 +348,9 @@ cdef class _SMO:
     cdef inline int loop_threads(self) noexcept nogil
     cdef inline void record(self, double seconds, Py_ssize_t length) noexcept nogil
     cdef void adapt(self) noexcept nogil
+    cdef inline void tic(self, Tic* s) noexcept nogil
+    cdef inline void toc(self, const Tic* s, int slot) noexcept nogil
+    cdef void charge_sync(self, double t0, int nc) noexcept nogil
     cdef int reconstruct_gradient(self) noexcept nogil
     cdef void pick_up(self, UpPick* r) noexcept nogil
     cdef void update_G_and_pick(self, const Step* s) noexcept nogil

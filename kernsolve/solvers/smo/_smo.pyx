@@ -43,6 +43,8 @@ cdef enum:
 # visits to Python (progress, Ctrl-C).  adaptive False pins every loop to the
 # parallel mode (tests of thread invariance).
 cdef Tuning TUNING = Tuning(par_min=4096, poll_seconds=2.0, adaptive=True)
+# The phase timers' default for a solve that does not say (solve(timers=None)).
+cdef bint TIMERS = False
 
 
 cdef void _axpy1(double* out, const double* ys, const kfloat* K, double a,
@@ -75,6 +77,7 @@ cdef class _SMO:
         self.up = NULL
         self.low = NULL
         self.one = NULL
+        self.busy = NULL
 
     def __dealloc__(self):
         free(self.G)
@@ -92,6 +95,7 @@ cdef class _SMO:
         free(self.up)
         free(self.low)
         free(self.one)
+        free(self.busy)
 
     cdef int setup(self, KernelRows kr, const signed char[::1] y,
                    const double[::1] p, const double[::1] alpha,
@@ -123,11 +127,12 @@ cdef class _SMO:
         self.up = <UpPick*>malloc(MAX_CHUNKS * sizeof(UpPick))
         self.low = <LowPick*>malloc(MAX_CHUNKS * sizeof(LowPick))
         self.one = <OnePick*>malloc(MAX_CHUNKS * sizeof(OnePick))
+        self.busy = <double*>malloc(MAX_CHUNKS * sizeof(double))
         if (self.G == NULL or self.G_bar == NULL or self.alpha == NULL
                 or self.p == NULL or self.C == NULL or self.ys == NULL
                 or self.QD == NULL or self.status == NULL
                 or self.active_set == NULL or self.up == NULL
-                or self.low == NULL or self.one == NULL):
+                or self.low == NULL or self.one == NULL or self.busy == NULL):
             raise MemoryError("SMO: cannot allocate the solver state "
                               f"for {l} variables")
         if svr:
@@ -158,6 +163,10 @@ cdef class _SMO:
         self.obj = 0.0
         self.r = float("nan")
         self.gap = INFINITY
+        self.timed = TIMERS
+        for i in range(N_TIMERS):
+            self.timers[i] = 0.0
+        self.charged = 0.0
         return 0
 
     # ------------------------------------------------------------------
@@ -177,6 +186,8 @@ cdef class _SMO:
         cdef int nt = self.loop_threads()
         cdef long long evals = self.kr.n_kernel_evals
         cdef double t0 = 0.0
+        cdef Tic tic
+        self.tic(&tic)
         if self.n_threads > 1:
             t0 = monotonic()
         if not self.svr:
@@ -186,17 +197,18 @@ cdef class _SMO:
         if self.n_threads > 1 and self.kr.n_kernel_evals > evals:
             bandit_record(&self.rows, monotonic() - t0,
                            <double>(self.kr.n_kernel_evals - evals))
-        if data == NULL or not self.svr:
-            return data
-        b = self.buf[self.next_buf]
-        self.next_buf = 1 - self.next_buf
-        if nt > 1 and length >= TUNING.par_min:
-            for k in prange(length, num_threads=nt, schedule='static'):
-                b[k] = data[index[k]]
-        else:
-            for k in range(length):
-                b[k] = data[index[k]]
-        return b
+        if data != NULL and self.svr:
+            b = self.buf[self.next_buf]
+            self.next_buf = 1 - self.next_buf
+            if nt > 1 and length >= TUNING.par_min:
+                for k in prange(length, num_threads=nt, schedule='static'):
+                    b[k] = data[index[k]]
+            else:
+                for k in range(length):
+                    b[k] = data[index[k]]
+            data = b
+        self.toc(&tic, T_ROWS)
+        return data
 
     cdef const kfloat* krow_again(self, Py_ssize_t i, Py_ssize_t length,
                                   const kfloat* prev) noexcept nogil:
@@ -244,6 +256,32 @@ cdef class _SMO:
         if self.n_threads > 1 and length >= TUNING.par_min:
             bandit_record(&self.loops, seconds, <double>length)
 
+    cdef inline void tic(self, Tic* s) noexcept nogil:
+        """Start a timed phase (nothing when the timers are off)."""
+        if self.timed:
+            s.t = monotonic()
+            s.charged = self.charged
+
+    cdef inline void toc(self, const Tic* s, int slot) noexcept nogil:
+        """End a phase: charge its time, less what nested phases were charged."""
+        cdef double ex
+        if self.timed:
+            ex = (monotonic() - s.t) - (self.charged - s.charged)
+            self.timers[slot] += ex
+            self.charged += ex
+
+    cdef void charge_sync(self, double t0, int nc) noexcept nogil:
+        """After a chunked parallel region that started at t0 and whose chunks
+        left their busy seconds in busy[]: charge its wall time minus the
+        chunks' mean busy time to T_SYNC (the rest stays with the phase)."""
+        cdef double mean = 0.0, ex
+        cdef int c
+        for c in range(nc):
+            mean += self.busy[c]
+        ex = (monotonic() - t0) - mean / nc
+        self.timers[T_SYNC] += ex
+        self.charged += ex
+
     cdef void adapt(self) noexcept nogil:
         if self.n_threads <= 1 or not TUNING.adaptive:
             return
@@ -259,8 +297,10 @@ cdef class _SMO:
         cdef const double* alpha = self.alpha
         cdef const kfloat* Ki
         cdef double s, yi
+        cdef Tic tic
         if act == l:
             return 0
+        self.tic(&tic)
         for j in range(act, l):
             G[j] = self.G_bar[j] + self.p[j]
         for j in range(act):
@@ -285,6 +325,7 @@ cdef class _SMO:
                     if Ki == NULL:
                         return ST_NOMEM
                     _axpy1(G, ys, Ki, ys[i] * alpha[i], act, l, self.n_threads)
+        self.toc(&tic, T_GRADIENT)
         return 0
 
     # ------------------------------------------------------------------
@@ -298,6 +339,9 @@ cdef class _SMO:
         cdef const double* G = self.G
         cdef const double* ys = self.ys
         cdef const char* st = self.status
+        cdef bint timed = self.timed
+        cdef double* busy = self.busy
+        cdef double t0 = 0.0, tc
         if self.next_up_valid:
             self.next_up_valid = False
             r[0] = self.next_up
@@ -305,10 +349,17 @@ cdef class _SMO:
         if nc == 1:
             _up_chunk(G, ys, st, 0, act, r)
             return
+        if timed:
+            t0 = monotonic()
         for c in prange(nc, num_threads=nc, schedule='static', chunksize=1):
+            tc = monotonic() if timed else 0.0
             lo = (act * c) // nc
             hi = (act * (c + 1)) // nc
             _up_chunk(G, ys, st, lo, hi, &u[c])
+            if timed:
+                busy[c] = monotonic() - tc
+        if timed:
+            self.charge_sync(t0, nc)
         _combine_up(u, nc, r)
 
     cdef void update_G_and_pick(self, const Step* s) noexcept nogil:
@@ -320,12 +371,20 @@ cdef class _SMO:
         cdef double* G_bar = self.G_bar
         cdef const double* ys = self.ys
         cdef const char* st = self.status
+        cdef bint timed = self.timed
+        cdef double* busy = self.busy
+        cdef double tc
         cdef double t0 = monotonic()
         if nc == 1:
             _step_chunk(G, G_bar, ys, st, s, act, l, 0, 1, &self.next_up)
         else:
             for c in prange(nc, num_threads=nc, schedule='static', chunksize=1):
+                tc = monotonic() if timed else 0.0
                 _step_chunk(G, G_bar, ys, st, s, act, l, c, nc, &u[c])
+                if timed:
+                    busy[c] = monotonic() - tc
+            if timed:
+                self.charge_sync(t0, nc)
             if s.Kj != NULL:
                 _combine_up(u, nc, &self.next_up)
         self.record(monotonic() - t0, work)
@@ -342,16 +401,24 @@ cdef class _SMO:
         cdef const double* ys = self.ys
         cdef const char* st = self.status
         cdef const double* QD = self.QD
+        cdef bint timed = self.timed
+        cdef double* busy = self.busy
+        cdef double tc
         cdef double t0 = monotonic()
         if nc == 1:
             _low_chunk(G, ys, st, QD, gp, Kp, qdp, gn, Kn, qdn, 0, act, r)
             self.record(monotonic() - t0, act)
             return
         for c in prange(nc, num_threads=nc, schedule='static', chunksize=1):
+            tc = monotonic() if timed else 0.0
             lo = (act * c) // nc
             hi = (act * (c + 1)) // nc
             _low_chunk(G, ys, st, QD, gp, Kp, qdp, gn, Kn, qdn, lo, hi, &w[c])
+            if timed:
+                busy[c] = monotonic() - tc
         self.record(monotonic() - t0, act)
+        if timed:
+            self.charge_sync(t0, nc)
         _combine_low(w, nc, r)
 
     cdef int select_working_set(self, Py_ssize_t* out_i, Py_ssize_t* out_j) noexcept nogil:
@@ -421,13 +488,23 @@ cdef class _SMO:
         cdef const double* G = self.G
         cdef const char* st = self.status
         cdef const double* QD = self.QD
+        cdef bint timed = self.timed
+        cdef double* busy = self.busy
+        cdef double t0 = 0.0, tc
         if nc == 1:
             _one_chunk(G, st, QD, 0, act, &r)
         else:
+            if timed:
+                t0 = monotonic()
             for c in prange(nc, num_threads=nc, schedule='static', chunksize=1):
+                tc = monotonic() if timed else 0.0
                 lo = (act * c) // nc
                 hi = (act * (c + 1)) // nc
                 _one_chunk(G, st, QD, lo, hi, &o[c])
+                if timed:
+                    busy[c] = monotonic() - tc
+            if timed:
+                self.charge_sync(t0, nc)
             _combine_one(o, nc, &r)
         self.gap = r.viol
         if r.viol < self.eps or r.i == -1:
@@ -467,6 +544,8 @@ cdef class _SMO:
         cdef const double* G = self.G
         cdef OnePick one
         cdef int rc
+        cdef Tic tic
+        self.tic(&tic)
         if not self.bias:
             _one_chunk(G, self.status, self.QD, 0, act, &one)
             g1 = g2 = g3 = g4 = one.viol
@@ -513,6 +592,7 @@ cdef class _SMO:
                         break
                     self.active_size -= 1
             i += 1
+        self.toc(&tic, T_SHRINK)
         return 0
 
     # ------------------------------------------------------------------
@@ -706,6 +786,8 @@ cdef class _SMO:
     cdef int init_gradient(self) noexcept nogil:
         cdef Py_ssize_t i, l = self.l
         cdef const kfloat* Ki
+        cdef Tic tic
+        self.tic(&tic)
         for i in range(l):
             self.G[i] = self.p[i]
             self.G_bar[i] = 0.0
@@ -719,6 +801,7 @@ cdef class _SMO:
                 if self.status[i] == UPPER_BOUND:
                     _axpy1(self.G_bar, self.ys, Ki, self.ys[i] * self.C[i], 0, l,
                            self.n_threads)
+        self.toc(&tic, T_GRADIENT)
         return 0
 
     cdef int run(self) noexcept nogil:
@@ -726,6 +809,7 @@ cdef class _SMO:
         cdef long long counter
         cdef int rc, status = ST_OK
         cdef double v
+        cdef Tic tic
         poll_init(&self.clock, TUNING.poll_seconds)
         rc = self.init_gradient()
         if rc < 0:
@@ -740,7 +824,9 @@ cdef class _SMO:
                     rc = self.do_shrinking()
                     if rc < 0:
                         return rc
+            self.tic(&tic)
             rc = self.select(&i, &j)
+            self.toc(&tic, T_SELECT)
             if rc < 0:
                 return rc
             if rc != 0:
@@ -750,7 +836,9 @@ cdef class _SMO:
                 if rc < 0:
                     return rc
                 self.active_size = l
+                self.tic(&tic)
                 rc = self.select(&i, &j)
+                self.toc(&tic, T_SELECT)
                 if rc < 0:
                     return rc
                 if rc != 0:
@@ -761,10 +849,12 @@ cdef class _SMO:
             if poll_due(&self.clock, self.n_iter, POLL_EVERY):
                 if self.poll() != 0:
                     return ST_ABORT
+            self.tic(&tic)
             if self.bias:
                 rc = self.two_variable_step(i, j)
             else:
                 rc = self.one_variable_step(i)
+            self.toc(&tic, T_GRADIENT)
             if rc < 0:
                 return rc
         if self.n_iter >= self.max_iter:
@@ -793,12 +883,20 @@ cdef class _SMO:
 
 
 def _get_tuning():
-    """The parallel threshold, the polling interval and the adaptive switch (for tests)."""
-    return tuning_dict(&TUNING)
+    """The parallel threshold, the polling interval, the adaptive switch (for
+    tests) and the phase timers' default (for benchmarks/profile_smo.py)."""
+    out = tuning_dict(&TUNING)
+    out["timers"] = bool(TIMERS)
+    return out
 
 
-def _set_tuning(par_min=None, poll_seconds=None, adaptive=None):
+def _set_tuning(par_min=None, poll_seconds=None, adaptive=None, timers=None):
     """Change the parallel threshold / polling interval / adaptive choice of
     parallel loops; tests use this to run the chunked reductions and the
-    progress path on small problems."""
+    progress path on small problems.  ``timers=True`` turns the phase timers
+    on for every later solve that does not say otherwise (``solve(timers=)``),
+    so ``kernsolve.train``'s ``model.stats`` carries the ``time_*`` keys."""
+    global TIMERS
     tuning_update(&TUNING, par_min, poll_seconds, adaptive)
+    if timers is not None:
+        TIMERS = bool(timers)

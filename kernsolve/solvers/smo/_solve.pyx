@@ -12,7 +12,11 @@ import numpy as np
 # Kernel codes by name (kernsolve/_constants.py owns them; _kernel.pxd mirrors it).
 from kernsolve._core._kernel cimport KernelRows, LAPLACIAN, LINEAR, PRECOMPUTED
 from kernsolve._core._solver cimport ST_MAX_ITER, ST_NOMEM, ST_ABORT
-from ._smo cimport _SMO
+from ._smo cimport _SMO, T_ROWS, T_SELECT, T_GRADIENT, T_SHRINK, T_SYNC
+
+# The phase timers' result keys (doc/smo.md, "Where the time goes").
+TIMER_KEYS = {"time_kernel_rows": T_ROWS, "time_select": T_SELECT,
+              "time_gradient": T_GRADIENT, "time_shrink": T_SHRINK, "time_sync": T_SYNC}
 
 
 def _as_vector(name, a, dtype, m=None):
@@ -27,7 +31,7 @@ def _as_vector(name, a, dtype, m=None):
 def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alpha, C,
           *, bint svr=False, double eps=1e-3, bint shrinking=True, bint nu=False,
           bint bias=True, double cache_mb=100.0, int n_threads=1, max_iter=None,
-          progress=None):
+          progress=None, timers=None):
     """Solve LIBSVM's dual problem with SMO.
 
     Minimises ``0.5 a'Qa + p'a`` subject to ``y'a = Delta`` (the initial
@@ -73,12 +77,17 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
     progress : callable or None
         Called with a dict (n_iter, gap, n_kernel_evals, seconds) about
         every 2 s; an exception it raises (or Ctrl-C) stops the solve.
+    timers : bool or None
+        True adds the phase timers' seconds to the result (``time_kernel_rows``,
+        ``time_select``, ``time_gradient``, ``time_shrink``, ``time_sync``);
+        None follows ``_smo._set_tuning(timers=...)`` (off by default).  The
+        solution does not depend on it.
 
     Returns
     -------
     dict
         rho, obj, r, n_iter, n_kernel_evals, n_cache_hits, n_cache_misses,
-        seconds, status ("ok" or "max_iter"), gap.
+        seconds, status ("ok" or "max_iter"), gap; with timers, the time_* keys.
     """
     if not isinstance(alpha, np.ndarray) or alpha.dtype != np.float64 \
             or alpha.ndim != 1 or not alpha.flags.c_contiguous \
@@ -136,6 +145,8 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
     cdef _SMO s = _SMO()
     s.setup(kr, y, p, alpha, C, svr, nu, bias, shrinking, eps, n_threads, max_iter)
     s.progress = progress
+    if timers is not None:
+        s.timed = bool(timers)
     cdef double[::1] out = alpha
     cdef int status
     t0 = time.perf_counter()
@@ -148,7 +159,7 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
                           f"(cache_mb={cache_mb})")
     if status == ST_ABORT:
         raise s.error
-    return {
+    result = {
         "rho": s.rho,
         "obj": s.obj,
         "r": s.r,
@@ -160,3 +171,7 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
         "status": "max_iter" if status == ST_MAX_ITER else "ok",
         "gap": s.gap,
     }
+    if s.timed:
+        for key, slot in TIMER_KEYS.items():
+            result[key] = s.timers[slot]
+    return result
