@@ -22,11 +22,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._constants import CLASSIFICATION, ONE_CLASS, PRECOMPUTED, REGRESSION
+from ._core._matrix import expansion_sums
 from ._kernels import as_operand, kernel_matrix
 from ._model import Model, _check_model
 from ._model_kind import ModelKind
 from ._params import _parse_number, split_options
-from ._threads import check_n_jobs
+from ._threads import check_n_jobs, resolve_n_jobs
 from ._typing import ArrayLike, LibsvmRows, MatrixLike, NDArray
 from ._validation import check_X, libsvm_rows
 
@@ -145,57 +146,40 @@ def _pair_column(i, j, k):
     return i * (2 * k - i - 1) // 2 + (j - i - 1)
 
 
-def _expansion_groups(model, coef):
-    """LIBSVM's ``svm_predict_values`` as one group per class of support vectors.
+def _expansion_terms(model, coef):
+    """Where each support vector's products go: ``(columns, coefs)``, both (n_SV, m).
 
-    Each group is ``(first, stop, columns, C)``: SVs ``first:stop`` add
-    ``C[q] * K(x, SV)`` to the decision value in column ``columns[q]``.  For
-    class i of k (LIBSVM: in pair (i, j) class i's SVs carry ``sv_coef[j-1]``,
-    in pair (h, i) ``sv_coef[h]``) the columns are those of (0,i), ...,
-    (i-1,i), (i,i+1), ..., (i,k-1) and C is ``coef[:, first:stop]`` row by
-    row.  Regression and one-class: one group of all SVs and one column.
+    LIBSVM's ``svm_predict_values``: in pair (i, j) class i's SVs carry
+    ``sv_coef[j-1]`` and class j's ``sv_coef[i]``, so an SV of class i adds
+    ``coef[q, s] * K(x, SV_s)`` to the k-1 pairs (0,i), ..., (i-1,i), (i,i+1),
+    ..., (i,k-1), ``coef`` row q for the q-th of them.  Added in SV order,
+    each pair's sum runs over class i's SVs and then class j's, LIBSVM's own
+    order.  Regression and one-class: one column, ``coef[0]``.  The arrays are
+    the size of the model's coefficients, never n_SV x n_pairs.
     """
     l = model.support_vectors.shape[0]
     if int(model.param.svm_type) not in CLASSIFICATION:
-        return [(0, l, np.zeros(1, dtype=np.intp), coef[:1])]
+        return np.zeros((l, 1), dtype=np.intp), np.ascontiguousarray(coef[:1].T)
     k = model.nr_class
     ns = np.asarray(model.n_support, dtype=np.int64).ravel()
-    start = np.concatenate([[0], np.cumsum(ns)]).tolist()
-    groups = []
+    columns = np.empty((l, k - 1), dtype=np.intp)
+    start = np.concatenate([[0], np.cumsum(ns)])
     for i in range(k):
-        if start[i] == start[i + 1]:
-            continue
-        columns = np.concatenate([_pair_column(np.arange(i), i, k),
-                                  _pair_column(i, np.arange(i + 1, k), k)]).astype(np.intp)
-        groups.append((start[i], start[i + 1], columns, coef[:, start[i]:start[i + 1]]))
-    return groups
-
-
-def _add_in_order(terms):
-    """``terms[0] + terms[1] + ...``, added one by one in order (a running sum).
-
-    Both ways below add in exactly that order; numpy's ``sum`` would not
-    (it sums pairwise).  A loop of vector additions is the faster one for long
-    vectors, ``np.add.accumulate`` for short ones.
-    """
-    if terms[0].size < 1024:
-        return np.add.accumulate(terms, axis=0)[-1]
-    acc = terms[0]
-    for t in range(1, terms.shape[0]):
-        acc += terms[t]
-    return acc
+        columns[start[i]:start[i + 1]] = np.concatenate(
+            [_pair_column(np.arange(i), i, k), _pair_column(i, np.arange(i + 1, k), k)])
+    return columns, np.ascontiguousarray(coef.T)
 
 
 def _decision_values(X, model, n_jobs):
     """Decision values in LIBSVM's summation order, block of rows by block.
 
     Each value is LIBSVM's ``sum += coef * K`` over the pair's SVs in file
-    order (class i's then class j's), then ``sum -= rho``: products rounded,
-    then added one by one (:func:`_add_in_order`), with
-    no BLAS product, so the bits depend neither on BLAS nor on its thread count
-    (and a precomputed kernel gives LIBSVM's own bits).
-    Memory: the kernel block and the pair sums of its rows, within
-    BLOCK_BYTES; never the (n_SV, n_pairs) matrix of mostly zeros.
+    order (class i's then class j's), then ``sum -= rho``, computed by the
+    compiled ``expansion_sums``: products rounded, then added one by one,
+    no BLAS product, so the bits depend neither on BLAS nor on the thread
+    count (and a precomputed kernel gives LIBSVM's own bits).
+    Memory: the kernel block and the sums of its rows, within BLOCK_BYTES,
+    plus the model-sized placement arrays of :func:`_expansion_terms`.
     """
     coef, rho = _check_model(model)
     l = model.support_vectors.shape[0]
@@ -203,32 +187,20 @@ def _decision_values(X, model, n_jobs):
     n = X.shape[0]
     if l == 0:
         return np.tile(-rho, (n, 1))
-    groups = _expansion_groups(model, coef)
-    m = max(1, max(len(g[2]) for g in groups))
-    # SVs per accumulate call: about as many products as the kernel block holds.
-    chunk = max(1, min(max(g[1] - g[0] for g in groups), -(-l // m)))
-    rows = max(1, BLOCK_BYTES // (8 * (2 * l + 2 * m * (chunk + 1))))
-    # Column-major, so that a block's values of one pair are contiguous (the
-    # sums gather and scatter whole pairs); the values are the same either way.
-    out = np.empty((n, n_values), order="F")
+    columns, coefs = _expansion_terms(model, coef)
+    if columns.size and (columns.min() < 0 or columns.max() >= n_values):
+        raise ValueError("the model's support vectors do not fit its one-vs-one pairs")
+    rows = max(1, BLOCK_BYTES // (8 * (l + n_values)))
+    out = np.empty((n, n_values))
     blocks = _KernelBlocks(X, model, n_jobs)
+    threads = resolve_n_jobs(n_jobs)
     for start in range(0, n, rows):
         stop = min(n, start + rows)
-        KT = np.ascontiguousarray(blocks.block(start, stop).T)    # (n_SV, rows)
-        sums = out[start:stop].T                                   # (n_values, rows)
+        K = np.ascontiguousarray(blocks.block(start, stop), dtype=np.float64)
+        sums = out[start:stop]
         sums[:] = 0.0
-        for first, last, columns, C in groups:
-            acc = sums[columns]
-            for a in range(first, last, chunk):
-                b = min(last, a + chunk)
-                # terms[0] is the sum so far, terms[1 + s] SV a+s's products.
-                terms = np.empty((b - a + 1, columns.size, stop - start))
-                terms[0] = acc
-                np.multiply(C.T[a - first:b - first, :, None], KT[a:b, None, :],
-                            out=terms[1:])
-                acc = _add_in_order(terms)
-            sums[columns] = acc
-        sums -= rho[:, None]
+        expansion_sums(K, columns, coefs, sums, threads)
+        sums -= rho
     return out
 
 

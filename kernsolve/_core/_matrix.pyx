@@ -197,3 +197,27 @@ def _kernel_matrix(X, Y, int kernel_type, int degree, double gamma, double coef0
     if status != 0:
         raise MemoryError("kernel_matrix: cannot allocate a work vector")
     return out
+
+
+def expansion_sums(const double[:, ::1] K, const cnp.intp_t[:, ::1] columns,
+                   const double[:, ::1] coefs, double[:, ::1] out, int n_threads):
+    """``out[r, columns[s, q]] += coefs[s, q] * K[r, s]`` for s = 0, 1, ... in order.
+
+    LIBSVM's ``svm_predict_values``: each decision value is a running sum, in
+    support-vector order, of products rounded one by one (a multiply, then an
+    add: the baseline x86-64 target has no fused multiply-add to contract them
+    into).  Rows run in parallel and each row's sums are one thread's, so the
+    bits depend neither on the thread count nor on BLAS.  The caller checks
+    that every column index is within ``out``.
+    """
+    cdef Py_ssize_t n = K.shape[0], l = K.shape[1], m = columns.shape[1], r, s, q
+    cdef double kv
+    if columns.shape[0] != l or coefs.shape[0] != l or coefs.shape[1] != m \
+            or out.shape[0] != n:
+        raise ValueError("expansion_sums: the shapes of K, columns, coefs and out disagree")
+    with nogil:
+        for r in prange(n, num_threads=n_threads if n_threads > 1 else 1, schedule="static"):
+            for s in range(l):
+                kv = K[r, s]
+                for q in range(m):
+                    out[r, columns[s, q]] += coefs[s, q] * kv
