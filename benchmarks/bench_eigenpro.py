@@ -28,7 +28,8 @@ import kernsolve
 from kernsolve.solvers.eigenpro._common import KernelBlocks
 from kernsolve.solvers.eigenpro.train import eigenpro_options, exact_kernel_ridge, fit_eigenpro
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
+DATA = os.environ.get("KERNSOLVE_SHARED_DATA",
+                      os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
 
 
 def load(args):
