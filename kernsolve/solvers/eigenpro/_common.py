@@ -7,6 +7,7 @@ It imports nothing of the package above it, so ``train`` -> ``model`` ->
 ``features`` -> ``_common`` only points downward.
 """
 import math
+import time
 
 import numpy as np
 import scipy.linalg
@@ -199,3 +200,25 @@ def check_diverged(worst, start_loss, weights, epoch, step):
                          f"{worst:.3g}, initial {start_loss:.3g}); use a smaller --step "
                          f"(was {step:.4g}) or a larger --batch-size")
 
+
+class UntimedCallback:
+    """The user's per-epoch callback, called outside the solver's clock.
+
+    ``stop(epoch, coef)`` calls ``callback(epoch, coef())`` when a callback
+    was given (``coef`` is a function, so the coefficients are only formed
+    for a caller) and says whether it asked to stop (returned True);
+    ``seconds`` is the time spent in it, which the solvers leave out of their
+    own ``seconds``.
+    """
+
+    def __init__(self, callback):
+        self.callback = callback
+        self.seconds = 0.0
+
+    def stop(self, epoch, coef):
+        if self.callback is None:
+            return False
+        t = time.perf_counter()
+        answer = self.callback(epoch, coef())
+        self.seconds += time.perf_counter() - t
+        return answer is True

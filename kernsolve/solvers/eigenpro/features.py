@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._common import (AUTO_RTOL, RANK_RTOL, check_diverged, epoch_order, step_size,
-                      top_eigensystem)
+                      top_eigensystem, UntimedCallback)
 from ..._constants import FOURIER_KERNELS
 from ..._features import feature_directions
 from ..._kernels import as_canonical, one_blas_thread
@@ -145,7 +145,8 @@ def fit_features(Xc, Y, *, kernel_type, gamma, options, seed, n_jobs, n_threads,
 
     W = np.zeros((D, Y.shape[1]))
     start_loss = max(float(np.mean(Y * Y)), np.finfo(float).tiny)
-    n_steps, epochs_run, callback_seconds = 0, 0, 0.0
+    n_steps, epochs_run = 0, 0
+    user = UntimedCallback(callback)
     for epoch in range(options["epochs"]):
         order = epoch_order(n, seed, epoch)
         worst = 0.0
@@ -164,12 +165,8 @@ def fit_features(Xc, Y, *, kernel_type, gamma, options, seed, n_jobs, n_threads,
             worst = max(worst, float(np.einsum("ij,ij->", R, R)) / R.size)
         check_diverged(worst, start_loss, W, epoch, eta_for(m))
         epochs_run = epoch + 1
-        if callback is not None:
-            tc = time.perf_counter()
-            stop = callback(epoch + 1, W[:, 0] if single else W)
-            callback_seconds += time.perf_counter() - tc
-            if stop is True:
-                break
+        if user.stop(epoch + 1, lambda: W[:, 0] if single else W):
+            break
     stats = {
         "n_iter": n_steps, "epochs": epochs_run, "eigen_directions": k, "subsample": M,
         "batch_size": m, "damping": tau, "step": eta_for(m),
@@ -177,7 +174,7 @@ def fit_features(Xc, Y, *, kernel_type, gamma, options, seed, n_jobs, n_threads,
         "lambda_k1": lam, "features": D,
         "n_feature_evals": int((M + n * epochs_run) * D),
         "setup_seconds": t_setup,
-        "seconds": time.perf_counter() - t0 - callback_seconds,
+        "seconds": time.perf_counter() - t0 - user.seconds,
         "n_threads": n_threads, "gamma": gamma,
     }
     return (W[:, 0].copy() if single else W), s.copy(), S, stats

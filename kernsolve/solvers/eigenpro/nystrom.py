@@ -43,6 +43,7 @@ import numpy as np
 import scipy.linalg
 import scipy.linalg.lapack as lapack
 
+from ._common import UntimedCallback
 from ..._kernels import one_blas_thread
 from ..._random import permutation
 
@@ -177,7 +178,7 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
             return solve(A, solve(T, u, trans="T", check_finite=False), trans="T",
                          check_finite=False)
 
-    callback_seconds = 0.0
+    user = UntimedCallback(callback)
     with ThreadPoolExecutor(max_workers=n_threads) as pool:
         blocks = _RowBlocks(kern, C, cache_mb * 2 ** 20, pool)
         t_setup = time.perf_counter() - t0
@@ -211,12 +212,8 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
             P = r + np.where(live, rs_new / np.where(live, rs, 1.0), 0.0) * P
             rs = np.where(live, rs_new, 0.0)
             done = it + 1
-            if callback is not None:
-                tc = time.perf_counter()
-                stop = callback(done, B(beta))
-                callback_seconds += time.perf_counter() - tc
-                if stop is True:
-                    break
+            if user.stop(done, lambda: B(beta)):
+                break
     alpha = B(beta)
     residual = float(np.sqrt(np.max(rs / np.where(rs0 > 0, rs0, 1.0)))) if rs.size else 0.0
     stats = {
@@ -229,7 +226,7 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
         "row_blocks": len(blocks.starts),
         "n_kernel_evals": int(p * p + blocks.n_evals),
         "setup_seconds": t_setup,
-        "seconds": time.perf_counter() - t0 - callback_seconds,
+        "seconds": time.perf_counter() - t0 - user.seconds,
         "n_threads": n_threads,
         "gamma": kern.gamma,
     }

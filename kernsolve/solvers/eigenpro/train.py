@@ -57,7 +57,7 @@ import scipy.sparse as sp
 
 from . import SPEC
 from ._common import (AUTO_RTOL, RANK_RTOL, KernelBlocks, check_diverged, epoch_order,
-                      step_size, top_eigensystem)
+                      step_size, top_eigensystem, UntimedCallback)
 from .features import fit_features
 from .model import EigenProModel
 from .nystrom import fit_centres
@@ -357,7 +357,7 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
     Xall = kern.X
     n_steps = 0
     epochs_run = 0
-    callback_seconds = 0.0
+    user = UntimedCallback(callback)
     for epoch in range(opts["epochs"]):
         order = epoch_order(n, seed, epoch)
         worst = 0.0
@@ -376,13 +376,9 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
             worst = max(worst, float(np.einsum("ij,ij->", G, G)) / G.size)
         check_diverged(worst, start_loss, alpha, epoch, eta_for(m))
         epochs_run = epoch + 1
-        if callback is not None:
-            tc = time.perf_counter()
-            stop = callback(epoch + 1, alpha if not single else alpha[:, 0])
-            callback_seconds += time.perf_counter() - tc
-            if stop is True:
-                break
-    seconds = time.perf_counter() - t0 - callback_seconds
+        if user.stop(epoch + 1, lambda: alpha if not single else alpha[:, 0]):
+            break
+    seconds = time.perf_counter() - t0 - user.seconds
     stats = {
         "n_iter": n_steps,
         "epochs": epochs_run,
