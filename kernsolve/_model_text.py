@@ -357,33 +357,44 @@ def _csr(data, indices, indptr, l, width):
                          shape=(l, width))
 
 
+#: SV lines converted together: their tokens are Python strings (about 60
+#: bytes each), so a chunk bounds the reader's memory, not the file's size.
+_BULK_LINES = 2048
+
+
 def _bulk_support_vectors(lines, m):
-    """All SV lines at once, or None if anything at all is off."""
+    """All SV lines, a chunk of lines at a time, or None if anything at all is off."""
     l = len(lines)
-    coef_tokens, pair_tokens = [], []
+    coef = np.empty((m, l), dtype=np.float64)
     counts = np.empty(l, dtype=np.int64)
-    for i, line in enumerate(lines):
-        tokens = line.split()
-        if len(tokens) < m:
+    idx_parts, val_parts = [], []
+    for start in range(0, l, _BULK_LINES):
+        chunk = lines[start:start + _BULK_LINES]
+        coef_tokens, pair_tokens = [], []
+        for i, line in enumerate(chunk, start):
+            tokens = line.split()
+            if len(tokens) < m:
+                return None
+            coef_tokens.extend(tokens[:m])
+            pair_tokens.extend(tokens[m:])
+            counts[i] = len(tokens) - m
+        if m:
+            if "".join(coef_tokens).translate(_NOT_NUM):
+                return None
+            try:
+                values = np.array(coef_tokens, dtype=np.float64).reshape(len(chunk), m)
+            except ValueError:
+                return None
+            if not np.all(np.isfinite(values)):
+                return None
+            coef[:, start:start + len(chunk)] = values.T
+        pairs = _fast_pairs(pair_tokens)
+        if pairs is None:
             return None
-        coef_tokens.extend(tokens[:m])
-        pair_tokens.extend(tokens[m:])
-        counts[i] = len(tokens) - m
-    if m and l:
-        if "".join(coef_tokens).translate(_NOT_NUM):
-            return None
-        try:
-            coef = np.array(coef_tokens, dtype=np.float64).reshape(l, m).T.copy()
-        except ValueError:
-            return None
-        if not np.all(np.isfinite(coef)):
-            return None
-    else:
-        coef = np.empty((m, l), dtype=np.float64)
-    pairs = _fast_pairs(pair_tokens)
-    if pairs is None:
-        return None
-    idx, val = pairs
+        idx_parts.append(pairs[0])
+        val_parts.append(pairs[1])
+    idx = np.concatenate(idx_parts) if idx_parts else np.empty(0, np.int64)
+    val = np.concatenate(val_parts) if val_parts else np.empty(0, np.float64)
     indptr = np.zeros(l + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
     if len(idx):
