@@ -28,8 +28,8 @@ import time
 import numpy as np
 
 import kernsolve
-from kernsolve._random import permutation
 from kernsolve.solvers.eigenpro._common import KernelBlocks
+from kernsolve.solvers.eigenpro.nystrom import centre_indices
 from kernsolve.solvers.eigenpro.train import train_eigenpro
 
 from bench_eigenpro import DATA, load     # the same rows (seeded draw) and densified arrays
@@ -68,7 +68,7 @@ def main(argv=None):
 
         def callback(it, alpha):
             if "K" not in state:
-                S = np.sort(permutation(y.size, args.seed, "sampling")[:args.centers])
+                S = centre_indices(y.size, args.centers, args.seed)
                 kern = KernelBlocks(X[S], 2, args.gamma, 3, 0.0, args.threads)
                 state["K"] = kern.block(Xt, kern.X)
                 # the outputs are in LIBSVM's label order: first appearance

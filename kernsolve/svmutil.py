@@ -43,7 +43,7 @@ from ._constants import PRECOMPUTED, REGRESSION
 from ._io import read_problem
 from ._model import Model, load_model, save_model
 from ._model_kind import ModelKind
-from ._params import Parameters, parse_options
+from ._params import parse_options
 from ._predict import _parse_predict_options, evaluations as _evaluations, predict
 from ._validation import check_targets, libsvm_rows
 from .model_selection.cv import cross_validation

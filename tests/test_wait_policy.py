@@ -6,7 +6,6 @@ shows exactly which policy kernsolve's threads run under: passive (spin count
 0) when the user chose nothing, the user's choice otherwise, and the user's
 environment left as it was for everything loaded later.
 """
-import os
 import re
 import subprocess
 import sys
