@@ -1,4 +1,5 @@
-"""DSG from a LIBSVM file read in byte windows (:func:`train_file`, ``kernsolve-train --stream``).
+"""DSG, UDSG and CDSG from a LIBSVM file read in byte windows (:func:`train_file`,
+``kernsolve-train --stream``).
 
 The data never has to be in memory at once: each window is read, visited
 once by the :class:`~kernsolve.solvers.dsg.trainer.DSGTrainer`, and dropped.
@@ -41,18 +42,47 @@ def _stream_size(path):
             size += len(block)
 
 
-def train_file(path, options="", *, chunk_bytes=64 << 20, n_features=None, n_jobs=None):
-    """Train DSG from a LIBSVM file read in byte ranges of ``chunk_bytes``, so
-    the data never has to be in memory at once.
+class _Labels:
+    """The distinct labels of the windows read so far, in order of first
+    appearance: what the first pass keeps of the labels (as many numbers as
+    classes, never one per row).  ``Targets.from_data`` on :meth:`first_seen`
+    gives the labels it gives on the whole column: LIBSVM's order is the
+    order of first appearance (with its -1/+1 swap, which ``from_data``
+    applies to either)."""
 
-    A first pass over the file collects the labels (in LIBSVM's order), the
-    number of rows (for ``-c``'s lambda = 1/(C n)) and the largest feature
-    index; it is skipped for regression with ``n_features`` and ``--lambda``
-    given.  Each epoch then reads the file window by window and calls
+    def __init__(self):
+        self.order, self.known = [], set()
+
+    def add(self, y):
+        # classification labels are integers (group_classes reads them so)
+        ints = y.astype(np.int64)
+        _, first = np.unique(ints, return_index=True)
+        for v in ints[np.sort(first)].tolist():
+            if v not in self.known:
+                self.known.add(v)
+                self.order.append(v)
+
+    def first_seen(self):
+        return np.array(self.order, dtype=np.float64)
+
+
+def train_file(path, options="", *, chunk_bytes=64 << 20, n_features=None, n_jobs=None):
+    """Train DSG, UDSG or CDSG (``--solver``) from a LIBSVM file read in byte
+    ranges of ``chunk_bytes``, so the data never has to be in memory at once.
+
+    A first pass over the file collects the distinct labels (in LIBSVM's
+    order; one number per class is kept, none per row), the number of rows
+    (for ``-c``'s lambda = 1/(C n)) and the largest feature index; it is
+    skipped for regression with ``n_features`` and ``--lambda`` given.  Each
+    epoch then reads the file window by window and calls
     :meth:`DSGTrainer.fit_rows` once per window that holds lines (in a seeded
     order within it); ``--epochs`` is rounded up to whole passes.  ``-g
     median`` uses the first window that holds lines.  With one window this is
-    :func:`kernsolve.solvers.dsg.train.train` on the whole file, bit for bit.  A malformed line raises
+    :func:`kernsolve.solvers.dsg.train.train` on the whole file, bit for bit;
+    with several, it is ``partial_fit`` of the estimators over the windows'
+    rows, bit for bit.  What is in memory at once: one window's text and
+    rows, the model (its coefficients and at most ``-m`` MB of cached
+    feature directions), one number per class.  A malformed line raises
     ``DataFormatError`` naming the file and line; its ``trainer`` attribute
     holds the training state up to the window before it (None when the first
     pass found it).
@@ -67,9 +97,9 @@ def train_file(path, options="", *, chunk_bytes=64 << 20, n_features=None, n_job
     size = _stream_size(path)
     windows = [(o, min(chunk_bytes, size - o)) for o in range(0, max(size, 1), chunk_bytes)]
     task = _task(param)
-    width, n_rows, y_all = 0, 0, None
+    width, n_rows, labels = 0, 0, None
     if n_features is None or task == "classification" or "lambda" not in param.extra:
-        seen = []
+        labels = _Labels()
         for offset, length in windows:
             try:
                 y, X = read_problem(path, n_features=n_features or 2**31 - 1,
@@ -80,13 +110,12 @@ def train_file(path, options="", *, chunk_bytes=64 << 20, n_features=None, n_job
                 raise
             if n_features is None:
                 width = max(width, int(X.indices.max()) + 1 if X.nnz else 0)
-            seen.append(y)
+            labels.add(y)
             n_rows += y.shape[0]
         if n_rows == 0:
             raise DataFormatError(f"{path}: no data lines")
-        y_all = np.concatenate(seen)
     n_features = int(n_features or max(width, 1))
-    targets = Targets.from_data(task, None, y_all)
+    targets = Targets.from_data(task, None, None if labels is None else labels.first_seen())
     loss = _loss(param, 0 if targets.labels is None else targets.labels.size)
     targets.loss = loss
     _notice_one_class(param, targets)
