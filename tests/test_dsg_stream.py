@@ -11,6 +11,7 @@ files; the generator's source file, byte for byte, for its first copy.
 """
 import importlib.util
 import os
+import pickle
 import subprocess
 import sys
 import tempfile
@@ -99,13 +100,19 @@ def test_stream_several_windows_is_partial_fit_over_them(request, solver, data, 
                         alpha=1e-4, batch_size=16, feature_block=8, random_state=7, n_jobs=1)
     chunks = list(_windows(path, chunk, d))
     assert len(chunks) == 5
-    for y, X in chunks:
+    for i, (y, X) in enumerate(chunks):
         est.partial_fit(X, y, classes=np.unique(y_all))
+        if i == 1:      # a pickled copy resumes with the state (CDSG's beta) it holds
+            copy = pickle.loads(pickle.dumps(est))
+    for y, X in chunks[2:]:
+        copy.partial_fit(X, y)
+    assert np.array_equal(copy.coef_, est.coef_)
     assert est.n_iter_ == 5
     opts = (f"-q --solver {solver} {' '.join(options)} --loss {loss} -g 0.03 --lambda 1e-4 "
             f"--batch-size 16 --feature-block 8 --seed 7")
-    for n_jobs in (1, 2):
-        m = train_file(str(path), opts, chunk_bytes=chunk, n_jobs=n_jobs)
+    # threads, and a cache of feature directions (-m) too small for every block
+    for n_jobs, cache in ((1, 100), (2, 0.05)):
+        m = train_file(str(path), f"{opts} -m {cache}", chunk_bytes=chunk, n_jobs=n_jobs)
         assert m.solver == solver and m.n_blocks == est.coef_.shape[0] > 0
         assert np.array_equal(m.coef, est.coef_), n_jobs
         assert np.array_equal(m.intercept, est.intercept_), n_jobs
