@@ -112,6 +112,7 @@ def train_file(path, options="", *, chunk_bytes=64 << 20, n_features=None, n_job
                 width = max(width, int(X.indices.max()) + 1 if X.nnz else 0)
             labels.add(y)
             n_rows += y.shape[0]
+            del y, X        # the next window is parsed without this one (see below)
         if n_rows == 0:
             raise DataFormatError(f"{path}: no data lines")
     n_features = int(n_features or max(width, 1))
@@ -135,6 +136,10 @@ def train_file(path, options="", *, chunk_bytes=64 << 20, n_features=None, n_job
                 trainer = DSGTrainer(hyperparameters(param, n_rows or y.shape[0], n_features,
                                                      loss, gamma), targets)
             trainer.fit_rows(X, y, n_jobs=n_jobs)
+            # Drop the window before reading the next one: ``y, X = read_problem(...)``
+            # rebinds only once the next window is parsed, so keeping the
+            # names would hold two windows at the peak instead of one.
+            del y, X
     if trainer is None:
         raise DataFormatError(f"{path}: no data lines")
     model = trainer.model()
