@@ -162,6 +162,32 @@ def test_stream_malformed_line_names_file_and_line(a9a, tmp_path, solver):
     assert not (tmp_path / "bad.model").exists()
 
 
+@pytest.mark.parametrize("solver", sorted(VARIANTS))
+def test_stream_regression_and_novelty(shared, tmp_path, solver):
+    """-s 3 and -s 2 (no labels kept; the first pass counts rows and the
+    width): one window = in-memory training, several = DSGRegressor's
+    partial_fit over them."""
+    from kernsolve import DSGRegressor
+    path = tmp_path / "housing"
+    path.write_bytes(shared.lines("housing_scale", 300))
+    y_all, X_all = kernsolve.read_problem(str(path))
+    options, solver_options = VARIANTS[solver]
+    for task in ("-s 3 --loss huber", "-s 2 -n 0.2"):
+        opts = f"-q {task} --solver {solver} {' '.join(options)} -g 0.1 --batch-size 8"
+        whole = kernsolve.train(y_all, X_all, opts)
+        one = train_file(str(path), opts, chunk_bytes=1 << 30)
+        assert np.array_equal(one.coef, whole.coef) and one.n_blocks == whole.n_blocks
+        assert np.array_equal(one.intercept, whole.intercept)
+    chunk = os.path.getsize(path) // 4 + 1
+    est = DSGRegressor("huber", solver=solver, solver_options=solver_options, gamma=0.1,
+                       alpha=1e-3, batch_size=8, random_state=0, n_jobs=1)
+    for y, X in _windows(path, chunk, X_all.shape[1]):
+        est.partial_fit(X, y)
+    m = train_file(str(path), f"-q -s 3 --loss huber --solver {solver} {' '.join(options)} "
+                   f"-g 0.1 --lambda 1e-3 --batch-size 8", chunk_bytes=chunk)
+    assert est.n_iter_ == 4 and np.array_equal(m.coef, est.coef_)
+
+
 def test_stream_labels_first_seen_in_later_windows(tmp_path):
     """The first pass keeps one number per class; the labels still come out in
     LIBSVM's order (first appearance, -1 before +1 swapped) when a class first

@@ -97,9 +97,11 @@ def train_file(path, options="", *, chunk_bytes=64 << 20, n_features=None, n_job
     size = _stream_size(path)
     windows = [(o, min(chunk_bytes, size - o)) for o in range(0, max(size, 1), chunk_bytes)]
     task = _task(param)
-    width, n_rows, labels = 0, 0, None
+    width, n_rows = 0, 0
+    # classification needs the labels; regression and novelty none (their
+    # values are not collected: they can be as many as the rows)
+    labels = _Labels() if task == "classification" else None
     if n_features is None or task == "classification" or "lambda" not in param.extra:
-        labels = _Labels()
         for offset, length in windows:
             try:
                 y, X = read_problem(path, n_features=n_features or 2**31 - 1,
@@ -110,7 +112,8 @@ def train_file(path, options="", *, chunk_bytes=64 << 20, n_features=None, n_job
                 raise
             if n_features is None:
                 width = max(width, int(X.indices.max()) + 1 if X.nnz else 0)
-            labels.add(y)
+            if labels is not None:
+                labels.add(y)
             n_rows += y.shape[0]
             del y, X        # the next window is parsed without this one (see below)
         if n_rows == 0:
