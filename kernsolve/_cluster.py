@@ -371,10 +371,11 @@ def _pinned_chain(client, estimator, parts, y_blocks, classes):
     on the workers (persisted) and each step runs on a worker that holds its X
     block; a file's step reads its own window.  The estimator moves, the data
     stays."""
-    from distributed import futures_of    # optional (distributed): only with a client
+    from distributed import futures_of, wait    # optional (distributed): only with a client
     if y_blocks is not None:
         parts = [futures_of(p)[0] for p in client.persist(parts)]
         y_blocks = [futures_of(b)[0] for b in client.persist(y_blocks)]
+        wait(parts)             # computed (where they are is known) before pinning
         where = client.who_has(parts)
     else:
         y_blocks, where = [None] * len(parts), {}

@@ -41,7 +41,7 @@ def client():
         cluster.close()
 
 
-def _data(n, seed, k=3, d=7):
+def _data(n, seed, k=3, d=40):
     """k-class rows with many zeros (so the CSR path is a real sparse path)."""
     rng = np.random.default_rng(seed)
     y = rng.integers(0, k, n).astype(np.float64)
@@ -98,8 +98,9 @@ def test_prediction_equals_local_prediction(client, data, train_options, options
     want_labels, _, want_values = kernsolve.predict(None, Xt, model, options + " -q")
     file_labels, _, file_values = kernsolve.predict(None, data["X_file"], model,
                                                    options + " -q")
-    dense = da.from_array(Xt, chunks=(57, 4))                  # uneven rows, split columns
-    sparse = da.from_array(sp.csr_matrix(Xt), chunks=(71, -1), asarray=False)
+    # uneven rows (a single row too: BLAS takes another path for it), split columns
+    dense = da.from_array(Xt, chunks=((1, 56, 57, 89), (25, 15)))
+    sparse = da.from_array(sp.csr_matrix(Xt), chunks=((71, 1, 131), -1), asarray=False)
     parts = kernsolve.read_partitions(data["path"], npartitions=4)
     with client.as_current():
         got = dask.compute(kernsolve.dask_predict(dense, model, options),
@@ -197,6 +198,23 @@ def test_the_client_never_opens_the_partitioned_file(data, tmp_path):
     for X, y in _windows(data["path"], 3, data["X_file"].shape[1]):
         local.partial_fit(X, y, classes=np.unique(data["y_file"]))
     assert _same(est.coef_, local.coef_)
+
+
+def test_kernel_rows_do_not_depend_on_the_rows_computed_with_them():
+    # the root of the bit-identity above: with row_independent, K(X[s:e], Y)
+    # is K(X, Y)[s:e] for any piece (BLAS on tiles of a fixed shape, the last
+    # one padded), also for single rows, which BLAS computes another way
+    rng = np.random.default_rng(0)
+    X, Y = rng.random((300, 64)), rng.random((500, 64))
+    Xs = sp.csr_matrix(np.where(X < 0.8, 0.0, X))          # 20% dense: densified or not
+    Ys = sp.csr_matrix(np.where(Y < 0.5, 0.0, Y))
+    for A, B in ((X, Y), (Xs, Ys), (Xs, Y), (X, Ys)):
+        for kernel in ("rbf", "poly", "linear"):
+            K = kernsolve.kernel_matrix(A, B, kernel, gamma=0.1, row_independent=True)
+            for s, e in ((0, 1), (1, 2), (5, 133), (130, 300), (7, 299), (128, 129)):
+                piece = kernsolve.kernel_matrix(A[s:e], B, kernel, gamma=0.1,
+                                                row_independent=True)
+                assert _same(piece, K[s:e]), (kernel, s, e)
 
 
 # ---------------------------------------------------------------- DSG from partitions
