@@ -329,18 +329,22 @@ def _takes_classes(estimator):
         return False
 
 
-def _fit_partition(estimator, part, y, classes):
-    """``partial_fit`` on one partition (run on a worker); a new estimator.
+def _fit_partition(estimator, part, y, classes, first):
+    """``partial_fit`` on one partition (run on a worker).
 
     ``part`` is an X block (then ``y`` is its targets) or a file's window
     (:class:`_Window`, read here: the rows are read where they are fitted).
-    The estimator that came in is left as it was, so a retried task starts
-    from the same state."""
+    The first step fits a copy (the estimator given, or scattered, stays as it
+    was); the later ones continue the previous step's estimator in place, so
+    that an estimator that stays on one worker keeps what it caches (DSG's
+    random directions) from partition to partition, as ``partial_fit`` in one
+    process does.  A step's input is only ever used by that step."""
     if isinstance(part, _Window):
         y, X = part.read()
     else:
         X = part
-    estimator = copy.deepcopy(estimator)
+    if first:
+        estimator = copy.deepcopy(estimator)
     if X.shape[0] == 0:
         return estimator
     if classes is not None:
@@ -369,8 +373,9 @@ def _scan_stream(parts, dask):
 def _pinned_chain(client, estimator, parts, y_blocks, classes):
     """The chain on a distributed cluster.  A Dask array's blocks are computed
     on the workers (persisted) and each step runs on a worker that holds its X
-    block; a file's step reads its own window.  The estimator moves, the data
-    stays."""
+    block; a file's step reads its own window where the estimator is (the
+    windows are read one at a time and never held together).  The estimator
+    moves, the data stays."""
     from distributed import futures_of, wait    # optional (distributed): only with a client
     if y_blocks is not None:
         parts = [futures_of(p)[0] for p in client.persist(parts)]
@@ -380,10 +385,11 @@ def _pinned_chain(client, estimator, parts, y_blocks, classes):
     else:
         y_blocks, where = [None] * len(parts), {}
     current = client.scatter(estimator, hash=False)
-    for part, yb in zip(parts, y_blocks):
+    for i, (part, yb) in enumerate(zip(parts, y_blocks)):
         pin = {"workers": list(where[part.key])} if where.get(getattr(part, "key", None)) \
             else {}
-        current = client.submit(_fit_partition, current, part, yb, classes, pure=False, **pin)
+        current = client.submit(_fit_partition, current, part, yb, classes, i == 0,
+                                pure=False, **pin)
     return current.result()
 
 
@@ -456,5 +462,6 @@ def dask_partial_fit(estimator: Any, X: Any, y: Any = None, classes: Any = None)
     current = dask.delayed(estimator, traverse=False)
     step = dask.delayed(_fit_partition, pure=False)
     for i, part in enumerate(parts):
-        current = step(current, part, None if y_blocks is None else y_blocks[i], classes)
+        current = step(current, part, None if y_blocks is None else y_blocks[i], classes,
+                       i == 0)
     return current.compute()

@@ -299,6 +299,19 @@ def test_without_a_client_partial_fit_gives_the_same_bits(data):
     assert _same(fitted.coef_, local.coef_)
 
 
+def test_a_scikit_learn_incremental_estimator_works_too(client, data):
+    linear_model = pytest.importorskip("sklearn.linear_model")
+    y, X = data["y"], data["X"]
+    local = linear_model.SGDClassifier(random_state=0)
+    for i in range(0, 240, 60):
+        local.partial_fit(X[i:i + 60], y[i:i + 60], classes=np.unique(y))
+    with client.as_current():
+        fitted = kernsolve.dask_partial_fit(linear_model.SGDClassifier(random_state=0),
+                                            da.from_array(X, chunks=(60, -1)),
+                                            da.from_array(y, chunks=60))
+    assert _same(fitted.coef_, local.coef_) and _same(fitted.intercept_, local.intercept_)
+
+
 # ---------------------------------------------------------------- bad input
 
 def test_a_missing_model_file_is_named(data, tmp_path):
