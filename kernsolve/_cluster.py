@@ -17,10 +17,10 @@ cross-validation's joblib backend (``kernsolve.model_selection.cv``):
   ``kernsolve.predict`` on the whole data.
 * :func:`dask_partial_fit` trains an estimator with ``partial_fit`` (the DSG
   estimators, or any scikit-learn-style incremental estimator) from the
-  partitions in order: the estimator travels to the worker that holds the
-  partition (a file's partition is read by the task that fits it), is fitted
-  there and goes on to the next partition; only the final estimator comes back
-  to the client.  The bits are those of ``partial_fit`` called on the same
+  partitions in order: the estimator travels to the worker that holds a Dask
+  array's partition (a file's partition is read by the task that fits it,
+  where the estimator is), is fitted there and goes on to the next partition;
+  only the final estimator comes back to the client.  The bits are those of ``partial_fit`` called on the same
   chunks in the same order in one process.
 
 Dask itself is an optional dependency (the ``dask`` extra): it is imported in
@@ -36,21 +36,20 @@ import scipy.sparse as sp
 
 from ._constants import PRECOMPUTED
 from ._fileutil import compression
-from ._io import read_problem
+from ._io import _INT32_MAX, read_problem
 from ._model import Model, load_model
 from ._model_kind import ModelKind
 from ._predict import _parse_predict_options, _predict_arrays
 
 __all__ = ["LibsvmPartitions", "read_partitions", "dask_predict", "dask_partial_fit"]
 
-_INT32_MAX = 2 ** 31 - 1
 # Default partition size of read_partitions: big enough that a task's overhead
 # is small, small enough that a worker holds a few partitions at once.
 DEFAULT_BLOCKSIZE = 64 << 20
 
 
 def _dask():
-    """dask, dask.array and dask.delayed, or ImportError saying how to get them."""
+    """(dask, dask.array), or ImportError saying how to get them."""
     try:    # optional (the dask extra): imported only when a Dask function is called
         import dask
         import dask.array as da
@@ -136,8 +135,8 @@ class LibsvmPartitions:
     def to_delayed(self):
         """One delayed ``(y, X)`` per partition (X a CSR matrix), read where it runs.
 
-        The tasks are pure (their keys are the path, the window and the file's
-        size), so the reads of one graph are shared by every use of a partition
+        The tasks are pure (their keys come from the path and the window), so
+        the reads of one graph are shared by every use of a partition
         computed together (``dask.compute(parts.labels(), *dask_predict(parts, m))``
         reads each window once)."""
         dask, _ = _dask()
