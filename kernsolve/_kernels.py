@@ -263,7 +263,8 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=0.0,
         other rows of X or its position among them (prediction in pieces then
         gives the bits of prediction as a whole): the BLAS path computes a
         partial tile of rows as a full one, and whether sparse data is
-        densified for BLAS is decided by Y alone.
+        densified for BLAS is decided by Y and the width alone (sparse X is
+        made dense a bounded chunk of rows at a time).
 
     Returns
     -------
@@ -282,15 +283,49 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=0.0,
     # single-threaded (our threads run the tiles), so the bits do not depend
     # on n_jobs; the Laplacian kernel and truly sparse data use the core's
     # loops. Fairly dense CSR (e.g. images) is faster densified for dgemm.
-    if code != LAPLACIAN and (sp.issparse(Xc) or sp.issparse(Yc)) and (
-            worth_densifying(Yc, None) if row_independent else worth_densifying(Xc, Yc)):
+    if row_independent:
+        return _rows_apart(Xc, Yc, code, degree, gamma, coef0, n_threads)
+    if code != LAPLACIAN and (sp.issparse(Xc) or sp.issparse(Yc)) and worth_densifying(Xc, Yc):
         Xc = Xc.toarray() if sp.issparse(Xc) else Xc
         Yc = Yc.toarray() if sp.issparse(Yc) else Yc
     if code != LAPLACIAN and not sp.issparse(Xc) and not sp.issparse(Yc):
         with one_blas_thread():
             return _matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads,
-                                          True, bool(row_independent))
+                                          True)
     return _matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads)
+
+
+# Dense bytes of sparse X rows made dense at once by _rows_apart.
+_DENSE_CHUNK_BYTES = 64 << 20
+
+
+def _rows_apart(Xc, Yc, code, degree, gamma, coef0, n_threads):
+    """``kernel_matrix(..., row_independent=True)`` on canonical X, Y.
+
+    Which path computes the values is decided by Y and the width alone, never
+    by X's rows: the core's loops (per value, the same for any rows) when Y
+    stays sparse or for the Laplacian kernel; else BLAS on padded tiles, with
+    sparse X made dense in chunks of whole tiles (so the memory is bounded by
+    the width, not by the number of rows), or the core's loops when even one
+    tile of X rows would be too large dense."""
+    if code != LAPLACIAN and sp.issparse(Yc) and worth_densifying(Yc, None):
+        Yc = Yc.toarray()
+    width = Xc.shape[1]
+    if code == LAPLACIAN or sp.issparse(Yc) or (
+            sp.issparse(Xc) and ROW_TILE * width * 8 > _DENSE_CHUNK_BYTES):
+        return _matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads)
+    with one_blas_thread():
+        if not sp.issparse(Xc):
+            return _matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads,
+                                          True, True)
+        step = max(1, _DENSE_CHUNK_BYTES // (8 * max(width, 1) * ROW_TILE)) * ROW_TILE
+        # (a chunk is whole tiles: the tiles, hence the bits, are those of one call)
+        out = np.empty((Xc.shape[0], Yc.shape[0]))
+        for start in range(0, Xc.shape[0], step):
+            out[start:start + step] = _matrix._kernel_matrix(
+                Xc[start:start + step].toarray(), Yc, code, degree, gamma, coef0, n_threads,
+                True, True)
+        return out
 
 
 # A gathered sparse product costs about 1 ns per stored value, dgemm about

@@ -377,3 +377,21 @@ def test_kernsolve_does_not_import_dask_until_asked(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=package_env(), cwd=str(tmp_path),
                          capture_output=True, text=True, timeout=120, check=True).stdout
     assert "pip install 'kernsolve[dask]'" in out
+
+
+def test_row_independent_kernel_rows_stay_within_memory_for_wide_sparse_rows(monkeypatch):
+    # sparse test rows against dense support vectors are made dense a bounded
+    # chunk at a time (or not at all when one tile of them would be too wide):
+    # the same bits as the whole, whatever the chunk
+    from kernsolve import _kernels
+    rng = np.random.default_rng(3)
+    X = sp.random(700, 300, density=0.05, random_state=4, format="csr")
+    Y = rng.random((40, 300))
+    want = kernsolve.kernel_matrix(X, Y, gamma=0.2, row_independent=True)
+    for chunk in (128 * 300 * 8, 3 * 128 * 300 * 8, 128 * 300 * 8 - 1):
+        monkeypatch.setattr(_kernels, "_DENSE_CHUNK_BYTES", chunk)
+        got = kernsolve.kernel_matrix(X, Y, gamma=0.2, row_independent=True)
+        assert _same(got, want) or chunk < 128 * 300 * 8
+        for s, e in ((0, 1), (5, 600)):
+            assert _same(kernsolve.kernel_matrix(X[s:e], Y, gamma=0.2, row_independent=True),
+                         got[s:e])
