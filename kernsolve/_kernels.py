@@ -238,7 +238,7 @@ def _canonical_pair(X, Y):
 
 
 def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=0.0,
-                  n_jobs=None):
+                  n_jobs=None, *, row_independent=False):
     """The kernel matrix K[i, j] = k(X[i], Y[j]) in double precision.
 
     Parameters
@@ -258,6 +258,13 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=0.0,
         Offset of the polynomial and sigmoid kernels.
     n_jobs : int or None
         Threads (scikit-learn's rule, see ``kernsolve.resolve_n_jobs``).
+    row_independent : bool, default False
+        Make each row of K depend on its row of X and on Y only, not on the
+        other rows of X or its position among them (prediction in pieces then
+        gives the bits of prediction as a whole): the BLAS path computes a
+        partial tile of rows as a full one, and whether sparse data is
+        densified for BLAS is decided by Y and the width alone (sparse X is
+        made dense a bounded chunk of rows at a time).
 
     Returns
     -------
@@ -276,6 +283,8 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=0.0,
     # single-threaded (our threads run the tiles), so the bits do not depend
     # on n_jobs; the Laplacian kernel and truly sparse data use the core's
     # loops. Fairly dense CSR (e.g. images) is faster densified for dgemm.
+    if row_independent:
+        return _rows_apart(Xc, Yc, code, degree, gamma, coef0, n_threads)
     if code != LAPLACIAN and (sp.issparse(Xc) or sp.issparse(Yc)) and worth_densifying(Xc, Yc):
         Xc = Xc.toarray() if sp.issparse(Xc) else Xc
         Yc = Yc.toarray() if sp.issparse(Yc) else Yc
@@ -284,6 +293,39 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=0.0,
             return _matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads,
                                           True)
     return _matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads)
+
+
+# Dense bytes of sparse X rows made dense at once by _rows_apart.
+_DENSE_CHUNK_BYTES = 64 << 20
+
+
+def _rows_apart(Xc, Yc, code, degree, gamma, coef0, n_threads):
+    """``kernel_matrix(..., row_independent=True)`` on canonical X, Y.
+
+    Which path computes the values is decided by Y and the width alone, never
+    by X's rows: the core's loops (per value, the same for any rows) when Y
+    stays sparse or for the Laplacian kernel; else BLAS on padded tiles, with
+    sparse X made dense in chunks of whole tiles (so the memory is bounded by
+    the width, not by the number of rows), or the core's loops when even one
+    tile of X rows would be too large dense."""
+    if code != LAPLACIAN and sp.issparse(Yc) and worth_densifying(Yc, None):
+        Yc = Yc.toarray()
+    width = Xc.shape[1]
+    if code == LAPLACIAN or sp.issparse(Yc) or (
+            sp.issparse(Xc) and ROW_TILE * width * 8 > _DENSE_CHUNK_BYTES):
+        return _matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads)
+    with one_blas_thread():
+        if not sp.issparse(Xc):
+            return _matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads,
+                                          True, True)
+        step = max(1, _DENSE_CHUNK_BYTES // (8 * max(width, 1) * ROW_TILE)) * ROW_TILE
+        # (a chunk is whole tiles: the tiles, hence the bits, are those of one call)
+        out = np.empty((Xc.shape[0], Yc.shape[0]))
+        for start in range(0, Xc.shape[0], step):
+            out[start:start + step] = _matrix._kernel_matrix(
+                Xc[start:start + step].toarray(), Yc, code, degree, gamma, coef0, n_threads,
+                True, True)
+        return out
 
 
 # A gathered sparse product costs about 1 ns per stored value, dgemm about
@@ -410,3 +452,36 @@ def kernel_rows(X, kernel="rbf", gamma=None, degree=3, coef0=0.0, cache_mb=100.0
         raise ValueError(f"cache size must be a finite number of MB >= 0, got {cache_mb!r}")
     return _kernel.KernelRows(Xc, code, degree, gamma, coef0, float(cache_mb),
                               resolve_n_jobs(n_jobs))
+
+
+#: Rows per BLAS tile of the kernel engine (``_core/_matrix.pyx``): blocks of
+#: rows cut in multiples of it waste no padded rows.
+ROW_TILE = _matrix.ROW_TILE
+
+
+def block_rows(budget_rows):
+    """A block of at most ``budget_rows`` rows (at least 1), rounded down to whole
+    BLAS tiles when it holds one."""
+    budget_rows = max(1, int(budget_rows))
+    return budget_rows if budget_rows < ROW_TILE else budget_rows // ROW_TILE * ROW_TILE
+
+
+def tiled_product(A, B):
+    """``A @ B`` for dense A, B, by BLAS on tiles of ``ROW_TILE`` rows of A (a last,
+    partial tile padded with zero rows), one BLAS thread: every tile is one call
+    of the same shape, so a row of the product depends on that row of A only,
+    not on the other rows or its position among them (as the kernel engine's
+    tiles), and prediction in pieces gives the bits of prediction as a whole."""
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    B = np.ascontiguousarray(B, dtype=np.float64)
+    n = A.shape[0]
+    out = np.empty((n, B.shape[1]))
+    full = n - n % ROW_TILE
+    with one_blas_thread():
+        for start in range(0, full, ROW_TILE):
+            np.matmul(A[start:start + ROW_TILE], B, out=out[start:start + ROW_TILE])
+        if full < n:
+            pad = np.zeros((ROW_TILE, A.shape[1]))
+            pad[:n - full] = A[full:]
+            out[full:] = (pad @ B)[:n - full]
+    return out

@@ -23,7 +23,7 @@ import scipy.sparse as sp
 
 from ._constants import CLASSIFICATION, ONE_CLASS, PRECOMPUTED, REGRESSION
 from ._core._matrix import expansion_sums
-from ._kernels import as_operand, kernel_matrix
+from ._kernels import as_operand, block_rows, kernel_matrix
 from ._model import Model, _check_model
 from ._model_kind import ModelKind
 from ._params import _parse_number, split_options
@@ -138,7 +138,8 @@ class _KernelBlocks:
             K = Xb[:, self.serials]
             return K.toarray() if sp.issparse(K) else np.asarray(K, dtype=np.float64)
         return kernel_matrix(Xb, self.SV, kernel=int(p.kernel_type), gamma=p.gamma,
-                             degree=int(p.degree), coef0=float(p.coef0), n_jobs=self.n_jobs)
+                             degree=int(p.degree), coef0=float(p.coef0), n_jobs=self.n_jobs,
+                             row_independent=True)
 
 
 def _pair_column(i, j, k):
@@ -190,7 +191,7 @@ def _decision_values(X, model, n_jobs):
     columns, coefs = _expansion_terms(model, coef)
     if columns.size and (columns.min() < 0 or columns.max() >= n_values):
         raise ValueError("the model's support vectors do not fit its one-vs-one pairs")
-    rows = max(1, BLOCK_BYTES // (8 * (l + n_values)))
+    rows = block_rows(BLOCK_BYTES // (8 * (l + n_values)))
     out = np.empty((n, n_values))
     blocks = _KernelBlocks(X, model, n_jobs)
     threads = resolve_n_jobs(n_jobs)

@@ -36,7 +36,8 @@ PYPROJECT = os.path.join(ROOT, "pyproject.toml")
 PACKAGE = os.path.dirname(os.path.abspath(kernsolve.__file__))
 
 PUBLIC_FUNCTIONS = ("read_problem", "write_problem", "train", "predict", "save_model",
-                    "load_model", "cross_validation", "grid_search")
+                    "load_model", "cross_validation", "grid_search", "read_partitions",
+                    "dask_predict", "dask_partial_fit")
 ESTIMATORS = {"SVC", "NuSVC", "SVR", "NuSVR", "OneClassSVM", "DSGClassifier",
               "DSGRegressor", "EigenProClassifier", "EigenProRegressor"}
 

@@ -117,24 +117,33 @@ cdef int _fill_matrix(const Rows* X, const Rows* Y, const KernelParams* kp,
 
 # Output tiles of the BLAS path. They are fixed, whatever the thread count, so
 # every entry comes from the same dgemm call shape: identical bits for any
-# n_threads (OpenBLAS's own threading does not promise that).
+# n_threads (OpenBLAS's own threading does not promise that).  With ``pad``
+# (prediction) a last, partial tile of X rows is also computed as a full tile
+# padded with zero rows, so a row's values depend neither on the other rows
+# computed with it nor on its position among them: predicting rows in pieces
+# gives the bits of predicting them together.
 cdef Py_ssize_t TILE_X = 128
 cdef Py_ssize_t TILE_Y = 1024
+#: Rows of X per BLAS tile: callers that cut X into blocks use multiples of it.
+ROW_TILE = TILE_X
 
 
 cdef int _fill_matrix_gemm(const Rows* X, const Rows* Y, const KernelParams* kp,
                            const double* nx, const double* ny, double* out,
-                           int n_threads) noexcept nogil:
+                           int n_threads, bint pad_tiles) noexcept nogil:
     """Dense X and Y, dot-product kernels: tiles of single-threaded dgemm, then K."""
     cdef Py_ssize_t n_x = X.n_rows, n_y = Y.n_rows, d = X.n_features
     cdef Py_ssize_t tiles_x = (n_x + TILE_X - 1) // TILE_X
     cdef Py_ssize_t tiles_y = (n_y + TILE_Y - 1) // TILE_Y
     cdef Py_ssize_t t, i, j, i0, j0, tx, ty
-    cdef int m_, n_, k_, lda, ldc
+    cdef int m_, n_, k_, lda, ldb, ldc
     cdef double one = 1.0, zero = 0.0, g
     cdef char trans_t = b'T', trans_n = b'N'
     cdef double* c
+    cdef double* a
+    cdef double* pad
     cdef int nt = n_threads
+    cdef int failed = 0
     if tiles_x * tiles_y < 2:
         nt = 1
     for t in prange(tiles_x * tiles_y, schedule="dynamic", chunksize=1, num_threads=nt):
@@ -144,26 +153,43 @@ cdef int _fill_matrix_gemm(const Rows* X, const Rows* Y, const KernelParams* kp,
         ty = TILE_Y if j0 + TILE_Y <= n_y else n_y - j0
         # Column-major view: C^T[j, i] = sum_k Y[j, k] X[i, k], so C^T = Y^T' X^T.
         m_ = <int>ty
-        n_ = <int>tx
+        n_ = <int>(TILE_X if pad_tiles else tx)
         k_ = <int>d
         lda = <int>d
-        ldc = <int>n_y
-        c = out + i0 * n_y + j0
+        pad = NULL
+        if tx == TILE_X or not pad_tiles:
+            a = <double*>(X.values + i0 * d)
+            c = out + i0 * n_y + j0
+            ldc = <int>n_y
+        else:
+            # the partial tile: its rows, then zero rows, and its own output
+            pad = <double*>calloc(TILE_X * (d + ty), sizeof(double))
+            if pad == NULL:
+                failed += 1
+                continue
+            a = pad
+            c = pad + TILE_X * d
+            ldc = <int>ty
+            for i in range(tx * d):
+                a[i] = X.values[i0 * d + i]
+        ldb = <int>d
         dgemm(&trans_t, &trans_n, &m_, &n_, &k_, &one,
-              <double*>(Y.values + j0 * d), &lda, <double*>(X.values + i0 * d), &lda,
-              &zero, c, &ldc)
+              <double*>(Y.values + j0 * d), &lda, a, &ldb, &zero, c, &ldc)
         for i in range(tx):
             for j in range(ty):
-                g = c[i * n_y + j]
+                g = c[i * ldc + j]
                 if kp.kind == RBF:
                     g = nx[i0 + i] + ny[j0 + j] - 2.0 * g
-                c[i * n_y + j] = _finish(kp, g)
-    return 0
+                out[(i0 + i) * n_y + j0 + j] = _finish(kp, g)
+        if pad != NULL:
+            free(pad)
+    return failed
 
 
 def _kernel_matrix(X, Y, int kernel_type, int degree, double gamma, double coef0,
-                   int n_threads, bint use_blas=False):
-    """Dense K(X, Y) for canonical X, Y (validated by kernsolve._kernels)."""
+                   int n_threads, bint use_blas=False, bint pad_tiles=False):
+    """Dense K(X, Y) for canonical X, Y (validated by kernsolve._kernels); with
+    ``pad_tiles`` each row's values do not depend on the other rows of X."""
     cdef Rows RX, RY
     cdef KernelParams kp
     if kernel_type not in (LINEAR, POLY, RBF, SIGMOID, LAPLACIAN):
@@ -191,7 +217,8 @@ def _kernel_matrix(X, Y, int kernel_type, int degree, double gamma, double coef0
     cdef int status
     with nogil:
         if blas:
-            status = _fill_matrix_gemm(&RX, &RY, &kp, pnx, pny, o, max(1, n_threads))
+            status = _fill_matrix_gemm(&RX, &RY, &kp, pnx, pny, o, max(1, n_threads),
+                                       pad_tiles)
         else:
             status = _fill_matrix(&RX, &RY, &kp, pnx, pny, o, max(1, n_threads))
     if status != 0:

@@ -73,11 +73,13 @@ class KernelBlocks:
             return as_canonical(self.X[start:stop])
         return self.X[start:stop]
 
-    def block(self, A, B):
+    def block(self, A, B, row_independent=False):
         """K(A, B) for canonical A, B (dense: dgemm tiles; else the core's loops).
 
         A is the small operand (a batch or a block of queries); when its
-        storage differs from B's, A is converted to B's.
+        storage differs from B's, A is converted to B's.  ``row_independent``
+        (prediction): a row's values do not depend on the other rows of A
+        (``kernsolve.kernel_matrix``'s option of that name).
         """
         self.n_evals += A.shape[0] * B.shape[0]
         if sp.issparse(A) and not sp.issparse(B):
@@ -87,7 +89,8 @@ class KernelBlocks:
         if not sp.issparse(B) and self.code != LAPLACIAN:
             with one_blas_thread():
                 return _matrix._kernel_matrix(A, B, self.code, self.degree, self.gamma,
-                                              self.coef0, self.n_threads, True)
+                                              self.coef0, self.n_threads, True,
+                                              bool(row_independent))
         return _matrix._kernel_matrix(A, B, self.code, self.degree, self.gamma, self.coef0,
                                       self.n_threads)
 

@@ -26,7 +26,7 @@ from ._common import (AUTO_RTOL, RANK_RTOL, check_diverged, epoch_order, step_si
                       top_eigensystem, UntimedCallback)
 from ..._constants import FOURIER_KERNELS
 from ..._features import feature_directions
-from ..._kernels import as_canonical, one_blas_thread
+from ..._kernels import as_canonical, one_blas_thread, tiled_product
 from ..._random import permutation
 
 __all__ = ["fit_features", "feature_values"]
@@ -49,9 +49,14 @@ class FeatureMap:
         self.phase = phase
         self.scale = np.sqrt(2.0 / D)
 
-    def __call__(self, X):
-        with one_blas_thread():
-            Z = X @ self.omega_t
+    def __call__(self, X, row_independent=False):
+        """phi(X); ``row_independent`` (prediction): a row's features depend on
+        that row only (``kernsolve._kernels.tiled_product``)."""
+        if row_independent and not sp.issparse(X):
+            Z = tiled_product(X, self.omega_t)
+        else:
+            with one_blas_thread():
+                Z = X @ self.omega_t
         Z = np.asarray(Z)
         Z += self.phase
         np.cos(Z, out=Z)

@@ -16,7 +16,7 @@ from ._common import KernelBlocks
 from .features import FeatureMap
 from ..._constants import (EPSILON_SVR, GAMMA_KERNELS, KERNEL_NAMES as KERNELS, POLY,
                            PSD_KERNELS, SVM_TYPE_NAMES as SVM_TYPES)
-from ..._kernels import as_canonical, one_blas_thread
+from ..._kernels import as_canonical, block_rows, tiled_product
 from ..._model_text import (ModelHeader, float_text, format_sv_rows, label_text, parse_floats,
                             read_vector_lines)
 from ..._model_kind import ModelKind
@@ -139,13 +139,12 @@ def decision_values(X, model, n_jobs=None):
     coef = np.asarray(model.coef, dtype=np.float64)
     if model.features is not None:
         out = np.empty((Xc.shape[0], coef.shape[1]))
-        rows = max(1, BLOCK_BYTES // (8 * model.features))
+        rows = block_rows(BLOCK_BYTES // (8 * model.features))
         phi = FeatureMap(Xc.shape[1], model.features, int(p.kernel_type), float(p.gamma),
                          int(p.seed))
         for start in range(0, Xc.shape[0], rows):
-            Z = phi(Xc[start:start + rows])
-            with one_blas_thread():
-                out[start:start + rows] = Z @ coef
+            Z = phi(Xc[start:start + rows], row_independent=True)
+            out[start:start + rows] = tiled_product(Z, coef)
         return out
     C = model.centres
     if C.shape[0] == 0:             # trained on one class: every output is 0
@@ -160,13 +159,12 @@ def decision_values(X, model, n_jobs=None):
     coef = np.asarray(model.coef, dtype=np.float64)
     n = Xc.shape[0]
     out = np.empty((n, coef.shape[1]))
-    rows = max(1, BLOCK_BYTES // (8 * max(coef.shape[0], 1)))
+    rows = block_rows(BLOCK_BYTES // (8 * max(coef.shape[0], 1)))
     for start in range(0, n, rows):
         stop = min(n, start + rows)
         Xb = Xc[start:stop]
-        K = kern.block(_canonical_block(Xb), kern.X)
-        with one_blas_thread():
-            out[start:stop] = K @ coef
+        K = kern.block(_canonical_block(Xb), kern.X, row_independent=True)
+        out[start:stop] = tiled_product(K, coef)
     return out
 
 

@@ -1,0 +1,466 @@
+"""Running on a Dask cluster: prediction over partitions, partial_fit from partitions.
+
+The one owner of what kernsolve does on ``dask.distributed`` beyond
+cross-validation's joblib backend (``kernsolve.model_selection.cv``):
+
+* :func:`read_partitions` cuts a LIBSVM file into byte ranges
+  (``read_problem(..., offset=, length=)`` windows); the ranges are read by the
+  workers, so the file is never read by the client (even its size is asked of
+  a worker).
+* :func:`dask_predict` predicts a Dask array (dense or scipy.sparse chunks) or
+  a partitioned file, one task per partition, with any kernsolve model
+  (LIBSVM's :class:`~kernsolve.Model` or a :class:`~kernsolve._model_kind.ModelKind`).
+  The model enters the graph once: scattered to every worker when a
+  ``dask.distributed`` client is active, else one delayed object that every
+  partition's task depends on.  Each row's prediction depends on that row only,
+  so the partitions' results, concatenated, are the bits of
+  ``kernsolve.predict`` on the whole data.
+* :func:`dask_partial_fit` trains an estimator with ``partial_fit`` (the DSG
+  estimators, or any scikit-learn-style incremental estimator) from the
+  partitions in order: the estimator travels to the worker that holds a Dask
+  array's partition (a file's partition is read by the task that fits it,
+  where the estimator is), is fitted there and goes on to the next partition;
+  only the final estimator comes back to the client.  The bits are those of ``partial_fit`` called on the same
+  chunks in the same order in one process.
+
+Dask itself is an optional dependency (the ``dask`` extra): it is imported in
+the functions that need it, never when kernsolve is imported.
+"""
+import copy
+import inspect
+import os
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._constants import PRECOMPUTED
+from ._fileutil import compression
+from ._io import _INT32_MAX, read_problem
+from ._model import Model, load_model
+from ._model_kind import ModelKind
+from ._predict import _parse_predict_options, _predict_arrays
+
+__all__ = ["LibsvmPartitions", "read_partitions", "dask_predict", "dask_partial_fit"]
+
+# Default partition size of read_partitions: big enough that a task's overhead
+# is small, small enough that a worker holds a few partitions at once.
+DEFAULT_BLOCKSIZE = 64 << 20
+
+
+def _dask():
+    """(dask, dask.array), or ImportError saying how to get them."""
+    try:    # optional (the dask extra): imported only when a Dask function is called
+        import dask
+        import dask.array as da
+    except ImportError:
+        raise ImportError("running on a Dask cluster needs dask: pip install "
+                          "'kernsolve[dask]'") from None
+    return dask, da
+
+
+def _client():
+    """The active dask.distributed client, or None (then dask's local scheduler runs)."""
+    try:    # optional: distributed is only needed on a cluster
+        from distributed import default_client
+    except ImportError:
+        return None
+    try:
+        return default_client()
+    except ValueError:      # no client has been started
+        return None
+
+
+# ---------------------------------------------------------------- partitioned files
+
+def _read_window(path, offset, length, n_features, zero_based):
+    """The rows of one byte window (run on a worker): (y, X as CSR).
+
+    Without ``n_features`` the width is the window's own largest index, as
+    ``read_problem`` infers it for a whole file."""
+    width = _INT32_MAX if n_features is None else n_features
+    y, X = read_problem(path, n_features=width, zero_based=zero_based, offset=offset,
+                        length=length)
+    if n_features is None:
+        used = int(X.indices.max()) + 1 if X.nnz else 0
+        X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], used))
+        X.has_sorted_indices = True
+    return y, X
+
+
+class _Window:
+    """One byte window of a file, read where a task runs (a plain object, not a tuple,
+    so that dask passes it as it is)."""
+    __slots__ = ("args",)
+
+    def __init__(self, *args):
+        self.args = args        # (path, offset, length, n_features, zero_based)
+
+    def read(self):
+        return _read_window(*self.args)
+
+
+def _file_size(path):
+    """Size of a plain LIBSVM file (run on a worker: the client need not see it)."""
+    return os.stat(path).st_size
+
+
+class LibsvmPartitions:
+    """A LIBSVM file cut into byte ranges that the workers read (see :func:`read_partitions`).
+
+    Attributes
+    ----------
+    path : str
+    ranges : list of (offset, length)
+        Consecutive byte windows covering the file; window ``i`` holds the lines
+        whose preceding newline lies in it (``read_problem``'s rule), so the
+        windows' rows, concatenated, are the file's rows.
+    n_features, zero_based
+        As ``read_problem`` takes them.
+    """
+
+    def __init__(self, path, ranges, n_features, zero_based):
+        self.path = path
+        self.ranges = list(ranges)
+        self.n_features = n_features
+        self.zero_based = zero_based
+
+    @property
+    def npartitions(self):
+        return len(self.ranges)
+
+    def __repr__(self):
+        return f"LibsvmPartitions({self.path!r}, npartitions={self.npartitions})"
+
+    def to_delayed(self):
+        """One delayed ``(y, X)`` per partition (X a CSR matrix), read where it runs.
+
+        The tasks are pure (their keys come from the path and the window), so
+        the reads of one graph are shared by every use of a partition
+        computed together (``dask.compute(parts.labels(), *dask_predict(parts, m))``
+        reads each window once)."""
+        dask, _ = _dask()
+        read = dask.delayed(_read_window, pure=True, nout=2)
+        return [read(self.path, off, n, self.n_features, self.zero_based)
+                for off, n in self.ranges]
+
+    def windows(self):
+        """The partitions as plain descriptions, for tasks that read their own window."""
+        return [_Window(self.path, off, n, self.n_features, self.zero_based)
+                for off, n in self.ranges]
+
+    def labels(self):
+        """The labels of the file's rows as a Dask array (read on the workers)."""
+        _, da = _dask()
+        parts = [da.from_delayed(p[0], shape=(np.nan,), dtype=np.float64)
+                 for p in self.to_delayed()]
+        return da.concatenate(parts)
+
+
+def read_partitions(path: str | os.PathLike, blocksize: int | None = None, *,
+                    npartitions: int | None = None, n_features: int | None = None,
+                    zero_based: bool = False, size: int | None = None) -> LibsvmPartitions:
+    """A LIBSVM file as partitions of about ``blocksize`` bytes, read on the workers.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A plain (uncompressed) LIBSVM file that the workers can open (on a
+        cluster: the same path on a shared file system).
+    blocksize : int, optional
+        Bytes per partition (default 64 MiB); or give ``npartitions``.
+    npartitions : int, optional
+        Number of partitions (equal byte ranges).
+    n_features : int, optional
+        The width of every partition's X; default: each partition's largest
+        index (prediction pads the narrower side with zeros, as LIBSVM does).
+    zero_based : bool, default False
+        Whether the indices start at 0 (LIBSVM files are 1-based).
+    size : int, optional
+        The file's size in bytes; default: asked of a worker (``os.stat``), so
+        that the client does not need to see the file.
+
+    Returns
+    -------
+    LibsvmPartitions
+    """
+    dask, _ = _dask()
+    path = os.fsdecode(os.fspath(path))
+    if compression(path) is not None:
+        raise ValueError(f"{path}: a compressed file cannot be cut into byte ranges "
+                         "(each would decompress everything before it); decompress it first")
+    if blocksize is not None and npartitions is not None:
+        raise ValueError("give blocksize or npartitions, not both")
+    for name, value in (("blocksize", blocksize), ("npartitions", npartitions),
+                        ("size", size), ("n_features", n_features)):
+        if value is not None and (isinstance(value, bool) or not isinstance(
+                value, (int, np.integer)) or value < (0 if name == "size" else 1)):
+            raise ValueError(f"{name} must be an integer >= {0 if name == 'size' else 1}, "
+                             f"got {value!r}")
+    if not (zero_based is True or zero_based is False):
+        raise ValueError(f"zero_based must be True or False, got {zero_based!r}")
+    if size is None:
+        size = dask.delayed(_file_size, pure=False)(path).compute()
+    size = int(size)
+    if npartitions is None:
+        step = int(blocksize) if blocksize is not None else DEFAULT_BLOCKSIZE
+    else:
+        step = max(1, -(-size // int(npartitions)))
+    # the last window runs to the end (length -1): a file that grew is read whole
+    starts = list(range(0, max(size, 1), step))
+    ranges = [(s, step) for s in starts[:-1]] + [(starts[-1], -1)]
+    return LibsvmPartitions(path, ranges, None if n_features is None else int(n_features),
+                            zero_based)
+
+
+# ---------------------------------------------------------------- prediction
+
+def _predict_rows(X, model, probability, n_jobs):
+    """(labels, values) of the rows of X: ``kernsolve.predict``'s arrays."""
+    if isinstance(model, ModelKind):
+        return model.predict_arrays(X, probability, n_jobs)
+    return _predict_arrays(X, model, probability, n_jobs)
+
+
+def _predict_partition(part, model, probability, n_jobs, n_values):
+    """Predict one partition (run on a worker): (labels, values)."""
+    X = part[1] if isinstance(part, tuple) else part
+    if X.shape[0] == 0:
+        return np.empty(0), np.empty((0, n_values))
+    labels, values = _predict_rows(X, model, probability, n_jobs)
+    return np.asarray(labels, dtype=np.float64), np.asarray(values, dtype=np.float64)
+
+
+def _probe_width(model):
+    """A width of test rows that the model accepts (a precomputed kernel
+    needs a column for each serial number of its support vectors)."""
+    if isinstance(model, Model) and int(model.param.kernel_type) == PRECOMPUTED \
+            and model.n_sv:
+        sv = model.support_vectors
+        col0 = sv[:, [0]].toarray() if sp.issparse(sv) else np.asarray(sv)[:, :1]
+        return max(int(col0.max()) + 1, 1)
+    return max(int(getattr(model, "n_features", 1) or 1), 1)
+
+
+def _n_values(model, probability, n_jobs):
+    """Columns of the values, from a prediction of one row of zeros on the client
+    (it also raises the model's own errors, e.g. no probability estimates, at once)."""
+    probe = sp.csr_matrix((1, _probe_width(model)))
+    return int(np.shape(_predict_rows(probe, model, probability, n_jobs)[1])[1])
+
+
+def _model_in_graph(model, dask, client):
+    """The model as one graph input: scattered to every worker (a client is
+    active) or one delayed object; either way it is sent once, not per partition."""
+    if client is not None:
+        return client.scatter(model, broadcast=True, hash=False)
+    return dask.delayed(model, pure=True, traverse=False)
+
+
+def _row_blocks(X, da):
+    """The row blocks of a 2-D Dask array (its columns in one chunk), with their sizes."""
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D Dask array, got {X.ndim} dimension(s)")
+    if len(X.chunks[1]) > 1:
+        X = X.rechunk({1: -1})
+    if any(np.isnan(c) for c in X.chunks[0]):
+        raise ValueError("X has unknown chunk sizes: call X.compute_chunk_sizes() first")
+    return list(X.to_delayed()[:, 0]), list(X.chunks[0])
+
+
+def dask_predict(X: Any, model: Any, options: str | list[str] | None = "") -> tuple[Any, Any]:
+    """Predict a Dask array or a partitioned LIBSVM file on a Dask cluster.
+
+    Parameters
+    ----------
+    X : dask.array.Array, LibsvmPartitions, or str
+        A 2-D Dask array with numpy or scipy.sparse chunks (columns as
+        ``read_problem`` gives them), the partitions of a LIBSVM file
+        (:func:`read_partitions`), or the path of one (default partitions).
+    model : Model, a kernsolve model kind, or str
+        Any trained kernsolve model (every solver's), or its file (read on the
+        client, then sent to the workers once).
+    options : str or list of str
+        ``-b 1`` probability estimates, ``--threads N`` threads per task, as
+        ``kernsolve.predict`` (``-q`` is accepted; nothing is printed).
+
+    Returns
+    -------
+    labels : dask.array.Array of float64, shape (n_samples,)
+    values : dask.array.Array of float64, shape (n_samples, n_values)
+        The decision values or probabilities of ``kernsolve.predict``: their
+        computed bits are those of ``kernsolve.predict(None, X, model, options)``
+        on the whole data.  For a file the row counts are unknown until computed.
+    """
+    dask, da = _dask()
+    probability, _, n_jobs = _parse_predict_options(options)
+    if isinstance(model, (str, bytes, os.PathLike)):
+        model = load_model(model)
+    if not isinstance(model, (Model, ModelKind)):
+        raise ValueError(f"model must be a kernsolve model or a model file, "
+                         f"got {type(model).__name__}")
+    n_values = _n_values(model, bool(probability), n_jobs)
+    if isinstance(X, (str, os.PathLike)):
+        X = read_partitions(X)
+    if isinstance(X, LibsvmPartitions):
+        blocks, sizes = X.to_delayed(), [np.nan] * X.npartitions
+    elif isinstance(X, da.Array):
+        blocks, sizes = _row_blocks(X, da)
+    else:
+        raise ValueError(f"X must be a dask.array.Array or LibsvmPartitions, "
+                         f"got {type(X).__name__} (use kernsolve.predict for local data)")
+    held = _model_in_graph(model, dask, _client())
+    run = dask.delayed(_predict_partition, pure=True, nout=2)
+    labels, values = [], []
+    for block, n in zip(blocks, sizes):
+        lab, val = run(block, held, bool(probability), n_jobs, n_values)
+        labels.append(da.from_delayed(lab, shape=(n,), dtype=np.float64))
+        values.append(da.from_delayed(val, shape=(n, n_values), dtype=np.float64))
+    return da.concatenate(labels), da.concatenate(values)
+
+
+# ---------------------------------------------------------------- training
+
+def _takes_classes(estimator):
+    try:
+        return "classes" in inspect.signature(estimator.partial_fit).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _fit_partition(estimator, part, y, classes, first):
+    """``partial_fit`` on one partition (run on a worker).
+
+    ``part`` is an X block (then ``y`` is its targets) or a file's window
+    (:class:`_Window`, read here: the rows are read where they are fitted).
+    The first step fits a copy (the estimator given, or scattered, stays as it
+    was); the later ones continue the previous step's estimator in place, so
+    that an estimator that stays on one worker keeps what it caches (DSG's
+    random directions) from partition to partition, as ``partial_fit`` in one
+    process does.  A step's input is only ever used by that step."""
+    if isinstance(part, _Window):
+        y, X = part.read()
+    else:
+        X = part
+    if first:
+        estimator = copy.deepcopy(estimator)
+    if X.shape[0] == 0:
+        return estimator
+    if classes is not None:
+        estimator.partial_fit(X, np.asarray(y), classes=classes)
+    else:
+        estimator.partial_fit(X, np.asarray(y))
+    return estimator
+
+
+def _scan(part):
+    """(distinct labels, width) of an X block's targets or of a file's window."""
+    if isinstance(part, _Window):
+        y, X = part.read()
+        return np.unique(y), X.shape[1]
+    return np.unique(np.asarray(part)), 0
+
+
+def _scan_stream(parts, dask):
+    """The classes and the width of the whole stream, from one pass on the workers
+    (only the distinct labels and the widths come back)."""
+    found = dask.compute(*[dask.delayed(_scan, pure=True)(p) for p in parts])
+    classes = np.unique(np.concatenate([c for c, _ in found])) if found else np.empty(0)
+    return classes, max([w for _, w in found], default=0)
+
+
+def _pinned_chain(client, estimator, parts, y_blocks, classes):
+    """The chain on a distributed cluster.  A Dask array's blocks are computed
+    on the workers (persisted) and each step runs on a worker that holds its X
+    block; a file's step reads its own window where the estimator is (the
+    windows are read one at a time and never held together).  The estimator
+    moves, the data stays."""
+    from distributed import futures_of, wait    # optional (distributed): only with a client
+    if y_blocks is not None:
+        parts = [futures_of(p)[0] for p in client.persist(parts)]
+        y_blocks = [futures_of(b)[0] for b in client.persist(y_blocks)]
+        wait(parts)             # computed (where they are is known) before pinning
+        where = client.who_has(parts)
+    else:
+        y_blocks, where = [None] * len(parts), {}
+    current = client.scatter(estimator, hash=False)
+    for i, (part, yb) in enumerate(zip(parts, y_blocks)):
+        pin = {"workers": list(where[part.key])} if where.get(getattr(part, "key", None)) \
+            else {}
+        current = client.submit(_fit_partition, current, part, yb, classes, i == 0,
+                                pure=False, **pin)
+    return current.result()
+
+
+def dask_partial_fit(estimator: Any, X: Any, y: Any = None, classes: Any = None) -> Any:
+    """Train ``estimator`` with ``partial_fit`` on the partitions of X, in order.
+
+    Parameters
+    ----------
+    estimator : an estimator with ``partial_fit``
+        kernsolve's ``DSGClassifier`` / ``DSGRegressor`` (any ``solver=``), or
+        any scikit-learn-style incremental estimator; it may already be fitted
+        (training continues).  It is not modified.
+    X : dask.array.Array, LibsvmPartitions, or str
+        The data, partition by partition (a Dask array's row chunks), or a
+        partitioned LIBSVM file (its labels are the targets).
+    y : dask.array.Array, optional
+        The targets of a Dask array X (rechunked to X's row chunks).
+    classes : array-like, optional
+        Every class of the stream, for a classifier's first ``partial_fit``;
+        default: the distinct labels, computed on the workers.
+
+    Returns
+    -------
+    estimator
+        A new estimator: ``partial_fit`` called on the partitions in order, bit
+        for bit as in one process.  The data is never gathered: each partition
+        is fitted where it is (with a ``dask.distributed`` client, the estimator
+        is sent to the worker holding the partition), and only the final
+        estimator comes back to the client.
+    """
+    dask, da = _dask()
+    if not callable(getattr(estimator, "partial_fit", None)):
+        raise ValueError(f"{type(estimator).__name__} has no partial_fit")
+    if isinstance(X, (str, os.PathLike)):
+        X = read_partitions(X)
+    if isinstance(X, LibsvmPartitions):
+        if y is not None:
+            raise ValueError("y is read from the LIBSVM file; do not pass it")
+        if X.n_features is None and not hasattr(estimator, "n_features_in_"):
+            # the windows must all have the stream's width: find it first
+            classes_found, width = _scan_stream(X.windows(), dask)
+            X = LibsvmPartitions(X.path, X.ranges, max(width, 1), X.zero_based)
+            if classes is None and _takes_classes(estimator) \
+                    and not hasattr(estimator, "classes_"):
+                classes = classes_found
+        elif X.n_features is None:
+            X = LibsvmPartitions(X.path, X.ranges, int(estimator.n_features_in_),
+                                 X.zero_based)
+        parts, y_blocks = X.windows(), None
+    elif isinstance(X, da.Array):
+        if y is None:
+            raise ValueError("y (a Dask array of the targets) is required with a Dask array X")
+        parts, sizes = _row_blocks(X, da)
+        y = y if isinstance(y, da.Array) else da.from_array(np.asarray(y), chunks=-1)
+        if y.ndim != 1 or y.shape[0] != sum(sizes):
+            raise ValueError(f"y must be 1-D with {sum(sizes)} values, got shape {y.shape}")
+        y_blocks = list(y.rechunk((tuple(sizes),)).to_delayed())
+    else:
+        raise ValueError(f"X must be a dask.array.Array or LibsvmPartitions, "
+                         f"got {type(X).__name__}")
+    if classes is None and _takes_classes(estimator) and not hasattr(estimator, "classes_"):
+        classes = _scan_stream(parts if y_blocks is None else y_blocks, dask)[0]
+    elif classes is not None and not _takes_classes(estimator):
+        raise ValueError(f"{type(estimator).__name__}.partial_fit takes no classes")
+    if classes is not None:
+        classes = np.asarray(classes)
+    client = _client()
+    if client is not None:
+        return _pinned_chain(client, estimator, parts, y_blocks, classes)
+    current = dask.delayed(estimator, traverse=False)
+    step = dask.delayed(_fit_partition, pure=False)
+    for i, part in enumerate(parts):
+        current = step(current, part, None if y_blocks is None else y_blocks[i], classes,
+                       i == 0)
+    return current.compute()
