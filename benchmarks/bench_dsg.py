@@ -178,7 +178,7 @@ def compare(args):
             model = kernsolve.train(y, X, options, n_jobs=args.threads)
             seconds = time.perf_counter() - t
             err = 100 * np.mean(model.predict(Xt, n_jobs=args.threads) != yt)
-            rows.append((name, f"{solver} {options[3:]}", err, seconds,
+            rows.append((name, options[3:].strip(), err, seconds,
                          model.n_random_features))
             print(f"compare: {rows[-1]}", flush=True)
         try:
