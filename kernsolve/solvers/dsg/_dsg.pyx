@@ -274,7 +274,7 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
     # scratch is sized by those, not by a --batch-size larger than the data.
     cdef Py_ssize_t Bs = B if B <= n_order else max(n_order, 1)
     cdef double* scratch = <double*>malloc((nb * stride + Bs * K * 2 + Bs * F + stride + K
-                                            + 3 * F * F + 3 * F * K + F) * sizeof(double))
+                                            + 2 * F * F + 3 * F * K + F) * sizeof(double))
     if scratch == NULL:
         raise MemoryError("no memory for DSG scratch")
     cdef double* U = scratch + nb * stride      # predictions, Bs x K
@@ -452,7 +452,7 @@ cdef double _fit_block(const double* PHI, const double* G, Py_ssize_t nr, Py_ssi
     (Golub, Heath, Wahba 1979: the leave-one-out error of the fit, rotation
     invariant), the first on ties; a rho with df >= nr is not a candidate
     (the largest is kept when none is).  Returns rho.  ``work`` holds
-    3 F^2 + F K + F doubles.  Serial, in a fixed order (Cholesky
+    2 F^2 + 2 F K + F doubles.  Serial, in a fixed order (Cholesky
     factorisation, triangular solves), so the bits do not depend on the
     thread count; the system is positive definite (rho > 0).
     """
