@@ -15,8 +15,8 @@ Sections (each in its own process, so peak memory is the section's own):
   takes too long on two cores for a benchmark run).
 * ``compare`` (issue 17 item 3): DSG and CDSG with their default step rule
   and ``-g median`` next to RBFSampler(2000) + SGDClassifier on
-  Fashion-MNIST and Adult, one table (``--components 2000`` by default here
-  would be read from ``--components``; give ``--components 2000``).
+  Fashion-MNIST and Adult, one table (``--compare-components`` sets the
+  peer's sizes; 2000 by default).
 * ``size``: a9a trained for 1/8 .. 1 epoch: blocks, model bytes, bytes per
   block (constant: O(t), not O(t d)) and prediction time on a9a.t.
 
@@ -25,7 +25,7 @@ Usage::
     python benchmarks/bench_dsg.py adult
     python benchmarks/bench_dsg.py fashion --epochs 1
     python benchmarks/bench_dsg.py size
-    python benchmarks/bench_dsg.py compare --components 2000
+    python benchmarks/bench_dsg.py compare
     python benchmarks/bench_dsg.py all --threads 2
 """
 import argparse
@@ -182,7 +182,7 @@ def compare(args):
                          model.n_random_features))
             print(f"compare: {rows[-1]}", flush=True)
         try:
-            for n_components in args.components:
+            for n_components in args.compare_components:
                 err, fit_s = _peer(X, y, Xt, yt, model.gamma, n_components, args.threads)
                 rows.append((name, f"RBFSampler({n_components}) + SGDClassifier(log_loss, "
                              "5 epochs)", err, fit_s, n_components))
@@ -238,6 +238,8 @@ def main():
                    help="compare: data sets")
     p.add_argument("--compare-batch", type=int, default=2048,
                    help="compare: DSG batch size on Fashion-MNIST")
+    p.add_argument("--compare-components", type=lambda s: [int(v) for v in s.split(",")],
+                   default=[2000], help="compare: RBFSampler sizes")
     p.add_argument("--compare-options", default="",
                    help="compare: extra options for the DSG runs (none: the defaults)")
     p.add_argument("--smo-rows", type=int, default=10000)
