@@ -13,6 +13,10 @@ Sections (each in its own process, so peak memory is the section's own):
   each timed, so the one that fits in DSG's wall time can be read off; then
   kernsolve's SMO on the first ``--smo-rows`` training rows (the whole set
   takes too long on two cores for a benchmark run).
+* ``compare`` (issue 17 item 3): DSG and CDSG with their default step rule
+  and ``-g median`` next to RBFSampler(2000) + SGDClassifier on
+  Fashion-MNIST and Adult, one table (``--compare-components`` sets the
+  peer's sizes; 2000 by default).
 * ``size``: a9a trained for 1/8 .. 1 epoch: blocks, model bytes, bytes per
   block (constant: O(t), not O(t d)) and prediction time on a9a.t.
 
@@ -21,6 +25,7 @@ Usage::
     python benchmarks/bench_dsg.py adult
     python benchmarks/bench_dsg.py fashion --epochs 1
     python benchmarks/bench_dsg.py size
+    python benchmarks/bench_dsg.py compare
     python benchmarks/bench_dsg.py all --threads 2
 """
 import argparse
@@ -134,6 +139,62 @@ def fashion(args):
               f"{err:.2f}%, train {smo_s:.1f} s")
 
 
+def _peer(X, y, Xt, yt, gamma, n_components, threads, sgd_epochs=5, alpha=None):
+    """scikit-learn's RBFSampler + SGDClassifier(log_loss): test error, fit seconds."""
+    import numpy as np
+    from sklearn.kernel_approximation import RBFSampler
+    from sklearn.linear_model import SGDClassifier
+    from threadpoolctl import threadpool_limits
+    Xd = X.toarray() if hasattr(X, "toarray") else X
+    Xtd = Xt.toarray() if hasattr(Xt, "toarray") else Xt
+    with threadpool_limits(threads):
+        t = time.perf_counter()
+        sampler = RBFSampler(gamma=gamma, n_components=n_components, random_state=0)
+        Z = sampler.fit_transform(Xd)
+        clf = SGDClassifier(loss="log_loss", alpha=alpha or 1.0 / X.shape[0],
+                            max_iter=sgd_epochs, tol=None, random_state=0).fit(Z, y)
+        fit_s = time.perf_counter() - t
+        err = 100 * np.mean(clf.predict(sampler.transform(Xtd)) != yt)
+    return err, fit_s
+
+
+def compare(args):
+    """Issue 17 item 3: DSG/CDSG with the default step rule (the fitted step)
+    and -g median against RBFSampler(2000) + SGDClassifier, side by side, on
+    Fashion-MNIST and Adult; one table."""
+    import numpy as np
+    import kernsolve
+    rows = []
+    sets = {"fashion": ("fashion-mnist.scale", "--loss softmax "
+                        f"--batch-size {args.compare_batch} --feature-block {args.block}"),
+            "adult": ("a9a", "--loss hinge --batch-size 64 --feature-block 32")}
+    for name in args.sets:
+        stem, extra = sets[name]
+        y, X = _read(stem)
+        yt, Xt = _read(stem + ".t", n_features=X.shape[1])
+        for solver in args.solvers:
+            options = f"-q --solver {solver} -g median {extra} {args.compare_options}"
+            t = time.perf_counter()
+            model = kernsolve.train(y, X, options, n_jobs=args.threads)
+            seconds = time.perf_counter() - t
+            err = 100 * np.mean(model.predict(Xt, n_jobs=args.threads) != yt)
+            rows.append((name, options[3:].strip(), err, seconds,
+                         model.n_random_features))
+            print(f"compare: {rows[-1]}", flush=True)
+        try:
+            for n_components in args.compare_components:
+                err, fit_s = _peer(X, y, Xt, yt, model.gamma, n_components, args.threads)
+                rows.append((name, f"RBFSampler({n_components}) + SGDClassifier(log_loss, "
+                             "5 epochs)", err, fit_s, n_components))
+                print(f"compare: {rows[-1]}", flush=True)
+        except ImportError:
+            print("compare: scikit-learn not installed; peer skipped")
+    print(f"\n| data | method | test error | train s ({args.threads} threads) | random features |")
+    print("|---|---|---|---|---|")
+    for name, method, err, seconds, feats in rows:
+        print(f"| {name} | {method} | {err:.2f}% | {seconds:.1f} | {feats} |")
+
+
 def size(args):
     import kernsolve
     y, X = _read("a9a")
@@ -153,7 +214,7 @@ def size(args):
               f"  {pred:9.2f}")
 
 
-SECTIONS = {"adult": adult, "fashion": fashion, "size": size}
+SECTIONS = {"adult": adult, "fashion": fashion, "size": size, "compare": compare}
 
 
 def main():
@@ -173,6 +234,14 @@ def main():
     p.add_argument("--components", type=lambda s: [int(v) for v in s.split(",")],
                    default=[1000, 2000, 4000, 8000], help="fashion: RBFSampler sizes")
     p.add_argument("--sgd-epochs", type=int, default=5)
+    p.add_argument("--sets", type=lambda s: s.split(","), default=["fashion", "adult"],
+                   help="compare: data sets")
+    p.add_argument("--compare-batch", type=int, default=2048,
+                   help="compare: DSG batch size on Fashion-MNIST")
+    p.add_argument("--compare-components", type=lambda s: [int(v) for v in s.split(",")],
+                   default=[2000], help="compare: RBFSampler sizes")
+    p.add_argument("--compare-options", default="",
+                   help="compare: extra options for the DSG runs (none: the defaults)")
     p.add_argument("--smo-rows", type=int, default=10000)
     args = p.parse_args()
     if args.section == "all":

@@ -80,6 +80,20 @@ def test_classifier_equals_train_with_the_same_options(shared, tmp_path):
     np.testing.assert_array_equal(est.predict(X), m.predict(X))
 
 
+@pytest.mark.parametrize("params, options", [
+    ({"step_rule": "gradient"}, "--step-rule gradient"),
+    ({"ridge": 0.3}, "--ridge 0.3"),
+    ({"step_rule": "fit", "solver": "cdsg"}, "--solver cdsg --step-rule fit"),
+])
+def test_step_rule_parameters_equal_train(shared, tmp_path, params, options):
+    _, X, y = _a9a(shared, tmp_path, 300)
+    est = DSGClassifier(gamma=0.05, batch_size=32, feature_block=8, max_iter=2,
+                        random_state=3, n_jobs=1, **params).fit(X, y)
+    m = kernsolve.train(y, X, "-q --solver dsg --loss hinge -g 0.05 --batch-size 32 "
+                              f"--feature-block 8 --epochs 2 --seed 3 {options}")
+    assert np.array_equal(est.coef_, m.coef) and np.array_equal(est.intercept_, m.intercept)
+
+
 @pytest.mark.parametrize("loss, extra, options", [
     ("squared", {}, ""),
     ("epsilon-insensitive", {"epsilon": 0.3}, "-p 0.3"),
@@ -289,6 +303,8 @@ def test_grid_search_two_jobs(shared):
     ({"n_jobs": 0}, "n_jobs"),
     ({"random_state": -1}, "random_state"),
     ({"alpha": 10.0, "step": 1.0, "t0": 0.0}, "shrink the model"),
+    ({"ridge": 0.0}, "ridge: must be > 0"),
+    ({"step_rule": "newton"}, "step_rule: unknown"),
 ])
 def test_bad_parameters(shared, tmp_path, params, needle):
     _, X, y = _a9a(shared, tmp_path, 50)

@@ -105,7 +105,8 @@ def _reference(X, t_enc, solver, *, lam, step, t0, B, F, gamma, seed, epochs,
 def test_matches_numpy_algorithms_3_and_4(heart, solver, extra, kw):
     y, X = heart
     opts = (f"-q --solver {solver} --loss hinge -g 0.3 --batch-size 7 --feature-block 5 "
-            f"--step 2 --t0 3 --epochs 2 --seed 11 --threads 1 --lambda 0.01 {extra}")
+            f"--step 2 --t0 3 --epochs 2 --seed 11 --threads 1 --lambda 0.01 "
+            f"--step-rule gradient {extra}")
     model = kernsolve.train(y, X, opts)
     enc = Targets.from_data("classification", "hinge", y).encode(y)
     coef, b0, chosen = _reference(X, enc, solver, lam=0.01, step=2, t0=3, B=7, F=5,
@@ -159,7 +160,7 @@ def test_fewer_blocks_lower_objective_similar_error(synthetic):
     X, y, Xt, yt = synthetic
     lam = 1e-5
     base = (f"-q -g 0.5 --loss hinge --lambda {lam} --step 200 --t0 20 --batch-size 32 "
-            "--feature-block 16 --seed 2 --threads 2")
+            "--feature-block 16 --seed 2 --threads 2 --step-rule gradient")
     start = kernsolve.train(y, X, base + " --solver dsg --epochs 0.03")
     results = {}
     for solver in ("dsg", "udsg", "cdsg"):

@@ -61,6 +61,7 @@ _KERNELS = {name: code for name, code in ESTIMATOR_KERNELS.items() if code in FO
 _OPTION = {
     "loss": "--loss", "batch_size": "--batch-size", "feature_block": "--feature-block",
     "step": "--step", "t0": "--t0", "max_iter": "--epochs", "average": "--average",
+    "step_rule": "--step-rule", "ridge": "--ridge",
     "tau": "--tau", "delta": "--delta", "alpha": "--lambda", "C": "-c", "gamma": "-g",
     "epsilon": "-p", "cache_size": "-m", "random_state": "--seed", "kernel": "-t",
     "fit_intercept": "--bias", "n_jobs": "--threads",
@@ -107,6 +108,8 @@ class _BaseDSG(BaseEstimator):
         "n_jobs": [N_JOBS],
         "step": ["no_validation"],
         "t0": ["no_validation"],
+        "step_rule": ["no_validation"],
+        "ridge": ["no_validation"],
         "random_state": ["no_validation"],     # seed_of, when the seed is drawn
         "verbose": ["no_validation"],
     }
@@ -124,9 +127,10 @@ class _BaseDSG(BaseEstimator):
         extra = {"loss": self.loss.replace("_", "-"),
                  "batch_size": int(self.batch_size),
                  "feature_block": int(self.feature_block),
-                 "average": int(bool(self.average))}
+                 "average": int(bool(self.average)),
+                 "step_rule": str(self.step_rule).replace("_", "-")}
         for attr, key in (("step", "step"), ("t0", "t0"), ("max_iter", "epochs"),
-                          ("alpha", "lambda")):
+                          ("alpha", "lambda"), ("ridge", "ridge")):
             value = getattr(self, attr)
             if value is not None:
                 extra[key] = value
@@ -350,6 +354,7 @@ class DSGClassifier(_BaseDSG):
                  gamma: float | Literal["median"] = "median", kernel: str = "rbf",
                  alpha: float | None = None, C: float = 1.0, batch_size: int = 64,
                  feature_block: int = 32, step: float | None = None, t0: float | None = None,
+                 step_rule: str = "fit", ridge: float | None = None,
                  max_iter: float | None = None, average: bool = False,
                  fit_intercept: bool = True, solver_options: dict[str, Any] | None = None,
                  random_state: RandomStateLike = None, n_jobs: int | None = None,
@@ -542,6 +547,7 @@ class DSGRegressor(_BaseDSG):
                  gamma: float | Literal["median"] = "median", kernel: str = "rbf",
                  alpha: float | None = None, C: float = 1.0, batch_size: int = 64,
                  feature_block: int = 32, step: float | None = None, t0: float | None = None,
+                 step_rule: str = "fit", ridge: float | None = None,
                  max_iter: float | None = None, average: bool = False,
                  fit_intercept: bool = True, solver_options: dict[str, Any] | None = None,
                  random_state: RandomStateLike = None, n_jobs: int | None = None,

@@ -230,9 +230,11 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
     beta_j under the same lazy scale).
 
     Returns (n_blocks, n_iter, feature_evals, status, objective_sum,
-    n_old_updates) where status is 0, 1 (a prediction became non-finite: the
+    n_old_updates, ridge_sum) where status is 0, 1 (a prediction became non-finite: the
     step is too large) or -1 (out of memory); objective_sum adds the batch
-    losses seen; n_old_updates counts iterations that updated an old block.
+    losses seen; n_old_updates counts iterations that updated an old block;
+    ridge_sum adds the ridges of the fitted steps (``h["step_rule"] == "fit"``,
+    ``h["ridge"]`` > 0 or 0 for the per-batch choice of ``_fit_block``).
     """
     cdef Rows R
     keep = as_rows(X, &R)
@@ -246,6 +248,11 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
     cdef long long n_new_period = h.get("new_blocks", 1) if solver == SOLVER_UDSG else 1
     cdef long long n_old_period = h.get("old_blocks", 0) if solver == SOLVER_UDSG else 0
     cdef double max_ratio = h.get("max_step_ratio", 1.0)
+    # the fitted step (--step-rule fit; ridge 0: chosen per batch) or
+    # Algorithm 1's gradient step
+    cdef bint fitted = h.get("step_rule", "gradient") == "fit"
+    cdef double ridge = h.get("ridge", 0.0)
+    cdef double ridge_sum = 0.0
     if n_new_period < 1 or n_old_period < 0:
         raise ValueError("UDSG needs new_blocks >= 1 and old_blocks >= 0")
     if solver == SOLVER_CDSG and (beta is None or beta.shape[0] < coef.shape[0]
@@ -266,8 +273,8 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
     # A batch never holds more rows than the chunk has (nr below), so the
     # scratch is sized by those, not by a --batch-size larger than the data.
     cdef Py_ssize_t Bs = B if B <= n_order else max(n_order, 1)
-    cdef double* scratch = <double*>malloc((nb * stride + Bs * K * 2 + Bs * F + stride + K)
-                                           * sizeof(double))
+    cdef double* scratch = <double*>malloc((nb * stride + Bs * K * 2 + Bs * F + stride + K
+                                            + 2 * F * F + 3 * F * K + F) * sizeof(double))
     if scratch == NULL:
         raise MemoryError("no memory for DSG scratch")
     cdef double* U = scratch + nb * stride      # predictions, Bs x K
@@ -275,6 +282,8 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
     cdef double* PHI = G + Bs * K               # the updated block's features, Bs x F
     cdef double* fresh = PHI + Bs * F           # its directions when not cached
     cdef double* gbar = fresh + stride          # mean_r g_r (CDSG), K
+    cdef double* fit = gbar + K                 # the fitted step's direction, F x K
+    cdef double* work = fit + F * K             # and its scratch (_fit_block)
     cdef double* cache_ptr = &cache[0] if cache_blocks > 0 else NULL
     cdef double* beta_ptr = &beta[0, 0] if solver == SOLVER_CDSG else NULL
     cdef double* blk
@@ -361,16 +370,28 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
                 # step, lazy decay of the old coefficients, the new ones
                 decay = 1.0 - step * lam
                 scale *= decay
-                w = -step / (<double>nr * <double>F * scale)
-                for f in range(F):
-                    for k in range(K):
-                        s = 0.0
-                        for r in range(nr):
-                            s = s + G[r * K + k] * PHI[r * F + f]
-                        if target == n_blocks:
-                            coef[target, f, k] = w * s
-                        else:
-                            coef[target, f, k] += w * s
+                if fitted:
+                    # the fitted step: the block's least-squares (ridge) fit
+                    # of the batch's loss derivatives, times -step
+                    ridge_sum += _fit_block(PHI, G, nr, F, K, ridge, work, fit)
+                    w = -step / scale
+                    for f in range(F):
+                        for k in range(K):
+                            if target == n_blocks:
+                                coef[target, f, k] = w * fit[f * K + k]
+                            else:
+                                coef[target, f, k] += w * fit[f * K + k]
+                else:
+                    w = -step / (<double>nr * <double>F * scale)
+                    for f in range(F):
+                        for k in range(K):
+                            s = 0.0
+                            for r in range(nr):
+                                s = s + G[r * K + k] * PHI[r * F + f]
+                            if target == n_blocks:
+                                coef[target, f, k] = w * s
+                            else:
+                                coef[target, f, k] += w * s
                 if solver == SOLVER_CDSG:
                     for k in range(K):
                         s = 0.0
@@ -405,7 +426,124 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
         free(scratch)
     scalars[0] = scale
     scalars[1] = n_avg
-    return n_blocks, n_iter, feature_evals, status, objective, n_old
+    return n_blocks, n_iter, feature_evals, status, objective, n_old, ridge_sum
+
+
+# The ridges the fitted step chooses from when none is given (--ridge auto):
+# 10**-3 .. 10**1 in half decades.
+cdef Py_ssize_t N_AUTO_RIDGES = 9
+cdef double AUTO_RIDGE_LOW = 1e-3
+cdef double AUTO_RIDGE_RATIO = 3.1622776601683795      # sqrt(10)
+
+
+cdef double _fit_block(const double* PHI, const double* G, Py_ssize_t nr, Py_ssize_t F,
+                       Py_ssize_t K, double ridge, double* work, double* out) noexcept nogil:
+    """The fitted step's direction: out = (PHI' PHI + rho * nr * I)^{-1} PHI' G.
+
+    PHI is the batch's features of the block (nr x F), G the loss derivatives
+    (nr x K); out (F x K) holds the coefficients whose block values on the
+    batch best fit G in the ridge sense.  rho is ``ridge`` when it is > 0;
+    otherwise (``--ridge auto``) the rho of the grid 1e-3, 10**-2.5, ..., 10
+    with the smallest generalised cross-validation score
+
+        GCV(rho) = (||G - PHI out||^2 / nr) / (1 - df / nr)^2,
+        df = tr(PHI (PHI'PHI + rho nr I)^{-1} PHI') = F - rho nr tr(A^{-1})
+
+    (Golub, Heath, Wahba 1979: the leave-one-out error of the fit, rotation
+    invariant), the first on ties; a rho with df >= nr is not a candidate
+    (the largest is kept when none is).  Returns rho.  ``work`` holds
+    2 F^2 + 2 F K + F doubles.  Serial, in a fixed order (Cholesky
+    factorisation, triangular solves), so the bits do not depend on the
+    thread count; the system is positive definite (rho > 0).
+    """
+    cdef Py_ssize_t r, i, j, k, c, F2 = F * F, n_try
+    cdef double p, s, rho, gg = 0.0, cr, cc, tr_inv, df, score, best_score = 0.0
+    cdef double best_rho = 0.0
+    cdef double* M = work                  # PHI' PHI (lower triangle)
+    cdef double* A = M + F2                # its Cholesky factor for one rho
+    cdef double* R = A + F2                # PHI' G, F x K
+    cdef double* sol = R + F * K           # the solution for one rho, F x K
+    cdef double* v = sol + F * K           # a column of L^{-1}
+    for i in range(F2):
+        M[i] = 0.0
+    for i in range(F * K):
+        R[i] = 0.0
+    # lower triangle of PHI' PHI and the right-hand sides PHI' G, row by row
+    for r in range(nr):
+        for i in range(F):
+            p = PHI[r * F + i]
+            for j in range(i + 1):
+                M[i * F + j] += p * PHI[r * F + j]
+            for k in range(K):
+                R[i * K + k] += p * G[r * K + k]
+        for k in range(K):
+            gg = gg + G[r * K + k] * G[r * K + k]
+    n_try = 1 if ridge > 0.0 else N_AUTO_RIDGES
+    for c in range(n_try):
+        rho = ridge if ridge > 0.0 else AUTO_RIDGE_LOW * AUTO_RIDGE_RATIO ** c
+        for i in range(F):
+            for j in range(i + 1):
+                A[i * F + j] = M[i * F + j]
+            A[i * F + i] += rho * nr
+        # Cholesky: A = L L' (L in the lower triangle of A)
+        for j in range(F):
+            s = A[j * F + j]
+            for k in range(j):
+                s = s - A[j * F + k] * A[j * F + k]
+            s = sqrt(s)
+            A[j * F + j] = s
+            for i in range(j + 1, F):
+                p = A[i * F + j]
+                for k in range(j):
+                    p = p - A[i * F + k] * A[j * F + k]
+                A[i * F + j] = p / s
+        # L y = b, then L' x = y, for each right-hand side
+        for k in range(K):
+            for i in range(F):
+                s = R[i * K + k]
+                for j in range(i):
+                    s = s - A[i * F + j] * sol[j * K + k]
+                sol[i * K + k] = s / A[i * F + i]
+            for i in range(F - 1, -1, -1):
+                s = sol[i * K + k]
+                for j in range(i + 1, F):
+                    s = s - A[j * F + i] * sol[j * K + k]
+                sol[i * K + k] = s / A[i * F + i]
+        if n_try > 1:
+            # tr(A^{-1}) = ||L^{-1}||_F^2, column by column
+            tr_inv = 0.0
+            for j in range(F):
+                for i in range(F):
+                    if i < j:
+                        v[i] = 0.0
+                        continue
+                    s = 1.0 if i == j else 0.0
+                    for k in range(j, i):
+                        s = s - A[i * F + k] * v[k]
+                    v[i] = s / A[i * F + i]
+                    tr_inv = tr_inv + v[i] * v[i]
+            df = F - rho * nr * tr_inv
+            # ||G - PHI x||^2 = ||G||^2 - x.R - rho nr ||x||^2   (A x = R)
+            cr = 0.0
+            cc = 0.0
+            for i in range(F * K):
+                cr = cr + sol[i] * R[i]
+                cc = cc + sol[i] * sol[i]
+            if df >= nr:
+                if c < n_try - 1 or best_rho > 0.0:
+                    continue
+                score = 0.0         # no candidate: the largest ridge
+            else:
+                score = (gg - cr - rho * nr * cc) / nr / ((1.0 - df / nr) * (1.0 - df / nr))
+                if best_rho > 0.0 and not (score < best_score):
+                    continue
+            best_score = score
+            best_rho = rho
+        else:
+            best_rho = rho
+        for i in range(F * K):
+            out[i] = sol[i]
+    return best_rho
 
 
 cdef inline double* _block_ptr(FeatureMap* fm, Py_ssize_t block, double* cache_ptr,

@@ -46,6 +46,7 @@ class DSGTrainer:
         # CDSG's beta_j per block and output, under the same lazy scale
         self.beta = np.zeros((_MIN_CAPACITY, K)) if hyper["solver"] == "cdsg" else None
         self.n_old_updates = 0
+        self.ridge_sum = 0.0        # ridges of the fitted steps, for their mean
         self.stride = (hyper["n_features"] + 1) * F
         self.cache_capacity = int(hyper["cache_mb"] * 2**20 // (8 * self.stride))
         self.cache = np.zeros(0)
@@ -99,7 +100,7 @@ class DSGTrainer:
         # updated and Ctrl-C is seen.
         step = B * _SLICE_BATCHES
         for start in range(0, order.size, step):
-            n_blocks, n_iter, evals, status, loss_sum, n_old = _c.fit_chunk(
+            n_blocks, n_iter, evals, status, loss_sum, n_old, ridge_sum = _c.fit_chunk(
                 X, targets, order[start:start + step], self.h, self.coef, self.intercept,
                 self.scalars, self.cache if cached else np.zeros(1), cached,
                 self.avg_coef, self.avg_intercept, self.n_blocks, self.n_iter,
@@ -113,6 +114,7 @@ class DSGTrainer:
             self.n_blocks, self.n_iter = n_blocks, n_iter
             self.feature_evals += evals
             self.n_old_updates += n_old
+            self.ridge_sum += ridge_sum
             self.loss_sum += loss_sum
             self.n_seen += min(step, order.size - start)
             if self.progress is not None:
@@ -140,6 +142,8 @@ class DSGTrainer:
                  "feature_evals": self.feature_evals, "seconds": self.seconds,
                  "mean_loss": self.loss_sum / max(self.n_seen, 1), "lambda": self.h["lam"],
                  "n_old_updates": self.n_old_updates}
+        if self.h["step_rule"] == "fit":
+            stats["mean_ridge"] = self.ridge_sum / max(self.n_iter, 1)
         return DSGModel(solver=self.h["solver"], loss=self.h["loss_name"],
                         loss_param=self.h["loss_param"], svm_type=self.h["svm_type"],
                         kernel_type=self.h["kernel_type"], gamma=self.h["gamma"],
