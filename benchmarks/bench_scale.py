@@ -245,8 +245,8 @@ def _worker(args):
 
 # ---------------------------------------------------------------- the runs
 
-def _child_env(threads):
-    env = child_env(threads, None)
+def _child_env(threads, kernsolve_path=None):
+    env = child_env(threads, None, kernsolve_path)
     for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env[var] = str(threads)
     return env
@@ -275,7 +275,7 @@ def run_one(method, budget, cfg, train, test, args, tag):
            "exact": METHODS[method][1] is None, "threads": args.threads,
            "serial": METHODS[method][4]}
     load = os.getloadavg()[0]
-    r = run_process(argv, _child_env(args.threads), os.path.join(args.workdir, tag + ".log"),
+    r = run_process(argv, _child_env(args.threads, args.kernsolve_path), os.path.join(args.workdir, tag + ".log"),
                     args.timeout)
     row.update(process_s=r["wall"], cpu_s=r["cpu"], maxrss_mb=r["maxrss_mb"],
                maxrss_source=r["maxrss_source"], load_avg=max(load, os.getloadavg()[0]))
@@ -466,6 +466,8 @@ def main(argv=None):
     ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(),
                                                       "kernsolve-bench-data"),
                     help="the data files and each run's log and predictions")
+    ap.add_argument("--kernsolve-path", default=None,
+                    help="import kernsolve from DIR in the runs (default: this tree)")
     # the child (internal)
     ap.add_argument("--worker", default=None, choices=list(METHODS), help=argparse.SUPPRESS)
     ap.add_argument("--train", help=argparse.SUPPRESS)
