@@ -245,8 +245,8 @@ def _worker(args):
 
 # ---------------------------------------------------------------- the runs
 
-def _child_env(threads, kernsolve_path=None):
-    env = child_env(threads, None, kernsolve_path)
+def _child_env(threads, wait_policy=None, kernsolve_path=None):
+    env = child_env(threads, wait_policy, kernsolve_path)
     for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env[var] = str(threads)
     return env
@@ -273,9 +273,11 @@ def run_one(method, budget, cfg, train, test, args, tag):
     row = {"method": method, "tool": METHODS[method][0], "budget_name": METHODS[method][1],
            "budget": budget, "call": describe(method, cfg["C"], cfg["gamma"], budget, extra),
            "exact": METHODS[method][1] is None, "threads": args.threads,
-           "serial": METHODS[method][4]}
+           "serial": METHODS[method][4],
+           "wait_policy": args.wait_policy or os.environ.get("OMP_WAIT_POLICY") or "default"}
     load = os.getloadavg()[0]
-    r = run_process(argv, _child_env(args.threads, args.kernsolve_path), os.path.join(args.workdir, tag + ".log"),
+    r = run_process(argv, _child_env(args.threads, args.wait_policy, args.kernsolve_path),
+                    os.path.join(args.workdir, tag + ".log"),
                     args.timeout)
     row.update(process_s=r["wall"], cpu_s=r["cpu"], maxrss_mb=r["maxrss_mb"],
                maxrss_source=r["maxrss_source"], load_avg=max(load, os.getloadavg()[0]))
@@ -356,7 +358,9 @@ def markdown(rows):
         status = r["status"] if r["status"] == "ok" else f"{r['status']}: {r.get('error', '')}"
         lines.append(
             f"| {r['data']} | {r['method']} | {_budget(r)} | {r['threads']}"
-            f"{' (serial)' if r.get('serial') else ''} | {_fmt(r.get('test_error'), '.2f')} | "
+            f"{' (serial)' if r.get('serial') else ''}"
+            f"{'' if r.get('wait_policy', 'default') == 'default' else ', ' + r['wait_policy']}"
+            f" | {_fmt(r.get('test_error'), '.2f')} | "
             f"{_fmt(r.get('train_s'), '.1f')} | {_fmt(r.get('read_s'), '.1f')} | "
             f"{_fmt(r.get('predict_s'), '.1f')} | {_fmt(r.get('process_s'), '.1f')} | "
             f"{_fmt(r.get('maxrss_mb'), '.0f')} | {_fmt(r.get('load_avg'), '.1f')} | "
@@ -466,6 +470,10 @@ def main(argv=None):
     ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(),
                                                       "kernsolve-bench-data"),
                     help="the data files and each run's log and predictions")
+    ap.add_argument("--wait-policy", default=None, choices=["active", "passive"],
+                    help="OMP_WAIT_POLICY of the runs (passive: idle OpenMP threads sleep "
+                         "instead of spinning; libsvm-official's OpenMP build is many times "
+                         "slower on a busy machine without it)")
     ap.add_argument("--kernsolve-path", default=None,
                     help="import kernsolve from DIR in the runs (default: this tree)")
     # the child (internal)
