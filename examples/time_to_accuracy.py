@@ -72,12 +72,8 @@ def main(argv=None):
         w = csv.DictWriter(f, fieldnames=FIELDS)
         w.writeheader()
         w.writerows(rows)
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print(f"wrote {prefix}.csv (install matplotlib for the figure)")
+    plt = _output.pyplot(prefix + ".csv")
+    if plt is None:
         return
     datasets = list(dict.fromkeys(r["data"] for r in rows))
     methods = list(dict.fromkeys(r["method"] for r in rows))
