@@ -467,6 +467,8 @@ def main(argv=None):
                     help="kill a run after this many seconds")
     ap.add_argument("--json", default=None, help="append one JSON row per run here")
     ap.add_argument("--markdown", default=None, help="write the tables here")
+    ap.add_argument("--tables-only", action="store_true",
+                    help="run nothing: the tables of the rows already in --json")
     ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(),
                                                       "kernsolve-bench-data"),
                     help="the data files and each run's log and predictions")
@@ -495,13 +497,17 @@ def main(argv=None):
     methods = _names(args.methods, list(METHODS), "--methods")
     args.budgets = _pairs(args.budgets, "--budgets", _parse_budgets)
     args.extra = _pairs(args.extra, "--options", _parse_extra)
+    if args.tables_only and not args.json:
+        ap.error("--tables-only needs --json FILE (the rows to tabulate)")
     n_rows = args.rows or (2000 if args.quick else None)
     args.run_id = time.strftime("%Y-%m-%dT%H:%M:%S")
     os.makedirs(args.workdir, exist_ok=True)
-    print(f"# bench_scale: {args.run_id} {'first ' + str(n_rows) + ' rows' if n_rows else 'full data'}"
-          f", {args.threads} threads; load average {os.getloadavg()[0]:.1f}", flush=True)
+    if not args.tables_only:
+        what = f"first {n_rows} rows" if n_rows else "full data"
+        print(f"# bench_scale: {args.run_id} {what}, {args.threads} threads; load average "
+              f"{os.getloadavg()[0]:.1f}", flush=True)
     rows = []
-    for name in datasets:
+    for name in ([] if args.tables_only else datasets):
         cfg = DATASETS[name]
         train, test = prepare(args.workdir, cfg, n_rows)
         data = name + (f"[:{n_rows}]" if n_rows else "")

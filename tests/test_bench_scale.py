@@ -154,6 +154,10 @@ def test_markdown_tables(run):
     assert f"| a9a[:{ROWS}] | (reference: smo) | {smo:.2f} |" in summary
     assert f"target {smo + 1:.2f}" in summary
     assert proc.stdout.rstrip().endswith(text.rstrip())
+    # --tables-only: the same tables from the JSON rows, nothing run
+    again = bench(tmp, "--tables-only", "--json", str(tmp / "out.json"))
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == text and load_rows(tmp / "out.json") == rows
 
 
 def test_max_time_skips_the_larger_budgets(tmp_path):
