@@ -75,6 +75,7 @@ def main(argv=None):
     plt = _output.pyplot(prefix + ".csv")
     if plt is None:
         return
+    from matplotlib.ticker import NullFormatter
     datasets = list(dict.fromkeys(r["data"] for r in rows))
     methods = list(dict.fromkeys(r["method"] for r in rows))
     colours = plt.get_cmap("tab20")
@@ -96,12 +97,18 @@ def main(argv=None):
                         linestyle="-" if mine[0]["tool"] == "kernsolve" else "--", **style)
         threads = sorted({r["threads"] for r in rows if r["data"] == data})
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())     # decades only: readable
         ax.set_xlabel(f"{args.time} time (s, log scale)")
         ax.set_ylabel("test error (%)")
         ax.set_title(f"{data} ({', '.join(map(str, threads))} threads)")
         ax.grid(alpha=0.3, which="both")
-    axes[0][-1].legend(fontsize=7, loc="upper right")
-    fig.tight_layout()
+    handles = {}
+    for ax in axes[0]:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, h)
+    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=min(6, len(handles)),
+               fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.06 * ((len(handles) + 5) // 6), 1, 1))
     fig.savefig(prefix + ".png", dpi=110)
     print(f"wrote {prefix}.csv and {prefix}.png")
 
