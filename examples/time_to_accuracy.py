@@ -77,7 +77,7 @@ def main(argv=None):
         return
     from matplotlib.ticker import NullFormatter
     datasets = list(dict.fromkeys(r["data"] for r in rows))
-    methods = list(dict.fromkeys(r["method"] for r in rows))
+    methods = sorted({r["method"] for r in rows})      # a method's colour: the same in any file
     colours = plt.get_cmap("tab20")
     fig, axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 4.4),
                              squeeze=False)
