@@ -82,23 +82,18 @@ against the command-line peers when it ran, else the in-process
 """
 import argparse
 import json
-import lzma
 import os
 import re
 import resource
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-DATA = os.environ.get("KERNSOLVE_SHARED_DATA",
-                      os.path.join(REPO, "..", "shared", "data"))
+from benchlib import (REPO, TIME, accuracy_from_files, child_env,  # noqa: F401 (re-exported)
+                      holdout_split, prepare, run_process)
 
 # How the data of a problem is made from the shared files: a training file, a
 # test file (None: a held-out split of the training file), the width, LIBSVM's
@@ -125,7 +120,6 @@ CONFIGS = [
          n_features=784, C=10.0, gamma=0.02, train_rows=20000, **_ISSUE16),
 ]
 DEFAULT_CONFIGS = ["a9a", "ijcnn1", "w8a", "mushrooms", "fmnist8", "fmnist10"]
-SPLIT_SEED = 16
 EPS = 0.001
 
 # Command-line peers: the environment variable naming their folder, the
@@ -200,93 +194,6 @@ def parse_model_header(path):
             elif key in ("svm_type", "kernel_type"):
                 out[key] = vals[0]
     return out
-
-
-def accuracy_from_files(test_path, predictions_path):
-    """Percent of the test file's labels that the prediction file repeats
-    (labels compared as numbers, so ``+1``, ``1`` and ``1.0`` agree)."""
-    with open(test_path, "rb") as t, open(predictions_path, "rb") as p:
-        truth = [float(line.split(None, 1)[0]) for line in t if line.strip()]
-        pred = [float(line.split(None, 1)[0]) for line in p if line.strip()]
-    if len(pred) != len(truth) or not truth:
-        raise ValueError(f"{predictions_path}: {len(pred)} predictions for "
-                         f"{len(truth)} test rows")
-    return 100.0 * sum(a == b for a, b in zip(truth, pred)) / len(truth)
-
-
-# ---------------------------------------------------------------- data
-
-def _lines(name, n_rows=None):
-    with lzma.open(os.path.join(DATA, name + ".xz"), "rb") as src:
-        for k, line in enumerate(src):
-            if n_rows is not None and k >= n_rows:
-                break
-            yield line
-
-
-def _map_labels(lines, label_map):
-    default = label_map.get(None)
-    for line in lines:
-        label, sep, rest = line.partition(b" ")
-        new = label_map.get(label.decode(), default)
-        yield (new.encode() if new is not None else label) + sep + rest
-
-
-def _write(path, lines):
-    tmp = path + ".part"
-    with open(tmp, "wb") as f:
-        for line in lines:
-            f.write(line)
-    os.replace(tmp, path)
-
-
-def holdout_split(n, seed=SPLIT_SEED):
-    """(train rows, test rows) of a held-out split, each in file order: the
-    first n // 5 of ``RandomState(seed).permutation(n)`` are the test rows
-    (NumPy's legacy generator: its stream is frozen across versions)."""
-    perm = np.random.RandomState(seed).permutation(n)
-    test = np.zeros(n, dtype=bool)
-    test[perm[:n // 5]] = True
-    return np.flatnonzero(~test), np.flatnonzero(test)
-
-
-def prepare(workdir, cfg, n_rows=None):
-    """The training and test files of a problem (decompressed, labels mapped,
-    split, sliced to the first n_rows lines each), made once in workdir."""
-    name = cfg["name"]
-    full_train = os.path.join(workdir, f"{name}.train")
-    full_test = os.path.join(workdir, f"{name}.test")
-    if not (os.path.exists(full_train) and os.path.exists(full_test)):
-        # Streamed, so this process stays small (its peak RSS is the floor of
-        # every child's ru_maxrss when /usr/bin/time is missing).
-        label_map = cfg.get("label_map")
-
-        def source(name, n=None):
-            lines = _lines(name, n)
-            return _map_labels(lines, label_map) if label_map else lines
-
-        if cfg["test"] is None:
-            n = sum(1 for _ in source(cfg["train"], cfg.get("train_rows")))
-            tr, te = holdout_split(n)
-            is_test = np.zeros(n, dtype=bool)
-            is_test[te] = True
-            _write(full_test, (line for k, line in enumerate(
-                source(cfg["train"], cfg.get("train_rows"))) if is_test[k]))
-            _write(full_train, (line for k, line in enumerate(
-                source(cfg["train"], cfg.get("train_rows"))) if not is_test[k]))
-        else:
-            _write(full_test, source(cfg["test"]))
-            _write(full_train, source(cfg["train"], cfg.get("train_rows")))
-    if not n_rows:
-        return full_train, full_test
-    out = []
-    for full in (full_train, full_test):
-        path = f"{full}.{n_rows}"
-        if not os.path.exists(path):
-            with open(full, "rb") as f:
-                _write(path, (line for _, line in zip(range(n_rows), f)))
-        out.append(path)
-    return tuple(out)
 
 
 # ---------------------------------------------------------------- in-process worker
@@ -375,15 +282,6 @@ def _worker(args):
 
 # ---------------------------------------------------------------- runs
 
-def _env(threads, wait_policy, kernsolve_path=None):
-    env = dict(os.environ)
-    env["OMP_NUM_THREADS"] = str(threads)
-    if wait_policy:
-        env["OMP_WAIT_POLICY"] = wait_policy
-    env["PYTHONPATH"] = (kernsolve_path or REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
-
-
 def _run(peer, threads, train, test, cfg, kernsolve_path, timeout, wait_policy=None):
     """One in-process peer, in its own Python process."""
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", peer,
@@ -392,7 +290,7 @@ def _run(peer, threads, train, test, cfg, kernsolve_path, timeout, wait_policy=N
            "--cache-mb", repr(cfg["cache_mb"]), "--threads", str(threads)]
     if kernsolve_path:
         cmd += ["--kernsolve-path", kernsolve_path]
-    env = _env(threads, wait_policy)
+    env = child_env(threads, wait_policy)
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
                               timeout=timeout)
@@ -403,49 +301,6 @@ def _run(peer, threads, train, test, cfg, kernsolve_path, timeout, wait_policy=N
             return json.loads(line[7:])
     return {"peer": peer, "threads": threads,
             "error": (proc.stderr or proc.stdout).strip().splitlines()[-1:]}
-
-
-TIME = "/usr/bin/time"
-
-
-def run_process(argv, env, log_path, timeout):
-    """Run argv with stdout and stderr into log_path: wall seconds, CPU
-    seconds (user + system) and exit code of that child alone (``os.wait4``),
-    its peak RSS in MB, and the log's text.
-
-    The peak RSS comes from GNU time (``/usr/bin/time -f %M``) when it is
-    installed: Linux carries a process's high-water mark across ``exec``, so
-    the ``ru_maxrss`` of a child forked from this Python process is at least
-    this process's own peak; GNU time's child is forked from a 1 MB process.
-    Without it, ``maxrss_source`` says the figure is wait4's upper bound."""
-    rss_path = log_path + ".rss"
-    use_time = os.access(TIME, os.X_OK)
-    full = [TIME, "-f", "%M", "-o", rss_path, *argv] if use_time else list(argv)
-    with open(log_path, "wb") as log:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(full, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-        killer = threading.Timer(timeout, os.killpg, (proc.pid, signal.SIGKILL))
-        killer.start()
-        try:
-            _, status, ru = os.wait4(proc.pid, 0)
-        finally:
-            killer.cancel()
-        wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    with open(log_path, "rb") as f:
-        text = f.read().decode("utf-8", "replace")
-    maxrss, source = ru.ru_maxrss / 1024.0, "wait4 (upper bound)"
-    if use_time:
-        try:
-            with open(rss_path) as f:
-                maxrss, source = int(f.read().split()[-1]) / 1024.0, "GNU time"
-        except (OSError, ValueError, IndexError):
-            pass
-    timed_out = wall >= timeout and proc.returncode != 0
-    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "maxrss_mb": maxrss,
-            "maxrss_source": source, "returncode": proc.returncode,
-            "timed_out": timed_out, "log": text}
 
 
 def cli_commands(peer, threads, cfg, train, model, test, predictions, folder=None):
@@ -489,7 +344,7 @@ def _run_cli(peer, threads, train, test, cfg, folder, workdir, kernsolve_path, t
             os.unlink(path)
     tr_argv, pr_argv = cli_commands(peer, threads, cfg, train, model, test, predictions,
                                     folder)
-    env = _env(threads, wait_policy, kernsolve_path)
+    env = child_env(threads, wait_policy, kernsolve_path)
     out = {"peer": peer, "threads": threads, "timing": "process"}
     tr = run_process(tr_argv, env, os.path.join(workdir, tag + ".train.log"), timeout)
     if tr["returncode"] != 0 or not os.path.exists(model):

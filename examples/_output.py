@@ -1,4 +1,5 @@
-"""Where the examples write their files: an output folder, never examples/ itself.
+"""Where the examples write their files: an output folder, never examples/ itself;
+and their figures' matplotlib, when it is installed.
 
 Every example that writes files takes ``--out-dir DIR`` (default
 ``kernsolve-output`` under the current directory, a folder ``.gitignore``
@@ -25,3 +26,16 @@ def folder(parser, path):
                      "tracked; give another folder")
     os.makedirs(path, exist_ok=True)
     return path
+
+
+def pyplot(written):
+    """``matplotlib.pyplot`` on the Agg backend, or None (after saying that only
+    ``written`` was written) when matplotlib is not installed."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(f"wrote {written} (install matplotlib for the figure)")
+        return None
+    return plt

@@ -122,12 +122,8 @@ def main(argv=None):
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print(f"wrote {out}.csv (matplotlib is not installed: no figure)")
+    plt = _output.pyplot(out + ".csv")
+    if plt is None:
         return
     fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
     for name in SOLVERS:

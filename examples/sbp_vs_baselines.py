@@ -119,12 +119,8 @@ def main(argv=None):
         w = csv.writer(f)
         w.writerow(["solver", "iterations", "kernel_evals", "seconds", "test_error"])
         w.writerows(rows)
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print(f"wrote {prefix}.csv (install matplotlib for the figure)")
+    plt = _output.pyplot(prefix + ".csv")
+    if plt is None:
         return
     fig, ax = plt.subplots(figsize=(6, 4))
     for solver in ("SBP", "Pegasos", "SDCA", "Perceptron"):

@@ -23,6 +23,9 @@ if not os.path.exists(PATH):                       # tests run from an installed
 
 @pytest.fixture(scope="module")
 def bench():
+    # the scripts import their shared helpers (benchmarks/benchlib.py) from their folder
+    if os.path.dirname(PATH) not in sys.path:
+        sys.path.insert(0, os.path.dirname(PATH))
     spec = importlib.util.spec_from_file_location("bench_smo", PATH)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -161,7 +164,7 @@ def test_prepare_maps_labels_and_splits(bench, tmp_path, monkeypatch):
     for name in ("fashion-mnist.scale", "fashion-mnist.scale.t", "w8a"):
         with lzma.open(data / (name + ".xz"), "wb") as f:
             f.write(b"".join(rows))
-    monkeypatch.setattr(bench, "DATA", str(data))
+    monkeypatch.setattr(sys.modules["benchlib"], "DATA", str(data))
     work = tmp_path / "work"
     work.mkdir()
     cfg = next(c for c in bench.CONFIGS if c["name"] == "fmnist8")
