@@ -173,6 +173,60 @@ def test_random_operations_match_model(sparse, budget_entries):
     assert np.array_equal(kr.diagonal, diag_fresh[model.perm])
 
 
+@pytest.mark.parametrize("budget_entries", [0, 400, 10_000])
+def test_runs_of_swaps_match_one_at_a_time(budget_entries):
+    """swap() defers the cached rows' column swaps until the cache is next read
+    (one walk per shrinking pass): runs of up to 40 swaps, some repeating a
+    pair or undoing the last one, then a read, against the one-swap-at-a-time
+    model."""
+    n = 50
+    X = data(n, seed=4)
+    kr = engine(X, cache_mb=budget_entries * KFLOAT / 2**20)
+    fresh = engine(X, cache_mb=0)
+    model = CacheModel(n, max(budget_entries, 2 * n))
+    rng = np.random.default_rng(11 + budget_entries)
+    for step in range(120):
+        for _ in range(int(rng.integers(0, 41))):
+            p, q = (int(v) for v in rng.integers(n, size=2))
+            kr.py_swap(p, q)
+            model.swap(p, q)
+            if rng.random() < 0.2:          # the same pair again: back where it was
+                kr.py_swap(q, p)
+                model.swap(q, p)
+        p = int(rng.integers(n))
+        length = int(rng.integers(1, n + 1))
+        row = kr.row(p, length)
+        model.get(p, length)
+        expected = fresh.row(model.perm[p])[model.perm[:length]]
+        assert row.tobytes() == expected.tobytes(), step
+        check_state(kr, model)
+
+
+def test_more_swaps_than_the_pending_buffer():
+    """More swaps between two reads than the deferred list holds (4096): the
+    list is applied when full, and the rows still match the model."""
+    n = 200
+    X = data(n, seed=5)
+    kr = engine(X, cache_mb=1)
+    fresh = engine(X, cache_mb=0)
+    model = CacheModel(n, max(int(1 * 2**20 / KFLOAT), 2 * n))
+    for p in range(0, n, 3):
+        kr.row(p, n - p)
+        model.get(p, n - p)
+    rng = np.random.default_rng(6)
+    for _ in range(10_000):
+        p, q = (int(v) for v in rng.integers(n, size=2))
+        kr.py_swap(p, q)
+        model.swap(p, q)
+    check_state(kr, model)
+    for p in range(n):
+        if model.length[p]:
+            length = model.length[p]
+            row = kr.row(p, length)
+            model.get(p, length)
+            assert row.tobytes() == fresh.row(model.perm[p])[model.perm[:length]].tobytes()
+
+
 def test_swap_keeps_rows_consistent_like_libsvm():
     n = 8
     X = data(n, seed=3)

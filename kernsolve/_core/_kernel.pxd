@@ -63,6 +63,10 @@ cdef class KernelRows:
     cdef double* work                 # x_i scattered densely (sparse X), zero outside its nonzeros
     cdef bint use_scatter             # sparse X with few enough features to scatter
     cdef double row_cost              # mean multiply-adds per kernel value (parallel threshold)
+    # Column swaps not yet applied to the cached rows (swap() defers them so a
+    # run of swaps -- one shrinking pass -- walks the cache once, not per swap).
+    cdef Py_ssize_t* pending          # (lo, hi) pairs, in the order swap() was called
+    cdef Py_ssize_t n_pending
 
     cdef const kfloat* get_row(self, Py_ssize_t p, Py_ssize_t length) noexcept nogil
     cdef void swap(self, Py_ssize_t p, Py_ssize_t q) noexcept nogil
@@ -71,5 +75,6 @@ cdef class KernelRows:
     cdef void _lru_remove(self, Py_ssize_t h) noexcept nogil
     cdef void _lru_insert(self, Py_ssize_t h) noexcept nogil
     cdef void _drop(self, Py_ssize_t h) noexcept nogil
+    cdef void _apply_pending(self) noexcept nogil
     cdef void _fill(self, Py_ssize_t p, Py_ssize_t start, Py_ssize_t end,
                     kfloat* out) noexcept nogil

@@ -16,6 +16,10 @@ from ._kernel_values cimport (
     SCATTER_MAX_FEATURES, PAR_MIN_WORK, Query, _row_norm, _make_query, _clear_query, _value,
     _diag_value, _chunk, _mean_cost)
 
+# Deferred column swaps held before they are applied (16 bytes each).
+cdef enum:
+    MAX_PENDING = 4096
+
 # The C enum's numbers and names, for tests/test_constants.py to compare with
 # kernsolve/_constants.py (the owner of the table).
 KERNEL_NAMES = {LINEAR: "linear", POLY: "polynomial", RBF: "rbf",
@@ -86,10 +90,12 @@ cdef class KernelRows:
                             and self.X.n_features <= SCATTER_MAX_FEATURES)
         if self.use_scatter:
             self.work = <double*>calloc(max(self.X.n_features, 1), sizeof(double))
+        self.pending = <Py_ssize_t*>malloc(2 * MAX_PENDING * sizeof(Py_ssize_t))
+        self.n_pending = 0
         if (self.perm == NULL or self.sq_norms == NULL or self.diag == NULL
                 or self.cache_data == NULL or self.cache_len == NULL
                 or self.lru_prev == NULL or self.lru_next == NULL
-                or (self.use_scatter and self.work == NULL)):
+                or (self.use_scatter and self.work == NULL) or self.pending == NULL):
             raise MemoryError("KernelRows: cannot allocate the kernel cache tables")
         self.lru_prev[n] = n
         self.lru_next[n] = n
@@ -121,6 +127,7 @@ cdef class KernelRows:
         free(self.sq_norms)
         free(self.diag)
         free(self.work)
+        free(self.pending)
 
     # ------------------------------------------------------------ LRU list
     cdef void _lru_remove(self, Py_ssize_t h) noexcept nogil:
@@ -174,6 +181,8 @@ cdef class KernelRows:
     cdef const kfloat* get_row(self, Py_ssize_t p, Py_ssize_t length) noexcept nogil:
         cdef Py_ssize_t old, more, h
         cdef kfloat* data
+        if self.n_pending > 0:
+            self._apply_pending()
         if length > self.n:
             length = self.n
         if length < 1:
@@ -208,10 +217,9 @@ cdef class KernelRows:
         return data
 
     cdef void swap(self, Py_ssize_t p, Py_ssize_t q) noexcept nogil:
-        cdef Py_ssize_t tmp_i, h, nxt, lo, hi
+        cdef Py_ssize_t tmp_i
         cdef double tmp_d
         cdef kfloat* tmp_row
-        cdef kfloat tmp_f
         if p == q:
             return
         tmp_i = self.perm[p]; self.perm[p] = self.perm[q]; self.perm[q] = tmp_i
@@ -228,20 +236,49 @@ cdef class KernelRows:
             self._lru_insert(p)
         if self.cache_len[q] > 0:
             self._lru_insert(q)
-        lo = p if p < q else q
-        hi = q if p < q else p
-        # Columns lo and hi trade places in every cached row; a row that holds
-        # lo but not hi cannot be kept consistent, so it goes.
+        # Columns lo and hi trade places in every cached row (LIBSVM's
+        # swap_index); that walk is deferred to _apply_pending, which the next
+        # read of the cache runs once for the whole run of swaps.
+        if self.n_pending == MAX_PENDING:
+            self._apply_pending()
+        self.pending[2 * self.n_pending] = p if p < q else q
+        self.pending[2 * self.n_pending + 1] = q if p < q else p
+        self.n_pending += 1
+
+    cdef void _apply_pending(self) noexcept nogil:
+        """Apply the deferred column swaps to every cached row, in order: a
+        row that holds lo but not hi cannot be kept consistent, so it goes.
+        Each row's fate depends only on its length and the swaps, so this ends
+        in the state swapping one pair at a time would (tests/test_kernel_cache.py)."""
+        cdef Py_ssize_t count = self.n_pending, t, lo, hi, length, h, nxt
+        cdef Py_ssize_t first_lo
+        cdef const Py_ssize_t* pairs = self.pending
+        cdef kfloat* data
+        cdef kfloat tmp_f
+        if count == 0:
+            return
+        self.n_pending = 0
+        first_lo = pairs[0]
+        for t in range(1, count):
+            if pairs[2 * t] < first_lo:
+                first_lo = pairs[2 * t]
         h = self.lru_next[self.n]
         while h != self.n:
             nxt = self.lru_next[h]
-            if self.cache_len[h] > lo:
-                if self.cache_len[h] > hi:
-                    tmp_f = self.cache_data[h][lo]
-                    self.cache_data[h][lo] = self.cache_data[h][hi]
-                    self.cache_data[h][hi] = tmp_f
-                else:
-                    self._drop(h)
+            length = self.cache_len[h]
+            if length > first_lo:           # shorter rows hold no swapped column
+                data = self.cache_data[h]
+                for t in range(count):
+                    lo = pairs[2 * t]
+                    hi = pairs[2 * t + 1]
+                    if length > lo:
+                        if length > hi:
+                            tmp_f = data[lo]
+                            data[lo] = data[hi]
+                            data[hi] = tmp_f
+                        else:
+                            self._drop(h)
+                            break
             h = nxt
 
     cdef double eval(self, Py_ssize_t p, Py_ssize_t q) noexcept nogil:
@@ -299,6 +336,7 @@ cdef class KernelRows:
     @property
     def cached_bytes(self):
         """Bytes of kernel values held by the cache now."""
+        self._apply_pending()
         return (self.budget - self.free_entries) * sizeof(kfloat)
 
     @property
@@ -318,10 +356,12 @@ cdef class KernelRows:
 
     def cached_lengths(self):
         """Entries cached for each position (0 when none)."""
+        self._apply_pending()
         return np.array(<Py_ssize_t[:self.n]>self.cache_len, dtype=np.intp)
 
     def lru_positions(self):
         """Positions holding a cached row, least recently used first."""
+        self._apply_pending()
         out = []
         cdef Py_ssize_t h = self.lru_next[self.n]
         while h != self.n:
