@@ -13,8 +13,9 @@ import numpy as np
 
 from ._rows cimport Rows, as_rows
 from ._kernel_values cimport (
-    SCATTER_MAX_FEATURES, PAR_MIN_WORK, Query, _row_norm, _make_query, _clear_query, _value,
-    _diag_value, _chunk, _mean_cost)
+    SCATTER_MAX_FEATURES, PAR_MIN_WORK, VALUE_BLOCK, Query, _row_norm, _make_query,
+    _clear_query, _value, _values_block, _diag_value, _chunk, _mean_cost, ks_exp,
+    ks_exp_block, ks_exp_set_path)
 
 # Deferred column swaps held before they are applied (16 bytes each).
 cdef enum:
@@ -25,6 +26,26 @@ cdef enum:
 KERNEL_NAMES = {LINEAR: "linear", POLY: "polynomial", RBF: "rbf",
                 SIGMOID: "sigmoid", PRECOMPUTED: "precomputed",
                 LAPLACIAN: "laplacian"}
+
+
+def _exp(x, int path=-1):
+    """exp of a float64 array as the kernels take it, through ks_exp_block on
+    ``path`` (0 baseline, 1 AVX2 where the CPU has it, -1 the CPU's choice) and
+    through ks_exp one value at a time: returns (block, one_by_one, path used).
+    For the tests (tests/test_exp.py)."""
+    cdef double[::1] a = np.array(x, dtype=np.float64, copy=True).ravel()
+    cdef double[::1] b = np.array(a, copy=True)
+    cdef Py_ssize_t i, n = a.shape[0]
+    cdef int used
+    if n == 0:
+        return np.asarray(a), np.asarray(b), ks_exp_set_path(-1)
+    with nogil:
+        used = ks_exp_set_path(path)
+        ks_exp_block(&a[0], n)
+        for i in range(n):
+            b[i] = ks_exp(b[i])
+        ks_exp_set_path(-1)
+    return np.asarray(a), np.asarray(b), used
 
 
 # --------------------------------------------------------------- KernelRows
@@ -169,13 +190,22 @@ cdef class KernelRows:
                 out[k] = <kfloat>pre[perm[k]]
             return
         q = _make_query(X, i, norms[i], self.work, self.use_scatter)
+        # Blocks of VALUE_BLOCK values (their exponentials taken together); a
+        # value's bits do not depend on its block, so not on the threads either.
+        cdef Py_ssize_t blocks = (end - start + VALUE_BLOCK - 1) // VALUE_BLOCK, b, lo
+        chunk = (chunk + VALUE_BLOCK - 1) // VALUE_BLOCK
         if nt > 1:
-            for k in prange(start, end, schedule="dynamic", chunksize=chunk,
-                            num_threads=nt):
-                out[k] = <kfloat>_value(kp, &q, X, perm[k], norms)
+            for b in prange(blocks, schedule="dynamic", chunksize=chunk, num_threads=nt):
+                lo = start + b * VALUE_BLOCK
+                _values_block(kp, &q, X, perm, lo,
+                              lo + VALUE_BLOCK if lo + VALUE_BLOCK < end else end,
+                              norms, out)
         else:
-            for k in range(start, end):
-                out[k] = <kfloat>_value(kp, &q, X, perm[k], norms)
+            for b in range(blocks):
+                lo = start + b * VALUE_BLOCK
+                _values_block(kp, &q, X, perm, lo,
+                              lo + VALUE_BLOCK if lo + VALUE_BLOCK < end else end,
+                              norms, out)
         _clear_query(&q, self.work)
 
     cdef const kfloat* get_row(self, Py_ssize_t p, Py_ssize_t length) noexcept nogil:

@@ -4,11 +4,18 @@
 # whatever thread or loop shape asks for it, so the two agree bit for bit and
 # neither depends on the thread count.  Inline, so each loop runs them without
 # a call.
-from libc.math cimport exp, tanh, fabs
+from libc.math cimport tanh, fabs
 from libc.stdint cimport int32_t
 
 from ._rows cimport Rows, row_ptr
-from ._kernel cimport KernelParams, LINEAR, POLY, RBF, SIGMOID, PRECOMPUTED, LAPLACIAN
+from ._kernel cimport KernelParams, kfloat, LINEAR, POLY, RBF, SIGMOID, PRECOMPUTED, LAPLACIAN
+
+# exp for RBF/Laplacian values, one value (ks_exp) or many in place
+# (ks_exp_block, AVX2 where the CPU has it): the same bits either way.
+cdef extern from "_exp.h" nogil:
+    double ks_exp(double x)
+    void ks_exp_block(double* v, Py_ssize_t n)
+    int ks_exp_set_path(int path)
 
 cdef extern from *:
     """
@@ -197,12 +204,17 @@ cdef inline double _powi(double base, int times) noexcept nogil:
     return result
 
 
+cdef inline double _exponent(const KernelParams* kp, double base) noexcept nogil:
+    """RBF/Laplacian: K = exp of this."""
+    if base < 0.0:   # rounding in the norm expansion
+        base = 0.0
+    return -kp.gamma * base
+
+
 cdef inline double _finish(const KernelParams* kp, double base) noexcept nogil:
     """Turn <x,y> (linear, poly, sigmoid) or a distance (rbf, laplacian) into K."""
     if kp.kind == RBF or kp.kind == LAPLACIAN:
-        if base < 0.0:   # rounding in the norm expansion
-            base = 0.0
-        return exp(-kp.gamma * base)
+        return ks_exp(_exponent(kp, base))
     if kp.kind == POLY:
         return _powi(kp.gamma * base + kp.coef0, kp.degree)
     if kp.kind == SIGMOID:
@@ -256,10 +268,11 @@ cdef inline void _clear_query(const Query* q, double* work) noexcept nogil:
             work[q.idx[t]] = 0.0
 
 
-cdef inline double _pair(const KernelParams* kp, const Query* q, const double* v,
-                         const int32_t* ix, Py_ssize_t m,
-                         double norm_j) noexcept nogil:
-    """K(x_i, x_j) with x_i prepared in q and x_j = (v, ix, m), ix NULL if dense."""
+cdef inline double _pair_base(const KernelParams* kp, const Query* q, const double* v,
+                              const int32_t* ix, Py_ssize_t m,
+                              double norm_j) noexcept nogil:
+    """What _finish turns into K(x_i, x_j): <x_i, x_j> or their distance, with
+    x_i prepared in q and x_j = (v, ix, m), ix NULL if dense."""
     cdef int kind = kp.kind
     cdef double base
     if ix == NULL:
@@ -283,15 +296,51 @@ cdef inline double _pair(const KernelParams* kp, const Query* q, const double* v
             base = _dot_merge(q.vals, q.idx, q.nnz, v, ix, m)
             if kind == RBF:
                 base = q.norm + norm_j - 2.0 * base
-    return _finish(kp, base)
+    return base
+
+
+cdef inline double _pair(const KernelParams* kp, const Query* q, const double* v,
+                         const int32_t* ix, Py_ssize_t m,
+                         double norm_j) noexcept nogil:
+    """K(x_i, x_j) with x_i prepared in q and x_j = (v, ix, m), ix NULL if dense."""
+    return _finish(kp, _pair_base(kp, q, v, ix, m, norm_j))
+
+
+cdef inline double _value_base(const KernelParams* kp, const Query* q, const Rows* Y,
+                               Py_ssize_t j, const double* norms) noexcept nogil:
+    cdef const double* v
+    cdef const int32_t* ix
+    cdef Py_ssize_t m = row_ptr(Y, j, &v, &ix)
+    return _pair_base(kp, q, v, ix, m, norms[j])
 
 
 cdef inline double _value(const KernelParams* kp, const Query* q, const Rows* Y,
                           Py_ssize_t j, const double* norms) noexcept nogil:
-    cdef const double* v
-    cdef const int32_t* ix
-    cdef Py_ssize_t m = row_ptr(Y, j, &v, &ix)
-    return _pair(kp, q, v, ix, m, norms[j])
+    return _finish(kp, _value_base(kp, q, Y, j, norms))
+
+
+cdef enum:
+    # Kernel values per block of _values_block: its exponents sit on the stack.
+    VALUE_BLOCK = 128
+
+
+cdef inline void _values_block(const KernelParams* kp, const Query* q, const Rows* Y,
+                               const Py_ssize_t* rows, Py_ssize_t start, Py_ssize_t end,
+                               const double* norms, kfloat* out) noexcept nogil:
+    """out[k] = K(x_i, Y[rows[k]]) for start <= k < end (at most VALUE_BLOCK):
+    the same bits as _value, the exponentials of an RBF/Laplacian block taken
+    together (ks_exp_block)."""
+    cdef double e[VALUE_BLOCK]
+    cdef Py_ssize_t k, m = end - start
+    if kp.kind != RBF and kp.kind != LAPLACIAN:
+        for k in range(start, end):
+            out[k] = <kfloat>_value(kp, q, Y, rows[k], norms)
+        return
+    for k in range(m):
+        e[k] = _exponent(kp, _value_base(kp, q, Y, rows[start + k], norms))
+    ks_exp_block(e, m)
+    for k in range(m):
+        out[start + k] = <kfloat>e[k]
 
 
 cdef inline double _diag_value(const KernelParams* kp, const Rows* X, Py_ssize_t i,
