@@ -261,10 +261,11 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=0.0,
     row_independent : bool, default False
         Make each row of K depend on its row of X and on Y only, not on the
         other rows of X or its position among them (prediction in pieces then
-        gives the bits of prediction as a whole): the BLAS path computes a
-        partial tile of rows as a full one, and whether sparse data is
-        densified for BLAS is decided by Y and the width alone (sparse X is
-        made dense a bounded chunk of rows at a time).
+        gives the bits of prediction as a whole): dense dot products come
+        from kernsolve's own fused multiply-add chains (``_core/_dots.h``)
+        instead of dgemm, whose value for a row can change with its place in
+        the call, and whether sparse data is densified is decided by Y and the
+        width alone (sparse X is made dense a bounded chunk of rows at a time).
 
     Returns
     -------
@@ -304,7 +305,7 @@ def _rows_apart(Xc, Yc, code, degree, gamma, coef0, n_threads):
 
     Which path computes the values is decided by Y and the width alone, never
     by X's rows: the core's loops (per value, the same for any rows) when Y
-    stays sparse or for the Laplacian kernel; else BLAS on padded tiles, with
+    stays sparse or for the Laplacian kernel; else ks_dots on tiles, with
     sparse X made dense in chunks of whole tiles (so the memory is bounded by
     the width, not by the number of rows), or the core's loops when even one
     tile of X rows would be too large dense."""
@@ -314,18 +315,18 @@ def _rows_apart(Xc, Yc, code, degree, gamma, coef0, n_threads):
     if code == LAPLACIAN or sp.issparse(Yc) or (
             sp.issparse(Xc) and ROW_TILE * width * 8 > _DENSE_CHUNK_BYTES):
         return _matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads)
-    with one_blas_thread():
-        if not sp.issparse(Xc):
-            return _matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads,
-                                          True, True)
-        step = max(1, _DENSE_CHUNK_BYTES // (8 * max(width, 1) * ROW_TILE)) * ROW_TILE
-        # (a chunk is whole tiles: the tiles, hence the bits, are those of one call)
-        out = np.empty((Xc.shape[0], Yc.shape[0]))
-        for start in range(0, Xc.shape[0], step):
-            out[start:start + step] = _matrix._kernel_matrix(
-                Xc[start:start + step].toarray(), Yc, code, degree, gamma, coef0, n_threads,
-                True, True)
-        return out
+    if not sp.issparse(Xc):
+        return _matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads,
+                                      True, True)
+    # dense chunks of whole tiles: the memory is bounded (the bits do not
+    # depend on the chunks)
+    step = max(1, _DENSE_CHUNK_BYTES // (8 * max(width, 1) * ROW_TILE)) * ROW_TILE
+    out = np.empty((Xc.shape[0], Yc.shape[0]))
+    for start in range(0, Xc.shape[0], step):
+        out[start:start + step] = _matrix._kernel_matrix(
+            Xc[start:start + step].toarray(), Yc, code, degree, gamma, coef0, n_threads,
+            True, True)
+    return out
 
 
 # A gathered sparse product costs about 1 ns per stored value, dgemm about

@@ -320,27 +320,39 @@ cdef inline double _value(const KernelParams* kp, const Query* q, const Rows* Y,
 
 
 cdef enum:
-    # Kernel values per block of _values_block: its exponents sit on the stack.
+    # Kernel values per block: _values_block's (on its stack) and the kernel
+    # matrix's pieces of a row.
     VALUE_BLOCK = 128
+
+
+cdef inline void _kernel_block(const KernelParams* kp, const Query* q, const Rows* Y,
+                               const Py_ssize_t* rows, Py_ssize_t start, Py_ssize_t end,
+                               const double* norms, double* out) noexcept nogil:
+    """out[k - start] = K(x_i, Y[rows[k]]) for start <= k < end (rows NULL: Y[k]):
+    the same bits as _value, the exponentials of an RBF/Laplacian block taken
+    together (ks_exp_block)."""
+    cdef Py_ssize_t k, j
+    cdef bint exponential = kp.kind == RBF or kp.kind == LAPLACIAN
+    for k in range(start, end):
+        j = rows[k] if rows != NULL else k
+        if exponential:
+            out[k - start] = _exponent(kp, _value_base(kp, q, Y, j, norms))
+        else:
+            out[k - start] = _value(kp, q, Y, j, norms)
+    if exponential:
+        ks_exp_block(out, end - start)
 
 
 cdef inline void _values_block(const KernelParams* kp, const Query* q, const Rows* Y,
                                const Py_ssize_t* rows, Py_ssize_t start, Py_ssize_t end,
                                const double* norms, kfloat* out) noexcept nogil:
-    """out[k] = K(x_i, Y[rows[k]]) for start <= k < end (at most VALUE_BLOCK):
-    the same bits as _value, the exponentials of an RBF/Laplacian block taken
-    together (ks_exp_block)."""
+    """out[k] = <kfloat>K(x_i, Y[rows[k]]) for start <= k < end, at most
+    VALUE_BLOCK of them (a kernel row's block for the cache)."""
     cdef double e[VALUE_BLOCK]
-    cdef Py_ssize_t k, m = end - start
-    if kp.kind != RBF and kp.kind != LAPLACIAN:
-        for k in range(start, end):
-            out[k] = <kfloat>_value(kp, q, Y, rows[k], norms)
-        return
-    for k in range(m):
-        e[k] = _exponent(kp, _value_base(kp, q, Y, rows[start + k], norms))
-    ks_exp_block(e, m)
-    for k in range(m):
-        out[start + k] = <kfloat>e[k]
+    cdef Py_ssize_t k
+    _kernel_block(kp, q, Y, rows, start, end, norms, e)
+    for k in range(start, end):
+        out[k] = <kfloat>e[k - start]
 
 
 cdef inline double _diag_value(const KernelParams* kp, const Rows* X, Py_ssize_t i,

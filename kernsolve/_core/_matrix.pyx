@@ -19,8 +19,15 @@ from scipy.linalg.cython_blas cimport dgemm
 from ._rows cimport Rows, as_rows
 from ._kernel cimport KernelParams, LINEAR, POLY, RBF, SIGMOID, LAPLACIAN
 from ._kernel_values cimport (
-    SCATTER_MAX_FEATURES, PAR_MIN_WORK, Query, _finish, _row_norm, _make_query,
-    _clear_query, _value, _chunk, _mean_cost)
+    SCATTER_MAX_FEATURES, PAR_MIN_WORK, VALUE_BLOCK, Query, _finish, _exponent, _row_norm,
+    _make_query, _clear_query, _kernel_block, _chunk, _mean_cost, ks_exp_block)
+
+# Dot products of dense rows whose bits do not depend on the other rows of the call.
+cdef extern from "_dots.h" nogil:
+    double* ks_dots_panel(Py_ssize_t d)
+    void ks_dots(const double* A, Py_ssize_t m, const double* B, Py_ssize_t n,
+                 Py_ssize_t d, double* C, Py_ssize_t ldc, double* panel)
+    int ks_dots_set_path(int path)
 
 cnp.import_array()
 
@@ -52,8 +59,7 @@ cdef void _rows_block(const Rows* X, const Rows* Y, const KernelParams* kp,
         j1 = j0 + jb if j0 + jb < n_y else n_y
         for i in range(i0, i1):
             q = _make_query(X, i, nx[i], work, scatter)
-            for j in range(j0, j1):
-                out[i * n_y + j] = _value(kp, &q, Y, j, ny)
+            _kernel_block(kp, &q, Y, NULL, j0, j1, ny, out + i * n_y + j0)
             _clear_query(&q, work)
         j0 = j1
 
@@ -102,14 +108,14 @@ cdef int _fill_matrix(const Rows* X, const Rows* Y, const KernelParams* kp,
         work = <double*>calloc(nf if nf > 0 else 1, sizeof(double))
         if work == NULL:
             return -1
+    cdef Py_ssize_t blocks = (n_y + VALUE_BLOCK - 1) // VALUE_BLOCK, b, lo
+    chunk = (chunk + VALUE_BLOCK - 1) // VALUE_BLOCK
     for i in range(n_x):
         q = _make_query(X, i, nx[i], work, scatter)
-        if nt > 1:
-            for j in prange(n_y, schedule="dynamic", chunksize=chunk, num_threads=nt):
-                out[i * n_y + j] = _value(kp, &q, Y, j, ny)
-        else:
-            for j in range(n_y):
-                out[i * n_y + j] = _value(kp, &q, Y, j, ny)
+        for b in prange(blocks, schedule="dynamic", chunksize=chunk, num_threads=nt):
+            lo = b * VALUE_BLOCK
+            _kernel_block(kp, &q, Y, NULL, lo, lo + VALUE_BLOCK if lo + VALUE_BLOCK < n_y else n_y,
+                          ny, out + i * n_y + lo)
         _clear_query(&q, work)
     free(work)
     return 0
@@ -117,11 +123,11 @@ cdef int _fill_matrix(const Rows* X, const Rows* Y, const KernelParams* kp,
 
 # Output tiles of the BLAS path. They are fixed, whatever the thread count, so
 # every entry comes from the same dgemm call shape: identical bits for any
-# n_threads (OpenBLAS's own threading does not promise that).  With ``pad``
-# (prediction) a last, partial tile of X rows is also computed as a full tile
-# padded with zero rows, so a row's values depend neither on the other rows
-# computed with it nor on its position among them: predicting rows in pieces
-# gives the bits of predicting them together.
+# n_threads (OpenBLAS's own threading does not promise that).  With
+# ``own_dots`` (prediction) the dot products come from ks_dots instead
+# (_dots.h): dgemm's value for a row of X can change with the row's place in
+# the call, ks_dots' never does, so predicting rows in pieces gives the bits
+# of predicting them together.
 cdef Py_ssize_t TILE_X = 128
 cdef Py_ssize_t TILE_Y = 1024
 #: Rows of X per BLAS tile: callers that cut X into blocks use multiples of it.
@@ -130,18 +136,18 @@ ROW_TILE = TILE_X
 
 cdef int _fill_matrix_gemm(const Rows* X, const Rows* Y, const KernelParams* kp,
                            const double* nx, const double* ny, double* out,
-                           int n_threads, bint pad_tiles) noexcept nogil:
-    """Dense X and Y, dot-product kernels: tiles of single-threaded dgemm, then K."""
+                           int n_threads, bint own_dots) noexcept nogil:
+    """Dense X and Y, dot-product kernels: tiles of single-threaded dgemm (or
+    ks_dots), then K."""
     cdef Py_ssize_t n_x = X.n_rows, n_y = Y.n_rows, d = X.n_features
     cdef Py_ssize_t tiles_x = (n_x + TILE_X - 1) // TILE_X
     cdef Py_ssize_t tiles_y = (n_y + TILE_Y - 1) // TILE_Y
     cdef Py_ssize_t t, i, j, i0, j0, tx, ty
     cdef int m_, n_, k_, lda, ldb, ldc
-    cdef double one = 1.0, zero = 0.0, g
+    cdef double one = 1.0, zero = 0.0
     cdef char trans_t = b'T', trans_n = b'N'
     cdef double* c
-    cdef double* a
-    cdef double* pad
+    cdef double* panel
     cdef int nt = n_threads
     cdef int failed = 0
     if tiles_x * tiles_y < 2:
@@ -151,45 +157,68 @@ cdef int _fill_matrix_gemm(const Rows* X, const Rows* Y, const KernelParams* kp,
         j0 = (t % tiles_y) * TILE_Y
         tx = TILE_X if i0 + TILE_X <= n_x else n_x - i0
         ty = TILE_Y if j0 + TILE_Y <= n_y else n_y - j0
-        # Column-major view: C^T[j, i] = sum_k Y[j, k] X[i, k], so C^T = Y^T' X^T.
-        m_ = <int>ty
-        n_ = <int>(TILE_X if pad_tiles else tx)
-        k_ = <int>d
-        lda = <int>d
-        pad = NULL
-        if tx == TILE_X or not pad_tiles:
-            a = <double*>(X.values + i0 * d)
-            c = out + i0 * n_y + j0
-            ldc = <int>n_y
-        else:
-            # the partial tile: its rows, then zero rows, and its own output
-            pad = <double*>calloc(TILE_X * (d + ty), sizeof(double))
-            if pad == NULL:
+        c = out + i0 * n_y + j0
+        ldc = <int>n_y
+        if own_dots:
+            panel = ks_dots_panel(d)
+            if panel == NULL:
                 failed += 1
                 continue
-            a = pad
-            c = pad + TILE_X * d
-            ldc = <int>ty
-            for i in range(tx * d):
-                a[i] = X.values[i0 * d + i]
-        ldb = <int>d
-        dgemm(&trans_t, &trans_n, &m_, &n_, &k_, &one,
-              <double*>(Y.values + j0 * d), &lda, a, &ldb, &zero, c, &ldc)
+            ks_dots(X.values + i0 * d, tx, Y.values + j0 * d, ty, d, c, ldc, panel)
+            free(panel)
+        else:
+            # Column-major view: C^T[j, i] = sum_k Y[j, k] X[i, k], so C^T = Y^T' X^T.
+            m_ = <int>ty
+            n_ = <int>tx
+            k_ = <int>d
+            lda = <int>d
+            ldb = <int>d
+            dgemm(&trans_t, &trans_n, &m_, &n_, &k_, &one,
+                  <double*>(Y.values + j0 * d), &lda, <double*>(X.values + i0 * d), &ldb,
+                  &zero, c, &ldc)
         for i in range(tx):
-            for j in range(ty):
-                g = c[i * ldc + j]
-                if kp.kind == RBF:
-                    g = nx[i0 + i] + ny[j0 + j] - 2.0 * g
-                out[(i0 + i) * n_y + j0 + j] = _finish(kp, g)
-        if pad != NULL:
-            free(pad)
+            if kp.kind == RBF:
+                for j in range(ty):
+                    c[i * ldc + j] = _exponent(kp, nx[i0 + i] + ny[j0 + j] - 2.0 * c[i * ldc + j])
+                ks_exp_block(c + i * ldc, ty)
+            else:
+                for j in range(ty):
+                    c[i * ldc + j] = _finish(kp, c[i * ldc + j])
     return failed
 
 
+def _dots(A, B, int path=-1):
+    """A @ B.T through ks_dots on ``path`` (0 one value at a time with fma(),
+    1 AVX2 + FMA where the CPU has it, -1 the CPU's choice): returns (the
+    products, the path used).  For the tests (tests/test_dots.py)."""
+    cdef const double[:, ::1] a = np.ascontiguousarray(A, dtype=np.float64)
+    cdef const double[:, ::1] b = np.ascontiguousarray(B, dtype=np.float64)
+    if a.shape[1] != b.shape[1]:
+        raise ValueError("A and B have different widths")
+    out = np.zeros((a.shape[0], b.shape[0]))
+    cdef double[:, ::1] o = out
+    cdef Py_ssize_t d = a.shape[1]
+    cdef double* panel
+    cdef int used
+    if out.size == 0:
+        return out, ks_dots_set_path(-1)
+    panel = ks_dots_panel(d)
+    if panel == NULL:
+        raise MemoryError("_dots: no memory for the panel")
+    with nogil:
+        used = ks_dots_set_path(path)
+        ks_dots(&a[0, 0] if d > 0 else NULL, a.shape[0], &b[0, 0] if d > 0 else NULL,
+                b.shape[0], d, &o[0, 0], o.shape[1], panel)
+        ks_dots_set_path(-1)
+    free(panel)
+    return out, used
+
+
 def _kernel_matrix(X, Y, int kernel_type, int degree, double gamma, double coef0,
-                   int n_threads, bint use_blas=False, bint pad_tiles=False):
+                   int n_threads, bint use_blas=False, bint row_independent=False):
     """Dense K(X, Y) for canonical X, Y (validated by kernsolve._kernels); with
-    ``pad_tiles`` each row's values do not depend on the other rows of X."""
+    ``row_independent`` (dense operands, use_blas) each row's values do not
+    depend on the other rows of X: ks_dots instead of dgemm."""
     cdef Rows RX, RY
     cdef KernelParams kp
     if kernel_type not in (LINEAR, POLY, RBF, SIGMOID, LAPLACIAN):
@@ -218,7 +247,7 @@ def _kernel_matrix(X, Y, int kernel_type, int degree, double gamma, double coef0
     with nogil:
         if blas:
             status = _fill_matrix_gemm(&RX, &RY, &kp, pnx, pny, o, max(1, n_threads),
-                                       pad_tiles)
+                                       row_independent)
         else:
             status = _fill_matrix(&RX, &RY, &kp, pnx, pny, o, max(1, n_threads))
     if status != 0:
