@@ -173,14 +173,16 @@ def test_random_operations_match_model(sparse, budget_entries):
     assert np.array_equal(kr.diagonal, diag_fresh[model.perm])
 
 
+@pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("budget_entries", [0, 400, 10_000])
-def test_runs_of_swaps_match_one_at_a_time(budget_entries):
+def test_runs_of_swaps_match_one_at_a_time(budget_entries, sparse):
     """swap() defers the cached rows' column swaps until the cache is next read
     (one walk per shrinking pass): runs of up to 40 swaps, some repeating a
     pair or undoing the last one, then a read, against the one-swap-at-a-time
-    model."""
+    model.  Sparse rows are then computed from the copy of X in position
+    order, rebuilt after each run of swaps."""
     n = 50
-    X = data(n, seed=4)
+    X = data(n, seed=4, sparse=sparse)
     kr = engine(X, cache_mb=budget_entries * KFLOAT / 2**20)
     fresh = engine(X, cache_mb=0)
     model = CacheModel(n, max(budget_entries, 2 * n))

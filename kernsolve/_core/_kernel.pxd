@@ -1,6 +1,8 @@
 # The kernel engine: the kernel kinds and parameters, and KernelRows, the LRU
 # cache of kernel rows shared by SMO, SBP, Pegasos, SDCA and the Perceptron.
 # The kernel values themselves are the inline functions of _kernel_values.pxd.
+from libc.stdint cimport int32_t, int64_t
+
 from ._rows cimport Rows
 
 # Cached kernel values are single precision, like LIBSVM's Qfloat: twice the
@@ -67,6 +69,16 @@ cdef class KernelRows:
     # run of swaps -- one shrinking pass -- walks the cache once, not per swap).
     cdef Py_ssize_t* pending          # (lo, hi) pairs, in the order swap() was called
     cdef Py_ssize_t n_pending
+    # Sparse X copied in position order (row k = data row perm[k]) so a kernel
+    # row walks memory in order instead of jumping through perm; rebuilt after
+    # swaps, before the next row is computed.  NULL when X is dense or the
+    # copy would be too large.
+    cdef Rows by_pos
+    cdef double* by_pos_values
+    cdef int32_t* by_pos_indices
+    cdef int64_t* by_pos_indptr
+    cdef double* by_pos_norms
+    cdef bint by_pos_stale
 
     cdef const kfloat* get_row(self, Py_ssize_t p, Py_ssize_t length) noexcept nogil
     cdef void swap(self, Py_ssize_t p, Py_ssize_t q) noexcept nogil
@@ -76,5 +88,6 @@ cdef class KernelRows:
     cdef void _lru_insert(self, Py_ssize_t h) noexcept nogil
     cdef void _drop(self, Py_ssize_t h) noexcept nogil
     cdef void _apply_pending(self) noexcept nogil
+    cdef void _order_by_position(self) noexcept nogil
     cdef void _fill(self, Py_ssize_t p, Py_ssize_t start, Py_ssize_t end,
                     kfloat* out) noexcept nogil
