@@ -44,7 +44,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from ._common import UntimedCallback
-from ._tiled_cholesky import cholesky_upper, upper_times_transpose
+from ._tiled_cholesky import TILE, cholesky_upper, upper_times_transpose
 from ..._constants import LINEAR, POLY, RBF
 from ..._kernels import one_blas_thread
 from ..._random import permutation
@@ -164,26 +164,55 @@ class _RowBlocks:
         return out
 
 
-def _preconditioner(K_MM, lam, pool):
-    """FALKON's factors in float64: T upper with T^T T = K_MM + eps p I (in
-    K_MM's place), A upper with A^T A = T T^T / p + lam I; tiled on the pool
-    (``_tiled_cholesky``: the same bits for any thread count)."""
-    p = K_MM.shape[0]
-    jitter = np.finfo(np.float64).eps * p * max(float(np.max(np.diag(K_MM))), 1e-300)
-    K_MM[np.diag_indices(p)] += jitter
-    T = K_MM
-    if cholesky_upper(T, pool) != 0:
-        raise ValueError(f"--centers: the kernel matrix of the p = {p} centres is not "
-                         "numerically positive definite (duplicate centres, or a linear "
-                         "or polynomial kernel with more centres than its feature "
-                         "space has dimensions); use fewer centres")
-    A = upper_times_transpose(T, pool)
-    A /= p
-    A[np.diag_indices(p)] += lam
-    if cholesky_upper(A, pool) != 0:  # T T^T / p + lam I is positive definite when T is regular
-        raise ValueError(f"--centers: the preconditioner of the p = {p} centres is "
-                         "singular; use fewer centres or a larger --lambda")
-    return T, A
+class _Factors:
+    """FALKON's factors in float64, packed in one p x p array (``8 p^2`` bytes,
+    not 16): T upper with T^T T = K_MM + eps p I (K_MM's place, upper triangle
+    and diagonal), A upper with A^T A = T T^T / p + lam I stored as the unit
+    lower triangle ``L = A^T diag(A)^{-1}`` (the strict lower triangle) and
+    ``diag(A)``.  Built on the pool (``_tiled_cholesky``: the same bits for any
+    thread count); the solves run on one BLAS thread."""
+
+    def __init__(self, K_MM, lam, pool):
+        p = K_MM.shape[0]
+        jitter = np.finfo(np.float64).eps * p * max(float(np.max(np.diag(K_MM))), 1e-300)
+        K_MM[np.diag_indices(p)] += jitter
+        if cholesky_upper(K_MM, pool) != 0:
+            raise ValueError(f"--centers: the kernel matrix of the p = {p} centres is not "
+                             "numerically positive definite (duplicate centres, or a linear "
+                             "or polynomial kernel with more centres than its feature "
+                             "space has dimensions); use fewer centres")
+        A = upper_times_transpose(K_MM, pool)
+        A /= p
+        A[np.diag_indices(p)] += lam
+        if cholesky_upper(A, pool) != 0:  # positive definite when T is regular
+            raise ValueError(f"--centers: the preconditioner of the p = {p} centres is "
+                             "singular; use fewer centres or a larger --lambda")
+        self.dA = np.diag(A).copy()
+        for r0 in range(0, p, TILE):      # L's rows r0..r1 into K_MM's strict lower part
+            r1 = min(r0 + TILE, p)
+            K_MM[r0:r1, :r0] = A[:r0, r0:r1].T / self.dA[:r0]
+            diag = K_MM[r0:r1, r0:r1]
+            diag[...] = np.triu(diag) + np.tril(A[r0:r1, r0:r1].T / self.dA[r0:r1], -1)
+        self.F = K_MM
+
+    def _tri(self, u, lower, trans):
+        return scipy.linalg.solve_triangular(self.F, u, lower=lower, trans=trans,
+                                             unit_diagonal=lower, check_finite=False)
+
+    def solve_T(self, u, trans="N"):
+        """T^{-1} u, or T^{-T} u."""
+        with one_blas_thread():
+            return self._tri(u, False, trans)
+
+    def solve_A(self, u):
+        """A^{-1} u = L^{-T} diag(A)^{-1} u."""
+        with one_blas_thread():
+            return self._tri(u / self.dA[:, None], True, "T")
+
+    def solve_At(self, u):
+        """A^{-T} u = diag(A)^{-1} L^{-1} u."""
+        with one_blas_thread():
+            return self._tri(u, True, "N") / self.dA[:, None]
 
 
 def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_threads=1,
@@ -223,33 +252,24 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
     if not np.all(np.isfinite(K_MM)):
         raise ValueError("the kernel matrix of the centres has non-finite values "
                          "(gamma too large for the data?)")
-    solve = scipy.linalg.solve_triangular
-
-    def B(u):                            # T^{-1} A^{-1} u
-        with one_blas_thread():
-            return solve(T, solve(A, u, check_finite=False), check_finite=False)
-
-    def Bt(u):                           # A^{-T} T^{-T} u
-        with one_blas_thread():
-            return solve(A, solve(T, u, trans="T", check_finite=False), trans="T",
-                         check_finite=False)
-
     user = UntimedCallback(callback)
     with ThreadPoolExecutor(max_workers=n_threads) as pool:
-        T, A = _preconditioner(K_MM, lam, pool)
+        fac = _Factors(K_MM, lam, pool)
         del K_MM
         blocks = _RowBlocks(kern, C, cache_mb * 2 ** 20, pool, PRECISIONS[precision])
         t_setup = time.perf_counter() - t0
 
+        def B(u):                        # T^{-1} A^{-1} u
+            return fac.solve_T(fac.solve_A(u))
+
+        def Bt(u):                       # A^{-T} T^{-T} u
+            return fac.solve_At(fac.solve_T(u, "T"))
+
         def BHB(u):
-            with one_blas_thread():
-                v = solve(A, u, check_finite=False)
-                w = solve(T, v, check_finite=False)
-            z = blocks.apply(w, None)
+            v = fac.solve_A(u)
+            z = blocks.apply(fac.solve_T(v), None)
             z /= n
-            with one_blas_thread():
-                z = solve(T, z, trans="T", check_finite=False) + lam * v
-                return solve(A, z, trans="T", check_finite=False)
+            return fac.solve_At(fac.solve_T(z, "T") + lam * v)
 
         r = Bt(blocks.apply(None, Y) / n)
         # Conjugate gradient, one independent recurrence per output column.
