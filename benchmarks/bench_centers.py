@@ -96,9 +96,11 @@ def main(argv=None):
     pwall = time.perf_counter() - t
     err = 100.0 - acc
     print(f"centers: test error {err:.2f}%  train wall {wall:.1f} s (setup "
-          f"{st['setup_seconds']:.1f} s, CG {st['seconds'] - st['setup_seconds']:.1f} s, "
+          f"{st['setup_seconds']:.1f} s, CG {st['seconds'] - st['setup_seconds']:.1f} s of which "
+          f"first pass {st['first_pass_seconds']:.1f} s, "
           f"{st['n_iter']} iterations, {st['cached_blocks']}/{st['row_blocks']} row blocks "
-          f"cached, relative residual {st['relative_residual']:.3g})  predict {pwall:.1f} s  peak RSS {peak_rss_mb():.0f} MB", flush=True)
+          f"cached, relative residual {st['relative_residual']:.3g})  predict {pwall:.1f} s  "
+          f"peak RSS {peak_rss_mb():.0f} MB", flush=True)
     if args.smo:
         t = time.perf_counter()
         smo = kernsolve.train(y, X, f"-c 10 -g {args.gamma:g} -q --threads {args.threads}")
