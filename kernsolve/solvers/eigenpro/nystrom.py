@@ -26,14 +26,17 @@ approximation holds, so a few iterations are enough.  Each iteration is one
 pass over the data: ``K_nM^T (K_nM w)`` block of rows by block of rows.
 
 Cost: the preconditioner ``p^3`` multiply-adds (two Cholesky factors and
-``T T^T``, LAPACK on one thread) and ``p^2`` kernel values; each iteration
-``2 n p c`` multiply-adds (c outputs) plus ``n p`` kernel values for every row
-block not kept in the cache (``-m`` MB: blocks of ``K(X, C)`` computed once
-and kept, in row order, while they fit; the others are recomputed each
-iteration).  The result does not depend on the cache size nor on the thread
-count: the row blocks are fixed by p, each block's kernel values come from the
-kernel engine (same bits for any thread count), each block's products run on
-one BLAS thread and the blocks' sums are added in row order.
+``T T^T``, tiled on the thread pool: ``_tiled_cholesky``) and ``p^2`` kernel
+values; each iteration ``2 n p c`` multiply-adds (c outputs) plus ``n p``
+kernel values for every row block not kept in the cache (``-m`` MB: blocks of
+``K(X, C)`` computed once and kept, in row order, while they fit; the others
+are recomputed each iteration).  ``--precision single`` computes the blocks by
+float32 GEMM, keeps them in float32 and multiplies in float32 (half the
+memory; the sums, the factors and CG stay in double).  The result does not
+depend on the cache size nor on the thread count: the row blocks and the
+factors' tiles are fixed by p, each block's kernel values come from one call
+of a fixed shape (the kernel engine, or one sgemm), each block's products and
+each tile run on one BLAS thread and the blocks' sums are added in row order.
 """
 import time
 from concurrent.futures import ThreadPoolExecutor
