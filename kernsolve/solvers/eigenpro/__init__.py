@@ -37,7 +37,7 @@ SPEC = SolverSpec(
         "precision": Option("K(X, centres) in double or single precision with --centers "
                             "(single: half the memory, float32 products)", kind="choice",
                             choices=("double", "single"), default="double",
-                            only=("eigenpro",), noun="the precision"),
+                            only=("eigenpro",), noun="precision"),
     },
     median_gamma=True,
     train=Ref(__name__ + ".train", "train_eigenpro"),
