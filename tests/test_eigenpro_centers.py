@@ -304,7 +304,7 @@ def test_single_precision_same_bits_for_threads_and_cache(monkeypatch):
 
 
 @pytest.mark.parametrize("options, message", [
-    ("--precision single", "--precision: only the centres' model"),
+    ("--precision single", "--precision single: only the centres' model"),
     ("--centers 10 --precision half",
      r"--precision: unknown precision .half. \(known: double, single\)"),
 ])

@@ -148,9 +148,9 @@ def eigenpro_options(param, n_samples=None):
         raise ValueError("--lambda: only the centres' model (--centers p) has a ridge "
                          "regulariser; EigenPro's kernel expansion is regularised by "
                          "its number of epochs")
-    elif "precision" in given:
-        raise ValueError("--precision: only the centres' model (--centers p) stores "
-                         "K(X, centres); the kernel expansion computes in double")
+    elif opts.get("precision") == "single":    # (double is what the expansion does)
+        raise ValueError("--precision single: only the centres' model (--centers p) "
+                         "stores K(X, centres); the kernel expansion computes in double")
     return {"auto_k": auto_k, "subsample": M, "eigen_directions": k, "batch_size": m,
             "damping": tau, "epochs": opts["epochs"], "step": opts["step"],
             "features": opts["features"], "centers": p, "lambda": lam,
