@@ -46,12 +46,15 @@ def main(argv=None):
     ap.add_argument("--centers", type=int, default=5000)
     ap.add_argument("--lam", type=float, default=1e-6, help="--lambda, the ridge")
     ap.add_argument("--epochs", type=int, default=10, help="conjugate-gradient iterations")
+    ap.add_argument("--precision", choices=("double", "single"), default="double",
+                    help="--precision: K(X, centres) in double or single")
     ap.add_argument("--gamma", type=float, default=0.02)
     ap.add_argument("--cache-mb", type=float, default=2500.0,
                     help="-m: MB of K(X, centres) kept between iterations")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--trace", action="store_true", help="test error after each iteration")
+    ap.add_argument("--trace-every", type=int, default=1, help="... every this many")
     ap.add_argument("--smo", action="store_true", help="also train SMO -c 10 on the same rows")
     args = ap.parse_args(argv)
 
@@ -61,12 +64,15 @@ def main(argv=None):
           f"threads {args.threads} (read in {time.perf_counter() - t:.1f} s)", flush=True)
     options = (f"--solver eigenpro --centers {args.centers} --lambda {args.lam:g} "
                f"--epochs {args.epochs} -g {args.gamma:g} -m {args.cache_mb:g} "
+               f"--precision {args.precision} "
                f"--threads {args.threads} --seed {args.seed}")
     callback = None
     if args.trace:
         state = {}
 
         def callback(it, alpha):
+            if it % args.trace_every:
+                return
             if "K" not in state:
                 S = centre_indices(y.size, args.centers, args.seed)
                 kern = KernelBlocks(X[S], 2, args.gamma, 3, 0.0, args.threads)
@@ -79,20 +85,24 @@ def main(argv=None):
                   flush=True)
     print("kernsolve.train(y, X, " + repr(options) + ")", flush=True)
     t = time.perf_counter()
+    cpu = time.process_time()       # all threads: a load-independent measure of the work
     if callback is None:
         model = kernsolve.train(y, X, options)
     else:       # kernsolve.train's solver entry, with the per-iteration callback
         model = train_eigenpro(y, X, kernsolve.parse_options(options), callback=callback)
     wall = time.perf_counter() - t
+    cpu = time.process_time() - cpu
     st = model.stats
     t = time.perf_counter()
     pred, (acc, _, _), _ = kernsolve.predict(yt, Xt, model, "-q")
     pwall = time.perf_counter() - t
     err = 100.0 - acc
-    print(f"centers: test error {err:.2f}%  train wall {wall:.1f} s (setup "
-          f"{st['setup_seconds']:.1f} s, CG {st['seconds'] - st['setup_seconds']:.1f} s, "
+    print(f"centers: test error {err:.2f}%  train wall {wall:.1f} s, CPU {cpu:.1f} s (setup "
+          f"{st['setup_seconds']:.1f} s, CG {st['seconds'] - st['setup_seconds']:.1f} s of which "
+          f"first pass {st['first_pass_seconds']:.1f} s, "
           f"{st['n_iter']} iterations, {st['cached_blocks']}/{st['row_blocks']} row blocks "
-          f"cached)  predict {pwall:.1f} s  peak RSS {peak_rss_mb():.0f} MB", flush=True)
+          f"cached, relative residual {st['relative_residual']:.3g})  predict {pwall:.1f} s  "
+          f"peak RSS {peak_rss_mb():.0f} MB", flush=True)
     if args.smo:
         t = time.perf_counter()
         smo = kernsolve.train(y, X, f"-c 10 -g {args.gamma:g} -q --threads {args.threads}")

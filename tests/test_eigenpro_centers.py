@@ -239,3 +239,101 @@ def test_estimators_match_train():
         EigenProClassifier(centers=10, batch_size=5).fit(X, y)
     with pytest.raises(ValueError, match="--lambda: only the centres' model"):
         EigenProClassifier(lam=0.1).fit(X, y)
+
+
+# --------------------------------------------------------------------------
+# --precision single and the tiled factors
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kernel, t, extra", [("rbf", 2, {}), ("linear", 0, {}),
+                                              ("poly", 1, {"degree": 2, "coef0": 1.0}),
+                                              ("laplacian", 5, {})])
+def test_single_precision_blocks_are_the_kernel_rounded(kernel, t, extra):
+    # float32 sgemm blocks (rbf, linear, poly) or the engine's, rounded (laplacian)
+    from kernsolve.solvers.eigenpro._common import KernelBlocks
+    X, _ = _problem(n=300, d=6)
+    gamma = 0.4
+    kern = KernelBlocks(X, t, gamma, extra.get("degree", 3), extra.get("coef0", 0.0), 1)
+    C = np.ascontiguousarray(X[::7])
+    blocks = nystrom._RowBlocks(kern, C, 1e9, None, np.float32)
+    assert (blocks.single is not None) == (kernel != "laplacian")
+    K = blocks._block(0)
+    assert K.dtype == np.float32 and K.shape == (min(300, blocks.rows), C.shape[0])
+    ref = kernsolve.kernel_matrix(X[:K.shape[0]], C, kernel=kernel, gamma=gamma, **extra)
+    np.testing.assert_allclose(K, ref, rtol=2e-6, atol=2e-6 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("p, lam", [(40, 1e-4), (240, 1e-3)])
+def test_single_precision_is_the_closed_form_to_float32_accuracy(p, lam, monkeypatch):
+    monkeypatch.setattr(nystrom, "BLOCK_VALUES", 37 * p)
+    X, Y = _problem()
+    n, gamma = X.shape[0], 0.7
+    res = fit_eigenpro(X, Y, gamma=gamma, options=_opts(n, centers=p, precision="single",
+                                                        **{"lambda": lam}, epochs=60))
+    assert res.stats["precision"] == "single" and res.stats["row_blocks"] > 1
+    S = res.centres
+    K_nM, K_MM = _rbf(X, X[S], gamma), _rbf(X[S], X[S], gamma)
+    ref = np.linalg.solve(K_nM.T @ K_nM + n * lam * K_MM, K_nM.T @ Y)
+    # float32 kernel values and products: the fitted function to ~1e-5 of its
+    # scale (about 1), where a wrong block or sum is off by O(1)
+    np.testing.assert_allclose(K_nM @ res.alpha, K_nM @ ref, rtol=0, atol=1e-4)
+    assert res.stats["relative_residual"] < 1e-3
+
+
+def test_single_precision_same_bits_for_threads_and_cache(monkeypatch):
+    monkeypatch.setattr(nystrom, "BLOCK_VALUES", 60 * 80)
+    y, X = _classes(1000)
+    base = "-g 0.3 --solver eigenpro --centers 80 --epochs 4 -q --precision single"
+    one = kernsolve.train(y, X, base + " --threads 1")
+    two = kernsolve.train(y, X, base + " --threads 2")
+    small = kernsolve.train(y, X, base + " --threads 2 -m 0.02")   # one float32 block
+    assert small.stats["cached_blocks"] == 1 and one.stats["cached_blocks"] == 17
+    assert one.coef.tobytes() == two.coef.tobytes() == small.coef.tobytes()
+    double = kernsolve.train(y, X, base.replace("single", "double") + " --threads 1")
+    assert double.coef.tobytes() != one.coef.tobytes()
+    # lambda 1e-6 and 4 iterations: the coefficients are ill-conditioned and the
+    # iterates sensitive to rounding, the outputs close (the closed-form test above
+    # measures the converged accuracy)
+    single_out, double_out = (kernsolve.predict(y, X, m, "-q") for m in (one, double))
+    np.testing.assert_allclose(single_out[2], double_out[2], rtol=0, atol=2e-2)
+    assert np.mean(single_out[0] == double_out[0]) > 0.98
+    est = EigenProClassifier(gamma=0.3, centers=80, epochs=4, precision="single",
+                             n_jobs=2).fit(X, y)
+    order = [list(one.labels).index(c) for c in est.classes_]
+    np.testing.assert_array_equal(est.dual_coef_, one.coef[:, order])
+
+
+@pytest.mark.parametrize("options, message", [
+    ("--precision single", "--precision single: only the centres' model"),
+    ("--centers 10 --precision half",
+     r"--precision: unknown precision .half. \(known: double, single\)"),
+])
+def test_bad_precision(options, message):
+    y, X = _classes(100)
+    with pytest.raises(ValueError, match=message):
+        kernsolve.train(y, X, "--solver eigenpro -q " + options)
+
+
+@pytest.mark.parametrize("p", [1, 7, 50, 64])
+def test_tiled_cholesky_and_product_match_numpy_with_same_bits_for_threads(p, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+    from kernsolve.solvers.eigenpro import _tiled_cholesky as tc
+    monkeypatch.setattr(tc, "TILE", 8)         # several tiles and a partial last one
+    rng = np.random.default_rng(p)
+    Z = rng.normal(size=(p, p + 3))
+    S = Z @ Z.T / p + 0.1 * np.eye(p)
+    out = {}
+    for threads in (1, 2):
+        with ThreadPoolExecutor(threads) as pool:
+            U = S.copy()
+            assert tc.cholesky_upper(U, pool) == 0
+            out[threads] = (U, np.triu(tc.upper_times_transpose(U, pool)))
+    U, W = out[1]
+    assert out[2][0].tobytes() == U.tobytes() and out[2][1].tobytes() == W.tobytes()
+    np.testing.assert_allclose(U, np.linalg.cholesky(S).T, rtol=0, atol=1e-12 * p)
+    assert np.all(np.tril(U, -1) == 0)
+    np.testing.assert_allclose(W, np.triu(U @ U.T), rtol=0, atol=1e-12 * p)
+    if p > 10:       # a negative pivot: the 1-based column, as LAPACK's info
+        bad = S.copy()
+        bad[10, 10] = -1.0
+        assert tc.cholesky_upper(bad) == 11

@@ -48,7 +48,7 @@ class _BaseEigenPro(BaseEstimator):
         "cache_size": [CACHE_SIZE],
         **{name: ["no_validation"] for name in (
             "eigen_directions", "subsample", "batch_size", "damping", "epochs", "step",
-            "features", "centers", "lam")},
+            "features", "centers", "lam", "precision")},
         "random_state": ["no_validation"],     # seed_of, when the seed is drawn
     }
 
@@ -58,7 +58,8 @@ class _BaseEigenPro(BaseEstimator):
                  subsample: int | None = None, batch_size: int | None = None,
                  damping: float = 1.0, epochs: int = 10, step: float | None = None,
                  features: int | None = None, centers: int | None = None,
-                 lam: float | None = None, cache_size: float = 100.0,
+                 lam: float | None = None, precision: str | None = None,
+                 cache_size: float = 100.0,
                  random_state: RandomStateLike = None, n_jobs: int | None = None) -> None:
         self._store_params(locals())
 
@@ -73,7 +74,7 @@ class _BaseEigenPro(BaseEstimator):
                              f"got {self.coef0!r}")
         extra = {"epochs": self.epochs, "damping": self.damping}
         for key in ("eigen_directions", "subsample", "batch_size", "step", "features",
-                    "centers", "lam"):
+                    "centers", "lam", "precision"):
             value = getattr(self, key)
             if value is not None:
                 extra["lambda" if key == "lam" else key] = value
@@ -203,6 +204,9 @@ class EigenProRegressor(_BaseEigenPro):
     lam : float or None, default=None
         The ridge lambda with ``centers`` (``--lambda``, as
         ``exact_kernel_ridge``'s ``lam``); None: 1e-6.
+    precision : {"double", "single"} or None, default=None
+        ``K(X, centres)`` stored and multiplied in double or single precision
+        with ``centers`` (``--precision``); None: double.
     cache_size : float, default=100
         MB of ``K(X, centres)`` row blocks kept between iterations (``-m``,
         with ``centers``); the result does not depend on it.

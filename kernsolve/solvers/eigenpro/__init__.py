@@ -34,6 +34,10 @@ SPEC = SolverSpec(
                           only=("eigenpro",), noun="the number of centres p"),
         "lambda": Option("ridge regularisation with --centers (default 1e-6)", low=0,
                          only=("eigenpro",), noun="lambda"),
+        "precision": Option("K(X, centres) in double or single precision with --centers "
+                            "(single: half the memory, float32 products)", kind="choice",
+                            choices=("double", "single"), default="double",
+                            only=("eigenpro",), noun="precision"),
     },
     median_gamma=True,
     train=Ref(__name__ + ".train", "train_eigenpro"),

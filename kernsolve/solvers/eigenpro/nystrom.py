@@ -26,14 +26,17 @@ approximation holds, so a few iterations are enough.  Each iteration is one
 pass over the data: ``K_nM^T (K_nM w)`` block of rows by block of rows.
 
 Cost: the preconditioner ``p^3`` multiply-adds (two Cholesky factors and
-``T T^T``, LAPACK on one thread) and ``p^2`` kernel values; each iteration
-``2 n p c`` multiply-adds (c outputs) plus ``n p`` kernel values for every row
-block not kept in the cache (``-m`` MB: blocks of ``K(X, C)`` computed once
-and kept, in row order, while they fit; the others are recomputed each
-iteration).  The result does not depend on the cache size nor on the thread
-count: the row blocks are fixed by p, each block's kernel values come from the
-kernel engine (same bits for any thread count), each block's products run on
-one BLAS thread and the blocks' sums are added in row order.
+``T T^T``, tiled on the thread pool: ``_tiled_cholesky``) and ``p^2`` kernel
+values; each iteration ``2 n p c`` multiply-adds (c outputs) plus ``n p``
+kernel values for every row block not kept in the cache (``-m`` MB: blocks of
+``K(X, C)`` computed once and kept, in row order, while they fit; the others
+are recomputed each iteration).  ``--precision single`` computes the blocks by
+float32 GEMM, keeps them in float32 and multiplies in float32 (half the
+memory; the sums, the factors and CG stay in double).  The result does not
+depend on the cache size nor on the thread count: the row blocks and the
+factors' tiles are fixed by p, each block's kernel values come from one call
+of a fixed shape (the kernel engine, or one sgemm), each block's products and
+each tile run on one BLAS thread and the blocks' sums are added in row order.
 """
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -41,15 +44,18 @@ from copy import copy
 
 import numpy as np
 import scipy.linalg
-import scipy.linalg.lapack as lapack
+import scipy.sparse as sp
 
 from ._common import UntimedCallback
+from ._tiled_cholesky import TILE, cholesky_upper, upper_times_transpose
+from ..._constants import LINEAR, POLY, RBF
 from ..._kernels import one_blas_thread
 from ..._random import permutation
 
-__all__ = ["centre_indices", "fit_centres", "BLOCK_VALUES"]
+__all__ = ["centre_indices", "fit_centres", "BLOCK_VALUES", "PRECISIONS"]
 
-BLOCK_VALUES = 2 ** 22      # kernel values per row block of K(X, C): 32 MB
+BLOCK_VALUES = 2 ** 22      # kernel values per row block of K(X, C): 32 MB in double
+PRECISIONS = {"double": np.float64, "single": np.float32}
 
 
 def centre_indices(n, p, seed):
@@ -57,19 +63,64 @@ def centre_indices(n, p, seed):
     return np.sort(permutation(n, seed, "sampling")[:p]).astype(np.intp)
 
 
+class _SingleKernel:
+    """K(rows, C) in float32 for dense rows and the kernels of a dot product
+    (rbf, linear, polynomial): one sgemm ``rows . C^T`` on one BLAS thread,
+    then in place ``exp(-gamma (|x|^2 + |c|^2 - 2 x.c))`` (rbf, the squared
+    distance clipped at 0) or ``(gamma x.c + coef0)^degree``.  The squared
+    norms are summed in float64 and rounded once.  A block's values depend on
+    its rows and C only (one call of a fixed shape), not on the thread."""
+
+    def __init__(self, kern, C):
+        self.kern = kern
+        self.C = np.ascontiguousarray(C, dtype=np.float32)
+        self.cc = np.einsum("ij,ij->i", C, C).astype(np.float32)
+
+    @staticmethod
+    def applies(kern):
+        return not sp.issparse(kern.X) and kern.code in (RBF, LINEAR, POLY)
+
+    def block(self, start, stop):
+        R = self.kern.X[start:stop]
+        K = np.ascontiguousarray(R, dtype=np.float32) @ self.C.T
+        code, g = self.kern.code, np.float32(self.kern.gamma)
+        if code == RBF:
+            K *= np.float32(-2.0)
+            K += np.einsum("ij,ij->i", R, R).astype(np.float32)[:, None]
+            K += self.cc[None, :]
+            np.maximum(K, 0, out=K)
+            K *= -g
+            np.exp(K, out=K)
+        elif code == POLY:
+            K *= g
+            K += np.float32(self.kern.coef0)
+            K **= np.float32(self.kern.degree)
+        return K
+
+
 class _RowBlocks:
     """``K(X, C)`` in fixed row blocks (rows = BLOCK_VALUES // p), the first
     ones kept while they fit the cache; ``apply`` runs the blocks on the
-    thread pool, one kernel-engine thread and one BLAS thread per block."""
+    thread pool, one kernel-engine thread and one BLAS thread per block.
 
-    def __init__(self, kern, C, cache_bytes, pool):
+    ``dtype`` float32 (``--precision single``) stores the blocks in half the
+    memory, computes them by :class:`_SingleKernel` where it applies (else by
+    the engine, rounded) and runs the products in float32; the blocks' sums
+    are added in float64."""
+
+    def __init__(self, kern, C, cache_bytes, pool, dtype=np.float64):
         self.kern = copy(kern)              # the pool's engine: one thread per block
         self.kern.n_threads = 1
         self.C = C
+        self.dtype = np.dtype(dtype)
+        self.single = None
+        if self.dtype == np.float32 and _SingleKernel.applies(kern):
+            self.single = _SingleKernel(self.kern, C)
         self.n, self.p = kern.n_rows, C.shape[0]
         self.rows = max(1, BLOCK_VALUES // self.p)
         self.starts = list(range(0, self.n, self.rows))
-        self.keep = min(len(self.starts), int(cache_bytes // (8 * self.rows * self.p)))
+        block_bytes = self.dtype.itemsize * self.rows * self.p
+        self.keep = min(len(self.starts), int(cache_bytes // block_bytes))
         self.cache = {}
         self.n_evals = 0
         self.pool = pool
@@ -78,19 +129,27 @@ class _RowBlocks:
         K = self.cache.get(i)
         if K is None:
             start = self.starts[i]
-            K = self.kern.block(self.kern.row_range(start, start + self.rows), self.C)
+            with one_blas_thread():
+                if self.single is not None:
+                    K = self.single.block(start, start + self.rows)
+                else:
+                    K = self.kern.block(self.kern.row_range(start, start + self.rows),
+                                        self.C).astype(self.dtype, copy=False)
             if i < self.keep:
                 self.cache[i] = K
         return K
 
     def apply(self, u, V):
         """``sum_b K_b^T (K_b u + V_b)`` over the row blocks b (u or V may be None)."""
+        if u is not None:
+            u = u.astype(self.dtype, copy=False)
+
         def one(i):
             K = self._block(i)
             start = self.starts[i]
             with one_blas_thread():
                 if u is None:
-                    return K.T @ V[start:start + K.shape[0]]
+                    return K.T @ V[start:start + K.shape[0]].astype(self.dtype, copy=False)
                 t = K @ u
                 if V is not None:
                     t += V[start:start + K.shape[0]]
@@ -102,37 +161,65 @@ class _RowBlocks:
         out = None
         for part in self.pool.map(one, range(len(self.starts))):   # in row order
             if out is None:
-                out = part
+                out = part.astype(np.float64)
             else:
                 out += part
         return out
 
 
-def _preconditioner(K_MM, lam):
-    """FALKON's factors: T upper with T^T T = K_MM + eps p I, A upper with
-    A^T A = T T^T / p + lam I (LAPACK on one BLAS thread)."""
-    p = K_MM.shape[0]
-    jitter = np.finfo(np.float64).eps * p * max(float(np.max(np.diag(K_MM))), 1e-300)
-    K_MM[np.diag_indices(p)] += jitter
-    with one_blas_thread():
-        T, info = lapack.dpotrf(K_MM, lower=0, clean=1, overwrite_a=1)
-        if info != 0:
+class _Factors:
+    """FALKON's factors in float64, packed in one p x p array (``8 p^2`` bytes,
+    not 16): T upper with T^T T = K_MM + eps p I (K_MM's place, upper triangle
+    and diagonal), A upper with A^T A = T T^T / p + lam I stored as the unit
+    lower triangle ``L = A^T diag(A)^{-1}`` (the strict lower triangle) and
+    ``diag(A)``.  Built on the pool (``_tiled_cholesky``: the same bits for any
+    thread count); the solves run on one BLAS thread."""
+
+    def __init__(self, K_MM, lam, pool):
+        p = K_MM.shape[0]
+        jitter = np.finfo(np.float64).eps * p * max(float(np.max(np.diag(K_MM))), 1e-300)
+        K_MM[np.diag_indices(p)] += jitter
+        if cholesky_upper(K_MM, pool) != 0:
             raise ValueError(f"--centers: the kernel matrix of the p = {p} centres is not "
                              "numerically positive definite (duplicate centres, or a linear "
                              "or polynomial kernel with more centres than its feature "
                              "space has dimensions); use fewer centres")
-        A, info = lapack.dlauum(T, lower=0)               # T T^T, upper triangle
+        A = upper_times_transpose(K_MM, pool)
         A /= p
         A[np.diag_indices(p)] += lam
-        A, info = lapack.dpotrf(A, lower=0, clean=1, overwrite_a=1)
-        if info != 0:       # T T^T / p + lam I is positive definite when T is regular
+        if cholesky_upper(A, pool) != 0:  # positive definite when T is regular
             raise ValueError(f"--centers: the preconditioner of the p = {p} centres is "
                              "singular; use fewer centres or a larger --lambda")
-    return T, A
+        self.dA = np.diag(A).copy()
+        for r0 in range(0, p, TILE):      # L's rows r0..r1 into K_MM's strict lower part
+            r1 = min(r0 + TILE, p)
+            K_MM[r0:r1, :r0] = A[:r0, r0:r1].T / self.dA[:r0]
+            diag = K_MM[r0:r1, r0:r1]
+            diag[...] = np.triu(diag) + np.tril(A[r0:r1, r0:r1].T / self.dA[r0:r1], -1)
+        self.F = K_MM
+
+    def _tri(self, u, lower, trans):
+        return scipy.linalg.solve_triangular(self.F, u, lower=lower, trans=trans,
+                                             unit_diagonal=lower, check_finite=False)
+
+    def solve_T(self, u, trans="N"):
+        """T^{-1} u, or T^{-T} u."""
+        with one_blas_thread():
+            return self._tri(u, False, trans)
+
+    def solve_A(self, u):
+        """A^{-1} u = L^{-T} diag(A)^{-1} u."""
+        with one_blas_thread():
+            return self._tri(u / self.dA[:, None], True, "T")
+
+    def solve_At(self, u):
+        """A^{-T} u = diag(A)^{-1} L^{-1} u."""
+        with one_blas_thread():
+            return self._tri(u, True, "N") / self.dA[:, None]
 
 
 def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_threads=1,
-                callback=None):
+                precision="double", callback=None):
     """Fit ``alpha`` (p, c) on the centres by FALKON; see the module docstring.
 
     Parameters
@@ -148,6 +235,9 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
         Conjugate-gradient iterations (each one pass over the data).
     cache_mb : float
         Budget of the cached row blocks of K(X, C), MB.
+    precision : "double" or "single"
+        Storage and products of K(X, C) (``--precision``); the preconditioner
+        and the conjugate-gradient recurrences are in double either way.
     callback : callable, optional
         ``callback(iteration, alpha)`` after each iteration (not timed); True stops.
 
@@ -165,35 +255,27 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
     if not np.all(np.isfinite(K_MM)):
         raise ValueError("the kernel matrix of the centres has non-finite values "
                          "(gamma too large for the data?)")
-    T, A = _preconditioner(K_MM, lam)
-    del K_MM
-    solve = scipy.linalg.solve_triangular
-
-    def B(u):                            # T^{-1} A^{-1} u
-        with one_blas_thread():
-            return solve(T, solve(A, u, check_finite=False), check_finite=False)
-
-    def Bt(u):                           # A^{-T} T^{-T} u
-        with one_blas_thread():
-            return solve(A, solve(T, u, trans="T", check_finite=False), trans="T",
-                         check_finite=False)
-
     user = UntimedCallback(callback)
     with ThreadPoolExecutor(max_workers=n_threads) as pool:
-        blocks = _RowBlocks(kern, C, cache_mb * 2 ** 20, pool)
+        fac = _Factors(K_MM, lam, pool)
+        del K_MM
+        blocks = _RowBlocks(kern, C, cache_mb * 2 ** 20, pool, PRECISIONS[precision])
         t_setup = time.perf_counter() - t0
 
+        def B(u):                        # T^{-1} A^{-1} u
+            return fac.solve_T(fac.solve_A(u))
+
+        def Bt(u):                       # A^{-T} T^{-T} u
+            return fac.solve_At(fac.solve_T(u, "T"))
+
         def BHB(u):
-            with one_blas_thread():
-                v = solve(A, u, check_finite=False)
-                w = solve(T, v, check_finite=False)
-            z = blocks.apply(w, None)
+            v = fac.solve_A(u)
+            z = blocks.apply(fac.solve_T(v), None)
             z /= n
-            with one_blas_thread():
-                z = solve(T, z, trans="T", check_finite=False) + lam * v
-                return solve(A, z, trans="T", check_finite=False)
+            return fac.solve_At(fac.solve_T(z, "T") + lam * v)
 
         r = Bt(blocks.apply(None, Y) / n)
+        t_first = time.perf_counter() - t0 - t_setup     # the blocks that are kept
         # Conjugate gradient, one independent recurrence per output column.
         beta = np.zeros_like(r)
         P = r.copy()
@@ -226,8 +308,10 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
         "row_blocks": len(blocks.starts),
         "n_kernel_evals": int(p * p + blocks.n_evals),
         "setup_seconds": t_setup,
+        "first_pass_seconds": t_first,
         "seconds": time.perf_counter() - t0 - user.seconds,
         "n_threads": n_threads,
+        "precision": precision,
         "gamma": kern.gamma,
     }
     return alpha, S, stats

@@ -148,10 +148,13 @@ def eigenpro_options(param, n_samples=None):
         raise ValueError("--lambda: only the centres' model (--centers p) has a ridge "
                          "regulariser; EigenPro's kernel expansion is regularised by "
                          "its number of epochs")
+    elif opts.get("precision") == "single":    # (double is what the expansion does)
+        raise ValueError("--precision single: only the centres' model (--centers p) "
+                         "stores K(X, centres); the kernel expansion computes in double")
     return {"auto_k": auto_k, "subsample": M, "eigen_directions": k, "batch_size": m,
             "damping": tau, "epochs": opts["epochs"], "step": opts["step"],
             "features": opts["features"], "centers": p, "lambda": lam,
-            "cache_mb": float(param.cache_size)}
+            "precision": opts.get("precision", "double"), "cache_mb": float(param.cache_size)}
 
 
 # Options of the SGD iteration that the centres' conjugate gradient has no use for.
@@ -326,7 +329,9 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
         alpha, centres, stats = fit_centres(kern, Y, p=opts["centers"], lam=opts["lambda"],
                                             iterations=opts["epochs"], seed=seed,
                                             cache_mb=opts.get("cache_mb", 100.0),
-                                            n_threads=n_threads, callback=each or callback)
+                                            n_threads=n_threads,
+                                            precision=opts.get("precision", "double"),
+                                            callback=each or callback)
         stats["setup_seconds"] += t_prep
         stats["seconds"] += t_prep
         return EigenProResult(alpha=alpha[:, 0].copy() if single else alpha,
