@@ -226,6 +226,40 @@ def _kernel_matrix(X, Y, int kernel_type, int degree, double gamma, double coef0
     return out
 
 
+# Rows of K whose sums one task accumulates side by side (see expansion_sums).
+cdef enum:
+    SUM_ROWS = 8
+
+
+cdef void _sum_rows(const double* K, Py_ssize_t l, Py_ssize_t r0, Py_ssize_t g,
+                    const cnp.intp_t* columns, const double* coefs, Py_ssize_t m,
+                    double* out, Py_ssize_t n_values, double* acc) noexcept nogil:
+    """expansion_sums for rows r0 .. r0 + g - 1 (g <= SUM_ROWS).
+
+    The sums of the g rows are kept side by side (acc[v * SUM_ROWS + t]: value
+    v of row r0 + t), so one support vector's product is added to g
+    independent sums at once instead of each sum waiting for its previous
+    add; every sum still receives the same products in the same order."""
+    cdef Py_ssize_t s, q, t, v
+    cdef double kv[SUM_ROWS]
+    cdef double c
+    cdef double* a
+    for v in range(n_values):
+        for t in range(SUM_ROWS):
+            acc[v * SUM_ROWS + t] = out[(r0 + t) * n_values + v] if t < g else 0.0
+    for s in range(l):
+        for t in range(SUM_ROWS):
+            kv[t] = K[(r0 + t) * l + s] if t < g else 0.0
+        for q in range(m):
+            c = coefs[s * m + q]
+            a = acc + columns[s * m + q] * SUM_ROWS
+            for t in range(SUM_ROWS):
+                a[t] = a[t] + c * kv[t]
+    for v in range(n_values):
+        for t in range(g):
+            out[(r0 + t) * n_values + v] = acc[v * SUM_ROWS + t]
+
+
 def expansion_sums(const double[:, ::1] K, const cnp.intp_t[:, ::1] columns,
                    const double[:, ::1] coefs, double[:, ::1] out, int n_threads):
     """``out[r, columns[s, q]] += coefs[s, q] * K[r, s]`` for s = 0, 1, ... in order.
@@ -233,18 +267,30 @@ def expansion_sums(const double[:, ::1] K, const cnp.intp_t[:, ::1] columns,
     LIBSVM's ``svm_predict_values``: each decision value is a running sum, in
     support-vector order, of products rounded one by one (a multiply, then an
     add: the baseline x86-64 target has no fused multiply-add to contract them
-    into).  Rows run in parallel and each row's sums are one thread's, so the
-    bits depend neither on the thread count nor on BLAS.  The caller checks
-    that every column index is within ``out``.
+    into).  Groups of rows run in parallel and each row's sums are one
+    thread's, computed in the same order whatever the group, so the bits
+    depend neither on the thread count nor on BLAS.  The caller checks that
+    every column index is within ``out``.
     """
-    cdef Py_ssize_t n = K.shape[0], l = K.shape[1], m = columns.shape[1], r, s, q
-    cdef double kv
+    cdef Py_ssize_t n = K.shape[0], l = K.shape[1], m = columns.shape[1]
+    cdef Py_ssize_t n_values = out.shape[1], n_groups, gi, r0
+    cdef double* acc
+    cdef int failed = 0
     if columns.shape[0] != l or coefs.shape[0] != l or coefs.shape[1] != m \
             or out.shape[0] != n:
         raise ValueError("expansion_sums: the shapes of K, columns, coefs and out disagree")
-    with nogil:
-        for r in prange(n, num_threads=n_threads if n_threads > 1 else 1, schedule="static"):
-            for s in range(l):
-                kv = K[r, s]
-                for q in range(m):
-                    out[r, columns[s, q]] += coefs[s, q] * kv
+    if n == 0 or l == 0 or m == 0:
+        return
+    n_groups = (n + SUM_ROWS - 1) // SUM_ROWS
+    with nogil, parallel(num_threads=n_threads if n_threads > 1 and n_groups > 1 else 1):
+        acc = <double*>calloc(n_values * SUM_ROWS, sizeof(double))
+        for gi in prange(n_groups, schedule="static"):
+            if acc == NULL:
+                failed += 1
+                continue
+            r0 = gi * SUM_ROWS
+            _sum_rows(&K[0, 0], l, r0, min(SUM_ROWS, n - r0), &columns[0, 0],
+                      &coefs[0, 0], m, &out[0, 0], n_values, acc)
+        free(acc)
+    if failed:
+        raise MemoryError("expansion_sums: cannot allocate the sums of a group of rows")
