@@ -256,10 +256,10 @@ cdef inline void _clear_query(const Query* q, double* work) noexcept nogil:
             work[q.idx[t]] = 0.0
 
 
-cdef inline double _pair(const KernelParams* kp, const Query* q, const double* v,
-                         const int32_t* ix, Py_ssize_t m,
-                         double norm_j) noexcept nogil:
-    """K(x_i, x_j) with x_i prepared in q and x_j = (v, ix, m), ix NULL if dense."""
+cdef inline double _pair_base(const KernelParams* kp, const Query* q, const double* v,
+                              const int32_t* ix, Py_ssize_t m,
+                              double norm_j) noexcept nogil:
+    """What _finish turns into K(x_i, x_j): <x_i, x_j> or the distance."""
     cdef int kind = kp.kind
     cdef double base
     if ix == NULL:
@@ -283,7 +283,14 @@ cdef inline double _pair(const KernelParams* kp, const Query* q, const double* v
             base = _dot_merge(q.vals, q.idx, q.nnz, v, ix, m)
             if kind == RBF:
                 base = q.norm + norm_j - 2.0 * base
-    return _finish(kp, base)
+    return base
+
+
+cdef inline double _pair(const KernelParams* kp, const Query* q, const double* v,
+                         const int32_t* ix, Py_ssize_t m,
+                         double norm_j) noexcept nogil:
+    """K(x_i, x_j) with x_i prepared in q and x_j = (v, ix, m), ix NULL if dense."""
+    return _finish(kp, _pair_base(kp, q, v, ix, m, norm_j))
 
 
 cdef inline double _value(const KernelParams* kp, const Query* q, const Rows* Y,
@@ -292,6 +299,77 @@ cdef inline double _value(const KernelParams* kp, const Query* q, const Rows* Y,
     cdef const int32_t* ix
     cdef Py_ssize_t m = row_ptr(Y, j, &v, &ix)
     return _pair(kp, q, v, ix, m, norms[j])
+
+
+cdef inline double _value_base(const KernelParams* kp, const Query* q, const Rows* Y,
+                               Py_ssize_t j, const double* norms) noexcept nogil:
+    cdef const double* v
+    cdef const int32_t* ix
+    cdef Py_ssize_t m = row_ptr(Y, j, &v, &ix)
+    return _pair_base(kp, q, v, ix, m, norms[j])
+
+
+# ------------------------------------------------------------ exp memo
+# Data with few distinct values (binary features: a9a, w8a, mushrooms) gives
+# few distinct distances, so the same exp() is computed again and again; a
+# kernel matrix remembers the latest ones (a small table per task).  A value
+# from the table is the exp() of the same double, so nothing changes but the
+# time; tasks whose distances rarely repeat stop looking after MEMO_TRIAL.
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    static inline unsigned ks_memo_slot(double x) {
+        uint64_t u;
+        memcpy(&u, &x, sizeof u);
+        return (unsigned)((u * 0x9E3779B97F4A7C15ULL) >> 56);
+    }
+    """
+    unsigned _memo_slot "ks_memo_slot"(double x) noexcept nogil
+
+cdef enum:
+    MEMO_SLOTS = 256
+    MEMO_TRIAL = 4096
+
+
+cdef struct ExpMemo:
+    double key[MEMO_SLOTS]
+    double val[MEMO_SLOTS]
+    Py_ssize_t lookups
+    Py_ssize_t hits
+    bint on
+
+
+cdef inline void _memo_init(ExpMemo* memo, const KernelParams* kp) noexcept nogil:
+    cdef Py_ssize_t t
+    memo.on = kp.kind == RBF or kp.kind == LAPLACIAN
+    memo.lookups = 0
+    memo.hits = 0
+    for t in range(MEMO_SLOTS):
+        memo.key[t] = -1.0      # never a (clamped) distance
+        memo.val[t] = 0.0
+
+
+cdef inline double _finish_memo(const KernelParams* kp, double base,
+                                ExpMemo* memo) noexcept nogil:
+    """_finish(kp, base), from the memo when the same base came lately."""
+    cdef unsigned h
+    cdef double v
+    if memo == NULL or not memo.on:
+        return _finish(kp, base)
+    if base < 0.0:              # _finish's clamp, so equal keys give equal values
+        base = 0.0
+    h = _memo_slot(base)
+    if memo.key[h] == base:     # +0.0 == -0.0: exp of either is 1.0
+        memo.hits += 1
+        return memo.val[h]
+    v = _finish(kp, base)
+    memo.key[h] = base
+    memo.val[h] = v
+    memo.lookups += 1
+    if memo.lookups == MEMO_TRIAL and memo.hits < MEMO_TRIAL:
+        memo.on = False         # under half the lookups hit: exp() is cheaper
+    return v
 
 
 cdef inline double _diag_value(const KernelParams* kp, const Rows* X, Py_ssize_t i,

@@ -9,7 +9,7 @@ fixed output tiles, then K.  Kernel values come from ``_kernel_values.pxd``
 thread count, so results are bit-identical for any ``n_threads``.
 """
 from cython.parallel cimport prange, parallel
-from libc.stdlib cimport calloc, free
+from libc.stdlib cimport calloc, malloc, free
 
 cimport numpy as cnp
 import numpy as np
@@ -19,8 +19,8 @@ from scipy.linalg.cython_blas cimport dgemm
 from ._rows cimport Rows, as_rows
 from ._kernel cimport KernelParams, LINEAR, POLY, RBF, SIGMOID, LAPLACIAN
 from ._kernel_values cimport (
-    SCATTER_MAX_FEATURES, PAR_MIN_WORK, Query, _finish, _row_norm, _make_query,
-    _clear_query, _value, _chunk, _mean_cost)
+    SCATTER_MAX_FEATURES, PAR_MIN_WORK, Query, ExpMemo, _finish, _finish_memo, _memo_init,
+    _row_norm, _make_query, _clear_query, _value, _value_base, _chunk, _mean_cost)
 
 cnp.import_array()
 
@@ -43,7 +43,7 @@ def row_norms(X, int kernel_type):
 cdef void _rows_block(const Rows* X, const Rows* Y, const KernelParams* kp,
                       const double* nx, const double* ny, double* out,
                       Py_ssize_t i0, Py_ssize_t i1, double* work, bint scatter,
-                      Py_ssize_t jb) noexcept nogil:
+                      Py_ssize_t jb, ExpMemo* memo) noexcept nogil:
     """Rows i0..i1 of the output, sweeping Y in blocks of jb rows that stay in
     the L2 cache while every x_i of the group passes over them."""
     cdef Py_ssize_t n_y = Y.n_rows, j0 = 0, j1, i, j
@@ -53,7 +53,7 @@ cdef void _rows_block(const Rows* X, const Rows* Y, const KernelParams* kp,
         for i in range(i0, i1):
             q = _make_query(X, i, nx[i], work, scatter)
             for j in range(j0, j1):
-                out[i * n_y + j] = _value(kp, &q, Y, j, ny)
+                out[i * n_y + j] = _finish_memo(kp, _value_base(kp, &q, Y, j, ny), memo)
             _clear_query(&q, work)
         j0 = j1
 
@@ -65,6 +65,7 @@ cdef int _fill_matrix(const Rows* X, const Rows* Y, const KernelParams* kp,
     cdef Py_ssize_t n_x = X.n_rows, n_y = Y.n_rows, nf = X.n_features, i, j, g, i1
     cdef bint scatter = X.is_sparse and (nf <= SCATTER_MAX_FEATURES or not Y.is_sparse)
     cdef double* work = NULL
+    cdef ExpMemo* memo = NULL
     cdef int status = 0
     cdef int* status_ptr = &status
     cdef Query q
@@ -88,12 +89,16 @@ cdef int _fill_matrix(const Rows* X, const Rows* Y, const KernelParams* kp,
                 work = <double*>calloc(nf if nf > 0 else 1, sizeof(double))
                 if work == NULL:
                     status_ptr[0] = -1
+            memo = <ExpMemo*>malloc(sizeof(ExpMemo))
+            if memo != NULL:       # (without one, the values are computed anyway)
+                _memo_init(memo, kp)
             for g in prange(n_groups, schedule="dynamic", chunksize=1):
                 if scatter and work == NULL:
                     continue
                 i1 = (g + 1) * group if (g + 1) * group < n_x else n_x
-                _rows_block(X, Y, kp, nx, ny, out, g * group, i1, work, scatter, jb)
+                _rows_block(X, Y, kp, nx, ny, out, g * group, i1, work, scatter, jb, memo)
             free(work)
+            free(memo)
         return status
 
     # Few rows (e.g. one test point against the support vectors): parallel
@@ -142,6 +147,7 @@ cdef int _fill_matrix_gemm(const Rows* X, const Rows* Y, const KernelParams* kp,
     cdef double* c
     cdef double* a
     cdef double* pad
+    cdef ExpMemo* memo
     cdef int nt = n_threads
     cdef int failed = 0
     if tiles_x * tiles_y < 2:
@@ -175,12 +181,16 @@ cdef int _fill_matrix_gemm(const Rows* X, const Rows* Y, const KernelParams* kp,
         ldb = <int>d
         dgemm(&trans_t, &trans_n, &m_, &n_, &k_, &one,
               <double*>(Y.values + j0 * d), &lda, a, &ldb, &zero, c, &ldc)
+        memo = <ExpMemo*>malloc(sizeof(ExpMemo))
+        if memo != NULL:
+            _memo_init(memo, kp)
         for i in range(tx):
             for j in range(ty):
                 g = c[i * ldc + j]
                 if kp.kind == RBF:
                     g = nx[i0 + i] + ny[j0 + j] - 2.0 * g
-                out[(i0 + i) * n_y + j0 + j] = _finish(kp, g)
+                out[(i0 + i) * n_y + j0 + j] = _finish_memo(kp, g, memo)
+        free(memo)
         if pad != NULL:
             free(pad)
     return failed
