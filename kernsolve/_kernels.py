@@ -295,6 +295,20 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=0.0,
     return _matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads)
 
 
+def rows_against_operand(X, Yc, kernel, gamma, degree, coef0, n_jobs):
+    """``kernel_matrix(X, Yc, ..., row_independent=True)`` for the rows X of
+    one block against an operand made once (``as_operand``; its values are
+    checked then) with parameters already checked (``check_kernel_params``):
+    only X is checked, so a prediction in many blocks checks the support
+    vectors once instead of once per block.  The same values, bit for bit.
+    """
+    Xc = as_canonical(X, name="X")
+    if Xc.shape[1] != Yc.shape[1]:
+        raise ValueError(f"X has {Xc.shape[1]} features but Y has {Yc.shape[1]}")
+    return _rows_apart(Xc, Yc, kernel_code(kernel, allow_precomputed=False), degree,
+                       gamma, coef0, resolve_n_jobs(n_jobs))
+
+
 # Dense bytes of sparse X rows made dense at once by _rows_apart.
 _DENSE_CHUNK_BYTES = 64 << 20
 
