@@ -23,7 +23,8 @@ import scipy.sparse as sp
 
 from ._constants import CLASSIFICATION, ONE_CLASS, PRECOMPUTED, REGRESSION
 from ._core._matrix import expansion_sums
-from ._kernels import as_operand, block_rows, check_kernel_params, rows_against_operand
+from ._kernels import (as_operand, block_rows, check_kernel_params, rows_against_operand,
+                       transposed_operand)
 from ._model import Model, _check_model
 from ._model_kind import ModelKind
 from ._params import _parse_number, split_options
@@ -131,6 +132,8 @@ class _KernelBlocks:
         p = self.param
         self.gamma, self.degree, self.coef0 = check_kernel_params(
             p.gamma, int(p.degree), float(p.coef0), width, int(p.kernel_type))
+        # support vectors that stay sparse: Y^T dense, made once
+        self.transposed = transposed_operand(self.SV, t) if self.l else None
 
     def block(self, start, stop):
         Xb = self.X[start:stop]
@@ -141,7 +144,7 @@ class _KernelBlocks:
             K = Xb[:, self.serials]
             return K.toarray() if sp.issparse(K) else np.asarray(K, dtype=np.float64)
         return rows_against_operand(Xb, self.SV, int(p.kernel_type), self.gamma,
-                                    self.degree, self.coef0, self.n_jobs)
+                                    self.degree, self.coef0, self.n_jobs, self.transposed)
 
 
 def _pair_column(i, j, k):

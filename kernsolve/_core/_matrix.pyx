@@ -9,6 +9,7 @@ fixed output tiles, then K.  Kernel values come from ``_kernel_values.pxd``
 thread count, so results are bit-identical for any ``n_threads``.
 """
 from cython.parallel cimport prange, parallel
+from libc.stdint cimport int32_t
 from libc.stdlib cimport calloc, malloc, free
 
 cimport numpy as cnp
@@ -16,7 +17,7 @@ import numpy as np
 
 from scipy.linalg.cython_blas cimport dgemm
 
-from ._rows cimport Rows, as_rows
+from ._rows cimport Rows, as_rows, row_ptr
 from ._kernel cimport KernelParams, LINEAR, POLY, RBF, SIGMOID, LAPLACIAN
 from ._kernel_values cimport (
     SCATTER_MAX_FEATURES, PAR_MIN_WORK, Query, ExpMemo, _finish, _finish_memo, _memo_init,
@@ -233,6 +234,95 @@ def _kernel_matrix(X, Y, int kernel_type, int degree, double gamma, double coef0
             status = _fill_matrix(&RX, &RY, &kp, pnx, pny, o, max(1, n_threads))
     if status != 0:
         raise MemoryError("kernel_matrix: cannot allocate a work vector")
+    return out
+
+
+# ------------------------------------------------ sparse rows, dense Y^T
+
+# Columns of the output (rows of Y) per sweep: the slices of Y^T that one
+# sparse row touches then stay in the L2 cache for the rows of its group.
+cdef Py_ssize_t AXPY_COLS = 2048
+
+
+cdef void _axpy_rows(const Rows* X, const double* Yt, Py_ssize_t n_y,
+                     const KernelParams* kp, const double* nx, const double* ny,
+                     double* out, Py_ssize_t i0, Py_ssize_t i1,
+                     ExpMemo* memo) noexcept nogil:
+    """Rows i0..i1 of K: each x_i's inner products with every y_j as a sum of
+    rows of Y^T, ``<x_i, y_j> = sum_t x_i[k_t] * Yt[k_t, j]`` over x_i's
+    entries in index order (one multiply, then one add), then K."""
+    cdef Py_ssize_t j0 = 0, j1, i, j, t, m
+    cdef const double* v
+    cdef const int32_t* ix
+    cdef const double* y
+    cdef double* o
+    cdef double a
+    while j0 < n_y:
+        j1 = j0 + AXPY_COLS if j0 + AXPY_COLS < n_y else n_y
+        for i in range(i0, i1):
+            o = out + i * n_y
+            for j in range(j0, j1):
+                o[j] = 0.0
+            m = row_ptr(X, i, &v, &ix)
+            for t in range(m):
+                a = v[t]
+                y = Yt + <Py_ssize_t>ix[t] * n_y
+                for j in range(j0, j1):
+                    o[j] = o[j] + a * y[j]
+            for j in range(j0, j1):
+                if kp.kind == RBF:
+                    o[j] = _finish_memo(kp, nx[i] + ny[j] - 2.0 * o[j], memo)
+                else:
+                    o[j] = _finish_memo(kp, o[j], memo)
+        j0 = j1
+
+
+def _kernel_matrix_transposed(X, const double[:, ::1] Yt, const double[::1] ny,
+                              int kernel_type, int degree, double gamma, double coef0,
+                              int n_threads):
+    """K(X, Y) for canonical CSR X and a sparse Y given as Y^T, dense
+    (n_features x n_y), with Y's squared row norms ``ny``.
+
+    For sparse rows against support vectors that stay sparse (a9a's binary
+    features): each entry of x_i adds a scaled row of Y^T to x_i's row of
+    products, a loop over contiguous memory, instead of one gather per entry
+    of every y_j.  Each value depends on x_i and y_j only (rows in groups of
+    8, any thread): the bits do not depend on the thread count or the rows
+    computed with it."""
+    cdef Rows RX
+    cdef KernelParams kp
+    cdef Py_ssize_t n_x, n_y = Yt.shape[1], n_groups, g, i1
+    cdef ExpMemo* memo
+    cdef int nt = max(1, n_threads)
+    if kernel_type not in (LINEAR, POLY, RBF, SIGMOID):
+        raise ValueError(f"no transposed kernel matrix for kernel type {kernel_type}")
+    keep_x = as_rows(X, &RX)
+    if not RX.is_sparse or RX.n_features != Yt.shape[0] or ny.shape[0] != n_y:
+        raise ValueError("_kernel_matrix_transposed: X must be CSR as wide as Y")
+    kp.kind = kernel_type
+    kp.degree = degree
+    kp.gamma = gamma
+    kp.coef0 = coef0
+    nx = row_norms(X, kernel_type)
+    n_x = RX.n_rows
+    out = np.empty((n_x, n_y), dtype=np.float64)
+    if out.size == 0:
+        return out
+    cdef double* o = <double*>cnp.PyArray_DATA(out)
+    cdef const double* pnx = <const double*>cnp.PyArray_DATA(nx)
+    cdef const double* pyt = &Yt[0, 0]
+    cdef const double* pny = &ny[0]
+    n_groups = (n_x + 7) // 8
+    if n_groups < 2:
+        nt = 1
+    with nogil, parallel(num_threads=nt):
+        memo = <ExpMemo*>malloc(sizeof(ExpMemo))
+        if memo != NULL:       # (without one, the values are computed anyway)
+            _memo_init(memo, &kp)
+        for g in prange(n_groups, schedule="dynamic", chunksize=1):
+            i1 = (g + 1) * 8 if (g + 1) * 8 < n_x else n_x
+            _axpy_rows(&RX, pyt, n_y, &kp, pnx, pny, o, g * 8, i1, memo)
+        free(memo)
     return out
 
 
