@@ -243,6 +243,48 @@ def _kernel_matrix(X, Y, int kernel_type, int degree, double gamma, double coef0
 # sparse row touches then stay in the L2 cache for the rows of its group.
 cdef Py_ssize_t AXPY_COLS = 2048
 
+cdef extern from *:
+    """
+    #include <stddef.h>
+    #include <stdint.h>
+    /* o[j] += a[t] * Y^T[ix[t], j] for t = 0 .. m-1 in order, j in [j0, j1):
+       four entries per pass over o, added one after the other
+       (((o + a0 y0) + a1 y1) + a2 y2) + a3 y3, the order of four passes, so
+       o is loaded and stored once per four entries.  A multiply then an add,
+       never fused: the AVX2 clone (chosen at load time where the CPU has it)
+       is built without FMA and gives the bits of the baseline one. */
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+    __attribute__((target_clones("avx2", "default")))
+    #endif
+    static void ks_axpy_rows(double *o, const double *Yt, ptrdiff_t n_y,
+                             const double *a, const int32_t *ix, ptrdiff_t m,
+                             ptrdiff_t j0, ptrdiff_t j1) {
+        ptrdiff_t t = 0, j;
+        for (; t + 4 <= m; t += 4) {
+            const double a0 = a[t], a1 = a[t + 1], a2 = a[t + 2], a3 = a[t + 3];
+            const double *y0 = Yt + (ptrdiff_t)ix[t] * n_y;
+            const double *y1 = Yt + (ptrdiff_t)ix[t + 1] * n_y;
+            const double *y2 = Yt + (ptrdiff_t)ix[t + 2] * n_y;
+            const double *y3 = Yt + (ptrdiff_t)ix[t + 3] * n_y;
+            for (j = j0; j < j1; j++) {
+                double s = o[j] + a0 * y0[j];
+                s = s + a1 * y1[j];
+                s = s + a2 * y2[j];
+                o[j] = s + a3 * y3[j];
+            }
+        }
+        for (; t < m; t++) {
+            const double at = a[t];
+            const double *y = Yt + (ptrdiff_t)ix[t] * n_y;
+            for (j = j0; j < j1; j++)
+                o[j] = o[j] + at * y[j];
+        }
+    }
+    """
+    void ks_axpy_rows(double* o, const double* Yt, Py_ssize_t n_y, const double* a,
+                      const int32_t* ix, Py_ssize_t m, Py_ssize_t j0,
+                      Py_ssize_t j1) noexcept nogil
+
 
 cdef void _axpy_rows(const Rows* X, const double* Yt, Py_ssize_t n_y,
                      const KernelParams* kp, const double* nx, const double* ny,
@@ -251,12 +293,10 @@ cdef void _axpy_rows(const Rows* X, const double* Yt, Py_ssize_t n_y,
     """Rows i0..i1 of K: each x_i's inner products with every y_j as a sum of
     rows of Y^T, ``<x_i, y_j> = sum_t x_i[k_t] * Yt[k_t, j]`` over x_i's
     entries in index order (one multiply, then one add), then K."""
-    cdef Py_ssize_t j0 = 0, j1, i, j, t, m
+    cdef Py_ssize_t j0 = 0, j1, i, j, m
     cdef const double* v
     cdef const int32_t* ix
-    cdef const double* y
     cdef double* o
-    cdef double a
     while j0 < n_y:
         j1 = j0 + AXPY_COLS if j0 + AXPY_COLS < n_y else n_y
         for i in range(i0, i1):
@@ -264,11 +304,7 @@ cdef void _axpy_rows(const Rows* X, const double* Yt, Py_ssize_t n_y,
             for j in range(j0, j1):
                 o[j] = 0.0
             m = row_ptr(X, i, &v, &ix)
-            for t in range(m):
-                a = v[t]
-                y = Yt + <Py_ssize_t>ix[t] * n_y
-                for j in range(j0, j1):
-                    o[j] = o[j] + a * y[j]
+            ks_axpy_rows(o, Yt, n_y, v, ix, m, j0, j1)
             for j in range(j0, j1):
                 if kp.kind == RBF:
                     o[j] = _finish_memo(kp, nx[i] + ny[j] - 2.0 * o[j], memo)
