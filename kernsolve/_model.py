@@ -376,9 +376,9 @@ def _load_valid_libsvm_model(raw, fail, n_jobs):
     The header (up to the first ``SV`` line) is read by the same code as the
     careful reader's; the support vectors by the compiled data-file reader,
     straight from the bytes (``read_vector_bytes``), instead of as Python
-    strings: a 10-class Fashion-MNIST model of 120 MB loads in a fraction of
-    a second instead of seconds, in about the memory of the file and the
-    arrays.
+    strings: a 10-class Fashion-MNIST model of 120 MB loads in about a
+    second instead of tens of seconds, in about the memory of the file and
+    the arrays.
     """
     at = raw.find(b"\nSV\n")
     if at < 0:
