@@ -345,6 +345,10 @@ def _run_cli(peer, threads, train, test, cfg, folder, workdir, kernsolve_path, t
     tr_argv, pr_argv = cli_commands(peer, threads, cfg, train, model, test, predictions,
                                     folder)
     env = child_env(threads, wait_policy, kernsolve_path)
+    # `python -m kernsolve.cli...` puts the working directory first on
+    # sys.path: run from a checkout, that checkout's kernsolve would be
+    # measured instead of kernsolve_path's (it happened, session 6).
+    env["PYTHONSAFEPATH"] = "1"
     out = {"peer": peer, "threads": threads, "timing": "process"}
     tr = run_process(tr_argv, env, os.path.join(workdir, tag + ".train.log"), timeout)
     if tr["returncode"] != 0 or not os.path.exists(model):

@@ -296,6 +296,48 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=0.0,
     return _matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads)
 
 
+# Largest Y^T made dense for the sparse-rows path of rows_against_operand.
+_TRANSPOSED_MAX_BYTES = 256 << 20
+
+
+def transposed_operand(Yc, kernel):
+    """``(Y^T dense, squared row norms of Y)`` for :func:`rows_against_operand`
+    when Yc (from ``as_operand``) stayed sparse and a dot-product kernel or the
+    RBF kernel uses it, within _TRANSPOSED_MAX_BYTES; else None."""
+    code = kernel_code(kernel, allow_precomputed=False)
+    if (not sp.issparse(Yc) or code == LAPLACIAN
+            or 8 * Yc.shape[0] * Yc.shape[1] > _TRANSPOSED_MAX_BYTES):
+        return None
+    return np.ascontiguousarray(Yc.T.toarray()), _matrix.row_norms(Yc, code)
+
+
+def rows_against_operand(X, Yc, kernel, gamma, degree, coef0, n_jobs, transposed=None):
+    """``kernel_matrix(X, Yc, ..., row_independent=True)`` for the rows X of
+    one block against an operand made once (``as_operand``; its values are
+    checked then) with parameters already checked (``check_kernel_params``):
+    only X is checked, so a prediction in many blocks checks the support
+    vectors once instead of once per block.
+
+    ``transposed`` (from :func:`transposed_operand`, made once too): X's rows
+    are taken sparse (a dense X is made CSR, which gives the same values) and
+    each of their entries adds a row of Y^T, a contiguous loop, instead of a
+    gather per entry of every row of Y.  Each value depends on its rows of X
+    and Y only, whatever the block or the thread count.
+    """
+    Xc = as_canonical(X, name="X")
+    if Xc.shape[1] != Yc.shape[1]:
+        raise ValueError(f"X has {Xc.shape[1]} features but Y has {Yc.shape[1]}")
+    code = kernel_code(kernel, allow_precomputed=False)
+    n_threads = resolve_n_jobs(n_jobs)
+    if transposed is not None:
+        if not sp.issparse(Xc):
+            Xc = as_canonical(sp.csr_matrix(Xc), name="X")
+        Yt, ny = transposed
+        return _matrix._kernel_matrix_transposed(Xc, Yt, ny, code, degree, gamma, coef0,
+                                                 n_threads)
+    return _rows_apart(Xc, Yc, code, degree, gamma, coef0, n_threads)
+
+
 # Dense bytes of sparse X rows made dense at once by _rows_apart.
 _DENSE_CHUNK_BYTES = 64 << 20
 

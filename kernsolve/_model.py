@@ -29,8 +29,9 @@ from ._constants import (CLASSIFICATION, COEF0_KERNELS, GAMMA_KERNELS,
                          SVM_TYPE_NAMES as SVM_TYPES)
 from ._model_kind import ModelKind
 from ._model_text import (ModelHeader, float_text, format_sv_rows, label_text, parse_int,
-                          read_vector_lines, split_lines)
+                          read_vector_bytes, read_vector_lines, split_lines)
 from ._params import Parameters
+from ._threads import resolve_n_jobs
 from ._typing import ModelFile, StrPath
 from .solvers import model_kinds
 
@@ -288,8 +289,11 @@ def is_model_start(first_word):
     return first_word in _HEADER_KEYS or first_word == MODEL_MAGIC
 
 
-def load_model(path: ModelFile) -> Model | ModelKind:
+def load_model(path: ModelFile, *, n_jobs: int | None = None) -> Model | ModelKind:
     """Read a LIBSVM-format model file (LIBSVM's own or kernsolve's).
+
+    ``n_jobs``: threads that parse the support vectors of a large file
+    (None = all cores); the model does not depend on it.
 
     Returns
     -------
@@ -308,12 +312,18 @@ def load_model(path: ModelFile) -> Model | ModelKind:
     name = os.fspath(path) if not hasattr(path, "read") else getattr(path, "name", "<model>")
     if hasattr(path, "read"):
         raw = path.read()
+        if isinstance(raw, str):
+            raw = raw.encode("utf-8", "replace")
+        raw = bytearray(raw)
     else:
         with open(path, "rb") as f:
-            raw = f.read()
-    if isinstance(raw, str):
-        raw = raw.encode("utf-8", "replace")
+            raw = _read_all(f)
     fail = _Reader(name).fail
+    model = _load_valid_libsvm_model(raw, fail, n_jobs)
+    if model is not None:
+        return model
+    # Anything else (another model kind, a precomputed kernel, any problem):
+    # the careful reader, line by line, which names the line of a problem.
     if b"\0" in raw:
         lineno = raw[:raw.index(b"\0")].count(b"\n") + 1
         fail(lineno, "binary data (NUL byte) in a model file")
@@ -322,13 +332,88 @@ def load_model(path: ModelFile) -> Model | ModelKind:
     except UnicodeDecodeError as exc:
         lineno = raw[:exc.start].count(b"\n") + 1
         fail(lineno, "non-ASCII byte in a model file")
+    del raw
     if not text:
         fail(1, "empty model file")
     lines = split_lines(text, fail)
+    del text
     first = lines[0].split() if lines else []
     if len(first) == 2 and first[0] == MODEL_MAGIC:
         return _load_other_kind(first[1], lines, fail)
+    return _libsvm_model(lines, fail, lambda sv_line, l, m, t: read_vector_lines(
+        fail, lines, sv_line, l, m, t, "support vector"))
 
+
+def _read_all(f):
+    """A file's bytes in one bytearray (the compiled reader parses them in place)."""
+    try:
+        size = os.fstat(f.fileno()).st_size
+    except (OSError, AttributeError, ValueError):
+        size = 0
+    raw = bytearray(size + 1)
+    with memoryview(raw) as view:
+        filled = 0
+        while filled < len(raw):
+            n = f.readinto(view[filled:])
+            if not n:
+                break
+            filled += n
+    if filled == len(raw):          # the file grew (or its size is unknown)
+        raw += f.read()
+    else:
+        del raw[filled:]
+    return raw
+
+
+class _NotPlain(Exception):
+    """The support vectors are not plain valid lines: read them line by line."""
+
+
+def _load_valid_libsvm_model(raw, fail, n_jobs):
+    """The model of a valid LIBSVM-format file, or None (then the careful
+    reader reads it and names any problem).
+
+    The header (up to the first ``SV`` line) is read by the same code as the
+    careful reader's; the support vectors by the compiled data-file reader,
+    straight from the bytes (``read_vector_bytes``), instead of as Python
+    strings: a 10-class Fashion-MNIST model of 120 MB loads in about a
+    second instead of tens of seconds, in about the memory of the file and
+    the arrays.
+    """
+    at = raw.find(b"\nSV\n")
+    if at < 0:
+        return None
+    head_end = at + 4
+    try:
+        head = raw[:head_end].decode("ascii")
+    except UnicodeDecodeError:
+        return None
+    if "\0" in head:
+        return None
+    try:
+        lines = split_lines(head, fail)
+        first = lines[0].split() if lines else []
+        if first[:1] == [MODEL_MAGIC]:
+            return None
+
+        def support_vectors(sv_line, l, m, t):
+            if sv_line != len(lines) - 1 or t == PRECOMPUTED:
+                raise _NotPlain
+            out = read_vector_bytes(raw, head_end, l, m, resolve_n_jobs(n_jobs))
+            if out is None:
+                raise _NotPlain
+            return out
+
+        return _libsvm_model(lines, fail, support_vectors)
+    except (_NotPlain, ModelFormatError):
+        return None
+
+
+def _libsvm_model(lines, fail, support_vectors):
+    """The Model of a LIBSVM-format file: its header from ``lines`` (which
+    reach at least its ``SV`` line), its support vectors from
+    ``support_vectors(sv_line, total_sv, n_coefficients, kernel_type)``, which
+    returns (CSR rows, coefficients)."""
     header = ModelHeader(lines, fail, _HEADER_KEYS, ("SV",), start=0)
     sv_line = header.end
     s = SVM_TYPES.index(header.word("svm_type", SVM_TYPES))
@@ -380,7 +465,7 @@ def load_model(path: ModelFile) -> Model | ModelKind:
 
     # support vectors
     m = nr_class - 1 if classification else 1
-    sv, coef = read_vector_lines(fail, lines, sv_line, l, m, t, "support vector")
+    sv, coef = support_vectors(sv_line, l, m, t)
     return Model(param=param, labels=labels, support_vectors=sv,
                  support_indices=np.zeros(l, dtype=np.int64), n_support=n_support,
                  dual_coef=coef, rho=rho, prob_a=prob_a, prob_b=prob_b,

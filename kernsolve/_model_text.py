@@ -14,7 +14,12 @@ that codec and its number formats:
   kernel parameters), numbers with the exact grammar LIBSVM's files use
   (:func:`parse_float`, :func:`parse_int`) and the vector lines
   (:func:`read_vector_lines`), in bulk when the file is valid and line by line
-  to name the problem when it is not.
+  to name the problem when it is not;
+* reading a model file's vector section straight from its bytes
+  (:func:`read_vector_bytes`) with the compiled reader of data files
+  (``kernsolve._core._reader``, which reads the coefficients as the leading
+  numbers of a line): the fast path of valid files, which gives what the
+  line readers give and hands anything else back to them.
 
 The readers take ``fail(lineno, problem)``, which raises (``ModelFormatError``
 with the file's name, from the caller): the protocol of
@@ -27,10 +32,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._constants import COEF0_KERNELS, GAMMA_KERNELS, POLY, PRECOMPUTED
+from ._core import _reader
 from ._kernels import check_kernel_params
 
 __all__ = ["MAX_INDEX", "ModelHeader", "float_text", "label_text", "format_sv_rows",
-           "parse_float", "parse_floats", "parse_int", "read_vector_lines", "split_lines"]
+           "parse_float", "parse_floats", "parse_int", "read_vector_bytes",
+           "read_vector_lines", "split_lines"]
 
 MAX_INDEX = 2 ** 31 - 1  # LIBSVM stores feature indices in a C int
 
@@ -353,8 +360,49 @@ def _read_support_vectors(fail, lines, first_lineno, m, t, bulk=True):
 
 def _csr(data, indices, indptr, l, width):
     index_dtype = np.int32 if max(width, len(data)) < 2 ** 31 else np.int64
-    return sp.csr_matrix((data, indices.astype(index_dtype), indptr.astype(index_dtype)),
-                         shape=(l, width))
+    return sp.csr_matrix((data, indices.astype(index_dtype, copy=False),
+                          indptr.astype(index_dtype, copy=False)), shape=(l, width))
+
+
+#: Bytes of the vector section per parsing task of the compiled reader (its
+#: result does not depend on the cut): below this, one thread reads it all.
+_MIN_CHUNK_BYTES = 1 << 18
+_ONE_BASED = 1      # kernsolve._core._tokenizer's MODE_ONE: indices start at 1
+
+
+def read_vector_bytes(buf, start, l, m, n_threads=1):
+    """The ``l`` vector lines of a model file that begin at byte ``start`` of
+    ``buf`` (a bytearray holding the whole file; the text after them must be
+    blank), read by the compiled reader of data files; ``m`` coefficients per
+    line.  Returns what :func:`read_vector_lines` returns, or None when the
+    section is anything but plain valid lines (a blank or comment line, a
+    ``qid:``, a bad number, an index out of order, a line too many or too
+    few ...): the caller then reads the lines with :func:`read_vector_lines`,
+    which names the problem and its line.  The bytes are parsed in place; the
+    memory is the result's (``n_threads`` tasks, same result for any count).
+    """
+    if m < 1 or l < 1:
+        return None
+    end = len(buf)
+    while end > start and buf[end - 1] in b" \t\r\n\v\f":  # trailing blank lines
+        end -= 1
+    end = buf.find(b"\n", end)
+    if end < 0:                  # the last line has no newline: a truncated file
+        return None
+    end += 1
+    # The data reader skips comments, blank lines and qid: fields, which a
+    # model file has none of.
+    if buf.find(b"#", start, end) >= 0 or buf.find(b"q", start, end) >= 0:
+        return None
+    builder = _reader.Builder(_ONE_BASED, MAX_INDEX, False, False, m)
+    with memoryview(buf) as view, view[start:end] as section:
+        err = builder.feed(section, end - start, n_threads, _MIN_CHUNK_BYTES, 0)
+    if err is not None or builder.n_rows != l or builder.n_lines != l:
+        return None
+    width = int(builder.max_idx) if builder.nnz else 0
+    coef, data, indices, indptr, _ = builder.finish(True, builder.nnz > MAX_INDEX, 1)
+    coef = np.ascontiguousarray(coef.reshape(l, m).T)
+    return _csr(data, indices, indptr, l, width), coef
 
 
 #: SV lines converted together: their tokens are Python strings (about 60

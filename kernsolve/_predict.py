@@ -23,7 +23,8 @@ import scipy.sparse as sp
 
 from ._constants import CLASSIFICATION, ONE_CLASS, PRECOMPUTED, REGRESSION
 from ._core._matrix import expansion_sums
-from ._kernels import as_operand, block_rows, kernel_matrix
+from ._kernels import (as_operand, block_rows, check_kernel_params, rows_against_operand,
+                       transposed_operand)
 from ._model import Model, _check_model
 from ._model_kind import ModelKind
 from ._params import _parse_number, split_options
@@ -128,6 +129,11 @@ class _KernelBlocks:
         # Converted once (densified when kernel_matrix would do it per block).
         self.SV = as_operand(sv, int(self.param.kernel_type),
                              name="support vectors") if self.l else None
+        p = self.param
+        self.gamma, self.degree, self.coef0 = check_kernel_params(
+            p.gamma, int(p.degree), float(p.coef0), width, int(p.kernel_type))
+        # support vectors that stay sparse: Y^T dense, made once
+        self.transposed = transposed_operand(self.SV, t) if self.l else None
 
     def block(self, start, stop):
         Xb = self.X[start:stop]
@@ -137,9 +143,8 @@ class _KernelBlocks:
         if int(p.kernel_type) == PRECOMPUTED:
             K = Xb[:, self.serials]
             return K.toarray() if sp.issparse(K) else np.asarray(K, dtype=np.float64)
-        return kernel_matrix(Xb, self.SV, kernel=int(p.kernel_type), gamma=p.gamma,
-                             degree=int(p.degree), coef0=float(p.coef0), n_jobs=self.n_jobs,
-                             row_independent=True)
+        return rows_against_operand(Xb, self.SV, int(p.kernel_type), self.gamma,
+                                    self.degree, self.coef0, self.n_jobs, self.transposed)
 
 
 def _pair_column(i, j, k):

@@ -306,6 +306,7 @@ cdef inline double _pair(const KernelParams* kp, const Query* q, const double* v
     return _finish(kp, _pair_base(kp, q, v, ix, m, norm_j))
 
 
+
 cdef inline double _value_base(const KernelParams* kp, const Query* q, const Rows* Y,
                                Py_ssize_t j, const double* norms) noexcept nogil:
     cdef const double* v

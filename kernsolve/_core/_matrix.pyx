@@ -9,14 +9,15 @@ fixed output tiles, then K.  Kernel values come from ``_kernel_values.pxd``
 thread count, so results are bit-identical for any ``n_threads``.
 """
 from cython.parallel cimport prange, parallel
-from libc.stdlib cimport calloc, free
+from libc.stdint cimport int32_t
+from libc.stdlib cimport calloc, malloc, free
 
 cimport numpy as cnp
 import numpy as np
 
 from scipy.linalg.cython_blas cimport dgemm
 
-from ._rows cimport Rows, as_rows
+from ._rows cimport Rows, as_rows, row_ptr
 from ._kernel cimport KernelParams, LINEAR, POLY, RBF, SIGMOID, LAPLACIAN
 from ._kernel_values cimport (
     SCATTER_MAX_FEATURES, PAR_MIN_WORK, VALUE_BLOCK, Query, _finish, _exponent, _row_norm,
@@ -255,6 +256,161 @@ def _kernel_matrix(X, Y, int kernel_type, int degree, double gamma, double coef0
     return out
 
 
+# ------------------------------------------------ sparse rows, dense Y^T
+
+# Columns of the output (rows of Y) per sweep: the slices of Y^T that one
+# sparse row touches then stay in the L2 cache for the rows of its group.
+cdef Py_ssize_t AXPY_COLS = 2048
+
+cdef extern from *:
+    """
+    #include <stddef.h>
+    #include <stdint.h>
+    /* o[j] += a[t] * Y^T[ix[t], j] for t = 0 .. m-1 in order, j in [j0, j1):
+       four entries per pass over o, added one after the other
+       (((o + a0 y0) + a1 y1) + a2 y2) + a3 y3, the order of four passes, so
+       o is loaded and stored once per four entries.  A multiply then an add,
+       never fused: the AVX2 clone (chosen at load time where the CPU has it)
+       is built without FMA and gives the bits of the baseline one. */
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+    __attribute__((target_clones("avx2", "default")))
+    #endif
+    static void ks_axpy_rows(double *o, const double *Yt, ptrdiff_t n_y,
+                             const double *a, const int32_t *ix, ptrdiff_t m,
+                             ptrdiff_t j0, ptrdiff_t j1) {
+        ptrdiff_t t = 0, j;
+        for (; t + 4 <= m; t += 4) {
+            const double a0 = a[t], a1 = a[t + 1], a2 = a[t + 2], a3 = a[t + 3];
+            const double *y0 = Yt + (ptrdiff_t)ix[t] * n_y;
+            const double *y1 = Yt + (ptrdiff_t)ix[t + 1] * n_y;
+            const double *y2 = Yt + (ptrdiff_t)ix[t + 2] * n_y;
+            const double *y3 = Yt + (ptrdiff_t)ix[t + 3] * n_y;
+            for (j = j0; j < j1; j++) {
+                double s = o[j] + a0 * y0[j];
+                s = s + a1 * y1[j];
+                s = s + a2 * y2[j];
+                o[j] = s + a3 * y3[j];
+            }
+        }
+        for (; t < m; t++) {
+            const double at = a[t];
+            const double *y = Yt + (ptrdiff_t)ix[t] * n_y;
+            for (j = j0; j < j1; j++)
+                o[j] = o[j] + at * y[j];
+        }
+    }
+    """
+    void ks_axpy_rows(double* o, const double* Yt, Py_ssize_t n_y, const double* a,
+                      const int32_t* ix, Py_ssize_t m, Py_ssize_t j0,
+                      Py_ssize_t j1) noexcept nogil
+
+
+cdef void _axpy_rows(const Rows* X, const double* Yt, Py_ssize_t n_y,
+                     const KernelParams* kp, const double* nx, const double* ny,
+                     double* out, Py_ssize_t i0, Py_ssize_t i1) noexcept nogil:
+    """Rows i0..i1 of K: each x_i's inner products with every y_j as a sum of
+    rows of Y^T, ``<x_i, y_j> = sum_t x_i[k_t] * Yt[k_t, j]`` over x_i's
+    entries in index order (one multiply, then one add), then K."""
+    cdef Py_ssize_t j0 = 0, j1, i, j, m
+    cdef const double* v
+    cdef const int32_t* ix
+    cdef double* o
+    while j0 < n_y:
+        j1 = j0 + AXPY_COLS if j0 + AXPY_COLS < n_y else n_y
+        for i in range(i0, i1):
+            o = out + i * n_y
+            for j in range(j0, j1):
+                o[j] = 0.0
+            m = row_ptr(X, i, &v, &ix)
+            ks_axpy_rows(o, Yt, n_y, v, ix, m, j0, j1)
+            if kp.kind == RBF:
+                for j in range(j0, j1):
+                    o[j] = _exponent(kp, nx[i] + ny[j] - 2.0 * o[j])
+                ks_exp_block(o + j0, j1 - j0)
+            else:
+                for j in range(j0, j1):
+                    o[j] = _finish(kp, o[j])
+        j0 = j1
+
+
+def _kernel_matrix_transposed(X, const double[:, ::1] Yt, const double[::1] ny,
+                              int kernel_type, int degree, double gamma, double coef0,
+                              int n_threads):
+    """K(X, Y) for canonical CSR X and a sparse Y given as Y^T, dense
+    (n_features x n_y), with Y's squared row norms ``ny``.
+
+    For sparse rows against support vectors that stay sparse (a9a's binary
+    features): each entry of x_i adds a scaled row of Y^T to x_i's row of
+    products, a loop over contiguous memory, instead of one gather per entry
+    of every y_j.  Each value depends on x_i and y_j only (rows in groups of
+    8, any thread): the bits do not depend on the thread count or the rows
+    computed with it."""
+    cdef Rows RX
+    cdef KernelParams kp
+    cdef Py_ssize_t n_x, n_y = Yt.shape[1], n_groups, g, i1
+    cdef int nt = max(1, n_threads)
+    if kernel_type not in (LINEAR, POLY, RBF, SIGMOID):
+        raise ValueError(f"no transposed kernel matrix for kernel type {kernel_type}")
+    keep_x = as_rows(X, &RX)
+    if not RX.is_sparse or RX.n_features != Yt.shape[0] or ny.shape[0] != n_y:
+        raise ValueError("_kernel_matrix_transposed: X must be CSR as wide as Y")
+    kp.kind = kernel_type
+    kp.degree = degree
+    kp.gamma = gamma
+    kp.coef0 = coef0
+    nx = row_norms(X, kernel_type)
+    n_x = RX.n_rows
+    out = np.empty((n_x, n_y), dtype=np.float64)
+    if out.size == 0:
+        return out
+    cdef double* o = <double*>cnp.PyArray_DATA(out)
+    cdef const double* pnx = <const double*>cnp.PyArray_DATA(nx)
+    cdef const double* pyt = &Yt[0, 0]
+    cdef const double* pny = &ny[0]
+    n_groups = (n_x + 7) // 8
+    if n_groups < 2:
+        nt = 1
+    with nogil, parallel(num_threads=nt):
+        for g in prange(n_groups, schedule="dynamic", chunksize=1):
+            i1 = (g + 1) * 8 if (g + 1) * 8 < n_x else n_x
+            _axpy_rows(&RX, pyt, n_y, &kp, pnx, pny, o, g * 8, i1)
+    return out
+
+
+# Rows of K whose sums one task accumulates side by side (see expansion_sums).
+cdef enum:
+    SUM_ROWS = 8
+
+
+cdef void _sum_rows(const double* K, Py_ssize_t l, Py_ssize_t r0, Py_ssize_t g,
+                    const cnp.intp_t* columns, const double* coefs, Py_ssize_t m,
+                    double* out, Py_ssize_t n_values, double* acc) noexcept nogil:
+    """expansion_sums for rows r0 .. r0 + g - 1 (g <= SUM_ROWS).
+
+    The sums of the g rows are kept side by side (acc[v * SUM_ROWS + t]: value
+    v of row r0 + t), so one support vector's product is added to g
+    independent sums at once instead of each sum waiting for its previous
+    add; every sum still receives the same products in the same order."""
+    cdef Py_ssize_t s, q, t, v
+    cdef double kv[SUM_ROWS]
+    cdef double c
+    cdef double* a
+    for v in range(n_values):
+        for t in range(SUM_ROWS):
+            acc[v * SUM_ROWS + t] = out[(r0 + t) * n_values + v] if t < g else 0.0
+    for s in range(l):
+        for t in range(SUM_ROWS):
+            kv[t] = K[(r0 + t) * l + s] if t < g else 0.0
+        for q in range(m):
+            c = coefs[s * m + q]
+            a = acc + columns[s * m + q] * SUM_ROWS
+            for t in range(SUM_ROWS):
+                a[t] = a[t] + c * kv[t]
+    for v in range(n_values):
+        for t in range(g):
+            out[(r0 + t) * n_values + v] = acc[v * SUM_ROWS + t]
+
+
 def expansion_sums(const double[:, ::1] K, const cnp.intp_t[:, ::1] columns,
                    const double[:, ::1] coefs, double[:, ::1] out, int n_threads):
     """``out[r, columns[s, q]] += coefs[s, q] * K[r, s]`` for s = 0, 1, ... in order.
@@ -262,18 +418,30 @@ def expansion_sums(const double[:, ::1] K, const cnp.intp_t[:, ::1] columns,
     LIBSVM's ``svm_predict_values``: each decision value is a running sum, in
     support-vector order, of products rounded one by one (a multiply, then an
     add: the baseline x86-64 target has no fused multiply-add to contract them
-    into).  Rows run in parallel and each row's sums are one thread's, so the
-    bits depend neither on the thread count nor on BLAS.  The caller checks
-    that every column index is within ``out``.
+    into).  Groups of rows run in parallel and each row's sums are one
+    thread's, computed in the same order whatever the group, so the bits
+    depend neither on the thread count nor on BLAS.  The caller checks that
+    every column index is within ``out``.
     """
-    cdef Py_ssize_t n = K.shape[0], l = K.shape[1], m = columns.shape[1], r, s, q
-    cdef double kv
+    cdef Py_ssize_t n = K.shape[0], l = K.shape[1], m = columns.shape[1]
+    cdef Py_ssize_t n_values = out.shape[1], n_groups, gi, r0
+    cdef double* acc
+    cdef int failed = 0
     if columns.shape[0] != l or coefs.shape[0] != l or coefs.shape[1] != m \
             or out.shape[0] != n:
         raise ValueError("expansion_sums: the shapes of K, columns, coefs and out disagree")
-    with nogil:
-        for r in prange(n, num_threads=n_threads if n_threads > 1 else 1, schedule="static"):
-            for s in range(l):
-                kv = K[r, s]
-                for q in range(m):
-                    out[r, columns[s, q]] += coefs[s, q] * kv
+    if n == 0 or l == 0 or m == 0:
+        return
+    n_groups = (n + SUM_ROWS - 1) // SUM_ROWS
+    with nogil, parallel(num_threads=n_threads if n_threads > 1 and n_groups > 1 else 1):
+        acc = <double*>calloc(n_values * SUM_ROWS, sizeof(double))
+        for gi in prange(n_groups, schedule="static"):
+            if acc == NULL:
+                failed += 1
+                continue
+            r0 = gi * SUM_ROWS
+            _sum_rows(&K[0, 0], l, r0, min(SUM_ROWS, n - r0), &columns[0, 0],
+                      &coefs[0, 0], m, &out[0, 0], n_values, acc)
+        free(acc)
+    if failed:
+        raise MemoryError("expansion_sums: cannot allocate the sums of a group of rows")

@@ -94,7 +94,14 @@ cdef class Builder:
     cdef readonly bint wide
     cdef Chunk* _ch
 
-    def __cinit__(self, int mode, int64_t n_features, bint f32, bint want_qid):
+    def __cinit__(self, int mode, int64_t n_features, bint f32, bint want_qid,
+                  int n_lead=1):
+        # n_lead: numbers before the index:value pairs of a line, kept n_lead
+        # per row in the labels array (1 for data files; a model file's
+        # support-vector lines have their coefficients there)
+        if n_lead < 1:
+            raise ValueError("n_lead must be >= 1")
+        self.st.n_lead = n_lead
         self.st.mode = mode
         self.st.n_features = n_features
         if n_features < 0:
@@ -130,7 +137,7 @@ cdef class Builder:
         cdef void* p
         if need_rows > self.cap_rows:
             cap = max(need_rows, 2 * self.cap_rows, want_rows)
-            p = realloc(self.o.labels, cap * sizeof(double))
+            p = realloc(self.o.labels, cap * self.st.n_lead * sizeof(double))
             if p == NULL:
                 raise MemoryError()
             self.o.labels = <double*>p
@@ -305,8 +312,9 @@ cdef class Builder:
                             memmove(&self.o.val64[nnz_dst], &self.o.val64[ch[i].nnz_off],
                                     ch[i].nnz * sizeof(double))
                     if ch[i].n_rows and row_dst != ch[i].row_off:
-                        memmove(&self.o.labels[row_dst], &self.o.labels[ch[i].row_off],
-                                ch[i].n_rows * sizeof(double))
+                        memmove(&self.o.labels[row_dst * self.st.n_lead],
+                                &self.o.labels[ch[i].row_off * self.st.n_lead],
+                                ch[i].n_rows * self.st.n_lead * sizeof(double))
                         memmove(&self.o.indptr[row_dst + 1],
                                 &self.o.indptr[ch[i].row_off + 1],
                                 ch[i].n_rows * sizeof(int64_t))
@@ -343,6 +351,8 @@ cdef class Builder:
 
     def finish(self, bint shift, bint want64, int n_threads):
         """Return ``(y, data, indices, indptr, qid)`` and give up the buffers.
+
+        ``y`` holds ``n_lead`` numbers per row, row after row.
 
         ``shift`` subtracts 1 from every index (1-based files); ``want64``
         asks for int64 indices and indptr (else int32, which must fit).
@@ -385,7 +395,7 @@ cdef class Builder:
             data = _wrap(self.o.val64, n, 8, "d")
         self.o.val32 = NULL
         self.o.val64 = NULL
-        y = _wrap(self.o.labels, nr, 8, "d")
+        y = _wrap(self.o.labels, nr * self.st.n_lead, 8, "d")
         self.o.labels = NULL
         qid = None
         if self.st.want_qid:

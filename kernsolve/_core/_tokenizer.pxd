@@ -46,10 +46,12 @@ ctypedef struct Settings:
     bint wide            # int64 indices
     bint f32             # float32 values
     bint want_qid
+    int n_lead           # numbers before the pairs (1: the label; a model's
+                         # support-vector line has its coefficients there)
 
 
 ctypedef struct Out:
-    double* labels
+    double* labels       # n_lead per row
     int64_t* qids
     int64_t* indptr      # indptr[0] = 0; row r ends at indptr[r + 1]
     int32_t* idx32

@@ -208,6 +208,7 @@ cdef void parse_chunk(Chunk* ch, const Settings* st, Out* o) noexcept nogil:
     cdef int64_t limit = st.limit, n_features = st.n_features
     cdef int64_t eq_line = -1, min_idx = I64MAX, max_idx = -1
     cdef bint wide = st.wide, f32 = st.f32, want_qid = st.want_qid
+    cdef int n_lead = st.n_lead, lead
     cdef double* labels = o.labels
     cdef int64_t* qids = o.qids
     cdef int64_t* indptr = o.indptr
@@ -236,7 +237,18 @@ cdef void parse_chunk(Chunk* ch, const Settings* st, Out* o) noexcept nogil:
         # A data line: label, optional qid, then index:value pairs.
         s = p
         ls = p
-        rc = parse_number(&p, end, &labels[row])
+        rc = parse_number(&p, end, &labels[row * n_lead])
+        lead = 1
+        while rc == NUM_OK and lead < n_lead:
+            # more leading numbers (a support vector's coefficients)
+            while CLS[p[0]] == 1:
+                p += 1
+            s = p
+            if p >= end or CLS[p[0]] != 0:
+                rc = NUM_BAD
+                break
+            rc = parse_number(&p, end, &labels[row * n_lead + lead])
+            lead += 1
         if rc != NUM_OK:
             fail(ch, ST_LOCALE if rc == NUM_LOCALE else
                  (ST_LABEL_INF if rc == NUM_INF else ST_LABEL), line, s, 0, 0)
