@@ -8,7 +8,6 @@ Oracles: kernsolve's exp (``_core/_exp.h``, itself checked against
 not depend on the thread count, on the rows computed together, or on X being
 CSR or dense.
 """
-import math
 
 import numpy as np
 import pytest
