@@ -17,10 +17,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define KS_DOTS_X86 1
-#endif
+#include "_simd.h"
 
 /* Columns per panel: B's rows j0..j0+7 interleaved by k (panel[k * 8 + jj]),
    so one aligned load gives eight columns' k-th entries. */
@@ -44,7 +41,7 @@ static void ks_dots_plain(const double *A, ptrdiff_t m, const double *B, ptrdiff
             C[i * ldc + j] = ks_dot_fma(A + i * d, B + j * d, d);
 }
 
-#ifdef KS_DOTS_X86
+#ifdef KS_X86
 __attribute__((target("avx2,fma")))
 static inline void ks_dots_store(double *c, __m256d lo, __m256d hi, ptrdiff_t nj)
 {
@@ -108,22 +105,6 @@ static void ks_dots_avx2(const double *A, ptrdiff_t m, const double *B, ptrdiff_
 }
 #endif
 
-/* -1: not asked yet; 0: one value at a time; 1: AVX2 + FMA. */
-static int ks_dots_path = -1;
-
-static inline int ks_dots_simd(void)
-{
-    if (ks_dots_path < 0) {
-#ifdef KS_DOTS_X86
-        __builtin_cpu_init();
-        ks_dots_path = (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ? 1 : 0;
-#else
-        ks_dots_path = 0;
-#endif
-    }
-    return ks_dots_path;
-}
-
 /* Scratch for ks_dots: KS_DOTS_PANEL * d doubles aligned to 32 bytes (free()
    it); NULL when out of memory. */
 static inline double *ks_dots_panel(ptrdiff_t d)
@@ -138,23 +119,13 @@ static inline double *ks_dots_panel(ptrdiff_t d)
 static inline void ks_dots(const double *A, ptrdiff_t m, const double *B, ptrdiff_t n,
                            ptrdiff_t d, double *C, ptrdiff_t ldc, double *panel)
 {
-#ifdef KS_DOTS_X86
-    if (ks_dots_simd() == 1) {
+#ifdef KS_X86
+    if (ks_simd(KS_AVX2 | KS_FMA)) {
         ks_dots_avx2(A, m, B, n, d, C, ldc, panel);
         return;
     }
 #endif
     ks_dots_plain(A, m, B, n, d, C, ldc);
-}
-
-/* For the tests: force the plain path (0), the AVX2 path where present (1)
-   or the CPU's choice (-1); returns the path now in use. */
-static inline int ks_dots_set_path(int path)
-{
-    ks_dots_path = -1;
-    if (path == 0 || ks_dots_simd() == 0)
-        ks_dots_path = 0;
-    return ks_dots_path;
 }
 
 #endif

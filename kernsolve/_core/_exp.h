@@ -24,10 +24,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <stddef.h>
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define KS_EXP_X86 1
-#endif
+#include "_simd.h"
 
 #define KS_EXP_MIN (-708.0)
 #define KS_EXP_INVLN2 1.4426950408889634
@@ -87,7 +84,7 @@ static inline double ks_exp(double x)
     return p;
 }
 
-#ifdef KS_EXP_X86
+#ifdef KS_X86
 __attribute__((target("avx2")))
 static void ks_exp_block_avx2(double *v, ptrdiff_t n)
 {
@@ -136,45 +133,18 @@ static void ks_exp_block_avx2(double *v, ptrdiff_t n)
 }
 #endif
 
-/* -1: not asked yet; 0: baseline; 1: AVX2.  Reads of an int race benignly:
-   every thread computes the same answer. */
-static int ks_exp_path = -1;
-
-static inline int ks_exp_simd(void)
-{
-    if (ks_exp_path < 0) {
-#ifdef KS_EXP_X86
-        __builtin_cpu_init();
-        ks_exp_path = __builtin_cpu_supports("avx2") ? 1 : 0;
-#else
-        ks_exp_path = 0;
-#endif
-    }
-    return ks_exp_path;
-}
-
 /* v[i] = ks_exp(v[i]) for i < n, four lanes at a time where the CPU can. */
 static inline void ks_exp_block(double *v, ptrdiff_t n)
 {
     ptrdiff_t i;
-#ifdef KS_EXP_X86
-    if (ks_exp_simd() == 1) {
+#ifdef KS_X86
+    if (ks_simd(KS_AVX2)) {
         ks_exp_block_avx2(v, n);
         return;
     }
 #endif
     for (i = 0; i < n; i++)
         v[i] = ks_exp(v[i]);
-}
-
-/* For the tests: force the baseline path (0), the AVX2 path where present (1)
-   or the CPU's choice (-1); returns the path now in use. */
-static inline int ks_exp_set_path(int path)
-{
-    ks_exp_path = -1;
-    if (path == 0 || ks_exp_simd() == 0)
-        ks_exp_path = 0;
-    return ks_exp_path;
 }
 
 #endif

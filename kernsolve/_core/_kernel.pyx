@@ -15,7 +15,7 @@ from ._rows cimport Rows, as_rows
 from ._kernel_values cimport (
     SCATTER_MAX_FEATURES, PAR_MIN_WORK, VALUE_BLOCK, Query, _row_norm, _make_query,
     _clear_query, _value, _values_block, _diag_value, _chunk, _mean_cost, ks_exp,
-    ks_exp_block, ks_exp_set_path)
+    ks_exp_block, ks_simd, ks_simd_baseline, KS_AVX2)
 
 # Deferred column swaps held before they are applied (16 bytes each).
 cdef enum:
@@ -41,14 +41,14 @@ def _exp(x, int path=-1):
     cdef double[::1] b = np.array(a, copy=True)
     cdef Py_ssize_t i, n = a.shape[0]
     cdef int used
-    if n == 0:
-        return np.asarray(a), np.asarray(b), ks_exp_set_path(-1)
     with nogil:
-        used = ks_exp_set_path(path)
-        ks_exp_block(&a[0], n)
+        ks_simd_baseline(path == 0)
+        used = ks_simd(KS_AVX2)
+        if n > 0:
+            ks_exp_block(&a[0], n)
         for i in range(n):
             b[i] = ks_exp(b[i])
-        ks_exp_set_path(-1)
+        ks_simd_baseline(0)
     return np.asarray(a), np.asarray(b), used
 
 

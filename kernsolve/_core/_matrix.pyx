@@ -10,7 +10,7 @@ thread count, so results are bit-identical for any ``n_threads``.
 """
 from cython.parallel cimport prange, parallel
 from libc.stdint cimport int32_t
-from libc.stdlib cimport calloc, malloc, free
+from libc.stdlib cimport calloc, free
 
 cimport numpy as cnp
 import numpy as np
@@ -21,14 +21,14 @@ from ._rows cimport Rows, as_rows, row_ptr
 from ._kernel cimport KernelParams, LINEAR, POLY, RBF, SIGMOID, LAPLACIAN
 from ._kernel_values cimport (
     SCATTER_MAX_FEATURES, PAR_MIN_WORK, VALUE_BLOCK, Query, _finish, _exponent, _row_norm,
-    _make_query, _clear_query, _kernel_block, _chunk, _mean_cost, ks_exp_block)
+    _make_query, _clear_query, _kernel_block, _chunk, _mean_cost, ks_exp_block, ks_simd,
+    ks_simd_baseline, KS_AVX2, KS_FMA)
 
 # Dot products of dense rows whose bits do not depend on the other rows of the call.
 cdef extern from "_dots.h" nogil:
     double* ks_dots_panel(Py_ssize_t d)
     void ks_dots(const double* A, Py_ssize_t m, const double* B, Py_ssize_t n,
                  Py_ssize_t d, double* C, Py_ssize_t ldc, double* panel)
-    int ks_dots_set_path(int path)
 
 cnp.import_array()
 
@@ -202,15 +202,16 @@ def _dots(A, B, int path=-1):
     cdef double* panel
     cdef int used
     if out.size == 0:
-        return out, ks_dots_set_path(-1)
+        return out, ks_simd(KS_AVX2 | KS_FMA) if path != 0 else 0
     panel = ks_dots_panel(d)
     if panel == NULL:
         raise MemoryError("_dots: no memory for the panel")
     with nogil:
-        used = ks_dots_set_path(path)
+        ks_simd_baseline(path == 0)
+        used = ks_simd(KS_AVX2 | KS_FMA)
         ks_dots(&a[0, 0] if d > 0 else NULL, a.shape[0], &b[0, 0] if d > 0 else NULL,
                 b.shape[0], d, &o[0, 0], o.shape[1], panel)
-        ks_dots_set_path(-1)
+        ks_simd_baseline(0)
     free(panel)
     return out, used
 

@@ -1,0 +1,45 @@
+/* The vector paths this CPU can take, for kernsolve's hand-written SIMD code
+ * (_exp.h, _dots.h): asked once (per module), and one switch for the tests
+ * to hold a module to its baseline paths.  Each path gives the same bits as
+ * its baseline, so the switch only tells the tests which one they checked.
+ */
+#ifndef KS_SIMD_H
+#define KS_SIMD_H
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define KS_X86 1
+#endif
+
+/* What a path needs (combined with |). */
+#define KS_AVX2 1
+#define KS_FMA 2
+
+static int ks_simd_features = -1;       /* -1: not asked yet */
+static int ks_simd_baseline_only = 0;   /* set by the tests only */
+
+/* Whether the CPU has everything in ``need`` (and the tests allow it).  Reads
+   of the ints race benignly: every thread computes the same answer. */
+static inline int ks_simd(int need)
+{
+    if (ks_simd_features < 0) {
+        int f = 0;
+#ifdef KS_X86
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx2"))
+            f |= KS_AVX2;
+        if (__builtin_cpu_supports("fma"))
+            f |= KS_FMA;
+#endif
+        ks_simd_features = f;
+    }
+    return !ks_simd_baseline_only && (ks_simd_features & need) == need;
+}
+
+/* For the tests: 1 holds every vector path off, 0 lets the CPU choose. */
+static inline void ks_simd_baseline(int on)
+{
+    ks_simd_baseline_only = on;
+}
+
+#endif
