@@ -320,12 +320,13 @@ def run_method(method, cfg, train, test, args, data, n_rows):
             tag = f"{data}.{method}.{budget}.{args.threads}".replace("[", "").replace(
                 "]", "").replace(":", "")
             row = run_one(method, budget, cfg, train, test, args, tag)
+            # An exact method's one run has no budget (None) to name.
+            which = "the run" if budget is None else f"budget {budget:g}"
             if row["status"] == "timeout":
-                stop = f"budget {budget:g} timed out"
+                stop = f"{which} timed out"
             elif (row["status"] == "ok" and args.max_time is not None
                   and row["train_s"] > args.max_time):
-                stop = (f"budget {budget:g} took {row['train_s']:.1f} s > --max-time "
-                        f"{args.max_time:g}")
+                stop = f"{which} took {row['train_s']:.1f} s > --max-time {args.max_time:g}"
         row = {**base, **row}
         rows.append(row)
         print(json.dumps(row), flush=True)
