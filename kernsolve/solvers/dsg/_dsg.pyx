@@ -251,8 +251,8 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
     cdef long long n_new_period = h.get("new_blocks", 1) if solver == SOLVER_UDSG else 1
     cdef long long n_old_period = h.get("old_blocks", 0) if solver == SOLVER_UDSG else 0
     cdef double max_ratio = h.get("max_step_ratio", 1.0)
-    # the fitted step (--step-rule fit; ridge 0: chosen per batch) or
-    # Algorithm 1's gradient step
+    # the fitted step (--step-rule fit or fit-gcv; ridge 0: chosen by the
+    # rule) or Algorithm 1's gradient step
     cdef str step_rule = h.get("step_rule", "gradient")
     cdef bint fitted = step_rule in ("fit", "fit-gcv")
     cdef double ridge = h.get("ridge", 0.0)
