@@ -14,6 +14,10 @@ never stored.  Iteration t (1-based) of Algorithm 1 on a batch of rows R:
 
 The 1/F makes (1/F) sum_f phi_f(x) phi_f(.) the block's unbiased estimate of
 k(x, .), so a step is the functional gradient step of the paper whatever F is.
+With the fitted step (h["step_rule"] "fit", the default, or "fit-gcv") the new
+block is instead -gamma_t times the ridge fit of the batch's derivatives by its
+features (_fit_block, _fit_candidates); the ridge is given, chosen by the
+following batches' losses (_judge_candidates, _best_ridge), or by GCV.
 
 Blocks whose directions fit the byte budget are kept in a cache (created
 once, reused by every later iteration); the others are regenerated in groups.
