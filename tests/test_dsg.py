@@ -107,15 +107,22 @@ def test_softmax_loss():
 
 # ------------------------------------------------- Algorithm 1 in numpy
 
-_AUTO_RIDGES = 10.0 ** np.arange(-3, 1.01, 0.5)
+# The fitted step's ridges (doc/dsg.md, "The step rule"), for fit and fit-gcv.
+_RIDGES = 10.0 ** np.arange(-3, 1.01, 0.5)
+_FIRST_RIDGE = 6            # fit's ridge before any batch has judged one: 1
 
 
-def _fitted_direction(phi, G, ridge):
-    """The fitted step's direction (doc/dsg.md), by numpy's solver: the ridge
-    fit of G by the block's features; ridge None chooses it by GCV."""
+def _ridge_fit(phi, G, rho):
+    """The ridge fit of G by the block's features, by numpy's solver."""
+    B, F = phi.shape
+    return np.linalg.solve(phi.T @ phi + rho * B * np.eye(F), phi.T @ G)
+
+
+def _gcv_direction(phi, G):
+    """fit-gcv's direction: the ridge of the smallest GCV score."""
     B, F = phi.shape
     best = None
-    for rho in ([ridge] if ridge is not None else _AUTO_RIDGES):
+    for rho in _RIDGES:
         A = phi.T @ phi + rho * B * np.eye(F)
         c = np.linalg.solve(A, phi.T @ G)
         df = np.trace(np.linalg.solve(A, phi.T @ phi))
@@ -127,17 +134,29 @@ def _fitted_direction(phi, G, ridge):
     return best[1]
 
 
+def _row_losses(loss, U, T, param):
+    """l(u_r, y_r) per row: the softmax's, or the binary/regression loss summed over outputs."""
+    if loss == "softmax":
+        m = U.max(axis=1)
+        return m + np.log(np.exp(U - m[:, None]).sum(axis=1)) - U[np.arange(len(U)),
+                                                                  T[:, 0].astype(int)]
+    return _numpy_loss(loss, U, T, param)[0].sum(axis=1)
+
+
 def _reference_dsg(X, targets, K, loss, param, *, lam, step, t0, B, F, gamma, seed,
                    epochs, average=False, fit_intercept=True, rule="gradient", ridge=None):
     """Algorithm 1 with mini-batches and feature blocks, written out plainly
     (explicit features, explicit decay of every old coefficient); with
-    ``rule="fit"`` the new block is the fitted step instead."""
+    ``rule="fit"``/``"fit-gcv"`` the new block is the fitted step instead, its
+    ridge ``ridge``, or chosen by the next batches' losses (fit) or GCV."""
     n = X.shape[0]
     coef = np.zeros((0, F, K))
     intercept = np.zeros(K)
     avg_coef, avg_int = np.zeros((0, F, K)), np.zeros(K)
     key = stream_key(seed, "sampling")
     t = 0
+    scores = np.zeros(len(_RIDGES))     # fit: each ridge's loss on the batches that followed
+    last = None                         # fit: (step, block, chosen ridge, candidates)
     for epoch in range(epochs):
         order = permutation(n, key, epoch)
         for pos in range(0, n, B):
@@ -156,8 +175,30 @@ def _reference_dsg(X, targets, K, loss, param, *, lam, step, t0, B, F, gamma, se
                 G = _numpy_loss(loss, U, T, param)[1]
             g = step / (t0 + t)
             phi = random_features(X[rows], F, gamma=gamma, seed=seed, start=nb * F, n_jobs=1)
-            new = (-g * _fitted_direction(phi, G, ridge) if rule == "fit"
-                   else -g / (len(rows) * F) * phi.T @ G)
+            if rule == "gradient":
+                new = -g / (len(rows) * F) * phi.T @ G
+            elif ridge is not None:
+                new = -g * _ridge_fit(phi, G, ridge)
+            elif rule == "fit-gcv":
+                new = -g * _gcv_direction(phi, G)
+            else:
+                # judge the last step's candidates on this batch (if that
+                # step's batch was whole), then take the ridge with the
+                # smallest total so far
+                if last is not None:
+                    g_last, block, chosen, cands, whole = last
+                    if whole:
+                        P = random_features(X[rows], F, gamma=gamma, seed=seed,
+                                            start=block * F, n_jobs=1)
+                        for i, c in enumerate(cands):
+                            scores[i] += _row_losses(
+                                loss, U + g_last * P @ (cands[chosen] - c), T, param).sum()
+                    chosen = int(np.argmin(scores))
+                else:
+                    chosen = _FIRST_RIDGE
+                cands = [_ridge_fit(phi, G, rho) for rho in _RIDGES]
+                new = -g * cands[chosen]
+                last = (g, nb, chosen, cands, len(rows) == B)
             coef = np.concatenate([coef * (1 - g * lam), new[None]])
             if loss == "novelty":
                 intercept = intercept - g * (G.mean(axis=0) + lam)
@@ -196,18 +237,23 @@ def _task_data(heart, task):
     ("regression", "epsilon-insensitive", "-p 0.2"),
     ("regression", "quantile", "--tau 0.3"),
     ("novelty", "novelty", "-n 0.2"),
-    # the fitted step (the default rule), a given ridge and the GCV choice
+    # the fitted step (the default rule): a given ridge, the next-batch
+    # choice, and session 5's GCV choice
     ("classification", "hinge", "--step-rule fit --ridge 0.5"),
     ("multiclass", "softmax", "--step-rule fit"),
+    ("classification", "hinge", "--step-rule fit"),
     ("regression", "squared", "--step-rule fit --ridge 0.05"),
+    ("regression", "huber", "--step-rule fit --delta 0.5"),
     ("classification", "logistic", "--step-rule fit --average 1"),
+    ("multiclass", "softmax", "--step-rule fit-gcv"),
+    ("classification", "hinge", "--step-rule fit-gcv"),
 ])
 def test_matches_numpy_algorithm_1(heart, task, loss, extra):
     y, X, s = _task_data(heart, task)
-    rule = "fit" if "--step-rule fit" in extra else "gradient"
+    rule = extra.split("--step-rule ")[1].split()[0] if "--step-rule" in extra else "gradient"
     opts = (f"-s {s} -q --solver dsg --loss {loss} -g 0.3 --batch-size 7 --feature-block 5 "
             f"--step 2 --t0 3 --epochs 2 --seed 11 --threads 1 -c 4 --step-rule {rule} "
-            f"{extra.replace('--step-rule fit', '')}")
+            f"{extra.replace('--step-rule ' + rule, '')}")
     model = kernsolve.train(y, X, opts)
     param = kernsolve.parse_options(opts)
     targets = Targets.from_data(_TASKS[s], loss, y)
@@ -404,7 +450,8 @@ def test_default_fitted_step_one_pass_near_svc():
 def test_fitted_step_same_bits_for_any_thread_count_and_ridge_option(heart):
     y, X = heart
     base = "-q --solver dsg -g 0.3 --batch-size 40 --feature-block 24 --epochs 2 --seed 5"
-    for extra in ("", " --ridge 0.2", " --solver udsg", " --solver cdsg"):
+    for extra in ("", " --ridge 0.2", " --solver udsg", " --solver cdsg",
+                  " --step-rule fit-gcv", " --solver cdsg --loss logistic"):
         one = kernsolve.train(y, X, base + extra + " --threads 1 -m 0.001")
         two = kernsolve.train(y, X, base + extra + " --threads 2")
         assert np.array_equal(one.coef, two.coef) and np.array_equal(one.intercept,

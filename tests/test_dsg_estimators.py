@@ -83,6 +83,7 @@ def test_classifier_equals_train_with_the_same_options(shared, tmp_path):
 @pytest.mark.parametrize("params, options", [
     ({"step_rule": "gradient"}, "--step-rule gradient"),
     ({"ridge": 0.3}, "--ridge 0.3"),
+    ({"step_rule": "fit_gcv"}, "--step-rule fit-gcv"),
     ({"step_rule": "fit", "solver": "cdsg"}, "--solver cdsg --step-rule fit"),
 ])
 def test_step_rule_parameters_equal_train(shared, tmp_path, params, options):

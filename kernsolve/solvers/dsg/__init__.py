@@ -20,12 +20,14 @@ SPEC = SolverSpec(
         "lambda": Option("regularisation (default 1/(C n); -n nu for -s 2)", low=0),
         "step": Option("step size scale", default=1000.0, low=0, low_open=True),
         "t0": Option("step size offset", default=1000.0, low=0),
-        "step-rule": Option("fit (the new block fits the batch's loss derivatives) or "
-                            "gradient (Algorithm 1's functional gradient step)",
-                            kind="choice", choices=("fit", "gradient"), default="fit"),
+        "step-rule": Option("fit (the new block fits the batch's loss derivatives; the "
+                            "ridge that did best on the following batches), fit-gcv (the "
+                            "ridge by cross-validation on each batch) or gradient "
+                            "(Algorithm 1's functional gradient step)",
+                            kind="choice", choices=("fit", "fit-gcv", "gradient"),
+                            default="fit"),
         "ridge": Option("ridge of the fitted step, relative to the batch size "
-                        "(default: chosen per batch by cross-validation)", low=0,
-                        low_open=True),
+                        "(default: chosen by the step rule)", low=0, low_open=True),
         "epochs": Option("passes over the data", default=1.0, low=0, low_open=True),
         "average": Option("average the iterates, 0 or 1", kind="flag", default=0),
         "tau": Option("quantile of the quantile loss", default=0.5, low=0, low_open=True,

@@ -14,6 +14,10 @@ never stored.  Iteration t (1-based) of Algorithm 1 on a batch of rows R:
 
 The 1/F makes (1/F) sum_f phi_f(x) phi_f(.) the block's unbiased estimate of
 k(x, .), so a step is the functional gradient step of the paper whatever F is.
+With the fitted step (h["step_rule"] "fit", the default, or "fit-gcv") the new
+block is instead -gamma_t times the ridge fit of the batch's derivatives by its
+features (_fit_block, _fit_candidates); the ridge is given, chosen by the
+following batches' losses (_judge_candidates, _best_ridge), or by GCV.
 
 Blocks whose directions fit the byte budget are kept in a cache (created
 once, reused by every later iteration); the others are regenerated in groups.
@@ -214,7 +218,7 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
               double[::1] cache, Py_ssize_t cache_blocks,
               double[:, :, ::1] avg_coef, double[::1] avg_intercept,
               Py_ssize_t n_blocks, long long n_iter, int n_threads=1,
-              double[:, ::1] beta=None):
+              double[:, ::1] beta=None, double[::1] ridge_state=None):
     """Run Algorithm 1 (DSG), 3 (UDSG) or 4 (CDSG) -- ``h["solver"]`` -- over
     the rows ``order`` (consecutive batches of ``h["batch_size"]``),
     continuing from ``n_blocks`` blocks and ``n_iter`` iterations.
@@ -233,8 +237,11 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
     n_old_updates, ridge_sum) where status is 0, 1 (a prediction became non-finite: the
     step is too large) or -1 (out of memory); objective_sum adds the batch
     losses seen; n_old_updates counts iterations that updated an old block;
-    ridge_sum adds the ridges of the fitted steps (``h["step_rule"] == "fit"``,
-    ``h["ridge"]`` > 0 or 0 for the per-batch choice of ``_fit_block``).
+    ridge_sum adds the ridges of the fitted steps (``h["step_rule"]`` "fit" or
+    "fit-gcv"; ``h["ridge"]`` > 0 fixes the ridge, 0 chooses it: by the next
+    batch's loss with "fit", ``ridge_state`` (``ridge_state_size`` doubles,
+    zeros at the start of a run) carrying the evidence between calls; by GCV
+    per batch with "fit-gcv").
     """
     cdef Rows R
     keep = as_rows(X, &R)
@@ -248,11 +255,21 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
     cdef long long n_new_period = h.get("new_blocks", 1) if solver == SOLVER_UDSG else 1
     cdef long long n_old_period = h.get("old_blocks", 0) if solver == SOLVER_UDSG else 0
     cdef double max_ratio = h.get("max_step_ratio", 1.0)
-    # the fitted step (--step-rule fit; ridge 0: chosen per batch) or
-    # Algorithm 1's gradient step
-    cdef bint fitted = h.get("step_rule", "gradient") == "fit"
+    # the fitted step (--step-rule fit or fit-gcv; ridge 0: chosen by the
+    # rule) or Algorithm 1's gradient step
+    cdef str step_rule = h.get("step_rule", "gradient")
+    cdef bint fitted = step_rule in ("fit", "fit-gcv")
     cdef double ridge = h.get("ridge", 0.0)
     cdef double ridge_sum = 0.0
+    cdef bint progressive = step_rule == "fit" and ridge <= 0.0
+    cdef double* rs = NULL
+    if progressive:
+        if ridge_state is None or ridge_state.shape[0] < ridge_state_size(F, K):
+            raise ValueError("the next-batch ridge choice needs ridge_state "
+                             "(ridge_state_size(block_size, n_outputs) doubles)")
+        rs = &ridge_state[0]
+    cdef const double* tg = &targets[0, 0] if targets.shape[0] > 0 else NULL
+    cdef Py_ssize_t tcols = targets.shape[1]
     if n_new_period < 1 or n_old_period < 0:
         raise ValueError("UDSG needs new_blocks >= 1 and old_blocks >= 0")
     if solver == SOLVER_CDSG and (beta is None or beta.shape[0] < coef.shape[0]
@@ -273,8 +290,9 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
     # A batch never holds more rows than the chunk has (nr below), so the
     # scratch is sized by those, not by a --batch-size larger than the data.
     cdef Py_ssize_t Bs = B if B <= n_order else max(n_order, 1)
-    cdef double* scratch = <double*>malloc((nb * stride + Bs * K * 2 + Bs * F + stride + K
-                                            + 2 * F * F + 3 * F * K + F) * sizeof(double))
+    cdef double* scratch = <double*>malloc((nb * stride + Bs * K * 2 + 2 * Bs * F + stride
+                                            + 2 * K + 2 * F * F + 3 * F * K + F)
+                                           * sizeof(double))
     if scratch == NULL:
         raise MemoryError("no memory for DSG scratch")
     cdef double* U = scratch + nb * stride      # predictions, Bs x K
@@ -284,13 +302,15 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
     cdef double* gbar = fresh + stride          # mean_r g_r (CDSG), K
     cdef double* fit = gbar + K                 # the fitted step's direction, F x K
     cdef double* work = fit + F * K             # and its scratch (_fit_block)
+    cdef double* prev_phi = work + 2 * F * F + 2 * F * K + F   # last target's features, Bs x F
+    cdef double* ucand = prev_phi + Bs * F      # a row's prediction under a candidate, K
     cdef double* cache_ptr = &cache[0] if cache_blocks > 0 else NULL
     cdef double* beta_ptr = &beta[0, 0] if solver == SOLVER_CDSG else NULL
     cdef double* blk
     cdef double scale = scalars[0], n_avg = scalars[1]
     cdef double step, decay, s, w, objective = 0.0, gamma_t
     cdef long long feature_evals = 0, n_old = 0
-    cdef Py_ssize_t pos, nr, r, f, k, j, n_cached, target, phi_block
+    cdef Py_ssize_t pos, nr, r, f, k, j, n_cached, target, phi_block, chosen
     cdef int status = 0
     cdef const int64_t* rows
     try:
@@ -370,10 +390,36 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
                 # step, lazy decay of the old coefficients, the new ones
                 decay = 1.0 - step * lam
                 scale *= decay
+                if progressive:
+                    # the ridge whose fits of the past batches' derivatives
+                    # did best on the batches that followed them (unseen when
+                    # they were fitted); this batch judges the last step first,
+                    # if it was fitted on a whole batch (the short last batch
+                    # of a chunk, fitted closely by small ridges, would count
+                    # against them far beyond its size)
+                    if rs[RS_HAVE] != 0.0 and rs[RS_ROWS] >= B:
+                        blk = _block_ptr(&fm, <Py_ssize_t>rs[RS_TARGET], cache_ptr,
+                                         n_cached, fresh)
+                        _features_of_rows(&fm, &R, rows, nr, blk, prev_phi, n_threads)
+                        feature_evals += nr * F
+                        _judge_candidates(U, prev_phi, rows, tg, tcols, nr, F, K, loss,
+                                          loss_param, rs, ucand)
+                    chosen = _best_ridge(rs)
+                    _fit_candidates(PHI, G, nr, F, K, work, rs + RS_CANDIDATES)
+                    for j in range(F * K):
+                        fit[j] = rs[RS_CANDIDATES + chosen * F * K + j]
+                    ridge_sum += _grid_ridge(chosen)
+                    rs[RS_HAVE] = 1.0
+                    rs[RS_STEP] = step
+                    rs[RS_TARGET] = <double>target
+                    rs[RS_CHOSEN] = <double>chosen
+                    rs[RS_ROWS] = <double>nr
+                elif fitted:
+                    # the ridge given, or GCV's choice on this batch
+                    ridge_sum += _fit_block(PHI, G, nr, F, K, ridge, work, fit)
                 if fitted:
                     # the fitted step: the block's least-squares (ridge) fit
                     # of the batch's loss derivatives, times -step
-                    ridge_sum += _fit_block(PHI, G, nr, F, K, ridge, work, fit)
                     w = -step / scale
                     for f in range(F):
                         for k in range(K):
@@ -429,46 +475,53 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
     return n_blocks, n_iter, feature_evals, status, objective, n_old, ridge_sum
 
 
-# The ridges the fitted step chooses from when none is given (--ridge auto):
-# 10**-3 .. 10**1 in half decades.
-cdef Py_ssize_t N_AUTO_RIDGES = 9
-cdef double AUTO_RIDGE_LOW = 1e-3
-cdef double AUTO_RIDGE_RATIO = 3.1622776601683795      # sqrt(10)
+# The ridges the fitted step chooses from when --ridge does not fix one:
+# 10**-3 .. 10 in half decades.  Not beyond: the next-batch judgement counts
+# a step's noise in full, though the following steps average it out, and
+# late in a run it would take ridges that all but stop learning (100 on the
+# first 2000 rows of a9a: 76% accuracy, the majority class; 10: 81%).
+cdef enum:
+    N_RIDGES = 9
+    # the next-batch choice (--step-rule fit): the ridge taken before any
+    # batch has judged one (10**(-3 + FIRST_RIDGE / 2))
+    FIRST_RIDGE = 6
+    # ridge_state: the last fitted step, then the scores, then the candidates
+    RS_HAVE = 0         # 1 once a fitted step has been taken
+    RS_STEP = 1         # its step
+    RS_TARGET = 2       # the block it set or updated
+    RS_CHOSEN = 3       # the grid index of its ridge
+    RS_ROWS = 4         # the rows of its batch
+    RS_SCORES = 5       # N_RIDGES judged losses, one per ridge
+    RS_CANDIDATES = RS_SCORES + N_RIDGES    # N_RIDGES fits (F x K each) of the last batch
+cdef double RIDGE_LOW = 1e-3
+cdef double RIDGE_RATIO = 3.1622776601683795      # sqrt(10)
 
 
-cdef double _fit_block(const double* PHI, const double* G, Py_ssize_t nr, Py_ssize_t F,
-                       Py_ssize_t K, double ridge, double* work, double* out) noexcept nogil:
-    """The fitted step's direction: out = (PHI' PHI + rho * nr * I)^{-1} PHI' G.
+cdef inline double _grid_ridge(Py_ssize_t i) noexcept nogil:
+    return RIDGE_LOW * RIDGE_RATIO ** i
 
-    PHI is the batch's features of the block (nr x F), G the loss derivatives
-    (nr x K); out (F x K) holds the coefficients whose block values on the
-    batch best fit G in the ridge sense.  rho is ``ridge`` when it is > 0;
-    otherwise (``--ridge auto``) the rho of the grid 1e-3, 10**-2.5, ..., 10
-    with the smallest generalised cross-validation score
 
-        GCV(rho) = (||G - PHI out||^2 / nr) / (1 - df / nr)^2,
-        df = tr(PHI (PHI'PHI + rho nr I)^{-1} PHI') = F - rho nr tr(A^{-1})
+def ridge_grid():
+    """The ridges the fitted step chooses from (``--step-rule fit`` and
+    ``fit-gcv``), smallest first."""
+    return np.array([_grid_ridge(i) for i in range(N_RIDGES)])
 
-    (Golub, Heath, Wahba 1979: the leave-one-out error of the fit, rotation
-    invariant), the first on ties; a rho with df >= nr is not a candidate
-    (the largest is kept when none is).  Returns rho.  ``work`` holds
-    2 F^2 + 2 F K + F doubles.  Serial, in a fixed order (Cholesky
-    factorisation, triangular solves), so the bits do not depend on the
-    thread count; the system is positive definite (rho > 0).
-    """
-    cdef Py_ssize_t r, i, j, k, c, F2 = F * F, n_try
-    cdef double p, s, rho, gg = 0.0, cr, cc, tr_inv, df, score, best_score = 0.0
-    cdef double best_rho = 0.0
-    cdef double* M = work                  # PHI' PHI (lower triangle)
-    cdef double* A = M + F2                # its Cholesky factor for one rho
-    cdef double* R = A + F2                # PHI' G, F x K
-    cdef double* sol = R + F * K           # the solution for one rho, F x K
-    cdef double* v = sol + F * K           # a column of L^{-1}
-    for i in range(F2):
+
+def ridge_state_size(Py_ssize_t block_size, Py_ssize_t n_outputs):
+    """Doubles of ``fit_chunk``'s ``ridge_state`` (the next-batch ridge choice)."""
+    return RS_CANDIDATES + N_RIDGES * block_size * n_outputs
+
+
+cdef double _gram(const double* PHI, const double* G, Py_ssize_t nr, Py_ssize_t F,
+                  Py_ssize_t K, double* M, double* R) noexcept nogil:
+    """M = PHI' PHI (lower triangle) and R = PHI' G, summed in row order;
+    returns ||G||^2."""
+    cdef Py_ssize_t r, i, j, k
+    cdef double p, gg = 0.0
+    for i in range(F * F):
         M[i] = 0.0
     for i in range(F * K):
         R[i] = 0.0
-    # lower triangle of PHI' PHI and the right-hand sides PHI' G, row by row
     for r in range(nr):
         for i in range(F):
             p = PHI[r * F + i]
@@ -478,37 +531,75 @@ cdef double _fit_block(const double* PHI, const double* G, Py_ssize_t nr, Py_ssi
                 R[i * K + k] += p * G[r * K + k]
         for k in range(K):
             gg = gg + G[r * K + k] * G[r * K + k]
-    n_try = 1 if ridge > 0.0 else N_AUTO_RIDGES
-    for c in range(n_try):
-        rho = ridge if ridge > 0.0 else AUTO_RIDGE_LOW * AUTO_RIDGE_RATIO ** c
-        for i in range(F):
-            for j in range(i + 1):
-                A[i * F + j] = M[i * F + j]
-            A[i * F + i] += rho * nr
-        # Cholesky: A = L L' (L in the lower triangle of A)
-        for j in range(F):
-            s = A[j * F + j]
+    return gg
+
+
+cdef void _ridge_solve(const double* M, const double* R, Py_ssize_t F, Py_ssize_t K,
+                       double shift, double* A, double* sol) noexcept nogil:
+    """sol = (M + shift I)^{-1} R (F x K) for positive definite M + shift I:
+    Cholesky A = L L' (L left in A's lower triangle), then L y = R, L' sol = y."""
+    cdef Py_ssize_t i, j, k
+    cdef double s, p
+    for i in range(F):
+        for j in range(i + 1):
+            A[i * F + j] = M[i * F + j]
+        A[i * F + i] += shift
+    for j in range(F):
+        s = A[j * F + j]
+        for k in range(j):
+            s = s - A[j * F + k] * A[j * F + k]
+        s = sqrt(s)
+        A[j * F + j] = s
+        for i in range(j + 1, F):
+            p = A[i * F + j]
             for k in range(j):
-                s = s - A[j * F + k] * A[j * F + k]
-            s = sqrt(s)
-            A[j * F + j] = s
-            for i in range(j + 1, F):
-                p = A[i * F + j]
-                for k in range(j):
-                    p = p - A[i * F + k] * A[j * F + k]
-                A[i * F + j] = p / s
-        # L y = b, then L' x = y, for each right-hand side
-        for k in range(K):
-            for i in range(F):
-                s = R[i * K + k]
-                for j in range(i):
-                    s = s - A[i * F + j] * sol[j * K + k]
-                sol[i * K + k] = s / A[i * F + i]
-            for i in range(F - 1, -1, -1):
-                s = sol[i * K + k]
-                for j in range(i + 1, F):
-                    s = s - A[j * F + i] * sol[j * K + k]
-                sol[i * K + k] = s / A[i * F + i]
+                p = p - A[i * F + k] * A[j * F + k]
+            A[i * F + j] = p / s
+    for k in range(K):
+        for i in range(F):
+            s = R[i * K + k]
+            for j in range(i):
+                s = s - A[i * F + j] * sol[j * K + k]
+            sol[i * K + k] = s / A[i * F + i]
+        for i in range(F - 1, -1, -1):
+            s = sol[i * K + k]
+            for j in range(i + 1, F):
+                s = s - A[j * F + i] * sol[j * K + k]
+            sol[i * K + k] = s / A[i * F + i]
+
+
+cdef double _fit_block(const double* PHI, const double* G, Py_ssize_t nr, Py_ssize_t F,
+                       Py_ssize_t K, double ridge, double* work, double* out) noexcept nogil:
+    """The fitted step's direction: out = (PHI' PHI + rho * nr * I)^{-1} PHI' G.
+
+    PHI is the batch's features of the block (nr x F), G the loss derivatives
+    (nr x K); out (F x K) holds the coefficients whose block values on the
+    batch best fit G in the ridge sense.  rho is ``ridge`` when it is > 0;
+    otherwise (``--step-rule fit-gcv``) the rho of the grid 1e-3, 10**-2.5,
+    ..., 10 with the smallest generalised cross-validation score
+
+        GCV(rho) = (||G - PHI out||^2 / nr) / (1 - df / nr)^2,
+        df = tr(PHI (PHI'PHI + rho nr I)^{-1} PHI') = F - rho nr tr(A^{-1})
+
+    (Golub, Heath, Wahba 1979: the leave-one-out error of the fit, rotation
+    invariant), the first on ties; a rho with df >= nr is not a candidate
+    (the largest is kept when none is).  Returns rho.  ``work`` holds
+    2 F^2 + 2 F K + F doubles.  Serial, in a fixed order, so the bits do not
+    depend on the thread count.
+    """
+    cdef Py_ssize_t i, j, k, c, n_try
+    cdef double s, rho, gg, cr, cc, tr_inv, df, score, best_score = 0.0
+    cdef double best_rho = 0.0
+    cdef double* M = work                  # PHI' PHI (lower triangle)
+    cdef double* A = M + F * F             # its Cholesky factor for one rho
+    cdef double* R = A + F * F             # PHI' G, F x K
+    cdef double* sol = R + F * K           # the solution for one rho, F x K
+    cdef double* v = sol + F * K           # a column of L^{-1}
+    gg = _gram(PHI, G, nr, F, K, M, R)
+    n_try = 1 if ridge > 0.0 else N_RIDGES
+    for c in range(n_try):
+        rho = ridge if ridge > 0.0 else _grid_ridge(c)
+        _ridge_solve(M, R, F, K, rho * nr, A, sol)
         if n_try > 1:
             # tr(A^{-1}) = ||L^{-1}||_F^2, column by column
             tr_inv = 0.0
@@ -544,6 +635,70 @@ cdef double _fit_block(const double* PHI, const double* G, Py_ssize_t nr, Py_ssi
         for i in range(F * K):
             out[i] = sol[i]
     return best_rho
+
+
+cdef void _fit_candidates(const double* PHI, const double* G, Py_ssize_t nr, Py_ssize_t F,
+                          Py_ssize_t K, double* work, double* cands) noexcept nogil:
+    """cands[i] (F x K each) = (PHI'PHI + rho_i nr I)^{-1} PHI'G for every
+    ridge rho_i of the grid: the candidate directions of the next-batch choice.
+    ``work``: 2 F^2 + F K doubles.  Serial, fixed order."""
+    cdef Py_ssize_t i
+    cdef double* M = work
+    cdef double* A = M + F * F
+    cdef double* R = A + F * F
+    _gram(PHI, G, nr, F, K, M, R)
+    for i in range(N_RIDGES):
+        _ridge_solve(M, R, F, K, _grid_ridge(i) * nr, A, cands + i * F * K)
+
+
+cdef inline double _row_loss(int loss, double param, const double* u, const double* target,
+                             Py_ssize_t K) noexcept nogil:
+    """l(u, y) of one row, summed over the outputs (the softmax: one value)."""
+    cdef Py_ssize_t k
+    cdef double s = 0.0
+    if loss == LOSS_SOFTMAX:
+        return softmax_value(u, <Py_ssize_t>target[0], K)
+    for k in range(K):
+        s = s + loss_value(loss, u[k], target[k], param)
+    return s
+
+
+cdef void _judge_candidates(const double* U, const double* P, const int64_t* rows,
+                            const double* targets, Py_ssize_t tcols, Py_ssize_t nr,
+                            Py_ssize_t F, Py_ssize_t K, int loss, double param,
+                            double* rs, double* u) noexcept nogil:
+    """Add to each ridge's score the loss this batch would have had if the
+    last fitted step had used that ridge's candidate: the batch's predictions
+    U moved by step * P (c_chosen - c_i), with P the last target block's
+    features on this batch's rows (rows the last fit did not see).  ``u``:
+    K doubles.  Serial, in row order."""
+    cdef Py_ssize_t i, r, k, f, chosen = <Py_ssize_t>rs[RS_CHOSEN]
+    cdef double step = rs[RS_STEP], s, total
+    cdef const double* best = rs + RS_CANDIDATES + chosen * F * K
+    cdef const double* c
+    for i in range(N_RIDGES):
+        c = rs + RS_CANDIDATES + i * F * K
+        total = 0.0
+        for r in range(nr):
+            for k in range(K):
+                s = 0.0
+                for f in range(F):
+                    s = s + P[r * F + f] * (best[f * K + k] - c[f * K + k])
+                u[k] = U[r * K + k] + step * s
+            total = total + _row_loss(loss, param, u, targets + rows[r] * tcols, K)
+        rs[RS_SCORES + i] += total
+
+
+cdef Py_ssize_t _best_ridge(const double* rs) noexcept nogil:
+    """The grid index with the smallest judged loss so far (the smallest
+    ridge on ties); FIRST_RIDGE before any judgement."""
+    cdef Py_ssize_t i, best = 0
+    if rs[RS_HAVE] == 0.0:
+        return FIRST_RIDGE
+    for i in range(1, N_RIDGES):
+        if rs[RS_SCORES + i] < rs[RS_SCORES + best]:
+            best = i
+    return best
 
 
 cdef inline double* _block_ptr(FeatureMap* fm, Py_ssize_t block, double* cache_ptr,
@@ -684,15 +839,11 @@ cdef void _average(double[:, :, ::1] coef, double[::1] intercept, double scale,
 def loss_values(int loss, const double[:, ::1] u, const double[:, ::1] targets,
                 double param=0.0):
     """Per-row losses l(u_r, y_r) (summed over outputs) -- for tests and objectives."""
-    cdef Py_ssize_t r, k, n = u.shape[0], K = u.shape[1]
+    cdef Py_ssize_t r, n = u.shape[0], K = u.shape[1]
     out = np.zeros(n, dtype=np.float64)
     cdef double[::1] o = out
     for r in range(n):
-        if loss == LOSS_SOFTMAX:
-            o[r] = softmax_value(&u[r, 0], <Py_ssize_t>targets[r, 0], K)
-        else:
-            for k in range(K):
-                o[r] += loss_value(loss, u[r, k], targets[r, k], param)
+        o[r] = _row_loss(loss, param, &u[r, 0], &targets[r, 0], K)
     return out
 
 

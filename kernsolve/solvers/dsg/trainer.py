@@ -47,6 +47,8 @@ class DSGTrainer:
         self.beta = np.zeros((_MIN_CAPACITY, K)) if hyper["solver"] == "cdsg" else None
         self.n_old_updates = 0
         self.ridge_sum = 0.0        # ridges of the fitted steps, for their mean
+        # the next-batch ridge choice's evidence, carried from chunk to chunk
+        self.ridge_state = np.zeros(_c.ridge_state_size(F, K))
         self.stride = (hyper["n_features"] + 1) * F
         self.cache_capacity = int(hyper["cache_mb"] * 2**20 // (8 * self.stride))
         self.cache = np.zeros(0)
@@ -104,7 +106,7 @@ class DSGTrainer:
                 X, targets, order[start:start + step], self.h, self.coef, self.intercept,
                 self.scalars, self.cache if cached else np.zeros(1), cached,
                 self.avg_coef, self.avg_intercept, self.n_blocks, self.n_iter,
-                resolve_n_jobs(n_jobs), self.beta)
+                resolve_n_jobs(n_jobs), self.beta, self.ridge_state)
             if status == 1:
                 raise ValueError(f"DSG diverged at iteration {n_iter} (a prediction became "
                                  f"infinite or NaN); use a smaller --step than "
@@ -142,7 +144,7 @@ class DSGTrainer:
                  "feature_evals": self.feature_evals, "seconds": self.seconds,
                  "mean_loss": self.loss_sum / max(self.n_seen, 1), "lambda": self.h["lam"],
                  "n_old_updates": self.n_old_updates}
-        if self.h["step_rule"] == "fit":
+        if self.h["step_rule"] != "gradient":
             stats["mean_ridge"] = self.ridge_sum / max(self.n_iter, 1)
         return DSGModel(solver=self.h["solver"], loss=self.h["loss_name"],
                         loss_param=self.h["loss_param"], svm_type=self.h["svm_type"],
