@@ -187,12 +187,22 @@ def test_an_idle_machine_keeps_spinning():
 
 def test_a_busy_machine_at_the_start_sleeps_until_a_core_is_free():
     # one other runnable task on 2 cores: no room for 2 spinning threads
-    evidence = [(0.0, -1, 1)] + [(0.02 * k, 0.0, 1) for k in range(1, 500)]
+    evidence = [(0.0, -1, 1)] + [(0.02 * k, 0.0, 1) for k in range(1, 391)]
     assert not any(_smo._load_decisions(evidence))
-    # the other task gone, after the back-off (0.5 s: the failed start doubles 0.25):
-    # a trial of spinning
+    # ... but a blind trial after 8 s (the other task may have a lower priority)
+    assert _smo._load_decisions(evidence + [(8.1, 0.0, 1)])[-1]
+    # the other task gone, after the back-off (0.5 s: the failed start doubles
+    # 0.25): a trial of spinning
     out = _smo._load_decisions([(0.0, -1, 1), (0.4, 0.0, 0), (0.6, 0.0, 0)])
     assert out == [False, False, True]
+
+
+def test_the_count_drops_only_an_unconfirmed_spin():
+    # confirmed by two clean windows, a spin survives a busy count at the
+    # next solve's start; the windows decide
+    out = _smo._load_decisions([(0.0, -1, 0), (0.02, 0.0, 0), (0.04, 0.0, 0),
+                                (1.0, -1, 1), (1.02, 0.3, 1)])
+    assert out == [True, True, True, True, False]
 
 
 def test_more_threads_than_cores_never_spin_at_the_start():

@@ -90,24 +90,27 @@ typedef void (*ks_job_fn)(void* ctx, int c, int nc);
  * Spinning: when, over one window, our threads waited for a CPU more than
  * KS_LOAD_SEVERE of their runnable time (3 runnable threads on 2 cores wait
  * a third), or more than KS_LOAD_BOUND in two windows running, workers
- * sleep at once from then on.  Sleeping: a trial of spinning starts when a
- * CPU is free for each worker (the count of other runnable tasks says so,
- * or is unknown) and the back-off has passed; a trial that fails doubles
- * the back-off (up to KS_LOAD_BACKOFF_MAX), one that stays clean for
- * KS_LOAD_CONFIRM windows resets it.  At a solve's start (no window yet)
- * the count alone decides. */
+ * sleep at once from then on.  Sleeping: a trial of spinning starts once
+ * the back-off has passed if a CPU is free for each of our threads (the
+ * count of other runnable tasks says so, or is unknown), and after
+ * KS_LOAD_BLIND seconds anyway (the other tasks may run at a lower
+ * priority: then our threads hardly wait, and spinning pays).  A trial that
+ * fails doubles the back-off (up to KS_LOAD_BACKOFF_MAX), one that stays
+ * clean for KS_LOAD_CONFIRM windows resets it.  At a solve's start (no window
+ * yet) the count drops a spin still on trial. */
 #define KS_LOAD_BOUND 0.10
 #define KS_LOAD_SEVERE 0.25
 #define KS_LOAD_CONFIRM 2
 #define KS_LOAD_BACKOFF_MIN 0.25
 #define KS_LOAD_BACKOFF_MAX 8.0
+#define KS_LOAD_BLIND 8.0
 
 typedef struct {
     int spin;            /* 1: idle workers spin before they sleep; 0: sleep at once */
     int trial;           /* spinning, not yet confirmed by clean windows */
     int strikes;         /* windows in a row over KS_LOAD_BOUND */
     int clean;           /* clean windows of the trial */
-    double next_trial;   /* sleeping: no trial before this time (seconds) */
+    double since;        /* sleeping since this time (seconds) */
     double backoff;      /* seconds from a failed trial to the next one */
 } ks_load;
 
@@ -117,7 +120,7 @@ static inline void ks_load_init(ks_load* s)
     s->trial = 1;
     s->strikes = 0;
     s->clean = 0;
-    s->next_trial = 0.0;
+    s->since = 0.0;
     s->backoff = KS_LOAD_BACKOFF_MIN;
 }
 
@@ -131,7 +134,7 @@ static inline int ks_load_step(ks_load* s, double now, double wait, int others,
     int room = others < 0 || others + n <= cpus;
     int bad;
     if (!s->spin) {
-        if (room && now >= s->next_trial) {
+        if (now - s->since >= (room ? s->backoff : KS_LOAD_BLIND)) {
             s->spin = 1;
             s->trial = 1;
             s->strikes = 0;
@@ -140,7 +143,7 @@ static inline int ks_load_step(ks_load* s, double now, double wait, int others,
         return s->spin;
     }
     if (wait < 0) {
-        bad = !room;
+        bad = !room && s->trial;
     } else if (wait > KS_LOAD_SEVERE) {
         bad = 1;
     } else if (wait > KS_LOAD_BOUND) {
@@ -163,7 +166,7 @@ static inline int ks_load_step(ks_load* s, double now, double wait, int others,
         s->trial = 0;
         s->strikes = 0;
         s->clean = 0;
-        s->next_trial = now + s->backoff;
+        s->since = now;
     }
     return s->spin;
 }
@@ -393,7 +396,8 @@ static inline void ks_team_run(ks_team* t, ks_job_fn fn, void* ctx, int nc)
     g = ks_team_post(t, fn, ctx, nc, 0);
     fn(ctx, 0, nc);
     for (c = 1; c < nc; c++) {
-        if (ks_team_claim(t, c, g)) {
+        /* chunks past the team's size have no worker: the master's */
+        if (c >= t->n || ks_team_claim(t, c, g)) {
             fn(ctx, c, nc);
             mine++;
         }

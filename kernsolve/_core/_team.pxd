@@ -12,7 +12,7 @@ cdef extern from "_team.h" nogil:
     ctypedef struct ks_load:
         int spin
         int trial
-        double next_trial
+        double since
         double backoff
 
     const double KS_TEAM_WATCH_SECONDS

@@ -1041,6 +1041,43 @@ def _team_memory(forget=False):
     return None if spin < 0 else bool(spin)
 
 
+cdef void _touch(void* arg, int c, int nc) noexcept nogil:
+    # Each chunk writes its own cache line: a job with next to no work.
+    (<double*>arg)[8 * c] += 1.0
+
+
+def _dispatch_seconds(int n_threads, long long repeats, team):
+    """Wall seconds per dispatch and join of a near-empty job of n_threads
+    chunks, on a thread team (``team`` "spin" or "sleep": its idle threads'
+    wait) or on OpenMP's threads ("off": the wait policy of OMP_WAIT_POLICY /
+    GOMP_SPINCOUNT, passive unless set); for benchmarks/bench_team.py."""
+    cdef int mode = _team_mode(team, "team")
+    cdef double slots[8 * 64]
+    cdef ks_team* t = NULL
+    cdef long long r
+    cdef int c, n = min(max(n_threads, 1), 64)
+    cdef double t0, dt
+    if mode == TEAM_AUTO:
+        raise ValueError("team: 'spin', 'sleep' or 'off' (auto has no fixed wait)")
+    for c in range(8 * 64):
+        slots[c] = 0.0
+    if mode != TEAM_OFF:
+        t = ks_team_start(n, 0 if mode == TEAM_SLEEP else TEAM_SPIN_NS, 0)
+        if t == NULL:
+            raise RuntimeError("no thread team on this system")
+    with nogil:
+        t0 = monotonic()
+        for r in range(repeats):
+            if t != NULL:
+                ks_team_run(t, _touch, slots, n)
+            else:
+                for c in prange(n, num_threads=n, schedule='static', chunksize=1):
+                    _touch(slots, c, n)
+        dt = monotonic() - t0
+        ks_team_stop(t)
+    return dt / repeats
+
+
 def _load_decisions(evidence, int n_threads=2, int cpus=2):
     """The team's load decision fed ``evidence``, a sequence of (time, wait,
     others) (_team.h, ks_load_step: wait < 0 or others < 0 mean unmeasured),
