@@ -259,7 +259,7 @@ cdef class KernelRows:
             job.blocks = blocks
             job.step = chunk
             job.next = 0
-            ks_team_run(self.team, _fill_job, &job, nt)
+            ks_team_run(self.team, _fill_job, <void*>&job, nt)
         elif nt > 1:
             for b in prange(blocks, schedule="dynamic", chunksize=chunk, num_threads=nt):
                 lo = start + b * VALUE_BLOCK

@@ -329,10 +329,10 @@ cdef class _SMO:
         threads when the run has no team."""
         cdef int c
         if self.team != NULL:
-            ks_team_run(self.team, _sweep, w, nc)
+            ks_team_run(self.team, _sweep, <void*>w, nc)
         else:
             for c in prange(nc, num_threads=nc, schedule='static', chunksize=1):
-                _sweep(w, c, nc)
+                _sweep(<void*>w, c, nc)
 
     cdef void axpy(self, double* out, const kfloat* K, double a,
                    Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
@@ -1052,14 +1052,15 @@ def _dispatch_seconds(int n_threads, long long repeats, team):
     wait) or on OpenMP's threads ("off": the wait policy of OMP_WAIT_POLICY /
     GOMP_SPINCOUNT, passive unless set); for benchmarks/bench_team.py."""
     cdef int mode = _team_mode(team, "team")
-    cdef double slots[8 * 64]
+    cdef double slots[512]
+    cdef double* sp = slots
     cdef ks_team* t = NULL
     cdef long long r
     cdef int c, n = min(max(n_threads, 1), 64)
     cdef double t0, dt
     if mode == TEAM_AUTO:
         raise ValueError("team: 'spin', 'sleep' or 'off' (auto has no fixed wait)")
-    for c in range(8 * 64):
+    for c in range(512):
         slots[c] = 0.0
     if mode != TEAM_OFF:
         t = ks_team_start(n, 0 if mode == TEAM_SLEEP else TEAM_SPIN_NS, 0)
@@ -1069,10 +1070,10 @@ def _dispatch_seconds(int n_threads, long long repeats, team):
         t0 = monotonic()
         for r in range(repeats):
             if t != NULL:
-                ks_team_run(t, _touch, slots, n)
+                ks_team_run(t, _touch, <void*>sp, n)
             else:
                 for c in prange(n, num_threads=n, schedule='static', chunksize=1):
-                    _touch(slots, c, n)
+                    _touch(<void*>sp, c, n)
         dt = monotonic() - t0
         ks_team_stop(t)
     return dt / repeats
