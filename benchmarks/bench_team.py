@@ -42,7 +42,7 @@ PROBE = ("import sys\n"
          "from kernsolve.solvers.smo import _smo\n"
          "n, reps, team = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]\n"
          "_smo._dispatch_seconds(n, reps // 10, team)\n"
-         "print(_smo._dispatch_seconds(n, reps, team))\n")
+         "print(_smo._dispatch_seconds(n, reps, team)[0])\n")
 
 
 def one(setting, threads, repeats, path):

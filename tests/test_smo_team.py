@@ -67,6 +67,17 @@ def test_team_and_openmp_give_the_same_bits(shared, tuning):
     assert i_team["n_kernel_evals"] == i_omp["n_kernel_evals"]
 
 
+@pytest.mark.parametrize("team", ["spin", "sleep"])
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_every_chunk_runs_exactly_once(team, n, tuning):
+    # Near-empty jobs back to back: the race between a worker's claim and the
+    # master's is as tight as it gets.  Each chunk adds 1 to its own counter.
+    tuning(team_spin_us=20)          # workers fall asleep and wake up often too
+    repeats = 20000
+    _, counts = _smo._dispatch_seconds(n, repeats, team)
+    assert counts == [repeats] * n
+
+
 # ------------------------------------------------- no thread outlives a solve
 
 def test_many_solves_leave_no_thread(shared, tuning):

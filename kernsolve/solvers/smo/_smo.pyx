@@ -1047,10 +1047,12 @@ cdef void _touch(void* arg, int c, int nc) noexcept nogil:
 
 
 def _dispatch_seconds(int n_threads, long long repeats, team):
-    """Wall seconds per dispatch and join of a near-empty job of n_threads
+    """Time ``repeats`` dispatches and joins of a near-empty job of n_threads
     chunks, on a thread team (``team`` "spin" or "sleep": its idle threads'
     wait) or on OpenMP's threads ("off": the wait policy of OMP_WAIT_POLICY /
-    GOMP_SPINCOUNT, passive unless set); for benchmarks/bench_team.py."""
+    GOMP_SPINCOUNT, passive unless set).  Returns (wall seconds per dispatch,
+    the times each chunk ran): for benchmarks/bench_team.py, and for the tests
+    (every chunk runs exactly once per job)."""
     cdef int mode = _team_mode(team, "team")
     cdef double slots[512]
     cdef double* sp = slots
@@ -1076,7 +1078,7 @@ def _dispatch_seconds(int n_threads, long long repeats, team):
                     _touch(<void*>sp, c, n)
         dt = monotonic() - t0
         ks_team_stop(t)
-    return dt / repeats
+    return dt / max(repeats, 1), [int(slots[8 * c]) for c in range(n)]
 
 
 def _load_decisions(evidence, int n_threads=2, int cpus=2):
