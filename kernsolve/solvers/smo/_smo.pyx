@@ -1041,21 +1041,34 @@ def _team_memory(forget=False):
     return None if spin < 0 else bool(spin)
 
 
+cdef struct Touch:
+    double* slots
+    long long work
+
+
 cdef void _touch(void* arg, int c, int nc) noexcept nogil:
-    # Each chunk writes its own cache line: a job with next to no work.
-    (<double*>arg)[8 * c] += 1.0
+    # Each chunk counts its runs in its own cache line, after `work` steps of
+    # a dependent chain (about 1 ns each): a job of known size.
+    cdef Touch* t = <Touch*>arg
+    cdef double x = t.slots[8 * c + 1]
+    cdef long long k
+    for k in range(t.work):
+        x = x * 0.999999 + 1e-9
+    t.slots[8 * c + 1] = x
+    t.slots[8 * c] += 1.0
 
 
-def _dispatch_seconds(int n_threads, long long repeats, team):
-    """Time ``repeats`` dispatches and joins of a near-empty job of n_threads
-    chunks, on a thread team (``team`` "spin" or "sleep": its idle threads'
-    wait) or on OpenMP's threads ("off": the wait policy of OMP_WAIT_POLICY /
-    GOMP_SPINCOUNT, passive unless set).  Returns (wall seconds per dispatch,
-    the times each chunk ran): for benchmarks/bench_team.py, and for the tests
-    (every chunk runs exactly once per job)."""
+def _dispatch_seconds(int n_threads, long long repeats, team, long long work=0):
+    """Time ``repeats`` dispatches and joins of a job of n_threads chunks, each
+    ``work`` steps of a dependent chain (0: next to nothing), on a thread team
+    (``team`` "spin" or "sleep": its idle threads' wait) or on OpenMP's
+    threads ("off": the wait policy of OMP_WAIT_POLICY / GOMP_SPINCOUNT,
+    passive unless set).  Returns (wall seconds per dispatch, the times each
+    chunk ran): for benchmarks/bench_team.py, and for the tests (every chunk
+    runs exactly once per job)."""
     cdef int mode = _team_mode(team, "team")
     cdef double slots[512]
-    cdef double* sp = slots
+    cdef Touch job
     cdef ks_team* t = NULL
     cdef long long r
     cdef int c, n = min(max(n_threads, 1), 64)
@@ -1064,6 +1077,8 @@ def _dispatch_seconds(int n_threads, long long repeats, team):
         raise ValueError("team: 'spin', 'sleep' or 'off' (auto has no fixed wait)")
     for c in range(512):
         slots[c] = 0.0
+    job.slots = slots
+    job.work = max(work, 0)
     if mode != TEAM_OFF:
         t = ks_team_start(n, 0 if mode == TEAM_SLEEP else TEAM_SPIN_NS, 0)
         if t == NULL:
@@ -1072,10 +1087,10 @@ def _dispatch_seconds(int n_threads, long long repeats, team):
         t0 = monotonic()
         for r in range(repeats):
             if t != NULL:
-                ks_team_run(t, _touch, <void*>sp, n)
+                ks_team_run(t, _touch, <void*>&job, n)
             else:
                 for c in prange(n, num_threads=n, schedule='static', chunksize=1):
-                    _touch(<void*>sp, c, n)
+                    _touch(<void*>&job, c, n)
         dt = monotonic() - t0
         ks_team_stop(t)
     return dt / max(repeats, 1), [int(slots[8 * c]) for c in range(n)]
