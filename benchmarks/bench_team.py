@@ -11,9 +11,12 @@ once, when it is loaded:
 * ``omp passive``: OpenMP under the policy kernsolve sets at import;
 * ``omp active``: OpenMP with libgomp's spinning threads (``OMP_WAIT_POLICY=active``).
 
-Each process times ``--repeats`` near-empty jobs of ``--threads`` chunks
-(``_smo._dispatch_seconds``); the table gives the median of ``--rounds``
-processes, idle and beside one busy process pinned to the last core
+Each process times ``--repeats`` jobs of ``--threads`` chunks, each chunk
+``--work`` steps of a dependent chain (about 1 ns a step; 0: an empty job,
+which the team's master finishes alone before a worker can claim anything;
+2000: about a WSS chunk of SMO on a9a) with ``_smo._dispatch_seconds``;
+``serial`` is one thread running all the chunks.  The table gives the median
+of ``--rounds`` processes, idle and beside one busy process pinned to the last core
 (``bench_threads.Competitor``).  Wall time: say the load when quoting it.
 
 Usage::
@@ -32,6 +35,7 @@ sys.path.insert(0, HERE)
 from bench_threads import REPO, Competitor, _nothing  # noqa: E402
 
 SETTINGS = {
+    "serial": ("off", {}),
     "team spin": ("spin", {}),
     "team sleep": ("sleep", {}),
     "omp passive": ("off", {}),
@@ -40,18 +44,23 @@ SETTINGS = {
 
 PROBE = ("import sys\n"
          "from kernsolve.solvers.smo import _smo\n"
-         "n, reps, team = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]\n"
-         "_smo._dispatch_seconds(n, reps // 10, team)\n"
-         "print(_smo._dispatch_seconds(n, reps, team)[0])\n")
+         "n, reps, team, work = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])\n"
+         "if n < 0:\n"
+         "    t = _smo._dispatch_seconds(1, reps, 'off', work * -n)\n"
+         "else:\n"
+         "    _smo._dispatch_seconds(n, reps // 10, team, work)\n"
+         "    t = _smo._dispatch_seconds(n, reps, team, work)\n"
+         "print(t[0])\n")
 
 
-def one(setting, threads, repeats, path):
+def one(setting, threads, repeats, work, path):
     team, extra = SETTINGS[setting]
     env = dict(os.environ, PYTHONPATH=os.path.abspath(path), PYTHONSAFEPATH="1", **extra)
     for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
         if name not in extra:
             env.pop(name, None)
-    p = subprocess.run([sys.executable, "-c", PROBE, str(threads), str(repeats), team],
+    n = -threads if setting == "serial" else threads
+    p = subprocess.run([sys.executable, "-c", PROBE, str(n), str(repeats), team, str(work)],
                        env=env, capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"{setting}: {p.stderr.strip()}")
@@ -63,9 +72,10 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=20000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--work", type=int, default=2000)
     ap.add_argument("--kernsolve-path", default=REPO)
     args = ap.parse_args(argv)
-    print(f"threads {args.threads}, {args.repeats} dispatches a process, median of "
+    print(f"threads {args.threads}, work {args.work}, {args.repeats} dispatches a process, median of "
           f"{args.rounds}; load {os.getloadavg()[0]:.2f}", flush=True)
     rows = []
     for condition in ("idle", "busy"):
@@ -75,7 +85,8 @@ def main(argv=None):
             times = {s: [] for s in SETTINGS}
             for _ in range(args.rounds):          # interleaved rounds
                 for s in SETTINGS:
-                    times[s].append(one(s, args.threads, repeats, args.kernsolve_path))
+                    times[s].append(one(s, args.threads, repeats, args.work,
+                                        args.kernsolve_path))
             for s in SETTINGS:
                 us = 1e6 * statistics.median(times[s])
                 rows.append((condition, s, us))
