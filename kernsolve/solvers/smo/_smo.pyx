@@ -80,7 +80,19 @@ def _team_mode(value, what):
     return TEAM_NAMES.index(name)
 
 
-TEAM_MODE = _team_mode(os.environ.get("KERNSOLVE_SMO_TEAM", "auto"), "KERNSOLVE_SMO_TEAM")
+# A bad KERNSOLVE_SMO_TEAM does not break the import: the first solve
+# reports it (check_team_setting), as a bad option would be.
+_TEAM_ERROR = None
+try:
+    TEAM_MODE = _team_mode(os.environ.get("KERNSOLVE_SMO_TEAM", "auto"), "KERNSOLVE_SMO_TEAM")
+except ValueError as e:
+    _TEAM_ERROR = str(e)
+
+
+def check_team_setting():
+    """Raise the ValueError of a bad KERNSOLVE_SMO_TEAM (solve() calls this first)."""
+    if _TEAM_ERROR is not None:
+        raise ValueError(_TEAM_ERROR)
 
 
 cdef void _sweep(void* arg, int c, int nc) noexcept nogil:
@@ -1019,7 +1031,7 @@ def _set_tuning(par_min=None, poll_seconds=None, adaptive=None, timers=None,
     so ``kernsolve.train``'s ``model.stats`` carries the ``time_*`` keys.
     ``team``: "auto", "spin", "sleep" or "off" (KERNSOLVE_SMO_TEAM's values);
     ``team_spin_us``: how long an idle thread of the team spins."""
-    global TIMERS, TEAM_MODE, TEAM_SPIN_NS
+    global TIMERS, TEAM_MODE, TEAM_SPIN_NS, _TEAM_ERROR
     mode = TEAM_MODE if team is None else _team_mode(team, "team")
     if team_spin_us is not None and not (0 <= team_spin_us <= 1e6):
         raise ValueError(f"team_spin_us must be in [0, 1e6], got {team_spin_us!r}")
@@ -1027,6 +1039,8 @@ def _set_tuning(par_min=None, poll_seconds=None, adaptive=None, timers=None,
     if timers is not None:
         TIMERS = bool(timers)
     TEAM_MODE = mode
+    if team is not None:
+        _TEAM_ERROR = None
     if team_spin_us is not None:
         TEAM_SPIN_NS = <long long>(team_spin_us * 1000.0)
 
