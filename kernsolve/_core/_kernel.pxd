@@ -4,6 +4,7 @@
 from libc.stdint cimport int32_t, int64_t
 
 from ._rows cimport Rows
+from ._team cimport ks_team
 
 # Cached kernel values are single precision, like LIBSVM's Qfloat: twice the
 # rows per megabyte, and SMO follows LIBSVM's path value for value.
@@ -48,6 +49,9 @@ cdef class KernelRows:
     cdef double* sq_norms             # ||x_i||^2 (or sum|x_i| pieces) by data row
     cdef double* diag                 # K(x[perm[p]], x[perm[p]]) by position
     cdef int n_threads
+    # The thread team of the solve that owns this engine (SMO sets it for the
+    # length of its run, _team.h); NULL: row fills use OpenMP.
+    cdef ks_team* team
     cdef readonly long long n_kernel_evals     # every kernel value computed, rows and eval()
     cdef readonly long long n_cache_hits       # get_row calls fully served from the cache
     cdef readonly long long n_cache_misses     # get_row calls that computed anything

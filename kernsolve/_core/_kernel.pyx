@@ -12,6 +12,7 @@ from libc.stdlib cimport malloc, calloc, realloc, free
 import numpy as np
 
 from ._rows cimport Rows, as_rows
+from ._team cimport ks_team_run, ks_grab
 from ._kernel_values cimport (
     SCATTER_MAX_FEATURES, PAR_MIN_WORK, VALUE_BLOCK, Query, _row_norm, _make_query,
     _clear_query, _value, _values_block, _diag_value, _chunk, _mean_cost, ks_exp,
@@ -50,6 +51,35 @@ def _exp(x, int path=-1):
             b[i] = ks_exp(b[i])
         ks_simd_baseline(0)
     return np.asarray(a), np.asarray(b), used
+
+
+# A row fill as a job of the solver's thread team (_team.h): every thread
+# takes `step` blocks at a time until none is left, as OpenMP's dynamic
+# schedule does; a value's bits do not depend on who computes it.
+cdef struct FillJob:
+    const KernelParams* kp
+    const Query* q
+    const Rows* X
+    const Py_ssize_t* perm
+    const double* norms
+    kfloat* out
+    Py_ssize_t start, end, blocks, step
+    Py_ssize_t next               # the first block not taken (ks_grab)
+
+
+cdef void _fill_job(void* arg, int c, int nc) noexcept nogil:
+    cdef FillJob* f = <FillJob*>arg
+    cdef Py_ssize_t first, last, b, lo
+    while True:
+        first = ks_grab(&f.next, f.step)
+        if first >= f.blocks:
+            return
+        last = first + f.step if first + f.step < f.blocks else f.blocks
+        for b in range(first, last):
+            lo = f.start + b * VALUE_BLOCK
+            _values_block(f.kp, f.q, f.X, f.perm, lo,
+                          lo + VALUE_BLOCK if lo + VALUE_BLOCK < f.end else f.end,
+                          f.norms, f.out)
 
 
 # --------------------------------------------------------------- KernelRows
@@ -215,8 +245,22 @@ cdef class KernelRows:
         # Blocks of VALUE_BLOCK values (their exponentials taken together); a
         # value's bits do not depend on its block, so not on the threads either.
         cdef Py_ssize_t blocks = (end - start + VALUE_BLOCK - 1) // VALUE_BLOCK, b, lo
+        cdef FillJob job
         chunk = (chunk + VALUE_BLOCK - 1) // VALUE_BLOCK
-        if nt > 1:
+        if nt > 1 and self.team != NULL:
+            job.kp = kp
+            job.q = &q
+            job.X = X
+            job.perm = perm
+            job.norms = norms
+            job.out = out
+            job.start = start
+            job.end = end
+            job.blocks = blocks
+            job.step = chunk
+            job.next = 0
+            ks_team_run(self.team, _fill_job, <void*>&job, nt)
+        elif nt > 1:
             for b in prange(blocks, schedule="dynamic", chunksize=chunk, num_threads=nt):
                 lo = start + b * VALUE_BLOCK
                 _values_block(kp, &q, X, perm, lo,

@@ -144,6 +144,20 @@ cdef inline void bandit_init(Bandit* b, long long first) noexcept nogil:
     b.probing = 0
 
 
+cdef inline void bandit_restart(Bandit* b, long long it, bint par) noexcept nogil:
+    """Forget the measured costs (the machine changed under them: SMO's thread
+    team went from spinning to sleeping or back) and go on in mode ``par``,
+    with a trial of the other mode soon after iteration ``it``."""
+    b.par = par
+    b.cost[0] = -1.0
+    b.cost[1] = -1.0
+    b.t_trial = 0.0
+    b.u_trial = 0.0
+    b.next_probe = it + 2 * TRIAL_ITERS
+    b.gap = 256
+    b.probing = 0
+
+
 cdef inline int bandit_threads(const Bandit* b, int n_threads) noexcept nogil:
     """Threads of the current mode."""
     return n_threads if b.par else 1

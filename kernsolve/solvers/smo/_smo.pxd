@@ -8,6 +8,7 @@ from libc.math cimport INFINITY
 
 from kernsolve._core._kernel cimport KernelRows, kfloat
 from kernsolve._core._solver cimport Bandit, Poll
+from kernsolve._core._team cimport ks_team
 
 cdef enum:
     LOWER_BOUND = 0
@@ -220,6 +221,50 @@ cdef inline void _step_chunk(double* G, double* G_bar, const double* ys,
         _axpy1_chunk(G_bar, ys, s.Bj, s.cj, (l * c) // nc, (l * (c + 1)) // nc)
 
 
+cdef inline void _gather_chunk(kfloat* b, const kfloat* data, const Py_ssize_t* index,
+                               Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
+    # SVR: the Q row in position order from the data row (LIBSVM's SVR_Q).
+    cdef Py_ssize_t k
+    for k in range(lo, hi):
+        b[k] = data[index[k]]
+
+
+# One parallel sweep of the solver, as a job for its chunks (_smo.pyx's
+# _sweep runs chunk c of nc; _SMO.chunks hands the chunks to the thread team
+# or to OpenMP).  `kind` says which sweep; only its fields are read.
+cdef enum:
+    SW_UP = 0             # WSS pass 1 over the active set -> up[c]
+    SW_LOW = 1            # WSS2 pass 2 -> low[c]
+    SW_STEP = 2           # the step's G / G_bar sweep (Step) -> up[c]
+    SW_ONE = 3            # the no-bias selection -> one[c]
+    SW_AXPY = 4           # out[lo:hi] += ys K a (initial gradient, reconstruction)
+    SW_GATHER = 5         # SVR: gath[lo:hi] = data[index[lo:hi]]
+
+cdef struct Sweep:
+    int kind
+    Py_ssize_t act, l
+    double* G
+    double* G_bar
+    const double* ys
+    const char* st
+    const double* QD
+    const Step* step
+    double gp, qdp, gn, qdn
+    const kfloat* Kp
+    const kfloat* Kn
+    UpPick* up
+    LowPick* low
+    OnePick* one
+    double* out           # SW_AXPY
+    const kfloat* K
+    double a
+    Py_ssize_t lo, hi     # SW_AXPY, SW_GATHER
+    kfloat* gath          # SW_GATHER
+    const kfloat* data
+    const Py_ssize_t* index
+    double* busy          # each chunk's busy seconds (timers on), else NULL
+
+
 # Why a chunked scan picks exactly what the serial scan picks.  LIBSVM's
 # scans compare with ">=" (maximum) or "<=" (minimum), so among equal values
 # the LAST index wins (not the first).  Each chunk is a contiguous index range
@@ -333,6 +378,10 @@ cdef class _SMO:
     cdef double timers[N_TIMERS]  # exclusive seconds per phase (T_*)
     cdef double charged           # sum of timers[] (for nesting)
     cdef double* busy             # busy seconds of each chunk of the last region
+    # kernsolve's thread team for this run (_team.h), NULL: OpenMP loops.
+    # Started by run() when n_threads > 1, stopped before run() returns.
+    cdef ks_team* team
+    cdef double next_watch        # the clock of the next load watch
 
     cdef int setup(self, KernelRows kr, const signed char[::1] y,
                    const double[::1] p, const double[::1] alpha,
@@ -345,6 +394,13 @@ cdef class _SMO:
     cdef inline void update_status(self, Py_ssize_t i) noexcept nogil
     cdef void swap_index(self, Py_ssize_t i, Py_ssize_t j) noexcept nogil
     cdef int n_chunks(self, Py_ssize_t length) noexcept nogil
+    cdef void sweep_init(self, Sweep* w, int kind) noexcept nogil
+    cdef void chunks(self, Sweep* w, int nc) noexcept nogil
+    cdef void axpy(self, double* out, const kfloat* K, double a,
+                   Py_ssize_t lo, Py_ssize_t hi) noexcept nogil
+    cdef void start_team(self) noexcept nogil
+    cdef void stop_team(self) noexcept nogil
+    cdef void watch(self, double now) noexcept nogil
     cdef inline int loop_threads(self) noexcept nogil
     cdef inline void record(self, double seconds, Py_ssize_t length) noexcept nogil
     cdef void adapt(self) noexcept nogil
@@ -372,5 +428,6 @@ cdef class _SMO:
     cdef int two_variable_step(self, Py_ssize_t i, Py_ssize_t j) noexcept nogil
     cdef int one_variable_step(self, Py_ssize_t i) noexcept nogil
     cdef int init_gradient(self) noexcept nogil
+    cdef int iterate(self) noexcept nogil
     cdef int run(self) noexcept nogil
     cdef void put_back(self, double[::1] out) noexcept nogil

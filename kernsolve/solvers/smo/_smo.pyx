@@ -17,11 +17,16 @@ exact multiplications by +-1), so with the same single-precision kernel values
 the iterates are LIBSVM's bit for bit.  Parallel loops are either element-wise
 or exact argmax reductions combined in a fixed order with LIBSVM's tie rule
 (the last index wins; proof in _smo.pxd), so the result does not depend on the
-thread count.
+thread count.  With n_threads > 1 those loops and the kernel engine's row
+fills run on kernsolve's own thread team (``kernsolve/_core/_team.h``), whose
+idle threads spin only while the machine has a core for them; the team lives
+for one run.
 
 This module is the solver, ``_SMO`` (declared in ``_smo.pxd``); its Python
 front, ``solve()``, is ``_solve.pyx``.
 """
+import os
+
 from libc.stdlib cimport malloc, free
 from libc.math cimport INFINITY
 from cython.parallel cimport prange
@@ -29,8 +34,12 @@ from cython.parallel cimport prange
 from kernsolve._core._kernel cimport KernelRows, kfloat
 from kernsolve._core._solver cimport (
     ST_OK, ST_MAX_ITER, ST_NOMEM, ST_ABORT, monotonic, Tuning, tuning_dict,
-    tuning_update, Poll, poll_init, poll_due, visit_python, Bandit, bandit_init,
-    bandit_record, bandit_step, bandit_threads)
+    tuning_update, Poll, poll_init, poll_due_at, visit_python, Bandit, bandit_init,
+    bandit_restart, bandit_record, bandit_step, bandit_threads)
+from kernsolve._core._team cimport (
+    ks_team, ks_team_start, ks_team_stop, ks_team_run, ks_team_watch, ks_team_spinning,
+    ks_load, ks_load_init, ks_load_step, ks_load_remembered, ks_load_forget,
+    KS_TEAM_WATCH_SECONDS)
 
 cdef double TAU = SMO_TAU
 cdef int MAX_CHUNKS = 64
@@ -46,16 +55,72 @@ cdef Tuning TUNING = Tuning(par_min=4096, poll_seconds=2.0, adaptive=True)
 # The phase timers' default for a solve that does not say (solve(timers=None)).
 cdef bint TIMERS = False
 
+# Who runs the parallel loops of a run with n_threads > 1 (doc/install.md,
+# "Threads"): kernsolve's thread team, whose idle threads spin for at most
+# TEAM_SPIN_NS while the load watch finds a core free for each (auto), always
+# (spin: for measurements on a machine known to be idle) or never (sleep);
+# or OpenMP's threads (off).  The environment variable KERNSOLVE_SMO_TEAM
+# sets it when the module loads, _set_tuning(team=...) afterwards.  Only
+# speed depends on it.
+cdef enum:
+    TEAM_OFF = 0
+    TEAM_AUTO = 1
+    TEAM_SPIN = 2
+    TEAM_SLEEP = 3
+TEAM_NAMES = ("off", "auto", "spin", "sleep")
+cdef int TEAM_MODE = TEAM_AUTO
+cdef long long TEAM_SPIN_NS = 200000
 
-cdef void _axpy1(double* out, const double* ys, const kfloat* K, double a,
-                 Py_ssize_t lo, Py_ssize_t hi, int nt) noexcept nogil:
-    """out[k] += y_k * K[k] * a: LIBSVM's ``out[k] += a' * Q_ik`` with a = y_i a'."""
-    cdef Py_ssize_t k
-    if nt > 1 and hi - lo >= TUNING.par_min:
-        for k in prange(lo, hi, num_threads=nt, schedule='static'):
-            out[k] += ys[k] * (K[k] * a)
+
+def _team_mode(value, what):
+    """The TEAM_* code of a team setting (``what`` names it in the error)."""
+    name = str(value).strip().lower()
+    if name not in TEAM_NAMES:
+        raise ValueError(f"{what}={value!r}: expected one of {', '.join(TEAM_NAMES)}")
+    return TEAM_NAMES.index(name)
+
+
+# A bad KERNSOLVE_SMO_TEAM does not break the import: the first solve
+# reports it (check_team_setting), as a bad option would be.
+_TEAM_ERROR = None
+try:
+    TEAM_MODE = _team_mode(os.environ.get("KERNSOLVE_SMO_TEAM", "auto"), "KERNSOLVE_SMO_TEAM")
+except ValueError as e:
+    _TEAM_ERROR = str(e)
+
+
+def check_team_setting():
+    """Raise the ValueError of a bad KERNSOLVE_SMO_TEAM (solve() calls this first)."""
+    if _TEAM_ERROR is not None:
+        raise ValueError(_TEAM_ERROR)
+
+
+cdef void _sweep(void* arg, int c, int nc) noexcept nogil:
+    """Chunk c of nc of a solver sweep (Sweep.kind): the job the thread team
+    runs, or the body of the OpenMP loop over the chunks."""
+    cdef Sweep* w = <Sweep*>arg
+    cdef Py_ssize_t lo = (w.act * c) // nc, hi = (w.act * (c + 1)) // nc
+    cdef double tc = 0.0
+    if w.busy != NULL:
+        tc = monotonic()
+    if w.kind == SW_UP:
+        _up_chunk(w.G, w.ys, w.st, lo, hi, &w.up[c])
+    elif w.kind == SW_LOW:
+        _low_chunk(w.G, w.ys, w.st, w.QD, w.gp, w.Kp, w.qdp, w.gn, w.Kn, w.qdn,
+                   lo, hi, &w.low[c])
+    elif w.kind == SW_STEP:
+        _step_chunk(w.G, w.G_bar, w.ys, w.st, w.step, w.act, w.l, c, nc, &w.up[c])
+    elif w.kind == SW_ONE:
+        _one_chunk(w.G, w.st, w.QD, lo, hi, &w.one[c])
     else:
-        _axpy1_chunk(out, ys, K, a, lo, hi)
+        lo = w.lo + ((w.hi - w.lo) * c) // nc
+        hi = w.lo + ((w.hi - w.lo) * (c + 1)) // nc
+        if w.kind == SW_AXPY:
+            _axpy1_chunk(w.out, w.ys, w.K, w.a, lo, hi)
+        else:
+            _gather_chunk(w.gath, w.data, w.index, lo, hi)
+    if w.busy != NULL:
+        w.busy[c] = monotonic() - tc
 
 
 cdef class _SMO:
@@ -78,8 +143,10 @@ cdef class _SMO:
         self.low = NULL
         self.one = NULL
         self.busy = NULL
+        self.team = NULL
 
     def __dealloc__(self):
+        ks_team_stop(self.team)         # run() stops it; this is only a safety net
         free(self.G)
         free(self.G_bar)
         free(self.alpha)
@@ -182,7 +249,7 @@ cdef class _SMO:
         cdef const kfloat* data
         cdef kfloat* b
         cdef const Py_ssize_t* index = self.index
-        cdef Py_ssize_t k
+        cdef Sweep w
         cdef int nt = self.loop_threads()
         cdef long long evals = self.kr.n_kernel_evals
         cdef double t0 = 0.0
@@ -201,11 +268,16 @@ cdef class _SMO:
             b = self.buf[self.next_buf]
             self.next_buf = 1 - self.next_buf
             if nt > 1 and length >= TUNING.par_min:
-                for k in prange(length, num_threads=nt, schedule='static'):
-                    b[k] = data[index[k]]
+                self.sweep_init(&w, SW_GATHER)
+                w.busy = NULL
+                w.gath = b
+                w.data = data
+                w.index = index
+                w.lo = 0
+                w.hi = length
+                self.chunks(&w, nt if nt < MAX_CHUNKS else MAX_CHUNKS)
             else:
-                for k in range(length):
-                    b[k] = data[index[k]]
+                _gather_chunk(b, data, index, 0, length)
             data = b
         self.toc(&tic, T_ROWS)
         return data
@@ -248,6 +320,88 @@ cdef class _SMO:
         if c > MAX_CHUNKS:
             c = MAX_CHUNKS
         return c
+
+    cdef void sweep_init(self, Sweep* w, int kind) noexcept nogil:
+        """A sweep of this solver's vectors over the active set."""
+        w.kind = kind
+        w.act = self.active_size
+        w.l = self.l
+        w.G = self.G
+        w.G_bar = self.G_bar
+        w.ys = self.ys
+        w.st = self.status
+        w.QD = self.QD
+        w.up = self.up
+        w.low = self.low
+        w.one = self.one
+        w.busy = self.busy if self.timed else NULL
+
+    cdef void chunks(self, Sweep* w, int nc) noexcept nogil:
+        """Run chunks 0..nc-1 of sweep w on the thread team, or on OpenMP's
+        threads when the run has no team."""
+        cdef int c
+        if self.team != NULL:
+            ks_team_run(self.team, _sweep, <void*>w, nc)
+        else:
+            for c in prange(nc, num_threads=nc, schedule='static', chunksize=1):
+                _sweep(<void*>w, c, nc)
+
+    cdef void axpy(self, double* out, const kfloat* K, double a,
+                   Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
+        """out[k] += y_k * K[k] * a over [lo, hi): LIBSVM's ``out[k] += a' * Q_ik``
+        with a = y_i a' (the initial gradient and the reconstruction)."""
+        cdef Sweep w
+        cdef int nc = self.n_threads if self.n_threads < MAX_CHUNKS else MAX_CHUNKS
+        if nc <= 1 or hi - lo < TUNING.par_min:
+            _axpy1_chunk(out, self.ys, K, a, lo, hi)
+            return
+        self.sweep_init(&w, SW_AXPY)
+        w.busy = NULL
+        w.out = out
+        w.K = K
+        w.a = a
+        w.lo = lo
+        w.hi = hi
+        self.chunks(&w, nc)
+
+    cdef void start_team(self) noexcept nogil:
+        """The thread team of this run (n_threads > 1 and the team not off);
+        without one (or on a system without it) the loops use OpenMP."""
+        cdef int n = self.n_threads if self.n_threads < MAX_CHUNKS else MAX_CHUNKS
+        self.team = NULL
+        if n < 2 or TEAM_MODE == TEAM_OFF:
+            return
+        self.team = ks_team_start(n, 0 if TEAM_MODE == TEAM_SLEEP else TEAM_SPIN_NS,
+                                  TEAM_MODE == TEAM_AUTO)
+        if self.team == NULL:
+            return
+        self.kr.team = self.team
+        self.next_watch = monotonic() + KS_TEAM_WATCH_SECONDS
+        if TUNING.adaptive and not ks_team_spinning(self.team):
+            # The machine is busy (or was, at the last solve): start serial
+            # and let the chooser measure the parallel mode.
+            bandit_restart(&self.loops, 0, False)
+            bandit_restart(&self.rows, 0, False)
+            self.kr.n_threads = 1
+
+    cdef void stop_team(self) noexcept nogil:
+        """Join the team's threads (none outlives the run)."""
+        if self.team != NULL:
+            self.kr.team = NULL
+            ks_team_stop(self.team)
+            self.team = NULL
+
+    cdef void watch(self, double now) noexcept nogil:
+        """The team's load watch (_team.h): its idle threads spin or sleep.
+        When that changes, the serial/parallel choosers start over: their
+        costs were measured under the other regime."""
+        cdef bint spin
+        self.next_watch = now + KS_TEAM_WATCH_SECONDS
+        if ks_team_watch(self.team, now) and TUNING.adaptive:
+            spin = ks_team_spinning(self.team)
+            bandit_restart(&self.loops, self.n_iter, spin)
+            bandit_restart(&self.rows, self.n_iter, spin)
+            self.kr.n_threads = bandit_threads(&self.rows, self.n_threads)
 
     cdef inline int loop_threads(self) noexcept nogil:
         return bandit_threads(&self.loops, self.n_threads)
@@ -324,7 +478,7 @@ cdef class _SMO:
                     Ki = self.krow(i, l)
                     if Ki == NULL:
                         return ST_NOMEM
-                    _axpy1(G, ys, Ki, ys[i] * alpha[i], act, l, self.n_threads)
+                    self.axpy(G, Ki, ys[i] * alpha[i], act, l)
         self.toc(&tic, T_GRADIENT)
         return 0
 
@@ -333,60 +487,41 @@ cdef class _SMO:
 
     cdef void pick_up(self, UpPick* r) noexcept nogil:
         """First pass of WSS: the maximal violators of each class."""
-        cdef Py_ssize_t act = self.active_size, lo, hi
-        cdef int nc = self.n_chunks(act), c
-        cdef UpPick* u = self.up
-        cdef const double* G = self.G
-        cdef const double* ys = self.ys
-        cdef const char* st = self.status
-        cdef bint timed = self.timed
-        cdef double* busy = self.busy
-        cdef double t0 = 0.0, tc
+        cdef int nc = self.n_chunks(self.active_size)
+        cdef double t0 = 0.0
+        cdef Sweep w
         if self.next_up_valid:
             self.next_up_valid = False
             r[0] = self.next_up
             return
         if nc == 1:
-            _up_chunk(G, ys, st, 0, act, r)
+            _up_chunk(self.G, self.ys, self.status, 0, self.active_size, r)
             return
-        if timed:
+        if self.timed:
             t0 = monotonic()
-        for c in prange(nc, num_threads=nc, schedule='static', chunksize=1):
-            tc = monotonic() if timed else 0.0
-            lo = (act * c) // nc
-            hi = (act * (c + 1)) // nc
-            _up_chunk(G, ys, st, lo, hi, &u[c])
-            if timed:
-                busy[c] = monotonic() - tc
-        if timed:
+        self.sweep_init(&w, SW_UP)
+        self.chunks(&w, nc)
+        if self.timed:
             self.charge_sync(t0, nc)
-        _combine_up(u, nc, r)
+        _combine_up(self.up, nc, r)
 
     cdef void update_G_and_pick(self, const Step* s) noexcept nogil:
         cdef Py_ssize_t act = self.active_size, l = self.l
         cdef Py_ssize_t work = act + l * ((s.Bi != NULL) + (s.Bj != NULL))
-        cdef int nc = self.n_chunks(work), c
-        cdef UpPick* u = self.up
-        cdef double* G = self.G
-        cdef double* G_bar = self.G_bar
-        cdef const double* ys = self.ys
-        cdef const char* st = self.status
-        cdef bint timed = self.timed
-        cdef double* busy = self.busy
-        cdef double tc
+        cdef int nc = self.n_chunks(work)
+        cdef Sweep w
         cdef double t0 = monotonic()
         if nc == 1:
-            _step_chunk(G, G_bar, ys, st, s, act, l, 0, 1, &self.next_up)
+            _step_chunk(self.G, self.G_bar, self.ys, self.status, s, act, l, 0, 1,
+                        &self.next_up)
         else:
-            for c in prange(nc, num_threads=nc, schedule='static', chunksize=1):
-                tc = monotonic() if timed else 0.0
-                _step_chunk(G, G_bar, ys, st, s, act, l, c, nc, &u[c])
-                if timed:
-                    busy[c] = monotonic() - tc
-            if timed:
+            self.sweep_init(&w, SW_STEP)
+            w.step = s
+            self.chunks(&w, nc)
+            if self.timed:
                 self.charge_sync(t0, nc)
             if s.Kj != NULL:
-                _combine_up(u, nc, &self.next_up)
+                _combine_up(self.up, nc, &self.next_up)
         self.record(monotonic() - t0, work)
         self.next_up_valid = s.Kj != NULL
 
@@ -394,32 +529,27 @@ cdef class _SMO:
                        double gn, const kfloat* Kn, double qdn,
                        LowPick* r) noexcept nogil:
         """Second pass of WSS: the partner with the best second-order decrease."""
-        cdef Py_ssize_t act = self.active_size, lo, hi
-        cdef int nc = self.n_chunks(act), c
-        cdef LowPick* w = self.low
-        cdef const double* G = self.G
-        cdef const double* ys = self.ys
-        cdef const char* st = self.status
-        cdef const double* QD = self.QD
-        cdef bint timed = self.timed
-        cdef double* busy = self.busy
-        cdef double tc
+        cdef Py_ssize_t act = self.active_size
+        cdef int nc = self.n_chunks(act)
+        cdef Sweep w
         cdef double t0 = monotonic()
         if nc == 1:
-            _low_chunk(G, ys, st, QD, gp, Kp, qdp, gn, Kn, qdn, 0, act, r)
+            _low_chunk(self.G, self.ys, self.status, self.QD, gp, Kp, qdp, gn, Kn, qdn,
+                       0, act, r)
             self.record(monotonic() - t0, act)
             return
-        for c in prange(nc, num_threads=nc, schedule='static', chunksize=1):
-            tc = monotonic() if timed else 0.0
-            lo = (act * c) // nc
-            hi = (act * (c + 1)) // nc
-            _low_chunk(G, ys, st, QD, gp, Kp, qdp, gn, Kn, qdn, lo, hi, &w[c])
-            if timed:
-                busy[c] = monotonic() - tc
+        self.sweep_init(&w, SW_LOW)
+        w.gp = gp
+        w.Kp = Kp
+        w.qdp = qdp
+        w.gn = gn
+        w.Kn = Kn
+        w.qdn = qdn
+        self.chunks(&w, nc)
         self.record(monotonic() - t0, act)
-        if timed:
+        if self.timed:
             self.charge_sync(t0, nc)
-        _combine_low(w, nc, r)
+        _combine_low(self.low, nc, r)
 
     cdef int select_working_set(self, Py_ssize_t* out_i, Py_ssize_t* out_j) noexcept nogil:
         """LIBSVM's WSS2; returns 1 when optimal, 0 with a pair, <0 on error."""
@@ -481,31 +611,20 @@ cdef class _SMO:
 
     cdef int select_one(self, Py_ssize_t* out_i) noexcept nogil:
         """No-bias selection; returns 1 when every |projected gradient| < eps."""
-        cdef Py_ssize_t act = self.active_size, lo, hi
-        cdef int nc = self.n_chunks(act), c
+        cdef int nc = self.n_chunks(self.active_size)
         cdef OnePick r
-        cdef OnePick* o = self.one
-        cdef const double* G = self.G
-        cdef const char* st = self.status
-        cdef const double* QD = self.QD
-        cdef bint timed = self.timed
-        cdef double* busy = self.busy
-        cdef double t0 = 0.0, tc
+        cdef Sweep w
+        cdef double t0 = 0.0
         if nc == 1:
-            _one_chunk(G, st, QD, 0, act, &r)
+            _one_chunk(self.G, self.status, self.QD, 0, self.active_size, &r)
         else:
-            if timed:
+            if self.timed:
                 t0 = monotonic()
-            for c in prange(nc, num_threads=nc, schedule='static', chunksize=1):
-                tc = monotonic() if timed else 0.0
-                lo = (act * c) // nc
-                hi = (act * (c + 1)) // nc
-                _one_chunk(G, st, QD, lo, hi, &o[c])
-                if timed:
-                    busy[c] = monotonic() - tc
-            if timed:
+            self.sweep_init(&w, SW_ONE)
+            self.chunks(&w, nc)
+            if self.timed:
                 self.charge_sync(t0, nc)
-            _combine_one(o, nc, &r)
+            _combine_one(self.one, nc, &r)
         self.gap = r.viol
         if r.viol < self.eps or r.i == -1:
             return 1
@@ -796,19 +915,25 @@ cdef class _SMO:
                 Ki = self.krow(i, l)
                 if Ki == NULL:
                     return ST_NOMEM
-                _axpy1(self.G, self.ys, Ki, self.ys[i] * self.alpha[i], 0, l,
-                       self.n_threads)
+                self.axpy(self.G, Ki, self.ys[i] * self.alpha[i], 0, l)
                 if self.status[i] == UPPER_BOUND:
-                    _axpy1(self.G_bar, self.ys, Ki, self.ys[i] * self.C[i], 0, l,
-                           self.n_threads)
+                    self.axpy(self.G_bar, Ki, self.ys[i] * self.C[i], 0, l)
         self.toc(&tic, T_GRADIENT)
         return 0
 
     cdef int run(self) noexcept nogil:
+        """iterate(), with the thread team around it: no thread outlives the run."""
+        cdef int status
+        self.start_team()
+        status = self.iterate()
+        self.stop_team()
+        return status
+
+    cdef int iterate(self) noexcept nogil:
         cdef Py_ssize_t i = 0, j = 0, l = self.l, k
         cdef long long counter
         cdef int rc, status = ST_OK
-        cdef double v
+        cdef double v, now
         cdef Tic tic
         poll_init(&self.clock, TUNING.poll_seconds)
         rc = self.init_gradient()
@@ -846,9 +971,13 @@ cdef class _SMO:
                 counter = 1
             self.n_iter += 1
             self.adapt()
-            if poll_due(&self.clock, self.n_iter, POLL_EVERY):
-                if self.poll() != 0:
-                    return ST_ABORT
+            if (self.n_iter & (POLL_EVERY - 1)) == 0:
+                now = monotonic()
+                if self.team != NULL and now >= self.next_watch:
+                    self.watch(now)
+                if poll_due_at(&self.clock, now):
+                    if self.poll() != 0:
+                        return ST_ABORT
             self.tic(&tic)
             if self.bias:
                 rc = self.two_variable_step(i, j)
@@ -884,19 +1013,110 @@ cdef class _SMO:
 
 def _get_tuning():
     """The parallel threshold, the polling interval, the adaptive switch (for
-    tests) and the phase timers' default (for benchmarks/profile_smo.py)."""
+    tests), the phase timers' default (for benchmarks/profile_smo.py) and the
+    thread team's setting and spin time."""
     out = tuning_dict(&TUNING)
     out["timers"] = bool(TIMERS)
+    out["team"] = TEAM_NAMES[TEAM_MODE]
+    out["team_spin_us"] = TEAM_SPIN_NS / 1000.0
     return out
 
 
-def _set_tuning(par_min=None, poll_seconds=None, adaptive=None, timers=None):
+def _set_tuning(par_min=None, poll_seconds=None, adaptive=None, timers=None,
+                team=None, team_spin_us=None):
     """Change the parallel threshold / polling interval / adaptive choice of
     parallel loops; tests use this to run the chunked reductions and the
     progress path on small problems.  ``timers=True`` turns the phase timers
     on for every later solve that does not say otherwise (``solve(timers=)``),
-    so ``kernsolve.train``'s ``model.stats`` carries the ``time_*`` keys."""
-    global TIMERS
+    so ``kernsolve.train``'s ``model.stats`` carries the ``time_*`` keys.
+    ``team``: "auto", "spin", "sleep" or "off" (KERNSOLVE_SMO_TEAM's values);
+    ``team_spin_us``: how long an idle thread of the team spins."""
+    global TIMERS, TEAM_MODE, TEAM_SPIN_NS, _TEAM_ERROR
+    mode = TEAM_MODE if team is None else _team_mode(team, "team")
+    if team_spin_us is not None and not (0 <= team_spin_us <= 1e6):
+        raise ValueError(f"team_spin_us must be in [0, 1e6], got {team_spin_us!r}")
     tuning_update(&TUNING, par_min, poll_seconds, adaptive)
     if timers is not None:
         TIMERS = bool(timers)
+    TEAM_MODE = mode
+    if team is not None:
+        _TEAM_ERROR = None
+    if team_spin_us is not None:
+        TEAM_SPIN_NS = <long long>(team_spin_us * 1000.0)
+
+
+def _team_memory(forget=False):
+    """The thread team's remembered load decision (_team.h): True (spin),
+    False (sleep) or None (no team has run in this process yet, or
+    ``forget=True``, which also forgets it)."""
+    if forget:
+        ks_load_forget()
+    spin = ks_load_remembered()
+    return None if spin < 0 else bool(spin)
+
+
+cdef struct Touch:
+    double* slots
+    long long work
+
+
+cdef void _touch(void* arg, int c, int nc) noexcept nogil:
+    # Each chunk counts its runs in its own cache line, after `work` steps of
+    # a dependent chain (about 1 ns each): a job of known size.
+    cdef Touch* t = <Touch*>arg
+    cdef double x = t.slots[8 * c + 1]
+    cdef long long k
+    for k in range(t.work):
+        x = x * 0.999999 + 1e-9
+    t.slots[8 * c + 1] = x
+    t.slots[8 * c] += 1.0
+
+
+def _dispatch_seconds(int n_threads, long long repeats, team, long long work=0):
+    """Time ``repeats`` dispatches and joins of a job of n_threads chunks, each
+    ``work`` steps of a dependent chain (0: next to nothing), on a thread team
+    (``team`` "spin" or "sleep": its idle threads' wait) or on OpenMP's
+    threads ("off": the wait policy of OMP_WAIT_POLICY / GOMP_SPINCOUNT,
+    passive unless set).  Returns (wall seconds per dispatch, the times each
+    chunk ran): for benchmarks/bench_team.py, and for the tests (every chunk
+    runs exactly once per job)."""
+    cdef int mode = _team_mode(team, "team")
+    cdef double slots[512]
+    cdef Touch job
+    cdef ks_team* t = NULL
+    cdef long long r
+    cdef int c, n = min(max(n_threads, 1), 64)
+    cdef double t0, dt
+    if mode == TEAM_AUTO:
+        raise ValueError("team: 'spin', 'sleep' or 'off' (auto has no fixed wait)")
+    for c in range(512):
+        slots[c] = 0.0
+    job.slots = slots
+    job.work = max(work, 0)
+    if mode != TEAM_OFF:
+        t = ks_team_start(n, 0 if mode == TEAM_SLEEP else TEAM_SPIN_NS, 0)
+        if t == NULL:
+            raise RuntimeError("no thread team on this system")
+    with nogil:
+        t0 = monotonic()
+        for r in range(repeats):
+            if t != NULL:
+                ks_team_run(t, _touch, <void*>&job, n)
+            else:
+                for c in prange(n, num_threads=n, schedule='static', chunksize=1):
+                    _touch(<void*>&job, c, n)
+        dt = monotonic() - t0
+        ks_team_stop(t)
+    return dt / max(repeats, 1), [int(slots[8 * c]) for c in range(n)]
+
+
+def _load_decisions(evidence, int n_threads=2, int cpus=2):
+    """The team's load decision fed ``evidence``, a sequence of (time, wait,
+    others) (_team.h, ks_load_step: wait < 0 or others < 0 mean unmeasured),
+    from the initial state: the spin decision after each (for tests)."""
+    cdef ks_load s
+    ks_load_init(&s)
+    out = []
+    for now, wait, others in evidence:
+        out.append(bool(ks_load_step(&s, now, wait, others, n_threads, cpus)))
+    return out

@@ -13,6 +13,7 @@ import numpy as np
 from kernsolve._core._kernel cimport KernelRows, LAPLACIAN, LINEAR, PRECOMPUTED
 from kernsolve._core._solver cimport ST_MAX_ITER, ST_NOMEM, ST_ABORT
 from ._smo cimport _SMO, T_ROWS, T_SELECT, T_GRADIENT, T_SHRINK, T_SYNC
+from ._smo import check_team_setting
 
 # The phase timers' result keys (doc/smo.md, "Where the time goes").
 TIMER_KEYS = {"time_kernel_rows": T_ROWS, "time_select": T_SELECT,
@@ -89,6 +90,7 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
         rho, obj, r, n_iter, n_kernel_evals, n_cache_hits, n_cache_misses,
         seconds, status ("ok" or "max_iter"), gap; with timers, the time_* keys.
     """
+    check_team_setting()
     if not isinstance(alpha, np.ndarray) or alpha.dtype != np.float64 \
             or alpha.ndim != 1 or not alpha.flags.c_contiguous \
             or not alpha.flags.writeable:

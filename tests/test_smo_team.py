@@ -1,0 +1,292 @@
+"""SMO's own thread team (kernsolve/_core/_team.h; issue 16, item 4).
+
+Oracles: the one-thread solve (a team of any size, spinning or sleeping,
+must give its bits), the process's own thread list (/proc/self/task: no
+thread outlives a solve), a forked child's answer, and hand-made evidence for
+the load decision (no timing is asserted anywhere).
+"""
+import multiprocessing
+import os
+import pickle
+import select
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import package_env
+from test_smo_core import _all_formulations, _solve_case, load, run_csvc, signs
+
+from kernsolve.solvers.smo import _smo
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="the team is Linux-only (futex, /proc)")
+
+
+@pytest.fixture
+def tuning():
+    """_smo._set_tuning for one test, restored afterwards."""
+    old = _smo._get_tuning()
+    yield _smo._set_tuning
+    _smo._set_tuning(**old)
+
+
+def n_tasks():
+    return len(os.listdir("/proc/self/task"))
+
+
+def a9a(shared, n):
+    X, labels = load(shared, "a9a", n, n_features=123)
+    return X, signs(labels)
+
+
+# ------------------------------------------------------------ the same bits
+
+@pytest.mark.parametrize("team", ["spin", "sleep", "auto"])
+def test_every_formulation_same_bits_on_1_2_3_threads(shared, tuning, team):
+    # Every loop parallel (par_min 8, no chooser), so each WSS pass, step
+    # sweep, SVR gather and row fill goes through the team.
+    tuning(par_min=8, adaptive=False, team=team)
+    for case in _all_formulations(shared):
+        a1, i1 = _solve_case(case, n_threads=1)
+        for n in (2, 3):
+            a, i = _solve_case(case, n_threads=n)
+            assert a.tobytes() == a1.tobytes(), (team, n, case[-1])
+            assert (i["rho"], i["obj"], i["n_iter"]) == (i1["rho"], i1["obj"], i1["n_iter"])
+
+
+def test_team_and_openmp_give_the_same_bits(shared, tuning):
+    X, y = a9a(shared, 3000)
+    tuning(par_min=64, adaptive=False, team="off")
+    a_omp, i_omp = run_csvc(X, y, 1.0, 0.05, n_threads=2)
+    tuning(team="spin")
+    a_team, i_team = run_csvc(X, y, 1.0, 0.05, n_threads=2)
+    a_one, _ = run_csvc(X, y, 1.0, 0.05, n_threads=1)
+    assert a_team.tobytes() == a_omp.tobytes() == a_one.tobytes()
+    assert i_team["n_kernel_evals"] == i_omp["n_kernel_evals"]
+
+
+@pytest.mark.parametrize("team", ["spin", "sleep"])
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_every_chunk_runs_exactly_once(team, n, tuning):
+    # Near-empty jobs back to back: the race between a worker's claim and the
+    # master's is as tight as it gets.  Each chunk adds 1 to its own counter.
+    tuning(team_spin_us=20)          # workers fall asleep and wake up often too
+    repeats = 3000
+    _, counts = _smo._dispatch_seconds(n, repeats, team)
+    assert counts == [repeats] * n
+
+
+# ------------------------------------------------- no thread outlives a solve
+
+def test_many_solves_leave_no_thread(shared, tuning):
+    X, y = a9a(shared, 1000)
+    tuning(par_min=64, adaptive=False, poll_seconds=0.0)
+    run_csvc(X, y, 1.0, 0.05, n_threads=2)          # warm-up (imports, pools)
+    before = n_tasks()
+    seen = []
+
+    def progress(info):
+        seen.append(n_tasks())
+
+    for team, n in [("spin", 2), ("auto", 2), ("sleep", 3), ("spin", 3)] * 5:
+        tuning(team=team)
+        run_csvc(X, y, 1.0, 0.05, n_threads=n, progress=progress)
+        # while the solve ran, its team was there: n - 1 workers
+        assert seen and seen[-1] == before + n - 1, (team, n, seen[-3:])
+        assert n_tasks() == before, (team, n)
+
+
+def test_an_interrupted_solve_leaves_no_thread(shared, tuning):
+    X, y = a9a(shared, 1000)
+    tuning(poll_seconds=0.0, team="spin")
+    run_csvc(X, y, 1.0, 0.05, n_threads=2)
+    before = n_tasks()
+
+    def stop(info):
+        raise KeyboardInterrupt
+
+    for _ in range(5):
+        with pytest.raises(KeyboardInterrupt):
+            run_csvc(X, y, 10.0, 0.05, n_threads=2, progress=stop)
+    assert n_tasks() == before
+
+
+def test_one_thread_starts_no_team(shared, tuning):
+    X, y = a9a(shared, 600)
+    tuning(poll_seconds=0.0, team="spin")
+    run_csvc(X, y, 1.0, 0.05, n_threads=1)
+    before = n_tasks()
+    counts = []
+    run_csvc(X, y, 1.0, 0.05, n_threads=1, progress=lambda info: counts.append(n_tasks()))
+    assert counts and set(counts) == {before}
+
+
+# ------------------------------------------------------------------- fork
+
+def _solve_in_child(X, y):
+    alpha, _ = run_csvc(X, y, 1.0, 0.05, n_threads=2)
+    return alpha
+
+
+def test_a_forked_child_solves_on_its_own_team(shared, tuning):
+    X, y = a9a(shared, 1500)
+    tuning(par_min=64, adaptive=False, team="spin")
+    expected, _ = run_csvc(X, y, 1.0, 0.05, n_threads=2)   # the parent's team first
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        alpha = pool.apply_async(_solve_in_child, (X, y)).get(timeout=300)
+    assert alpha.tobytes() == expected.tobytes()
+
+
+def test_fork_while_the_team_runs(shared, tuning):
+    # Forked from inside a solve (its progress callback, the team alive): the
+    # child goes on with its copy of the solve, where no worker exists; the
+    # master must run every chunk itself and finish with the same bits.
+    X, y = a9a(shared, 1500)
+    tuning(par_min=64, adaptive=False, team="spin", poll_seconds=0.0)
+    expected, _ = run_csvc(X, y, 1.0, 0.05, n_threads=1)
+    read_end, write_end = os.pipe()
+    state = {"pid": None, "calls": 0}
+
+    def progress(info):
+        state["calls"] += 1
+        if state["calls"] == 3 and state["pid"] is None:
+            state["pid"] = os.fork()
+
+    try:
+        alpha, _ = run_csvc(X, y, 1.0, 0.05, n_threads=2, progress=progress)
+    except BaseException:
+        if state["pid"] == 0:
+            os._exit(3)
+        raise
+    if state["pid"] == 0:                        # the child: report and leave
+        try:
+            os.close(read_end)
+            with os.fdopen(write_end, "wb") as f:
+                f.write(pickle.dumps(alpha))
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    assert state["pid"], "the solve made too few visits to Python to fork"
+    chunks = []
+    with os.fdopen(read_end, "rb") as f:
+        while True:
+            ready, _, _ = select.select([f], [], [], 300)
+            if not ready:                        # a hang guard, not a timing assertion
+                os.kill(state["pid"], 9)
+                os.waitpid(state["pid"], 0)
+                pytest.fail("the forked child hung")
+            data = os.read(f.fileno(), 1 << 20)
+            if not data:
+                break
+            chunks.append(data)
+    _, status = os.waitpid(state["pid"], 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    child_alpha = pickle.loads(b"".join(chunks))
+    assert alpha.tobytes() == expected.tobytes()
+    assert child_alpha.tobytes() == expected.tobytes()
+
+
+# ------------------------------------------------------- the load decision
+
+def test_an_idle_machine_keeps_spinning():
+    assert _smo._load_decisions([(0.0, -1, 0), (0.02, 0.01, 0), (0.04, 0.0, 0),
+                                 (0.06, 0.09, 1)]) == [True] * 4
+
+
+def test_a_busy_machine_at_the_start_sleeps_until_a_core_is_free():
+    # one other runnable task on 2 cores: no room for 2 spinning threads
+    evidence = [(0.0, -1, 1)] + [(0.02 * k, 0.0, 1) for k in range(1, 391)]
+    assert not any(_smo._load_decisions(evidence))
+    # ... but a blind trial after 8 s (the other task may have a lower priority)
+    assert _smo._load_decisions(evidence + [(8.1, 0.0, 1)])[-1]
+    # the other task gone, after the back-off (0.5 s: the failed start doubles
+    # 0.25): a trial of spinning
+    out = _smo._load_decisions([(0.0, -1, 1), (0.4, 0.0, 0), (0.6, 0.0, 0)])
+    assert out == [False, False, True]
+
+
+def test_the_count_drops_only_an_unconfirmed_spin():
+    # confirmed by two clean windows, a spin survives a busy count at the
+    # next solve's start; the windows decide
+    out = _smo._load_decisions([(0.0, -1, 0), (0.02, 0.0, 0), (0.04, 0.0, 0),
+                                (1.0, -1, 1), (1.02, 0.3, 1)])
+    assert out == [True, True, True, True, False]
+
+
+def test_more_threads_than_cores_never_spin_at_the_start():
+    assert _smo._load_decisions([(0.0, -1, 0)], n_threads=3, cpus=2) == [False]
+    assert _smo._load_decisions([(0.0, -1, 0)], n_threads=3, cpus=4) == [True]
+
+
+def test_waiting_for_a_cpu_stops_the_spin():
+    # a third of the runnable time waiting (3 threads on 2 cores): at once
+    assert _smo._load_decisions([(0.0, -1, 0), (0.02, 0.33, -1)]) == [True, False]
+    # a moderate share: only two windows in a row
+    assert _smo._load_decisions([(0.0, -1, 0), (0.02, 0.15, 0), (0.04, 0.05, 0),
+                                 (0.06, 0.15, 0), (0.08, 0.15, 0)]) == [True] * 4 + [False]
+
+
+def test_failed_trials_back_off_and_a_clean_one_resets():
+    # spin, then stop: the first spin was a trial, so the back-off doubles to
+    # 0.5 s; the trial at 0.53 fails (-> 1 s), the one at 1.56 too (-> 2 s)
+    evidence = [(0.0, -1, 0), (0.02, 0.3, 0),
+                (0.3, 0.0, 0), (0.53, 0.0, 0), (0.55, 0.3, 0),
+                (1.5, 0.0, 0), (1.56, 0.0, 0), (1.58, 0.3, 0),
+                (3.0, 0.0, 0), (3.6, 0.0, 0)]
+    expected = [True, False, False, True, False, False, True, False, False, True]
+    assert _smo._load_decisions(evidence) == expected
+    # a trial that stays clean for two windows is confirmed: the back-off
+    # returns to 0.25 s after the next failure
+    evidence = [(0.0, -1, 0), (0.02, 0.3, 0), (0.53, 0.0, 0), (0.55, 0.0, 0),
+                (0.57, 0.0, 0), (0.59, 0.3, 0), (0.80, 0.0, 0), (0.85, 0.0, 0)]
+    assert _smo._load_decisions(evidence) == [True, False, True, True, True, False,
+                                              False, True]
+
+
+def test_unknown_counts_fall_back_on_the_back_off_alone():
+    out = _smo._load_decisions([(0.0, -1, -1), (0.02, 0.3, -1), (0.3, -1, -1),
+                                (0.53, -1, -1)])
+    assert out == [True, False, False, True]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/thread-self/schedstat"),
+                    reason="no schedstat: the team never spins and keeps no decision")
+def test_a_solve_remembers_the_decision(shared, tuning):
+    X, y = a9a(shared, 600)
+    tuning(team="auto")
+    _smo._team_memory(forget=True)
+    assert _smo._team_memory() is None
+    run_csvc(X, y, 1.0, 0.05, n_threads=2)
+    assert _smo._team_memory() in (True, False)      # which one depends on the machine
+    run_csvc(X, y, 1.0, 0.05, n_threads=1)           # no team, nothing changes
+    assert _smo._team_memory() in (True, False)
+
+
+# ----------------------------------------------------------------- settings
+
+def test_team_setting_checked(tuning):
+    with pytest.raises(ValueError, match="team='fast': expected one of off, auto, spin, sleep"):
+        _smo._set_tuning(team="fast")
+    with pytest.raises(ValueError, match="team_spin_us"):
+        _smo._set_tuning(team_spin_us=-1)
+    assert _smo._get_tuning()["team"] in ("off", "auto", "spin", "sleep")
+
+
+@pytest.mark.parametrize("value,expected", [("off", "off"), (" Spin ", "spin"), ("bogus", None)])
+def test_the_environment_variable(tmp_path, value, expected):
+    probe = ("from kernsolve.solvers.smo import _smo; print(_smo._get_tuning()['team'])\n"
+             "import kernsolve, numpy as np\n"
+             "kernsolve.train(np.array([1.0, -1.0, 1.0]), np.eye(3), '-q')\n")
+    p = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True,
+                       text=True, env=package_env(KERNSOLVE_SMO_TEAM=value), timeout=120)
+    if expected is None:
+        # the import works; the first solve stops with the variable named
+        assert p.returncode != 0
+        assert "ValueError: KERNSOLVE_SMO_TEAM='bogus': expected one of off, auto, spin, sleep" \
+            in p.stderr
+    else:
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.splitlines()[0] == expected
