@@ -161,3 +161,27 @@ def test_bad_options(options, message):
     y, X = _classes(300)
     with pytest.raises(ValueError, match=message):
         kernsolve.train(y, X, "--solver eigenpro -q " + options)
+
+
+def test_float16_conversions_are_numpys_bits():
+    from kernsolve._core import _matrix
+    every = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    finite = np.isfinite(every)
+    wide = _matrix.half_to_float(every)
+    assert wide.dtype == np.float32
+    assert wide[finite].tobytes() == every[finite].astype(np.float32).tobytes()
+    out = np.empty((3, 5), dtype=np.float32)
+    assert _matrix.half_to_float(every[:15].reshape(3, 5), out) is out
+    with pytest.raises(ValueError, match="out must be C-contiguous float32"):
+        _matrix.half_to_float(every[:15].reshape(3, 5), np.empty((5, 3), np.float32))
+    # rounding to nearest even: values around every float16, subnormals, the
+    # overflow threshold, and odd lengths (the vector loop's tail)
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.random(10001, dtype=np.float32), wide[finite],
+                        (rng.normal(size=5003) * np.exp(rng.uniform(-20, 11, 5003)))
+                        .astype(np.float32), np.float32([65519, 65520, -65520, 0.0, -0.0])])
+    x = np.concatenate([x, np.nextafter(x, np.float32(np.inf)),
+                        np.nextafter(x, np.float32(-np.inf))])
+    with np.errstate(over="ignore"):
+        ref = x.astype(np.float16)
+    assert _matrix.float_to_half(x).tobytes() == ref.tobytes()

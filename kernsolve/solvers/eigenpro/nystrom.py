@@ -32,12 +32,17 @@ kernel values for every row block not kept in the cache (``-m`` MB: blocks of
 ``K(X, C)`` computed once and kept, in row order, while they fit; the others
 are recomputed each iteration).  ``--precision single`` computes the blocks by
 float32 GEMM, keeps them in float32 and multiplies in float32 (half the
-memory; the sums, the factors and CG stay in double).  The result does not
+memory; the sums, the factors and CG stay in double); ``--precision half``
+keeps those values in float16 (a quarter) and multiplies in float32.
+``--subsample q`` replaces the ``p^3`` factors by an approximation of
+``K_MM`` through q auxiliary rows (``_subsampled``) and runs preconditioned
+CG on alpha itself, ``K_MM u`` taken from the pass at the centres' rows.  The result does not
 depend on the cache size nor on the thread count: the row blocks and the
 factors' tiles are fixed by p, each block's kernel values come from one call
 of a fixed shape (the kernel engine, or one sgemm), each block's products and
 each tile run on one BLAS thread and the blocks' sums are added in row order.
 """
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from copy import copy
@@ -50,6 +55,7 @@ from ._common import UntimedCallback
 from ._subsampled import RESIDUAL_BLOCK, SubsampledPreconditioner
 from ._tiled_cholesky import TILE, cholesky_upper, upper_times_transpose
 from ..._constants import LAPLACIAN, LINEAR, POLY, RBF
+from ..._core import _matrix
 from ..._kernels import one_blas_thread
 from ..._random import permutation
 
@@ -134,6 +140,7 @@ class _RowBlocks:
         if self.work == np.float32 and _SingleKernel.applies(kern):
             self.single = _SingleKernel(self.kern, C)
         self.rows_at = rows_at
+        self._local = threading.local()      # each thread's float32 buffer (half)
         self.n, self.p = kern.n_rows, C.shape[0]
         self.rows = max(1, BLOCK_VALUES // self.p)
         self.starts = list(range(0, self.n, self.rows))
@@ -153,10 +160,21 @@ class _RowBlocks:
                 else:
                     K = self.kern.block(self.kern.row_range(start, start + self.rows),
                                         self.C)
-                K = K.astype(self.dtype, copy=False)
+                K = _matrix.float_to_half(K) if self.dtype == np.float16 else \
+                    K.astype(self.dtype, copy=False)
             if i < self.keep:
                 self.cache[i] = K
         return K
+
+    def _work_block(self, i):
+        """Block i in the products' precision (half: into this thread's buffer)."""
+        K = self._block(i)
+        if K.dtype != np.float16:
+            return K
+        buf = getattr(self._local, "buf", None)
+        if buf is None or buf.size < K.size:
+            buf = self._local.buf = np.empty(K.size, dtype=np.float32)
+        return _matrix.half_to_float(K, buf[:K.size].reshape(K.shape))
 
     def apply(self, u, V):
         """``sum_b K_b^T (K_b u + V_b)`` over the row blocks b (u or V may be None);
@@ -165,7 +183,7 @@ class _RowBlocks:
             u = u.astype(self.work, copy=False)
 
         def one(i):
-            K = self._block(i).astype(self.work, copy=False)
+            K = self._work_block(i)
             start = self.starts[i]
             with one_blas_thread():
                 if u is None:
