@@ -95,6 +95,7 @@ def main(argv=None):
         model = train_eigenpro(y, X, kernsolve.parse_options(options), callback=callback)
     wall = time.perf_counter() - t
     cpu = time.process_time() - cpu
+    train_rss = peak_rss_mb()           # before prediction's own blocks
     st = model.stats
     t = time.perf_counter()
     pred, (acc, _, _), _ = kernsolve.predict(yt, Xt, model, "-q")
@@ -105,7 +106,8 @@ def main(argv=None):
           f"first pass {st['first_pass_seconds']:.1f} s, "
           f"{st['n_iter']} iterations, {st['cached_blocks']}/{st['row_blocks']} row blocks "
           f"cached, relative residual {st['relative_residual']:.3g})  predict {pwall:.1f} s  "
-          f"peak RSS {peak_rss_mb():.0f} MB", flush=True)
+          f"peak RSS {train_rss:.0f} MB after training, {peak_rss_mb():.0f} MB after prediction",
+          flush=True)
     if args.smo:
         t = time.perf_counter()
         smo = kernsolve.train(y, X, f"-c 10 -g {args.gamma:g} -q --threads {args.threads}")

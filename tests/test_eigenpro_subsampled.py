@@ -57,7 +57,7 @@ def test_preconditioner_is_the_dense_formula(monkeypatch):
     C, XQ = X[:p], X[p:p + q]
     kern = KernelBlocks(X, 2, gamma, 3, 0.0, 1)
     with ThreadPoolExecutor(2) as pool:
-        pre = _subsampled.SubsampledPreconditioner(kern, C, XQ, lam, pool)
+        pre = _subsampled.SubsampledPreconditioner(kern, C, XQ, lam, pool, 2)
     blocks = pre.blocks
     assert len(blocks) == 5 and sorted(np.concatenate(blocks)) == list(range(p))
     K_MM, K_MQ, K_QQ = _rbf(C, C, gamma), _rbf(C, XQ, gamma), _rbf(XQ, XQ, gamma)

@@ -23,7 +23,9 @@ block-diagonal part ``G_s = blockdiag(residual) + s I``:
 
 Cost: ``p q d`` kernel values for ``K_MQ``, ``p b d`` for the blocks, about
 ``3 p q^2 + 2 p b q`` multiply-adds to set up, ``O(p (q + b) c)`` to apply;
-memory ``8 p (q + 2 b)`` bytes.  With q, b << p it replaces FALKON's ``p^3``.
+memory ``8 p (q + 2 b)`` bytes plus ``8 q^2`` for each of the two cores and
+two per thread while they are summed.  With q, b << p it replaces FALKON's
+``p^3``.
 
 Same bits for any thread count: the blocks are fixed by p, q and the data;
 each block's factors come from calls of a fixed shape on one BLAS thread, the
@@ -50,11 +52,11 @@ def _jittered(K, p):
 class SubsampledPreconditioner:
     """``r -> M^{-1} r`` for the centres C (p rows) from the auxiliary rows XQ.
 
-    ``kern`` is a one-thread engine (the pool's); ``pool`` runs the row tiles
-    and the blocks.
+    ``kern`` is a one-thread engine (the pool's); ``pool`` (of ``n_threads``)
+    runs the row tiles and the blocks.
     """
 
-    def __init__(self, kern, C, XQ, lam, pool):
+    def __init__(self, kern, C, XQ, lam, pool, n_threads=1):
         p, q = C.shape[0], XQ.shape[0]
         self.p, self.lam = p, float(lam)
         K_QQ = _jittered(kern.block(XQ, XQ), p)
@@ -101,13 +103,15 @@ class SubsampledPreconditioner:
                                                                    check_finite=False)))
             return out
 
-        parts = list(pool.map(block, self.blocks))
-        self.G = [[part[i][0] for part in parts] for i in range(len(shifts))]
+        self.G = [[] for _ in shifts]
+        cores = [np.eye(q) for _ in shifts]
+        for b0 in range(0, len(self.blocks), n_threads):     # a block per thread at a time:
+            for part in pool.map(block, self.blocks[b0:b0 + n_threads]):    # 8 q^2 bytes each
+                for i, (F, LGL) in enumerate(part):      # in block order: the same sums
+                    self.G[i].append(F)                  # for any thread count
+                    cores[i] += LGL
         self.core = []
-        for i in range(len(shifts)):
-            core = np.eye(q)
-            for part in parts:              # in block order: the same sum for any thread count
-                core += part[i][1]
+        for core in cores:
             with one_blas_thread():
                 self.core.append(scipy.linalg.cho_factor(core, lower=False,
                                                          check_finite=False))
