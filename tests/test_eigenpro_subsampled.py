@@ -110,6 +110,7 @@ def test_half_precision_blocks_are_the_kernel_rounded():
 
 def test_half_precision_is_the_closed_form_to_float16_accuracy(monkeypatch):
     monkeypatch.setattr(nystrom, "BLOCK_VALUES", 37 * 80)
+    monkeypatch.setattr(nystrom, "HALF_SUB_VALUES", 10 * 80)    # 10-row sub-blocks
     X, Y = _problem()
     n, gamma, p, lam = X.shape[0], 0.7, 80, 1e-2
     res = fit_eigenpro(X, Y, gamma=gamma, options=_opts(n, centers=p, precision="half",
@@ -128,6 +129,7 @@ def test_half_precision_is_the_closed_form_to_float16_accuracy(monkeypatch):
 @pytest.mark.parametrize("precision", ["half", "single", "double"])
 def test_same_bits_for_threads_and_cache(precision, monkeypatch):
     monkeypatch.setattr(nystrom, "BLOCK_VALUES", 60 * 80)
+    monkeypatch.setattr(nystrom, "HALF_SUB_VALUES", 7 * 80)      # and a partial one
     monkeypatch.setattr(_subsampled, "RESIDUAL_BLOCK", 16)
     y, X = _classes(1000)
     base = (f"-g 0.3 --solver eigenpro --centers 80 --subsample 30 --epochs 20 -q "

@@ -67,6 +67,8 @@ BLOCK_VALUES = 2 ** 22      # kernel values per row block of K(X, C): 32 MB in d
 PRECISIONS = {"double": np.float64, "single": np.float32, "half": np.float16}
 # float16 holds values up to 65504 with 11 significant bits: kernels bounded by 1 only
 HALF_KERNELS = (RBF, LAPLACIAN)
+# float16 blocks are multiplied HALF_SUB_VALUES values (2 MB in float32) at a time
+HALF_SUB_VALUES = 2 ** 19
 
 
 def centre_indices(n, p, seed):
@@ -166,14 +168,13 @@ class _RowBlocks:
                 self.cache[i] = K
         return K
 
-    def _work_block(self, i):
-        """Block i in the products' precision (half: into this thread's buffer)."""
-        K = self._block(i)
+    def _working(self, K):
+        """K in the products' precision (float16: into this thread's buffer)."""
         if K.dtype != np.float16:
             return K
         buf = getattr(self._local, "buf", None)
         if buf is None or buf.size < K.size:
-            buf = self._local.buf = np.empty(K.size, dtype=np.float32)
+            buf = self._local.buf = np.empty(max(K.size, HALF_SUB_VALUES), dtype=np.float32)
         return _matrix.half_to_float(K, buf[:K.size].reshape(K.shape))
 
     def apply(self, u, V):
@@ -181,21 +182,35 @@ class _RowBlocks:
         with ``rows_at``, also ``(K u)[rows_at]`` (u given): a pair."""
         if u is not None:
             u = u.astype(self.work, copy=False)
+        gather = u is not None and self.rows_at is not None
 
-        def one(i):
-            K = self._work_block(i)
-            start = self.starts[i]
+        def products(K, start):
             with one_blas_thread():
                 if u is None:
-                    return K.T @ V[start:start + K.shape[0]].astype(self.work, copy=False)
+                    return K.T @ V[start:start + K.shape[0]].astype(self.work, copy=False), None
                 t = K @ u
                 at = None
-                if self.rows_at is not None:
+                if gather:
                     lo, hi = np.searchsorted(self.rows_at, [start, start + K.shape[0]])
                     at = t[self.rows_at[lo:hi] - start]
                 if V is not None:
                     t += V[start:start + K.shape[0]]
-                return K.T @ t if at is None else (K.T @ t, at)
+                return K.T @ t, at
+
+        def one(i):
+            # float16 blocks go through float32 a sub-block at a time, so the
+            # converted rows are still in cache for the second product
+            K, start = self._block(i), self.starts[i]
+            step = max(1, HALF_SUB_VALUES // self.p) if K.dtype == np.float16 else K.shape[0]
+            acc, ats = None, []
+            for s in range(0, K.shape[0], step):
+                part, at = products(self._working(K[s:s + step]), start + s)
+                if acc is None:
+                    acc = part
+                else:
+                    acc += part
+                ats.append(at)
+            return (acc, np.concatenate(ats)) if gather else acc
 
         computed = sum(min(self.rows, self.n - self.starts[i]) for i in range(len(self.starts))
                        if i not in self.cache)
