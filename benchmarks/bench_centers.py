@@ -46,8 +46,10 @@ def main(argv=None):
     ap.add_argument("--centers", type=int, default=5000)
     ap.add_argument("--lam", type=float, default=1e-6, help="--lambda, the ridge")
     ap.add_argument("--epochs", type=int, default=10, help="conjugate-gradient iterations")
-    ap.add_argument("--precision", choices=("double", "single"), default="double",
+    ap.add_argument("--precision", choices=("double", "single", "half"), default="double",
                     help="--precision: K(X, centres) in double or single")
+    ap.add_argument("--subsample", type=int, default=None,
+                    help="q auxiliary rows of the subsampled preconditioner (no p^3)")
     ap.add_argument("--gamma", type=float, default=0.02)
     ap.add_argument("--cache-mb", type=float, default=2500.0,
                     help="-m: MB of K(X, centres) kept between iterations")
@@ -65,7 +67,8 @@ def main(argv=None):
     options = (f"--solver eigenpro --centers {args.centers} --lambda {args.lam:g} "
                f"--epochs {args.epochs} -g {args.gamma:g} -m {args.cache_mb:g} "
                f"--precision {args.precision} "
-               f"--threads {args.threads} --seed {args.seed}")
+               f"--threads {args.threads} --seed {args.seed}"
+               + (f" --subsample {args.subsample}" if args.subsample else ""))
     callback = None
     if args.trace:
         state = {}
@@ -92,6 +95,7 @@ def main(argv=None):
         model = train_eigenpro(y, X, kernsolve.parse_options(options), callback=callback)
     wall = time.perf_counter() - t
     cpu = time.process_time() - cpu
+    train_rss = peak_rss_mb()           # before prediction's own blocks
     st = model.stats
     t = time.perf_counter()
     pred, (acc, _, _), _ = kernsolve.predict(yt, Xt, model, "-q")
@@ -102,7 +106,8 @@ def main(argv=None):
           f"first pass {st['first_pass_seconds']:.1f} s, "
           f"{st['n_iter']} iterations, {st['cached_blocks']}/{st['row_blocks']} row blocks "
           f"cached, relative residual {st['relative_residual']:.3g})  predict {pwall:.1f} s  "
-          f"peak RSS {peak_rss_mb():.0f} MB", flush=True)
+          f"peak RSS {train_rss:.0f} MB after training, {peak_rss_mb():.0f} MB after prediction",
+          flush=True)
     if args.smo:
         t = time.perf_counter()
         smo = kernsolve.train(y, X, f"-c 10 -g {args.gamma:g} -q --threads {args.threads}")

@@ -305,8 +305,8 @@ def test_single_precision_same_bits_for_threads_and_cache(monkeypatch):
 
 @pytest.mark.parametrize("options, message", [
     ("--precision single", "--precision single: only the centres' model"),
-    ("--centers 10 --precision half",
-     r"--precision: unknown precision .half. \(known: double, single\)"),
+    ("--centers 10 --precision quad",
+     r"--precision: unknown precision .quad. \(known: double, single, half\)"),
 ])
 def test_bad_precision(options, message):
     y, X = _classes(100)

@@ -9,7 +9,7 @@ fixed output tiles, then K.  Kernel values come from ``_kernel_values.pxd``
 thread count, so results are bit-identical for any ``n_threads``.
 """
 from cython.parallel cimport prange, parallel
-from libc.stdint cimport int32_t
+from libc.stdint cimport int32_t, uint16_t
 from libc.stdlib cimport calloc, free
 
 cimport numpy as cnp
@@ -446,3 +446,43 @@ def expansion_sums(const double[:, ::1] K, const cnp.intp_t[:, ::1] columns,
         free(acc)
     if failed:
         raise MemoryError("expansion_sums: cannot allocate the sums of a group of rows")
+
+
+# float16 <-> float32 for K(X, centres) stored in float16 (--precision half).
+cdef extern from "_half.h" nogil:
+    int ks_half_to_float(const uint16_t* src, float* dst, Py_ssize_t n)
+    int ks_float_to_half(const float* src, uint16_t* dst, Py_ssize_t n)
+
+
+def half_to_float(H, out=None):
+    """float16 array -> float32 array of its shape (``out``, C-contiguous, or a
+    new one): F16C without the GIL where the CPU has it, else numpy's cast (the
+    same bits: the conversion is exact)."""
+    if out is None:
+        out = np.empty(H.shape, dtype=np.float32)
+    elif out.shape != H.shape or out.dtype != np.float32 or not out.flags.c_contiguous:
+        raise ValueError("half_to_float: out must be C-contiguous float32 of H's shape")
+    cdef const uint16_t[::1] src = np.ascontiguousarray(H).reshape(-1).view(np.uint16)
+    cdef float[::1] dst = out.reshape(-1)
+    cdef int done = 0
+    if src.shape[0]:
+        with nogil:
+            done = ks_half_to_float(&src[0], &dst[0], src.shape[0])
+    if not done:
+        out[...] = H
+    return out
+
+
+def float_to_half(F):
+    """float32 array -> a new float16 array of its shape, rounded to nearest
+    even: F16C without the GIL where the CPU has it, else numpy's cast (same bits)."""
+    out = np.empty(F.shape, dtype=np.float16)
+    cdef const float[::1] src = np.ascontiguousarray(F, dtype=np.float32).reshape(-1)
+    cdef uint16_t[::1] dst = out.reshape(-1).view(np.uint16)
+    cdef int done = 0
+    if src.shape[0]:
+        with nogil:
+            done = ks_float_to_half(&src[0], &dst[0], src.shape[0])
+    if not done:
+        out[...] = F
+    return out

@@ -8,12 +8,14 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+#include <cpuid.h>
 #define KS_X86 1
 #endif
 
 /* What a path needs (combined with |). */
 #define KS_AVX2 1
 #define KS_FMA 2
+#define KS_F16C 4       /* float16 <-> float32 conversions (with AVX's registers) */
 
 static int ks_simd_features = -1;       /* -1: not asked yet */
 static int ks_simd_baseline_only = 0;   /* set by the tests only */
@@ -30,6 +32,11 @@ static inline int ks_simd(int need)
             f |= KS_AVX2;
         if (__builtin_cpu_supports("fma"))
             f |= KS_FMA;
+        {
+            unsigned a, b, c, d;    /* CPUID 1, ECX bit 29; AVX's OS support via avx2 */
+            if ((f & KS_AVX2) && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C))
+                f |= KS_F16C;
+        }
 #endif
         ks_simd_features = f;
     }

@@ -185,6 +185,8 @@ class EigenProRegressor(_BaseEigenPro):
         min(160, M - 1), capped by the numerical rank of the subsample matrix.
     subsample : int or None, default=None
         M, the subsample that estimates the eigensystem; None: min(4800, n).
+        With ``centers``: q auxiliary rows from which FALKON's preconditioner
+        is approximated (no ``p^3`` factors); None: the exact factors.
     batch_size : int or None, default=None
         m; None: min(256, n).
     damping : float in (0, 1], default=1.0
@@ -199,14 +201,15 @@ class EigenProRegressor(_BaseEigenPro):
         p: fit a kernel expansion over p centres drawn from the rows (seeded)
         on the ridge-regularised square loss, by FALKON's preconditioned
         conjugate gradient (``--centers``); ``epochs`` are then its
-        iterations.  Takes none of eigen_directions, subsample, batch_size,
-        step, features.
+        iterations.  Takes none of eigen_directions, batch_size, step,
+        features.
     lam : float or None, default=None
         The ridge lambda with ``centers`` (``--lambda``, as
         ``exact_kernel_ridge``'s ``lam``); None: 1e-6.
-    precision : {"double", "single"} or None, default=None
-        ``K(X, centres)`` stored and multiplied in double or single precision
-        with ``centers`` (``--precision``); None: double.
+    precision : {"double", "single", "half"} or None, default=None
+        ``K(X, centres)`` stored and multiplied in double or single precision,
+        or stored in float16 and multiplied in float32 (rbf, laplacian), with
+        ``centers`` (``--precision``); None: double.
     cache_size : float, default=100
         MB of ``K(X, centres)`` row blocks kept between iterations (``-m``,
         with ``centers``); the result does not depend on it.

@@ -17,7 +17,9 @@ SPEC = SolverSpec(
                                    "(default min(160, M - 1))", kind="int", low=0,
                                    only=("eigenpro",),
                                    noun="the number of eigen-directions k"),
-        "subsample": Option("subsample size M (default min(4800, n))", kind="int", low=1,
+        "subsample": Option("subsample size M (default min(4800, n)); with --centers, "
+                            "q auxiliary rows for FALKON's preconditioner instead of its "
+                            "p^3 factors", kind="int", low=1,
                             noun="the subsample size M"),
         "batch-size": Option("mini-batch size m (default min(256, n))", kind="int", low=1,
                              noun="the mini-batch size"),
@@ -34,9 +36,10 @@ SPEC = SolverSpec(
                           only=("eigenpro",), noun="the number of centres p"),
         "lambda": Option("ridge regularisation with --centers (default 1e-6)", low=0,
                          only=("eigenpro",), noun="lambda"),
-        "precision": Option("K(X, centres) in double or single precision with --centers "
-                            "(single: half the memory, float32 products)", kind="choice",
-                            choices=("double", "single"), default="double",
+        "precision": Option("K(X, centres) in double, single or half precision with "
+                            "--centers (single: half the memory, float32 products; half: "
+                            "float16 storage, float32 products)", kind="choice",
+                            choices=("double", "single", "half"), default="double",
                             only=("eigenpro",), noun="precision"),
     },
     median_gamma=True,

@@ -32,12 +32,17 @@ kernel values for every row block not kept in the cache (``-m`` MB: blocks of
 ``K(X, C)`` computed once and kept, in row order, while they fit; the others
 are recomputed each iteration).  ``--precision single`` computes the blocks by
 float32 GEMM, keeps them in float32 and multiplies in float32 (half the
-memory; the sums, the factors and CG stay in double).  The result does not
+memory; the sums, the factors and CG stay in double); ``--precision half``
+keeps those values in float16 (a quarter) and multiplies in float32.
+``--subsample q`` replaces the ``p^3`` factors by an approximation of
+``K_MM`` through q auxiliary rows (``_subsampled``) and runs preconditioned
+CG on alpha itself, ``K_MM u`` taken from the pass at the centres' rows.  The result does not
 depend on the cache size nor on the thread count: the row blocks and the
 factors' tiles are fixed by p, each block's kernel values come from one call
 of a fixed shape (the kernel engine, or one sgemm), each block's products and
 each tile run on one BLAS thread and the blocks' sums are added in row order.
 """
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from copy import copy
@@ -47,20 +52,34 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from ._common import UntimedCallback
+from ._subsampled import RESIDUAL_BLOCK, SubsampledPreconditioner
 from ._tiled_cholesky import TILE, cholesky_upper, upper_times_transpose
-from ..._constants import LINEAR, POLY, RBF
+from ..._constants import LAPLACIAN, LINEAR, POLY, RBF
+from ..._core import _matrix
 from ..._kernels import one_blas_thread
 from ..._random import permutation
 
-__all__ = ["centre_indices", "fit_centres", "BLOCK_VALUES", "PRECISIONS"]
+__all__ = ["centre_indices", "auxiliary_indices", "fit_centres", "BLOCK_VALUES",
+           "PRECISIONS"]
 
 BLOCK_VALUES = 2 ** 22      # kernel values per row block of K(X, C): 32 MB in double
-PRECISIONS = {"double": np.float64, "single": np.float32}
+# Storage of K(X, C); half (float16) is multiplied in float32, block by block.
+PRECISIONS = {"double": np.float64, "single": np.float32, "half": np.float16}
+# float16 holds values up to 65504 with 11 significant bits: kernels bounded by 1 only
+HALF_KERNELS = (RBF, LAPLACIAN)
+# float16 blocks are multiplied HALF_SUB_VALUES values (2 MB in float32) at a time
+HALF_SUB_VALUES = 2 ** 19
 
 
 def centre_indices(n, p, seed):
     """The p centres: the first p of the seed's "sampling" permutation, sorted."""
     return np.sort(permutation(n, seed, "sampling")[:p]).astype(np.intp)
+
+
+def auxiliary_indices(n, p, q, seed):
+    """The q auxiliary rows of the subsampled preconditioner: the q rows after
+    the centres in the same permutation (so none is a centre), sorted."""
+    return np.sort(permutation(n, seed, "sampling")[p:p + q]).astype(np.intp)
 
 
 class _SingleKernel:
@@ -105,17 +124,25 @@ class _RowBlocks:
 
     ``dtype`` float32 (``--precision single``) stores the blocks in half the
     memory, computes them by :class:`_SingleKernel` where it applies (else by
-    the engine, rounded) and runs the products in float32; the blocks' sums
-    are added in float64."""
+    the engine, rounded) and runs the products in float32; float16
+    (``--precision half``) stores those float32 values rounded to float16 and
+    turns each block back into float32 for its products.  The blocks' sums
+    are added in float64.
 
-    def __init__(self, kern, C, cache_bytes, pool, dtype=np.float64):
+    ``rows_at`` (sorted row indices, optional): ``apply`` also returns
+    ``K(X, C) u`` at those rows (with the centres, ``K_MM u`` for free)."""
+
+    def __init__(self, kern, C, cache_bytes, pool, dtype=np.float64, rows_at=None):
         self.kern = copy(kern)              # the pool's engine: one thread per block
         self.kern.n_threads = 1
         self.C = C
         self.dtype = np.dtype(dtype)
+        self.work = np.dtype(np.float32) if self.dtype == np.float16 else self.dtype
         self.single = None
-        if self.dtype == np.float32 and _SingleKernel.applies(kern):
+        if self.work == np.float32 and _SingleKernel.applies(kern):
             self.single = _SingleKernel(self.kern, C)
+        self.rows_at = rows_at
+        self._local = threading.local()      # each thread's float32 buffer (half)
         self.n, self.p = kern.n_rows, C.shape[0]
         self.rows = max(1, BLOCK_VALUES // self.p)
         self.starts = list(range(0, self.n, self.rows))
@@ -134,36 +161,71 @@ class _RowBlocks:
                     K = self.single.block(start, start + self.rows)
                 else:
                     K = self.kern.block(self.kern.row_range(start, start + self.rows),
-                                        self.C).astype(self.dtype, copy=False)
+                                        self.C)
+                K = _matrix.float_to_half(K) if self.dtype == np.float16 else \
+                    K.astype(self.dtype, copy=False)
             if i < self.keep:
                 self.cache[i] = K
         return K
 
-    def apply(self, u, V):
-        """``sum_b K_b^T (K_b u + V_b)`` over the row blocks b (u or V may be None)."""
-        if u is not None:
-            u = u.astype(self.dtype, copy=False)
+    def _working(self, K):
+        """K in the products' precision (float16: into this thread's buffer)."""
+        if K.dtype != np.float16:
+            return K
+        buf = getattr(self._local, "buf", None)
+        if buf is None or buf.size < K.size:
+            buf = self._local.buf = np.empty(max(K.size, HALF_SUB_VALUES), dtype=np.float32)
+        return _matrix.half_to_float(K, buf[:K.size].reshape(K.shape))
 
-        def one(i):
-            K = self._block(i)
-            start = self.starts[i]
+    def apply(self, u, V):
+        """``sum_b K_b^T (K_b u + V_b)`` over the row blocks b (u or V may be None);
+        with ``rows_at``, also ``(K u)[rows_at]`` (u given): a pair."""
+        if u is not None:
+            u = u.astype(self.work, copy=False)
+        gather = u is not None and self.rows_at is not None
+
+        def products(K, start):
             with one_blas_thread():
                 if u is None:
-                    return K.T @ V[start:start + K.shape[0]].astype(self.dtype, copy=False)
+                    return K.T @ V[start:start + K.shape[0]].astype(self.work, copy=False), None
                 t = K @ u
+                at = None
+                if gather:
+                    lo, hi = np.searchsorted(self.rows_at, [start, start + K.shape[0]])
+                    at = t[self.rows_at[lo:hi] - start]
                 if V is not None:
                     t += V[start:start + K.shape[0]]
-                return K.T @ t
+                return K.T @ t, at
+
+        def one(i):
+            # float16 blocks go through float32 a sub-block at a time, so the
+            # converted rows are still in cache for the second product
+            K, start = self._block(i), self.starts[i]
+            step = max(1, HALF_SUB_VALUES // self.p) if K.dtype == np.float16 else K.shape[0]
+            acc, ats = None, []
+            for s in range(0, K.shape[0], step):
+                part, at = products(self._working(K[s:s + step]), start + s)
+                if acc is None:
+                    acc = part
+                else:
+                    acc += part
+                ats.append(at)
+            return (acc, np.concatenate(ats)) if gather else acc
 
         computed = sum(min(self.rows, self.n - self.starts[i]) for i in range(len(self.starts))
                        if i not in self.cache)
         self.n_evals += computed * self.p
-        out = None
+        out, at = None, []
         for part in self.pool.map(one, range(len(self.starts))):   # in row order
+            if isinstance(part, tuple):
+                part, rows = part
+                at.append(rows)
             if out is None:
                 out = part.astype(np.float64)
             else:
                 out += part
+        if u is not None and self.rows_at is not None:
+            return out, np.concatenate(at).astype(np.float64)
         return out
 
 
@@ -218,8 +280,39 @@ class _Factors:
             return self._tri(u, True, "N") / self.dA[:, None]
 
 
+def _conjugate_gradient(op, r, iterations, user, coef, precondition=None):
+    """Conjugate gradient on ``op(x) = r`` from x = 0, one independent
+    recurrence per column of r (overwritten: the residual); ``precondition``
+    applies M^{-1} (None: the identity).  ``user.stop(done, coef(x))`` after
+    each iteration.  Returns x, the relative (preconditioned) residual norm and
+    the iterations run."""
+    x = np.zeros_like(r)
+    z = r if precondition is None else precondition(r)
+    P = z.copy()
+    rz = np.einsum("ij,ij->j", r, z)
+    rz0 = rz.copy()
+    done = 0
+    for it in range(iterations):
+        live = rz > 0
+        AP = op(P)
+        pAp = np.einsum("ij,ij->j", P, AP)
+        live &= pAp > 0
+        a = np.where(live, rz / np.where(live, pAp, 1.0), 0.0)
+        x += a * P
+        r -= a * AP
+        z = r if precondition is None else precondition(r)
+        rz_new = np.einsum("ij,ij->j", r, z)
+        P = z + np.where(live, rz_new / np.where(live, rz, 1.0), 0.0) * P
+        rz = np.where(live, rz_new, 0.0)
+        done = it + 1
+        if user.stop(done, lambda: coef(x)):
+            break
+    residual = float(np.sqrt(np.max(rz / np.where(rz0 > 0, rz0, 1.0)))) if rz.size else 0.0
+    return x, residual, done
+
+
 def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_threads=1,
-                precision="double", callback=None):
+                precision="double", subsample=None, callback=None):
     """Fit ``alpha`` (p, c) on the centres by FALKON; see the module docstring.
 
     Parameters
@@ -235,9 +328,12 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
         Conjugate-gradient iterations (each one pass over the data).
     cache_mb : float
         Budget of the cached row blocks of K(X, C), MB.
-    precision : "double" or "single"
+    precision : "double", "single" or "half"
         Storage and products of K(X, C) (``--precision``); the preconditioner
         and the conjugate-gradient recurrences are in double either way.
+    subsample : int, optional
+        q: FALKON's preconditioner with ``K_MM`` approximated through q
+        auxiliary rows (``_subsampled``, no ``p^3``); None: the exact factors.
     callback : callable, optional
         ``callback(iteration, alpha)`` after each iteration (not timed); True stops.
 
@@ -249,64 +345,75 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
     """
     t0 = time.perf_counter()
     n = kern.n_rows
+    if precision == "half" and kern.code not in HALF_KERNELS:
+        raise ValueError("--precision half: float16 keeps kernel values bounded by 1, "
+                         "those of the rbf (-t 2) and laplacian (-t 5) kernels; use "
+                         "--precision single")
+    if subsample is not None and p + subsample > n:
+        raise ValueError(f"--subsample: the q = {subsample} auxiliary rows are drawn "
+                         f"besides the p = {p} centres, so p + q must be at most n = {n}")
     S = centre_indices(n, p, seed)
     C = kern.rows(S)
-    K_MM = kern.block(C, C)
-    if not np.all(np.isfinite(K_MM)):
-        raise ValueError("the kernel matrix of the centres has non-finite values "
-                         "(gamma too large for the data?)")
     user = UntimedCallback(callback)
     with ThreadPoolExecutor(max_workers=n_threads) as pool:
-        fac = _Factors(K_MM, lam, pool)
-        del K_MM
-        blocks = _RowBlocks(kern, C, cache_mb * 2 ** 20, pool, PRECISIONS[precision])
+        if subsample is None:
+            K_MM = kern.block(C, C)
+            if not np.all(np.isfinite(K_MM)):
+                raise ValueError("the kernel matrix of the centres has non-finite values "
+                                 "(gamma too large for the data?)")
+            fac = _Factors(K_MM, lam, pool)
+            del K_MM
+            blocks = _RowBlocks(kern, C, cache_mb * 2 ** 20, pool, PRECISIONS[precision])
+        else:
+            one = copy(kern)
+            one.n_threads = 1
+            pre = SubsampledPreconditioner(one, C, kern.rows(
+                auxiliary_indices(n, p, subsample, seed)), lam, pool, n_threads)
+            blocks = _RowBlocks(kern, C, cache_mb * 2 ** 20, pool, PRECISIONS[precision],
+                                rows_at=S)
         t_setup = time.perf_counter() - t0
+        r = blocks.apply(None, Y) / n
+        if not np.all(np.isfinite(r)):
+            raise ValueError("the kernel values of the rows and the centres are not "
+                             "finite (gamma too large for the data?)")
+        if subsample is None:
+            # CG on B^T H B beta = B^T K_nM^T Y / n, alpha = B beta (B = T^{-1} A^{-1})
+            def B(u):                        # T^{-1} A^{-1} u
+                return fac.solve_T(fac.solve_A(u))
 
-        def B(u):                        # T^{-1} A^{-1} u
-            return fac.solve_T(fac.solve_A(u))
+            def BHB(u):
+                v = fac.solve_A(u)
+                z = blocks.apply(fac.solve_T(v), None)
+                z /= n
+                return fac.solve_At(fac.solve_T(z, "T") + lam * v)
 
-        def Bt(u):                       # A^{-T} T^{-T} u
-            return fac.solve_At(fac.solve_T(u, "T"))
+            r = fac.solve_At(fac.solve_T(r, "T"))
+            t_first = time.perf_counter() - t0 - t_setup     # the blocks that are kept
+            beta, residual, done = _conjugate_gradient(BHB, r, iterations, user, B)
+            alpha = B(beta)
+        else:
+            # preconditioned CG on H alpha = K_nM^T Y / n; K_MM u is (K_nM u) at the centres
+            def H(u):
+                z, at = blocks.apply(u, None)
+                z /= n
+                z += lam * at
+                return z
 
-        def BHB(u):
-            v = fac.solve_A(u)
-            z = blocks.apply(fac.solve_T(v), None)
-            z /= n
-            return fac.solve_At(fac.solve_T(z, "T") + lam * v)
-
-        r = Bt(blocks.apply(None, Y) / n)
-        t_first = time.perf_counter() - t0 - t_setup     # the blocks that are kept
-        # Conjugate gradient, one independent recurrence per output column.
-        beta = np.zeros_like(r)
-        P = r.copy()
-        rs = np.einsum("ij,ij->j", r, r)
-        rs0 = rs.copy()
-        done = 0
-        for it in range(iterations):
-            live = rs > 0
-            AP = BHB(P)
-            pAp = np.einsum("ij,ij->j", P, AP)
-            live &= pAp > 0
-            a = np.where(live, rs / np.where(live, pAp, 1.0), 0.0)
-            beta += a * P
-            r -= a * AP
-            rs_new = np.einsum("ij,ij->j", r, r)
-            P = r + np.where(live, rs_new / np.where(live, rs, 1.0), 0.0) * P
-            rs = np.where(live, rs_new, 0.0)
-            done = it + 1
-            if user.stop(done, lambda: B(beta)):
-                break
-    alpha = B(beta)
-    residual = float(np.sqrt(np.max(rs / np.where(rs0 > 0, rs0, 1.0)))) if rs.size else 0.0
+            t_first = time.perf_counter() - t0 - t_setup
+            alpha, residual, done = _conjugate_gradient(H, r, iterations, user,
+                                                        lambda a: a, pre)
     stats = {
         "n_iter": done,
         "epochs": done,
         "centers": p,
         "lambda": float(lam),
+        "subsample": subsample,
         "relative_residual": residual,
         "cached_blocks": blocks.keep,
         "row_blocks": len(blocks.starts),
-        "n_kernel_evals": int(p * p + blocks.n_evals),
+        "n_kernel_evals": int(blocks.n_evals + (p * p if subsample is None else
+                                                 subsample * (subsample + p)
+                                                 + p * RESIDUAL_BLOCK)),
         "setup_seconds": t_setup,
         "first_pass_seconds": t_first,
         "seconds": time.perf_counter() - t0 - user.seconds,

@@ -118,9 +118,11 @@ def eigenpro_options(param, n_samples=None):
     opts = param.solver_options()        # each option's declared range
     n = n_samples
     # The rules between options and with n; the defaults the paper computes.
-    M = _size(opts, "subsample", "M", DEFAULT_SUBSAMPLE, n)
+    with_centres = opts.get("centers") is not None
+    # (with --centers, --subsample q is the preconditioner's, checked with p below)
+    M = None if with_centres else _size(opts, "subsample", "M", DEFAULT_SUBSAMPLE, n)
     auto_k = not sgd and opts["eigen_directions"] is None
-    if sgd:
+    if sgd or with_centres:
         k = 0
     elif auto_k:
         k = min(DEFAULT_K, M - 1)
@@ -144,13 +146,19 @@ def eigenpro_options(param, n_samples=None):
                                  f"gradient, which takes no --{option_name(key)}")
         p = _size(opts, "centers", "p", None, n)
         lam = DEFAULT_LAMBDA if lam is None else lam
+        M = opts["subsample"]       # q auxiliary rows, or None: FALKON's exact factors
+        if M is not None and n is not None and p + M > n:
+            raise ValueError(f"--subsample: the q = {M} auxiliary rows of the "
+                             f"preconditioner are drawn besides the p = {p} centres, "
+                             f"so p + q must be at most n = {n}")
     elif "lambda" in given:
         raise ValueError("--lambda: only the centres' model (--centers p) has a ridge "
                          "regulariser; EigenPro's kernel expansion is regularised by "
                          "its number of epochs")
-    elif opts.get("precision") == "single":    # (double is what the expansion does)
-        raise ValueError("--precision single: only the centres' model (--centers p) "
-                         "stores K(X, centres); the kernel expansion computes in double")
+    elif opts.get("precision", "double") != "double":   # (what the expansion does)
+        raise ValueError(f"--precision {opts['precision']}: only the centres' model "
+                         "(--centers p) stores K(X, centres); the kernel expansion "
+                         "computes in double")
     return {"auto_k": auto_k, "subsample": M, "eigen_directions": k, "batch_size": m,
             "damping": tau, "epochs": opts["epochs"], "step": opts["step"],
             "features": opts["features"], "centers": p, "lambda": lam,
@@ -158,8 +166,7 @@ def eigenpro_options(param, n_samples=None):
 
 
 # Options of the SGD iteration that the centres' conjugate gradient has no use for.
-_NOT_WITH_CENTERS = ("eigen_directions", "subsample", "batch_size", "damping", "step",
-                     "features")
+_NOT_WITH_CENTERS = ("eigen_directions", "batch_size", "damping", "step", "features")
 
 
 def _size(opts, key, letter, default, n):
@@ -317,7 +324,7 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
     opts = options if options is not None else eigenpro_options(
         Parameters(solver="eigenpro"), n)
     M, m = opts["subsample"], opts["batch_size"]
-    if M > n:
+    if M is not None and M > n:
         raise ValueError(f"--subsample: M = {M} is larger than the training set (n = {n})")
     if m > n:
         raise ValueError(f"--batch-size: m = {m} is larger than the training set (n = {n})")
@@ -331,6 +338,7 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
                                             cache_mb=opts.get("cache_mb", 100.0),
                                             n_threads=n_threads,
                                             precision=opts.get("precision", "double"),
+                                            subsample=opts["subsample"],
                                             callback=each or callback)
         stats["setup_seconds"] += t_prep
         stats["seconds"] += t_prep

@@ -1,0 +1,189 @@
+"""EigenPro on p centres with the subsampled preconditioner (``--subsample q``)
+and float16 storage of K(X, C) (``--precision half``).
+
+Oracles: numpy's closed-form Nystrom ridge solution
+``solve(K_nM^T K_nM + n lambda K_MM, K_nM^T Y)`` on kernel matrices written
+out in numpy; the preconditioner's formula ``(K~^2 / p + lambda K~)^{-1}``
+with ``K~`` (Nystrom through the auxiliary rows plus the residual's diagonal
+blocks) formed densely in numpy; kernsolve.kernel_matrix rounded to float16.
+"""
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import kernsolve
+from kernsolve import Parameters
+from kernsolve.estimators.eigenpro import EigenProClassifier
+from kernsolve.solvers.eigenpro import _subsampled, nystrom
+from kernsolve.solvers.eigenpro._common import KernelBlocks
+from kernsolve.solvers.eigenpro.train import eigenpro_options, fit_eigenpro
+
+
+@pytest.fixture(autouse=True)
+def _one_blas_thread():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    with threadpoolctl.threadpool_limits(1, user_api="blas"):
+        yield
+
+
+def _rbf(A, B, gamma):
+    d2 = ((A[:, None, :] - B[None, :, :]) ** 2).sum(axis=2)
+    return np.exp(-gamma * d2)
+
+
+def _problem(n=400, d=4, outputs=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, (n, d))
+    Y = np.column_stack([np.sin(2 * X @ rng.normal(size=d)) for _ in range(outputs)])
+    return X, Y
+
+
+def _opts(n, **extra):
+    return eigenpro_options(Parameters(solver="eigenpro", extra=extra), n)
+
+
+def _classes(n=1000, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = (X[:, 0] > 0).astype(int) + 2 * (X[:, 1] > 0.3)
+    return y.astype(float), X
+
+
+def test_preconditioner_is_the_dense_formula(monkeypatch):
+    monkeypatch.setattr(_subsampled, "RESIDUAL_BLOCK", 16)   # 5 blocks, a partial last one
+    X, _ = _problem(n=200)
+    gamma, lam, p, q = 0.7, 1e-3, 70, 25
+    C, XQ = X[:p], X[p:p + q]
+    kern = KernelBlocks(X, 2, gamma, 3, 0.0, 1)
+    with ThreadPoolExecutor(2) as pool:
+        pre = _subsampled.SubsampledPreconditioner(kern, C, XQ, lam, pool, 2)
+    blocks = pre.blocks
+    assert len(blocks) == 5 and sorted(np.concatenate(blocks)) == list(range(p))
+    K_MM, K_MQ, K_QQ = _rbf(C, C, gamma), _rbf(C, XQ, gamma), _rbf(XQ, XQ, gamma)
+    nys = K_MQ @ np.linalg.solve(K_QQ, K_MQ.T)
+    approx = nys.copy()
+    for B in blocks:
+        approx[np.ix_(B, B)] = K_MM[np.ix_(B, B)]       # exact on the diagonal blocks
+    R = np.random.default_rng(1).normal(size=(p, 3))
+    M = approx @ approx / p + lam * approx
+    got = pre(R.copy())
+    # backward error: M got = R to rounding (M's small eigenvalues make the
+    # forward error depend on the jitters)
+    np.testing.assert_allclose(M @ got, R, rtol=0,
+                               atol=1e-9 * np.abs(M).sum(axis=1).max() * np.abs(got).max())
+    ref = np.linalg.solve(M, R)
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-3 * np.abs(ref).max())
+    # the blocks gather the centres nearest to the same auxiliary row
+    nearest = np.argmax(K_MQ, axis=1)
+    assert all(np.all(np.diff(np.sort(nearest[B])) >= 0) for B in blocks)
+    assert max(nearest[blocks[0]]) <= min(nearest[blocks[1]])
+
+
+@pytest.mark.parametrize("p, q, lam", [(60, 30, 1e-4), (120, 80, 1e-4)])
+def test_subsampled_preconditioner_converges_to_the_nystrom_solution(p, q, lam, monkeypatch):
+    monkeypatch.setattr(nystrom, "BLOCK_VALUES", 37 * p)      # several row blocks
+    monkeypatch.setattr(_subsampled, "RESIDUAL_BLOCK", 16)
+    X, Y = _problem()
+    n, gamma = X.shape[0], 0.7
+    res = fit_eigenpro(X, Y, gamma=gamma, options=_opts(n, centers=p, subsample=q,
+                                                        **{"lambda": lam}, epochs=200))
+    assert res.stats["subsample"] == q and res.stats["row_blocks"] > 3
+    S = res.centres
+    K_nM, K_MM = _rbf(X, X[S], gamma), _rbf(X[S], X[S], gamma)
+    ref = np.linalg.solve(K_nM.T @ K_nM + n * lam * K_MM, K_nM.T @ Y)
+    np.testing.assert_allclose(K_nM @ res.alpha, K_nM @ ref, rtol=0, atol=1e-5)
+
+
+def test_half_precision_blocks_are_the_kernel_rounded():
+    X, _ = _problem(n=300, d=6)
+    kern = KernelBlocks(X, 2, 0.4, 3, 0.0, 1)
+    C = np.ascontiguousarray(X[::7])
+    blocks = nystrom._RowBlocks(kern, C, 1e9, None, np.float16)
+    K = blocks._block(0)
+    assert K.dtype == np.float16 and blocks.single is not None
+    ref = kernsolve.kernel_matrix(X[:K.shape[0]], C, kernel="rbf", gamma=0.4)
+    # float16: 11 significant bits, values in (0, 1]
+    np.testing.assert_allclose(K.astype(np.float64), ref, rtol=0, atol=2.5e-4)
+    assert np.abs(K.astype(np.float64) - ref).max() > 1e-6       # it is rounded
+
+
+def test_half_precision_is_the_closed_form_to_float16_accuracy(monkeypatch):
+    monkeypatch.setattr(nystrom, "BLOCK_VALUES", 37 * 80)
+    monkeypatch.setattr(nystrom, "HALF_SUB_VALUES", 10 * 80)    # 10-row sub-blocks
+    X, Y = _problem()
+    n, gamma, p, lam = X.shape[0], 0.7, 80, 1e-2
+    res = fit_eigenpro(X, Y, gamma=gamma, options=_opts(n, centers=p, precision="half",
+                                                        **{"lambda": lam}, epochs=100))
+    assert res.stats["precision"] == "half"
+    S = res.centres
+    K_nM, K_MM = _rbf(X, X[S], gamma), _rbf(X[S], X[S], gamma)
+    ref = np.linalg.solve(K_nM.T @ K_nM + n * lam * K_MM, K_nM.T @ Y)
+    # kernel values to ~2e-4: the fitted function (scale about 1) to ~1e-2, where a
+    # wrong block or sum is off by O(1)
+    err = np.abs(K_nM @ res.alpha - K_nM @ ref).max()
+    assert err < 2e-2
+    assert np.abs(K_nM @ ref).max() > 0.5
+
+
+@pytest.mark.parametrize("precision", ["half", "single", "double"])
+def test_same_bits_for_threads_and_cache(precision, monkeypatch):
+    monkeypatch.setattr(nystrom, "BLOCK_VALUES", 60 * 80)
+    monkeypatch.setattr(nystrom, "HALF_SUB_VALUES", 7 * 80)      # and a partial one
+    monkeypatch.setattr(_subsampled, "RESIDUAL_BLOCK", 16)
+    y, X = _classes(1000)
+    base = (f"-g 0.3 --solver eigenpro --centers 80 --subsample 30 --epochs 20 -q "
+            f"--precision {precision}")
+    one = kernsolve.train(y, X, base + " --threads 1")
+    two = kernsolve.train(y, X, base + " --threads 2")
+    small = kernsolve.train(y, X, base + " --threads 2 -m 0.01")
+    assert small.stats["cached_blocks"] <= 1 and one.stats["cached_blocks"] == 17
+    assert one.coef.tobytes() == two.coef.tobytes() == small.coef.tobytes()
+    assert one.stats["subsample"] == 30
+    # and it fits the training classes
+    assert kernsolve.predict(y, X, one, "-q")[1][0] > 90
+    est = EigenProClassifier(gamma=0.3, centers=80, subsample=30, epochs=20,
+                             precision=precision, n_jobs=2).fit(X, y)
+    order = [list(one.labels).index(c) for c in est.classes_]
+    np.testing.assert_array_equal(est.dual_coef_, one.coef[:, order])
+
+
+@pytest.mark.parametrize("options, message", [
+    ("--centers 10 --subsample 0", "--subsample: the subsample size M must be >= 1, got 0"),
+    ("--centers 200 --subsample 101",
+     r"--subsample: the q = 101 auxiliary rows .* p \+ q must be at most n = 300"),
+    ("--centers 10 --subsample 2.5", "--subsample: expected an integer, got 2.5"),
+    ("--centers 10 --precision half -t 0", "--precision half: float16 keeps kernel values "
+                                           "bounded by 1"),
+    ("--precision half", "--precision half: only the centres' model"),
+    ("--centers 10 --precision quarter",
+     r"--precision: unknown precision .quarter. \(known: double, single, half\)"),
+])
+def test_bad_options(options, message):
+    y, X = _classes(300)
+    with pytest.raises(ValueError, match=message):
+        kernsolve.train(y, X, "--solver eigenpro -q " + options)
+
+
+def test_float16_conversions_are_numpys_bits():
+    from kernsolve._core import _matrix
+    every = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    finite = np.isfinite(every)
+    wide = _matrix.half_to_float(every)
+    assert wide.dtype == np.float32
+    assert wide[finite].tobytes() == every[finite].astype(np.float32).tobytes()
+    out = np.empty((3, 5), dtype=np.float32)
+    assert _matrix.half_to_float(every[:15].reshape(3, 5), out) is out
+    with pytest.raises(ValueError, match="out must be C-contiguous float32"):
+        _matrix.half_to_float(every[:15].reshape(3, 5), np.empty((5, 3), np.float32))
+    # rounding to nearest even: values around every float16, subnormals, the
+    # overflow threshold, and odd lengths (the vector loop's tail)
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.random(10001, dtype=np.float32), wide[finite],
+                        (rng.normal(size=5003) * np.exp(rng.uniform(-20, 11, 5003)))
+                        .astype(np.float32), np.float32([65519, 65520, -65520, 0.0, -0.0])])
+    x = np.concatenate([x, np.nextafter(x, np.float32(np.inf)),
+                        np.nextafter(x, np.float32(-np.inf))])
+    with np.errstate(over="ignore"):
+        ref = x.astype(np.float16)
+    assert _matrix.float_to_half(x).tobytes() == ref.tobytes()
