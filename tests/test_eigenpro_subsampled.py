@@ -13,41 +13,14 @@ import numpy as np
 import pytest
 
 import kernsolve
-from kernsolve import Parameters
 from kernsolve.estimators.eigenpro import EigenProClassifier
 from kernsolve.solvers.eigenpro import _subsampled, nystrom
 from kernsolve.solvers.eigenpro._common import KernelBlocks
-from kernsolve.solvers.eigenpro.train import eigenpro_options, fit_eigenpro
+from kernsolve.solvers.eigenpro.train import fit_eigenpro
 
 
-@pytest.fixture(autouse=True)
-def _one_blas_thread():
-    threadpoolctl = pytest.importorskip("threadpoolctl")
-    with threadpoolctl.threadpool_limits(1, user_api="blas"):
-        yield
-
-
-def _rbf(A, B, gamma):
-    d2 = ((A[:, None, :] - B[None, :, :]) ** 2).sum(axis=2)
-    return np.exp(-gamma * d2)
-
-
-def _problem(n=400, d=4, outputs=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, (n, d))
-    Y = np.column_stack([np.sin(2 * X @ rng.normal(size=d)) for _ in range(outputs)])
-    return X, Y
-
-
-def _opts(n, **extra):
-    return eigenpro_options(Parameters(solver="eigenpro", extra=extra), n)
-
-
-def _classes(n=1000, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, 3))
-    y = (X[:, 0] > 0).astype(int) + 2 * (X[:, 1] > 0.3)
-    return y.astype(float), X
+# The oracles and data makers are test_eigenpro_centers.py's (tests/ is on the path).
+from test_eigenpro_centers import _classes, _one_blas_thread, _opts, _problem, _rbf  # noqa: E402,F401
 
 
 def test_preconditioner_is_the_dense_formula(monkeypatch):
@@ -84,7 +57,7 @@ def test_preconditioner_is_the_dense_formula(monkeypatch):
 def test_subsampled_preconditioner_converges_to_the_nystrom_solution(p, q, lam, monkeypatch):
     monkeypatch.setattr(nystrom, "BLOCK_VALUES", 37 * p)      # several row blocks
     monkeypatch.setattr(_subsampled, "RESIDUAL_BLOCK", 16)
-    X, Y = _problem()
+    X, Y = _problem(n=400)
     n, gamma = X.shape[0], 0.7
     res = fit_eigenpro(X, Y, gamma=gamma, options=_opts(n, centers=p, subsample=q,
                                                         **{"lambda": lam}, epochs=200))
@@ -111,7 +84,7 @@ def test_half_precision_blocks_are_the_kernel_rounded():
 def test_half_precision_is_the_closed_form_to_float16_accuracy(monkeypatch):
     monkeypatch.setattr(nystrom, "BLOCK_VALUES", 37 * 80)
     monkeypatch.setattr(nystrom, "HALF_SUB_VALUES", 10 * 80)    # 10-row sub-blocks
-    X, Y = _problem()
+    X, Y = _problem(n=400)
     n, gamma, p, lam = X.shape[0], 0.7, 80, 1e-2
     res = fit_eigenpro(X, Y, gamma=gamma, options=_opts(n, centers=p, precision="half",
                                                         **{"lambda": lam}, epochs=100))
