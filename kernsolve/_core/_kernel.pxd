@@ -73,6 +73,8 @@ cdef class KernelRows:
     # run of swaps -- one shrinking pass -- walks the cache once, not per swap).
     cdef Py_ssize_t* pending          # (lo, hi) pairs, in the order swap() was called
     cdef Py_ssize_t n_pending
+    cdef Py_ssize_t* swap_rows        # _apply_pending's rows to walk (n entries)
+    cdef char* swap_drop              # and whether each must go
     # Sparse X copied in position order (row k = data row perm[k]) so a kernel
     # row walks memory in order instead of jumping through perm; rebuilt after
     # swaps, before the next row is computed.  NULL when X is dense or the

@@ -1120,3 +1120,33 @@ def _load_decisions(evidence, int n_threads=2, int cpus=2):
     for now, wait, others in evidence:
         out.append(bool(ks_load_step(&s, now, wait, others, n_threads, cpus)))
     return out
+
+
+def _first_pair(X, int kernel_type, double gamma, y, p, alpha, C, int n_threads,
+                bint nu=False):
+    """The working set SMO's first iteration selects from the start alpha
+    (positions are the variables: nothing is shrunk yet), every sweep split as
+    the solver splits it for n_threads (set par_min=1, adaptive=False to
+    split the shortest ones): (i, j, gap), or (-1, -1, gap) when the start is
+    optimal.  For tests against a brute-force selection (tests/test_smo_team.py)."""
+    cdef KernelRows kr = KernelRows(X, kernel_type, 3, gamma, 0.0, 100.0, n_threads)
+    cdef _SMO s = _SMO()
+    cdef Py_ssize_t i = -1, j = -1
+    cdef int rc
+    import numpy as np
+    y8 = np.ascontiguousarray(y, dtype=np.int8)
+    a = np.array(alpha, dtype=np.float64)
+    s.setup(kr, y8, np.ascontiguousarray(p, dtype=np.float64), a,
+            np.ascontiguousarray(C, dtype=np.float64), False, nu, True, False,
+            1e-3, n_threads, 1)
+    with nogil:
+        s.start_team()
+        rc = s.init_gradient()
+        if rc == 0:
+            rc = s.select(&i, &j)
+        s.stop_team()
+    if rc < 0:
+        raise MemoryError("SMO: the kernel engine could not allocate a row")
+    if rc != 0:
+        return -1, -1, s.gap
+    return int(i), int(j), s.gap
