@@ -204,6 +204,7 @@ cdef class KernelRows:
         self.params.gamma = gamma
         self.params.coef0 = coef0
         self.n_threads = n_threads
+        self.par_min_work = PAR_MIN_WORK
 
         self.perm = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
         self.sq_norms = <double*>malloc(n * sizeof(double))
@@ -302,7 +303,7 @@ cdef class KernelRows:
         cdef const double* pre
         cdef Query q
         cdef int nt = self.n_threads
-        if <double>(end - start) * self.row_cost < PAR_MIN_WORK:
+        if <double>(end - start) * self.row_cost < self.par_min_work:
             nt = 1
         cdef Py_ssize_t chunk = _chunk(end - start, self.row_cost, nt)
         if kp.kind == PRECOMPUTED:
