@@ -78,7 +78,7 @@ cdef long long TEAM_SPIN_NS = 200000
 # (not PAR_MIN_WORK).  After shrinking most iterations of a9a and ijcnn1 have
 # 1000-2000 active variables (benchmarks/RESULTS.md, session 8).  The
 # serial/parallel chooser still measures both modes above the threshold.
-cdef Py_ssize_t TEAM_PAR_MIN = 1024
+cdef Py_ssize_t TEAM_PAR_MIN = 2048
 cdef double TEAM_ROW_MIN_WORK = 8000.0
 
 
