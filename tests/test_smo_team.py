@@ -46,8 +46,9 @@ def a9a(shared, n):
 @pytest.mark.parametrize("team", ["spin", "sleep", "auto"])
 def test_every_formulation_same_bits_on_1_2_3_threads(shared, tuning, team):
     # Every loop parallel (par_min 8, no chooser), so each WSS pass, step
-    # sweep, SVR gather and row fill goes through the team.
-    tuning(par_min=8, adaptive=False, team=team)
+    # sweep, SVR gather and row fill goes through the team (rows of any
+    # length while it spins: team_row_min_work 0).
+    tuning(par_min=8, adaptive=False, team=team, team_row_min_work=0)
     for case in _all_formulations(shared):
         a1, i1 = _solve_case(case, n_threads=1)
         for n in (2, 3):
