@@ -442,7 +442,8 @@ def test_progress_called_and_can_stop(shared):
                   np.full(len(y), 10.0), progress=progress, shrinking=False)
     finally:
         _smo._set_tuning(**old)
-    assert set(seen[0]) == {"n_iter", "gap", "n_kernel_evals", "seconds"}
+    assert set(seen[0]) == {"n_iter", "gap", "active_size", "n_kernel_evals", "seconds"}
+    assert 0 < seen[0]["active_size"] <= len(y)
     assert seen[1]["n_iter"] > seen[0]["n_iter"]
     # Interrupted, alpha is a feasible point with progress made.
     assert abs(y.astype(float) @ alpha) < 1e-9

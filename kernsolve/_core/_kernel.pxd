@@ -52,6 +52,10 @@ cdef class KernelRows:
     # The thread team of the solve that owns this engine (SMO sets it for the
     # length of its run, _team.h); NULL: row fills use OpenMP.
     cdef ks_team* team
+    # Rows of less work than this (values x multiply-adds) are computed by one
+    # thread: PAR_MIN_WORK, lowered by SMO while its team's threads spin (a
+    # job then costs about a microsecond, not an OpenMP fork/join).
+    cdef double par_min_work
     cdef readonly long long n_kernel_evals     # every kernel value computed, rows and eval()
     cdef readonly long long n_cache_hits       # get_row calls fully served from the cache
     cdef readonly long long n_cache_misses     # get_row calls that computed anything
@@ -73,6 +77,8 @@ cdef class KernelRows:
     # run of swaps -- one shrinking pass -- walks the cache once, not per swap).
     cdef Py_ssize_t* pending          # (lo, hi) pairs, in the order swap() was called
     cdef Py_ssize_t n_pending
+    cdef Py_ssize_t* swap_rows        # _apply_pending's rows to walk (n entries)
+    cdef char* swap_drop              # and whether each must go
     # Sparse X copied in position order (row k = data row perm[k]) so a kernel
     # row walks memory in order instead of jumping through perm; rebuilt after
     # swaps, before the next row is computed.  NULL when X is dense or the

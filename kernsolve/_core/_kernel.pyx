@@ -82,6 +82,77 @@ cdef void _fill_job(void* arg, int c, int nc) noexcept nogil:
                           f.norms, f.out)
 
 
+# Deferred column swaps applied to the cached rows (_apply_pending) as a job
+# of the thread team: each row is independent of the others, so rows are
+# handed out `step` at a time; the drops (LRU list, budget) stay with the
+# caller, which makes them in row order afterwards.
+cdef struct SwapJob:
+    kfloat** data
+    const Py_ssize_t* length
+    const Py_ssize_t* rows
+    char* drop
+    const Py_ssize_t* pairs
+    Py_ssize_t count, n_rows, step
+    Py_ssize_t next               # the first row not taken (ks_grab)
+
+
+cdef void _swap_columns(SwapJob* s, Py_ssize_t first, Py_ssize_t last) noexcept nogil:
+    """Apply the swaps, in order, to rows[first:last]; a row that holds lo
+    but not hi cannot be kept consistent: drop[r] = 1 (its data no longer matters)."""
+    cdef Py_ssize_t r, t, lo, hi, length
+    cdef kfloat* data
+    cdef kfloat tmp_f
+    for r in range(first, last):
+        length = s.length[s.rows[r]]
+        data = s.data[s.rows[r]]
+        s.drop[r] = 0
+        for t in range(s.count):
+            lo = s.pairs[2 * t]
+            hi = s.pairs[2 * t + 1]
+            if length > lo:
+                if length > hi:
+                    tmp_f = data[lo]
+                    data[lo] = data[hi]
+                    data[hi] = tmp_f
+                else:
+                    s.drop[r] = 1
+                    break
+
+
+cdef void _swap_job(void* arg, int c, int nc) noexcept nogil:
+    cdef SwapJob* s = <SwapJob*>arg
+    cdef Py_ssize_t first
+    while True:
+        first = ks_grab(&s.next, s.step)
+        if first >= s.n_rows:
+            return
+        _swap_columns(s, first, first + s.step if first + s.step < s.n_rows else s.n_rows)
+
+
+# The position-ordered copy of sparse X (_order_by_position) as a job: the
+# row pointers are laid out first, then chunk c copies its share of the rows.
+cdef struct CopyJob:
+    const Rows* X
+    const Py_ssize_t* perm
+    const int64_t* to             # the copy's row pointers
+    double* values
+    int32_t* indices
+    Py_ssize_t n
+
+
+cdef void _copy_rows_job(void* arg, int c, int nc) noexcept nogil:
+    cdef CopyJob* j = <CopyJob*>arg
+    cdef Py_ssize_t k, t, r
+    cdef int64_t a, at
+    for k in range((j.n * c) // nc, (j.n * (c + 1)) // nc):
+        r = j.perm[k]
+        a = j.X.indptr[r]
+        at = j.to[k]
+        for t in range(j.X.indptr[r + 1] - a):
+            j.values[at + t] = j.X.values[a + t]
+            j.indices[at + t] = j.X.indices[a + t]
+
+
 # --------------------------------------------------------------- KernelRows
 
 cdef class KernelRows:
@@ -133,6 +204,7 @@ cdef class KernelRows:
         self.params.gamma = gamma
         self.params.coef0 = coef0
         self.n_threads = n_threads
+        self.par_min_work = PAR_MIN_WORK
 
         self.perm = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
         self.sq_norms = <double*>malloc(n * sizeof(double))
@@ -147,10 +219,13 @@ cdef class KernelRows:
             self.work = <double*>calloc(max(self.X.n_features, 1), sizeof(double))
         self.pending = <Py_ssize_t*>malloc(2 * MAX_PENDING * sizeof(Py_ssize_t))
         self.n_pending = 0
+        self.swap_rows = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
+        self.swap_drop = <char*>malloc(n * sizeof(char))
         if (self.perm == NULL or self.sq_norms == NULL or self.diag == NULL
                 or self.cache_data == NULL or self.cache_len == NULL
                 or self.lru_prev == NULL or self.lru_next == NULL
-                or (self.use_scatter and self.work == NULL) or self.pending == NULL):
+                or (self.use_scatter and self.work == NULL) or self.pending == NULL
+                or self.swap_rows == NULL or self.swap_drop == NULL):
             raise MemoryError("KernelRows: cannot allocate the kernel cache tables")
         self.lru_prev[n] = n
         self.lru_next[n] = n
@@ -190,6 +265,8 @@ cdef class KernelRows:
         free(self.diag)
         free(self.work)
         free(self.pending)
+        free(self.swap_rows)
+        free(self.swap_drop)
         free(self.by_pos_values)
         free(self.by_pos_indices)
         free(self.by_pos_indptr)
@@ -226,7 +303,7 @@ cdef class KernelRows:
         cdef const double* pre
         cdef Query q
         cdef int nt = self.n_threads
-        if <double>(end - start) * self.row_cost < PAR_MIN_WORK:
+        if <double>(end - start) * self.row_cost < self.par_min_work:
             nt = 1
         cdef Py_ssize_t chunk = _chunk(end - start, self.row_cost, nt)
         if kp.kind == PRECOMPUTED:
@@ -347,44 +424,49 @@ cdef class KernelRows:
         """Apply the deferred column swaps to every cached row, in order: a
         row that holds lo but not hi cannot be kept consistent, so it goes.
         Each row's fate depends only on its length and the swaps, so this ends
-        in the state swapping one pair at a time would (tests/test_kernel_cache.py)."""
-        cdef Py_ssize_t count = self.n_pending, t, lo, hi, length, h, nxt
+        in the state swapping one pair at a time would (tests/test_kernel_cache.py).
+        Rows are independent: with a thread team the walk is shared out (on
+        a9a it touches thousands of cached rows at every shrinking pass)."""
+        cdef Py_ssize_t count = self.n_pending, t, h, n_rows = 0
         cdef Py_ssize_t first_lo
-        cdef const Py_ssize_t* pairs = self.pending
-        cdef kfloat* data
-        cdef kfloat tmp_f
+        cdef SwapJob job
         if count == 0:
             return
         self.n_pending = 0
-        first_lo = pairs[0]
+        first_lo = self.pending[0]
         for t in range(1, count):
-            if pairs[2 * t] < first_lo:
-                first_lo = pairs[2 * t]
+            if self.pending[2 * t] < first_lo:
+                first_lo = self.pending[2 * t]
         h = self.lru_next[self.n]
         while h != self.n:
-            nxt = self.lru_next[h]
-            length = self.cache_len[h]
-            if length > first_lo:           # shorter rows hold no swapped column
-                data = self.cache_data[h]
-                for t in range(count):
-                    lo = pairs[2 * t]
-                    hi = pairs[2 * t + 1]
-                    if length > lo:
-                        if length > hi:
-                            tmp_f = data[lo]
-                            data[lo] = data[hi]
-                            data[hi] = tmp_f
-                        else:
-                            self._drop(h)
-                            break
-            h = nxt
+            if self.cache_len[h] > first_lo:    # shorter rows hold no swapped column
+                self.swap_rows[n_rows] = h
+                n_rows += 1
+            h = self.lru_next[h]
+        job.data = self.cache_data
+        job.length = self.cache_len
+        job.rows = self.swap_rows
+        job.drop = self.swap_drop
+        job.pairs = self.pending
+        job.count = count
+        job.n_rows = n_rows
+        job.step = 16
+        job.next = 0
+        if self.team != NULL and self.n_threads > 1 and <double>n_rows * count >= PAR_MIN_WORK:
+            ks_team_run(self.team, _swap_job, <void*>&job, self.n_threads)
+        else:
+            _swap_columns(&job, 0, n_rows)
+        for t in range(n_rows):
+            if self.swap_drop[t]:
+                self._drop(self.swap_rows[t])
 
     cdef void _order_by_position(self) noexcept nogil:
         """Copy sparse X's rows in position order (made at the first swap, then
         refreshed after swaps: O(nonzeros), once per shrinking pass).  Out of
         memory: rows are read through perm, as before."""
-        cdef Py_ssize_t n = self.n, k, t, r, nnz = self.X.indptr[n]
-        cdef int64_t at = 0, a, b
+        cdef Py_ssize_t n = self.n, k, r, nnz = self.X.indptr[n]
+        cdef int64_t at = 0
+        cdef CopyJob job
         self.by_pos_stale = False
         if self.by_pos_indptr == NULL:
             self.by_pos_values = <double*>malloc((nnz if nnz > 0 else 1) * sizeof(double))
@@ -407,14 +489,19 @@ cdef class KernelRows:
         self.by_pos_indptr[0] = 0
         for k in range(n):
             r = self.perm[k]
-            a = self.X.indptr[r]
-            b = self.X.indptr[r + 1]
-            for t in range(b - a):
-                self.by_pos_values[at + t] = self.X.values[a + t]
-                self.by_pos_indices[at + t] = self.X.indices[a + t]
-            at += b - a
+            at += self.X.indptr[r + 1] - self.X.indptr[r]
             self.by_pos_indptr[k + 1] = at
             self.by_pos_norms[k] = self.sq_norms[r]
+        job.X = &self.X
+        job.perm = self.perm
+        job.to = self.by_pos_indptr
+        job.values = self.by_pos_values
+        job.indices = self.by_pos_indices
+        job.n = n
+        if self.team != NULL and self.n_threads > 1 and <double>nnz >= PAR_MIN_WORK:
+            ks_team_run(self.team, _copy_rows_job, <void*>&job, self.n_threads)
+        else:
+            _copy_rows_job(<void*>&job, 0, 1)
         self.by_pos.values = self.by_pos_values
         self.by_pos.indices = self.by_pos_indices
         self.by_pos.indptr = self.by_pos_indptr

@@ -382,6 +382,9 @@ cdef class _SMO:
     # Started by run() when n_threads > 1, stopped before run() returns.
     cdef ks_team* team
     cdef double next_watch        # the clock of the next load watch
+    # Loops shorter than this run serially: TUNING.par_min, or the lower
+    # TEAM_PAR_MIN while the team's idle threads spin (set_thresholds).
+    cdef Py_ssize_t par_min
 
     cdef int setup(self, KernelRows kr, const signed char[::1] y,
                    const double[::1] p, const double[::1] alpha,
@@ -401,6 +404,7 @@ cdef class _SMO:
     cdef void start_team(self) noexcept nogil
     cdef void stop_team(self) noexcept nogil
     cdef void watch(self, double now) noexcept nogil
+    cdef void set_thresholds(self) noexcept nogil
     cdef inline int loop_threads(self) noexcept nogil
     cdef inline void record(self, double seconds, Py_ssize_t length) noexcept nogil
     cdef void adapt(self) noexcept nogil

@@ -32,6 +32,7 @@ from libc.math cimport INFINITY
 from cython.parallel cimport prange
 
 from kernsolve._core._kernel cimport KernelRows, kfloat
+from kernsolve._core._kernel_values cimport PAR_MIN_WORK
 from kernsolve._core._solver cimport (
     ST_OK, ST_MAX_ITER, ST_NOMEM, ST_ABORT, monotonic, Tuning, tuning_dict,
     tuning_update, Poll, poll_init, poll_due_at, visit_python, Bandit, bandit_init,
@@ -70,6 +71,15 @@ cdef enum:
 TEAM_NAMES = ("off", "auto", "spin", "sleep")
 cdef int TEAM_MODE = TEAM_AUTO
 cdef long long TEAM_SPIN_NS = 200000
+# While the team's idle threads spin, a parallel region costs about a
+# microsecond instead of an OpenMP fork/join's 10-40 us, so shorter loops and
+# rows pay in parallel: the solver's loops from TEAM_PAR_MIN elements (not
+# TUNING.par_min) and the engine's rows from TEAM_ROW_MIN_WORK multiply-adds
+# (not PAR_MIN_WORK).  After shrinking most iterations of a9a and ijcnn1 have
+# 1000-2000 active variables (benchmarks/RESULTS.md, session 8).  The
+# serial/parallel chooser still measures both modes above the threshold.
+cdef Py_ssize_t TEAM_PAR_MIN = 2048
+cdef double TEAM_ROW_MIN_WORK = 8000.0
 
 
 def _team_mode(value, what):
@@ -223,6 +233,7 @@ cdef class _SMO:
             self.update_status(i)
         self.active_size = l
         self.next_up_valid = False
+        self.par_min = TUNING.par_min
         bandit_init(&self.loops, 64)
         bandit_init(&self.rows, 96)
         self.n_iter = 0
@@ -267,7 +278,7 @@ cdef class _SMO:
         if data != NULL and self.svr:
             b = self.buf[self.next_buf]
             self.next_buf = 1 - self.next_buf
-            if nt > 1 and length >= TUNING.par_min:
+            if nt > 1 and length >= self.par_min:
                 self.sweep_init(&w, SW_GATHER)
                 w.busy = NULL
                 w.gath = b
@@ -315,7 +326,7 @@ cdef class _SMO:
 
     cdef int n_chunks(self, Py_ssize_t length) noexcept nogil:
         cdef int c = self.n_threads
-        if c <= 1 or length < TUNING.par_min or not self.loops.par:
+        if c <= 1 or length < self.par_min or not self.loops.par:
             return 1
         if c > MAX_CHUNKS:
             c = MAX_CHUNKS
@@ -352,7 +363,7 @@ cdef class _SMO:
         with a = y_i a' (the initial gradient and the reconstruction)."""
         cdef Sweep w
         cdef int nc = self.n_threads if self.n_threads < MAX_CHUNKS else MAX_CHUNKS
-        if nc <= 1 or hi - lo < TUNING.par_min:
+        if nc <= 1 or hi - lo < self.par_min:
             _axpy1_chunk(out, self.ys, K, a, lo, hi)
             return
         self.sweep_init(&w, SW_AXPY)
@@ -377,6 +388,7 @@ cdef class _SMO:
             return
         self.kr.team = self.team
         self.next_watch = monotonic() + KS_TEAM_WATCH_SECONDS
+        self.set_thresholds()
         if TUNING.adaptive and not ks_team_spinning(self.team):
             # The machine is busy (or was, at the last solve): start serial
             # and let the chooser measure the parallel mode.
@@ -390,6 +402,7 @@ cdef class _SMO:
             self.kr.team = NULL
             ks_team_stop(self.team)
             self.team = NULL
+            self.set_thresholds()
 
     cdef void watch(self, double now) noexcept nogil:
         """The team's load watch (_team.h): its idle threads spin or sleep.
@@ -397,17 +410,28 @@ cdef class _SMO:
         costs were measured under the other regime."""
         cdef bint spin
         self.next_watch = now + KS_TEAM_WATCH_SECONDS
-        if ks_team_watch(self.team, now) and TUNING.adaptive:
+        if not ks_team_watch(self.team, now):
+            return
+        self.set_thresholds()
+        if TUNING.adaptive:
             spin = ks_team_spinning(self.team)
             bandit_restart(&self.loops, self.n_iter, spin)
             bandit_restart(&self.rows, self.n_iter, spin)
             self.kr.n_threads = bandit_threads(&self.rows, self.n_threads)
 
+    cdef void set_thresholds(self) noexcept nogil:
+        """The shortest parallel loop and row: lower while the team spins."""
+        cdef bint spin = self.team != NULL and ks_team_spinning(self.team)
+        self.par_min = TUNING.par_min
+        if spin and TEAM_PAR_MIN < self.par_min:
+            self.par_min = TEAM_PAR_MIN
+        self.kr.par_min_work = TEAM_ROW_MIN_WORK if spin else PAR_MIN_WORK
+
     cdef inline int loop_threads(self) noexcept nogil:
         return bandit_threads(&self.loops, self.n_threads)
 
     cdef inline void record(self, double seconds, Py_ssize_t length) noexcept nogil:
-        if self.n_threads > 1 and length >= TUNING.par_min:
+        if self.n_threads > 1 and length >= self.par_min:
             bandit_record(&self.loops, seconds, <double>length)
 
     cdef inline void tic(self, Tic* s) noexcept nogil:
@@ -772,6 +796,7 @@ cdef class _SMO:
     cdef int poll(self) noexcept with gil:
         self.error = visit_python(
             self.progress, {"n_iter": self.n_iter, "gap": self.gap,
+                            "active_size": self.active_size,
                             "n_kernel_evals": self.kr.n_kernel_evals,
                             "seconds": self.clock.last - self.clock.start})
         return 0 if self.error is None else -1
@@ -1019,23 +1044,35 @@ def _get_tuning():
     out["timers"] = bool(TIMERS)
     out["team"] = TEAM_NAMES[TEAM_MODE]
     out["team_spin_us"] = TEAM_SPIN_NS / 1000.0
+    out["team_par_min"] = TEAM_PAR_MIN
+    out["team_row_min_work"] = TEAM_ROW_MIN_WORK
     return out
 
 
 def _set_tuning(par_min=None, poll_seconds=None, adaptive=None, timers=None,
-                team=None, team_spin_us=None):
+                team=None, team_spin_us=None, team_par_min=None, team_row_min_work=None):
     """Change the parallel threshold / polling interval / adaptive choice of
     parallel loops; tests use this to run the chunked reductions and the
     progress path on small problems.  ``timers=True`` turns the phase timers
     on for every later solve that does not say otherwise (``solve(timers=)``),
     so ``kernsolve.train``'s ``model.stats`` carries the ``time_*`` keys.
     ``team``: "auto", "spin", "sleep" or "off" (KERNSOLVE_SMO_TEAM's values);
-    ``team_spin_us``: how long an idle thread of the team spins."""
-    global TIMERS, TEAM_MODE, TEAM_SPIN_NS, _TEAM_ERROR
+    ``team_spin_us``: how long an idle thread of the team spins;
+    ``team_par_min`` / ``team_row_min_work``: the shortest parallel loop
+    (elements) and row (multiply-adds) while the team spins."""
+    global TIMERS, TEAM_MODE, TEAM_SPIN_NS, _TEAM_ERROR, TEAM_PAR_MIN, TEAM_ROW_MIN_WORK
     mode = TEAM_MODE if team is None else _team_mode(team, "team")
     if team_spin_us is not None and not (0 <= team_spin_us <= 1e6):
         raise ValueError(f"team_spin_us must be in [0, 1e6], got {team_spin_us!r}")
+    if team_par_min is not None and int(team_par_min) < 1:
+        raise ValueError(f"team_par_min must be >= 1, got {team_par_min!r}")
+    if team_row_min_work is not None and not (team_row_min_work >= 0):
+        raise ValueError(f"team_row_min_work must be >= 0, got {team_row_min_work!r}")
     tuning_update(&TUNING, par_min, poll_seconds, adaptive)
+    if team_par_min is not None:
+        TEAM_PAR_MIN = int(team_par_min)
+    if team_row_min_work is not None:
+        TEAM_ROW_MIN_WORK = float(team_row_min_work)
     if timers is not None:
         TIMERS = bool(timers)
     TEAM_MODE = mode
@@ -1120,3 +1157,33 @@ def _load_decisions(evidence, int n_threads=2, int cpus=2):
     for now, wait, others in evidence:
         out.append(bool(ks_load_step(&s, now, wait, others, n_threads, cpus)))
     return out
+
+
+def _first_pair(X, int kernel_type, double gamma, y, p, alpha, C, int n_threads,
+                bint nu=False):
+    """The working set SMO's first iteration selects from the start alpha
+    (positions are the variables: nothing is shrunk yet), every sweep split as
+    the solver splits it for n_threads (set par_min=1, adaptive=False to
+    split the shortest ones): (i, j, gap), or (-1, -1, gap) when the start is
+    optimal.  For tests against a brute-force selection (tests/test_smo_team.py)."""
+    cdef KernelRows kr = KernelRows(X, kernel_type, 3, gamma, 0.0, 100.0, n_threads)
+    cdef _SMO s = _SMO()
+    cdef Py_ssize_t i = -1, j = -1
+    cdef int rc
+    import numpy as np
+    y8 = np.ascontiguousarray(y, dtype=np.int8)
+    a = np.array(alpha, dtype=np.float64)
+    s.setup(kr, y8, np.ascontiguousarray(p, dtype=np.float64), a,
+            np.ascontiguousarray(C, dtype=np.float64), False, nu, True, False,
+            1e-3, n_threads, 1)
+    with nogil:
+        s.start_team()
+        rc = s.init_gradient()
+        if rc == 0:
+            rc = s.select(&i, &j)
+        s.stop_team()
+    if rc < 0:
+        raise MemoryError("SMO: the kernel engine could not allocate a row")
+    if rc != 0:
+        return -1, -1, s.gap
+    return int(i), int(j), s.gap

@@ -76,7 +76,7 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
     max_iter : int or None
         None uses LIBSVM's ``max(10_000_000, 100 * m)``.
     progress : callable or None
-        Called with a dict (n_iter, gap, n_kernel_evals, seconds) about
+        Called with a dict (n_iter, gap, active_size, n_kernel_evals, seconds) about
         every 2 s; an exception it raises (or Ctrl-C) stops the solve.
     timers : bool or None
         True adds the phase timers' seconds to the result (``time_kernel_rows``,
