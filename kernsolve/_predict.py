@@ -3,11 +3,15 @@
 Decision values are LIBSVM's ``svm_predict_values``: for classification the
 one-vs-one values of the pairs (0,1), (0,2), ..., (1,2), ... in label order,
 each ``sum(coef * K(x, SV)) - rho``; for regression the value; for one-class
-the value, whose sign is the label.  They are computed block by block: one
-kernel block ``K(X_block, SV)`` for all pairs (the SVs are shared between the
-pairs), then each pair's sum over its two classes' SVs in LIBSVM's order
-(:func:`_decision_values`), so memory stays within the block budget however
-many rows are predicted, and the bits are LIBSVM's sums whatever BLAS does.
+the value, whose sign is the label.  Each is LIBSVM's running sum over the
+pair's two classes' SVs in LIBSVM's order (:func:`_decision_values`): the
+kernel values of eight test rows and a tile of SVs are computed into a buffer
+that stays in the cache and added to the sums at once
+(``_core._matrix.decision_sums``); where that path does not apply (the
+Laplacian kernel, SVs that stay sparse without their transpose, precomputed
+kernels) one kernel block ``K(X_block, SV)`` for all pairs at a time, then the
+sums.  Memory stays bounded however many rows are predicted, and the bits are
+the same either way, whatever BLAS or the thread count.
 
 Probabilities follow LIBSVM 3.37's ``svm_predict_probability``: Platt's
 sigmoid in its cancellation-free form, clipped to [1e-7, 1 - 1e-7], the two
