@@ -373,8 +373,15 @@ def sums_against_operand(X, Yc, kernel, gamma, degree, coef0, n_jobs, transposed
     elif not sp.issparse(Xc):
         Xc = as_canonical(sp.csr_matrix(Xc), name="X")
     _matrix.decision_sums(Xc, Yc if transposed is None else None, code, degree, gamma,
-                          coef0, columns, coefs, out, n_threads, transposed)
+                          coef0, columns, coefs, out, n_threads, transposed,
+                          transposed is not None and _integral(Xc.data)
+                          and _integral(transposed[0]))
     return True
+
+
+def _integral(values):
+    """Whether every value is an integer (binary features: RBF values by table)."""
+    return bool(np.all(values == np.rint(values)))
 
 
 def _rows_apart(Xc, Yc, code, degree, gamma, coef0, n_threads):

@@ -101,6 +101,24 @@ def test_fused_sums_have_the_bits_of_the_block_path(kernel, n, l, d, sparse_sv, 
                 assert got.tobytes() == ref.tobytes(), (type(Xin), threads, k)
 
 
+def test_integer_rows_take_the_table_with_the_same_bits():
+    """Integer counts (not only 0/1) against sparse SVs: the RBF values of the
+    integer squared distances come from a table of kernsolve's exp, with the
+    block path's bits; a non-integer value anywhere takes the polynomial."""
+    rng = np.random.default_rng(6)
+    X = rng.integers(0, 4, (21, 60)) * (rng.random((21, 60)) < 0.08)
+    SV = rng.integers(0, 4, (300, 60)) * (rng.random((300, 60)) < 0.08)
+    columns, coefs = _columns(rng, 300, 3)
+    start = np.zeros((21, 3))
+    for Xv in (X.astype(float), X + 0.5 * (X > 0)):
+        ref = _block_path(sp.csr_matrix(Xv), SV.astype(float), "rbf", 0.3, 0.0, columns,
+                          coefs, start, 1)
+        for threads in (1, 2):
+            got = _fused(Xv, SV.astype(float), "rbf", 0.3, 0.0, columns, coefs, start,
+                         threads)
+            assert got.tobytes() == ref.tobytes()
+
+
 def test_baseline_paths_give_the_same_bits():
     """The one-value-at-a-time paths (C library's fma, scalar exp) and the
     AVX2 ones agree bit for bit."""

@@ -460,7 +460,7 @@ def expansion_sums(const double[:, ::1] K, const cnp.intp_t[:, ::1] columns,
 # values have the bits of kernel blocks + expansion_sums, for any thread count.
 
 from libc.stdlib cimport malloc
-from ._kernel_values cimport _dot_dense
+from ._kernel_values cimport _dot_dense, ks_exp
 
 cdef extern from "_dots.h" nogil:
     void ks_dots_rows8(const double* P, const double* B, Py_ssize_t n, Py_ssize_t d,
@@ -522,7 +522,44 @@ cdef extern from *:
                 v[s * 8 + t] = neg_gamma * base;
             }
     }
+
+    /* For a tile of integer-valued rows (binary features): v[s * 8 + t] =
+       (nx[t] + ny[s]) - 2 v[s * 8 + t], the RBF kernel's base, which is then an
+       exact integer; returns whether every base is an integer in [0, n_table),
+       an index of the table of ks_exp(-gamma * b). */
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+    __attribute__((target_clones("avx2", "default")))
+    #endif
+    static int ks_rbf_bases8(double *restrict v, ptrdiff_t ns, const double *restrict nx,
+                             const double *restrict ny, ptrdiff_t n_table) {
+        ptrdiff_t s, t;
+        const double top = (double)n_table;
+        int ok = 1;
+        for (s = 0; s < ns; s++)
+            for (t = 0; t < 8; t++) {
+                double base = (nx[t] + ny[s]) - 2.0 * v[s * 8 + t];
+                /* in range before the conversion (NaN and out-of-range give 0,
+                   which then differs from base) */
+                double index = (base >= 0.0 && base < top) ? base : 0.0;
+                v[s * 8 + t] = base;
+                ok &= (double)(int)index == base;
+            }
+        return ok;
+    }
+
+    /* v[i] = table[v[i]] for the indices of ks_rbf_bases8. */
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+    __attribute__((target_clones("avx2", "default")))
+    #endif
+    static void ks_table_values(double *restrict v, ptrdiff_t n, const double *restrict table) {
+        ptrdiff_t i;
+        for (i = 0; i < n; i++)
+            v[i] = table[(int)v[i]];
+    }
     """
+    int ks_rbf_bases8(double* v, Py_ssize_t ns, const double* nx, const double* ny,
+                      Py_ssize_t n_table) noexcept nogil
+    void ks_table_values(double* v, Py_ssize_t n, const double* table) noexcept nogil
     void ks_sums8(double* acc, const double* Kt, Py_ssize_t ns, const Py_ssize_t* columns,
                   const double* coefs, Py_ssize_t m, Py_ssize_t n_values) noexcept nogil
     void ks_rbf_exponents8(double* v, Py_ssize_t ns, const double* nx, const double* ny,
@@ -539,6 +576,8 @@ cdef enum:
 # Bytes of support vectors per tile and of panelled rows per task (dense path).
 cdef Py_ssize_t DEC_SV_BYTES = 256 * 1024
 cdef Py_ssize_t DEC_PANEL_BYTES = 1024 * 1024
+# Largest table of RBF values for integer squared distances (8 bytes each).
+cdef Py_ssize_t RBF_TABLE_MAX = 1 << 16
 
 
 cdef void _finish_tile(const KernelParams* kp, double* tile, Py_ssize_t ns,
@@ -624,7 +663,8 @@ cdef void _transposed_group(const Rows* X, Py_ssize_t r0, Py_ssize_t r1, const d
                             const double* ny, const cnp.intp_t* columns,
                             const double* coefs, Py_ssize_t m, double* out,
                             Py_ssize_t n_values, double* rows, double* tile,
-                            double* acc) noexcept nogil:
+                            double* acc, const double* table,
+                            Py_ssize_t n_table) noexcept nogil:
     """Decision sums of rows r0..r0+8 against sparse support vectors given as
     Y^T: _axpy_rows' products, AXPY_COLS support vectors at a time, turned
     support-vector-major for the sums."""
@@ -648,7 +688,14 @@ cdef void _transposed_group(const Rows* X, Py_ssize_t r0, Py_ssize_t r1, const d
         for s in range(jw):
             for t in range(8):
                 tile[s * 8 + t] = rows[t * AXPY_COLS + s]
-        _finish_tile(kp, tile, jw, nx8, ny + j0)
+        if table == NULL:
+            _finish_tile(kp, tile, jw, nx8, ny + j0)
+        elif ks_rbf_bases8(tile, jw, nx8, ny + j0, n_table):
+            ks_table_values(tile, jw * 8, table)
+        else:       # (not expected for integer rows) the bases as _finish_tile's
+            for s in range(jw * 8):
+                tile[s] = _exponent(kp, tile[s])
+            ks_exp_block(tile, jw * 8)
         ks_sums8(acc, tile, jw, <const Py_ssize_t*>columns + j0 * m, coefs + j0 * m, m,
                  n_values)
         j0 += jw
@@ -664,13 +711,16 @@ def _baseline_paths(bint on):
 
 def decision_sums(X, Y, int kernel_type, int degree, double gamma, double coef0,
                   const cnp.intp_t[:, ::1] columns, const double[:, ::1] coefs,
-                  double[:, ::1] out, int n_threads, transposed=None):
+                  double[:, ::1] out, int n_threads, transposed=None, bint integral=False):
     """``expansion_sums(K(X, Y), columns, coefs, out)`` without K, same bits.
 
     Y dense (C-order; X dense or CSR, made dense eight rows at a time): the
     inner products of ``_kernel_matrix(..., use_blas=True,
     row_independent=True)`` (ks_dots' chains).  ``transposed`` = (Y^T dense,
-    Y's squared row norms), X CSR: those of ``_kernel_matrix_transposed``.
+    Y's squared row norms), X CSR: those of ``_kernel_matrix_transposed``;
+    with ``integral`` (every value of X and Y an integer: binary features) the
+    RBF values come from a table of ``ks_exp(-gamma * b)`` for the integer
+    squared distances b (the same bits).
     The caller checks every column index against ``out``.
     """
     cdef Rows RX, RY
@@ -718,9 +768,21 @@ def decision_sums(X, Y, int kernel_type, int degree, double gamma, double coef0,
     cdef const cnp.intp_t* pc = &columns[0, 0]
     cdef const double* pk = &coefs[0, 0]
     cdef const double* pnx
+    cdef const double* ptable = NULL
+    cdef Py_ssize_t n_table = 0, b
     if transposed is not None:
         pnx = <const double*>cnp.PyArray_DATA(nx)
         py = &Yt[0, 0]
+        if integral and kernel_type == RBF:
+            # integer rows: every base is an integer of at most
+            # (|x| + |y|)^2 <= 2 (|x|^2 + |y|^2)
+            bound = 2.0 * (float(nx.max()) + float(np.max(nyv))) + 1.0
+            if bound <= RBF_TABLE_MAX:
+                n_table = int(bound)
+                table = np.empty(n_table)
+                for b in range(n_table):
+                    table[b] = ks_exp(-gamma * <double>b)
+                ptable = <const double*>cnp.PyArray_DATA(table)
         n_groups = (n + 7) // 8
         nt = n_threads if n_threads > 1 and n_groups > 1 else 1
         with nogil, parallel(num_threads=nt):
@@ -733,7 +795,7 @@ def decision_sums(X, Y, int kernel_type, int degree, double gamma, double coef0,
                     continue
                 r0 = g * 8
                 _transposed_group(&RX, r0, min(r0 + 8, n), py, n_y, &kp, pnx, pny, pc, pk,
-                                  m, po, n_values, panel, tile, acc)
+                                  m, po, n_values, panel, tile, acc, ptable, n_table)
             free(tile)
             free(panel)
             free(acc)
