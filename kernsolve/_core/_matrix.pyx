@@ -534,17 +534,16 @@ cdef extern from *:
                              const double *restrict ny, ptrdiff_t n_table) {
         ptrdiff_t s, t;
         const double top = (double)n_table;
-        int ok = 1;
+        long bad = 0;
         for (s = 0; s < ns; s++)
             for (t = 0; t < 8; t++) {
                 double base = (nx[t] + ny[s]) - 2.0 * v[s * 8 + t];
-                /* in range before the conversion (NaN and out-of-range give 0,
-                   which then differs from base) */
-                double index = (base >= 0.0 && base < top) ? base : 0.0;
+                /* out of range or NaN: index 0.5, never equal to its floor */
+                double index = (base >= 0.0 && base < top) ? base : 0.5;
                 v[s * 8 + t] = base;
-                ok &= (double)(int)index == base;
+                bad |= __builtin_floor(index) != index;
             }
-        return ok;
+        return !bad;
     }
 
     /* v[i] = table[v[i]] for the indices of ks_rbf_bases8. */
