@@ -342,6 +342,48 @@ def rows_against_operand(X, Yc, kernel, gamma, degree, coef0, n_jobs, transposed
 _DENSE_CHUNK_BYTES = 64 << 20
 
 
+def _dense_operand(Xc, Yc, code):
+    """Y, dense, when :func:`_rows_apart` takes ks_dots' path for these
+    operands; None when it takes the core's loops (decided by Y and the
+    width alone)."""
+    if code != LAPLACIAN and sp.issparse(Yc) and worth_densifying(Yc, None):
+        Yc = Yc.toarray()
+    if code == LAPLACIAN or sp.issparse(Yc) or (
+            sp.issparse(Xc) and ROW_TILE * Xc.shape[1] * 8 > _DENSE_CHUNK_BYTES):
+        return None
+    return Yc
+
+
+def sums_against_operand(X, Yc, kernel, gamma, degree, coef0, n_jobs, transposed,
+                         columns, coefs, out):
+    """``_matrix.expansion_sums(rows_against_operand(X, Yc, ...), columns, coefs,
+    out)`` with the same bits, without the kernel block: ``_matrix.decision_sums``
+    (kernel tiles that stay in the cache).  Returns False, having done nothing,
+    where rows_against_operand takes the core's per-value loops (the Laplacian
+    kernel, support vectors that stay sparse without ``transposed``)."""
+    Xc = as_canonical(X, name="X")
+    if Xc.shape[1] != Yc.shape[1]:
+        raise ValueError(f"X has {Xc.shape[1]} features but Y has {Yc.shape[1]}")
+    code = kernel_code(kernel, allow_precomputed=False)
+    n_threads = resolve_n_jobs(n_jobs)
+    if transposed is None:
+        Yc = _dense_operand(Xc, Yc, code)
+        if Yc is None:
+            return False
+    elif not sp.issparse(Xc):
+        Xc = as_canonical(sp.csr_matrix(Xc), name="X")
+    _matrix.decision_sums(Xc, Yc if transposed is None else None, code, degree, gamma,
+                          coef0, columns, coefs, out, n_threads, transposed,
+                          transposed is not None and _integral(Xc.data)
+                          and _integral(transposed[0]))
+    return True
+
+
+def _integral(values):
+    """Whether every value is an integer (binary features: RBF values by table)."""
+    return bool(np.all(values == np.rint(values)))
+
+
 def _rows_apart(Xc, Yc, code, degree, gamma, coef0, n_threads):
     """``kernel_matrix(..., row_independent=True)`` on canonical X, Y.
 
@@ -351,12 +393,11 @@ def _rows_apart(Xc, Yc, code, degree, gamma, coef0, n_threads):
     sparse X made dense in chunks of whole tiles (so the memory is bounded by
     the width, not by the number of rows), or the core's loops when even one
     tile of X rows would be too large dense."""
-    if code != LAPLACIAN and sp.issparse(Yc) and worth_densifying(Yc, None):
-        Yc = Yc.toarray()
-    width = Xc.shape[1]
-    if code == LAPLACIAN or sp.issparse(Yc) or (
-            sp.issparse(Xc) and ROW_TILE * width * 8 > _DENSE_CHUNK_BYTES):
+    Yd = _dense_operand(Xc, Yc, code)
+    if Yd is None:
         return _matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads)
+    Yc = Yd
+    width = Xc.shape[1]
     if not sp.issparse(Xc):
         return _matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads,
                                       True, True)

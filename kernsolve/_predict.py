@@ -3,11 +3,15 @@
 Decision values are LIBSVM's ``svm_predict_values``: for classification the
 one-vs-one values of the pairs (0,1), (0,2), ..., (1,2), ... in label order,
 each ``sum(coef * K(x, SV)) - rho``; for regression the value; for one-class
-the value, whose sign is the label.  They are computed block by block: one
-kernel block ``K(X_block, SV)`` for all pairs (the SVs are shared between the
-pairs), then each pair's sum over its two classes' SVs in LIBSVM's order
-(:func:`_decision_values`), so memory stays within the block budget however
-many rows are predicted, and the bits are LIBSVM's sums whatever BLAS does.
+the value, whose sign is the label.  Each is LIBSVM's running sum over the
+pair's two classes' SVs in LIBSVM's order (:func:`_decision_values`): the
+kernel values of eight test rows and a tile of SVs are computed into a buffer
+that stays in the cache and added to the sums at once
+(``_core._matrix.decision_sums``); where that path does not apply (the
+Laplacian kernel, SVs that stay sparse without their transpose, precomputed
+kernels) one kernel block ``K(X_block, SV)`` for all pairs at a time, then the
+sums.  Memory stays bounded however many rows are predicted, and the bits are
+the same either way, whatever BLAS or the thread count.
 
 Probabilities follow LIBSVM 3.37's ``svm_predict_probability``: Platt's
 sigmoid in its cancellation-free form, clipped to [1e-7, 1 - 1e-7], the two
@@ -24,7 +28,7 @@ import scipy.sparse as sp
 from ._constants import CLASSIFICATION, ONE_CLASS, PRECOMPUTED, REGRESSION
 from ._core._matrix import expansion_sums
 from ._kernels import (as_operand, block_rows, check_kernel_params, rows_against_operand,
-                       transposed_operand)
+                       sums_against_operand, transposed_operand)
 from ._model import Model, _check_model
 from ._model_kind import ModelKind
 from ._params import _parse_number, split_options
@@ -135,6 +139,18 @@ class _KernelBlocks:
         # support vectors that stay sparse: Y^T dense, made once
         self.transposed = transposed_operand(self.SV, t) if self.l else None
 
+    def sums(self, columns, coefs, out):
+        """``expansion_sums`` of every row's kernel values into ``out``, without
+        kernel blocks (:func:`~kernsolve._kernels.sums_against_operand`, the
+        same bits); False, having done nothing, where that path does not
+        apply (then :meth:`block`)."""
+        if self.l == 0 or int(self.param.kernel_type) == PRECOMPUTED:
+            return False
+        p = self.param
+        return sums_against_operand(self.X, self.SV, int(p.kernel_type), self.gamma,
+                                    self.degree, self.coef0, self.n_jobs, self.transposed,
+                                    columns, coefs, out)
+
     def block(self, start, stop):
         Xb = self.X[start:stop]
         if self.l == 0:
@@ -196,17 +212,16 @@ def _decision_values(X, model, n_jobs):
     columns, coefs = _expansion_terms(model, coef)
     if columns.size and (columns.min() < 0 or columns.max() >= n_values):
         raise ValueError("the model's support vectors do not fit its one-vs-one pairs")
-    rows = block_rows(BLOCK_BYTES // (8 * (l + n_values)))
-    out = np.empty((n, n_values))
+    out = np.zeros((n, n_values))
     blocks = _KernelBlocks(X, model, n_jobs)
-    threads = resolve_n_jobs(n_jobs)
-    for start in range(0, n, rows):
-        stop = min(n, start + rows)
-        K = np.ascontiguousarray(blocks.block(start, stop), dtype=np.float64)
-        sums = out[start:stop]
-        sums[:] = 0.0
-        expansion_sums(K, columns, coefs, sums, threads)
-        sums -= rho
+    if not blocks.sums(columns, coefs, out):
+        rows = block_rows(BLOCK_BYTES // (8 * (l + n_values)))
+        threads = resolve_n_jobs(n_jobs)
+        for start in range(0, n, rows):
+            stop = min(n, start + rows)
+            K = np.ascontiguousarray(blocks.block(start, stop), dtype=np.float64)
+            expansion_sums(K, columns, coefs, out[start:stop], threads)
+    out -= rho
     return out
 
 

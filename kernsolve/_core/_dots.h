@@ -105,6 +105,88 @@ static void ks_dots_avx2(const double *A, ptrdiff_t m, const double *B, ptrdiff_
 }
 #endif
 
+/* Eight rows of A against the n rows of B, stored B-row-major: Ct[j * 8 + t] =
+   <A_t, B_j> for the rows A_t given as a panel P[k * 8 + t] (the eight rows
+   interleaved by k; kernsolve's fused decision sums, which add the products of
+   one support vector for eight test rows at once).  Every value is the chain
+   of ks_dots, s = fma(a_k, b_k, s) in k order from s = 0: the same bits. */
+static void ks_dots_rows8_plain(const double *P, const double *B, ptrdiff_t n, ptrdiff_t d,
+                                double *Ct)
+{
+    ptrdiff_t j, t, k;
+    for (j = 0; j < n; j++)
+        for (t = 0; t < 8; t++) {
+            double s = 0.0;
+            for (k = 0; k < d; k++)
+                s = fma(P[k * 8 + t], B[j * d + k], s);
+            Ct[j * 8 + t] = s;
+        }
+}
+
+#ifdef KS_X86
+__attribute__((target("avx2,fma")))
+static void ks_dots_rows8_avx2(const double *P, const double *B, ptrdiff_t n, ptrdiff_t d,
+                               double *Ct)
+{
+    ptrdiff_t j = 0, k;
+    for (; j + 4 <= n; j += 4) {        /* four rows of B: eight chains in flight */
+        const double *b0 = B + j * d, *b1 = b0 + d, *b2 = b1 + d, *b3 = b2 + d;
+        __m256d s00 = _mm256_setzero_pd(), s01 = _mm256_setzero_pd();
+        __m256d s10 = _mm256_setzero_pd(), s11 = _mm256_setzero_pd();
+        __m256d s20 = _mm256_setzero_pd(), s21 = _mm256_setzero_pd();
+        __m256d s30 = _mm256_setzero_pd(), s31 = _mm256_setzero_pd();
+        for (k = 0; k < d; k++) {
+            __m256d p0 = _mm256_loadu_pd(P + k * 8), p1 = _mm256_loadu_pd(P + k * 8 + 4);
+            __m256d y;
+            y = _mm256_broadcast_sd(b0 + k);
+            s00 = _mm256_fmadd_pd(p0, y, s00);
+            s01 = _mm256_fmadd_pd(p1, y, s01);
+            y = _mm256_broadcast_sd(b1 + k);
+            s10 = _mm256_fmadd_pd(p0, y, s10);
+            s11 = _mm256_fmadd_pd(p1, y, s11);
+            y = _mm256_broadcast_sd(b2 + k);
+            s20 = _mm256_fmadd_pd(p0, y, s20);
+            s21 = _mm256_fmadd_pd(p1, y, s21);
+            y = _mm256_broadcast_sd(b3 + k);
+            s30 = _mm256_fmadd_pd(p0, y, s30);
+            s31 = _mm256_fmadd_pd(p1, y, s31);
+        }
+        _mm256_storeu_pd(Ct + j * 8, s00);
+        _mm256_storeu_pd(Ct + j * 8 + 4, s01);
+        _mm256_storeu_pd(Ct + j * 8 + 8, s10);
+        _mm256_storeu_pd(Ct + j * 8 + 12, s11);
+        _mm256_storeu_pd(Ct + j * 8 + 16, s20);
+        _mm256_storeu_pd(Ct + j * 8 + 20, s21);
+        _mm256_storeu_pd(Ct + j * 8 + 24, s30);
+        _mm256_storeu_pd(Ct + j * 8 + 28, s31);
+    }
+    for (; j < n; j++) {                /* the last rows of B, one at a time */
+        const double *b = B + j * d;
+        __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+        for (k = 0; k < d; k++) {
+            __m256d y = _mm256_broadcast_sd(b + k);
+            s0 = _mm256_fmadd_pd(_mm256_loadu_pd(P + k * 8), y, s0);
+            s1 = _mm256_fmadd_pd(_mm256_loadu_pd(P + k * 8 + 4), y, s1);
+        }
+        _mm256_storeu_pd(Ct + j * 8, s0);
+        _mm256_storeu_pd(Ct + j * 8 + 4, s1);
+    }
+}
+#endif
+
+/* The products of eight panelled rows against B (see ks_dots_rows8_plain). */
+static inline void ks_dots_rows8(const double *P, const double *B, ptrdiff_t n, ptrdiff_t d,
+                                 double *Ct)
+{
+#ifdef KS_X86
+    if (ks_simd(KS_AVX2 | KS_FMA)) {
+        ks_dots_rows8_avx2(P, B, n, d, Ct);
+        return;
+    }
+#endif
+    ks_dots_rows8_plain(P, B, n, d, Ct);
+}
+
 /* Scratch for ks_dots: KS_DOTS_PANEL * d doubles aligned to 32 bytes (free()
    it); NULL when out of memory. */
 static inline double *ks_dots_panel(ptrdiff_t d)

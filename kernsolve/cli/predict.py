@@ -67,7 +67,13 @@ def format_predictions(labels, probabilities=None, header=None):
     if header is not None:
         lines.append(header + "\n")
     if probabilities is None:
-        lines.extend("%.17g\n" % v for v in np.asarray(labels, dtype=np.float64).tolist())
+        values = np.ascontiguousarray(labels, dtype=np.float64)
+        # Class labels take few values: each distinct one (by its bits, so 0
+        # and -0 stay apart) is formatted once.
+        distinct, where = np.unique(values.view(np.int64), return_inverse=True)
+        texts = np.array(["%.17g\n" % v for v in distinct.view(np.float64).tolist()],
+                         dtype=object)
+        lines.extend(texts[where.ravel()].tolist())
     else:
         probabilities = np.asarray(probabilities, dtype=np.float64)
         for v, row in zip(np.asarray(labels, dtype=np.float64).tolist(),
@@ -183,7 +189,8 @@ def main(argv):
     elif has_probability:
         say("Model supports probability estimates, but disabled in prediction.\n")
 
-    y, X = read_data(test_path, precomputed=_model_type(model, "kernel_type") == 4)
+    y, X = read_data(test_path, precomputed=_model_type(model, "kernel_type") == 4,
+                     n_jobs=threads)
     y = np.asarray(y, dtype=np.float64)
     # predict() applies LIBSVM's width rule: features only one side has are zeros
     predict_options = ["-q"]
