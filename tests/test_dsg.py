@@ -144,12 +144,11 @@ def _row_losses(loss, U, T, param):
 
 
 def _reference_dsg(X, targets, K, loss, param, *, lam, step, t0, B, F, gamma, seed,
-                   epochs, average=False, fit_intercept=True, rule="gradient", ridge=None,
-                   lags=1):
+                   epochs, average=False, fit_intercept=True, rule="gradient", ridge=None):
     """Algorithm 1 with mini-batches and feature blocks, written out plainly
     (explicit features, explicit decay of every old coefficient); with
     ``rule="fit"``/``"fit-gcv"`` the new block is the fitted step instead, its
-    ridge ``ridge``, or chosen by the next ``lags`` batches' losses (fit) or GCV."""
+    ridge ``ridge``, or chosen by the next batches' losses (fit) or GCV."""
     n = X.shape[0]
     coef = np.zeros((0, F, K))
     intercept = np.zeros(K)
@@ -157,8 +156,8 @@ def _reference_dsg(X, targets, K, loss, param, *, lam, step, t0, B, F, gamma, se
     key = stream_key(seed, "sampling")
     t = 0
     scores = np.zeros(len(_RIDGES))     # fit: each ridge's loss on the batches that followed
-    past = []       # fit: the last ``lags`` steps (step, block, chosen ridge, candidates, whole)
-    judged = 0      # fit: judgements made
+    last = None     # fit: (step, block, chosen ridge, candidates, whole batch)
+    judged = False  # fit: has a batch judged a step yet
     for epoch in range(epochs):
         order = permutation(n, key, epoch)
         for pos in range(0, n, B):
@@ -184,21 +183,22 @@ def _reference_dsg(X, targets, K, loss, param, *, lam, step, t0, B, F, gamma, se
             elif rule == "fit-gcv":
                 new = -g * _gcv_direction(phi, G)
             else:
-                # judge the recent steps' candidates on this batch, the
-                # last step first (those whose batch was whole), then take
-                # the ridge with the smallest total so far
-                for g_past, block, chosen, cands, whole in reversed(past):
+                # judge the last step's candidates on this batch (if that
+                # step's batch was whole), then take the ridge with the
+                # smallest total so far (ridge 1 before any judgement)
+                if last is not None:
+                    g_past, block, chosen, cands, whole = last
                     if whole:
                         P = random_features(X[rows], F, gamma=gamma, seed=seed,
                                             start=block * F, n_jobs=1)
                         for i, c in enumerate(cands):
                             scores[i] += _row_losses(
                                 loss, U + g_past * P @ (cands[chosen] - c), T, param).sum()
-                        judged += 1
+                        judged = True
                 chosen = int(np.argmin(scores)) if judged else _FIRST_RIDGE
                 cands = [_ridge_fit(phi, G, rho) for rho in _RIDGES]
                 new = -g * cands[chosen]
-                past = (past + [(g, nb, chosen, cands, len(rows) == B)])[-lags:]
+                last = (g, nb, chosen, cands, len(rows) == B)
             coef = np.concatenate([coef * (1 - g * lam), new[None]])
             if loss == "novelty":
                 intercept = intercept - g * (G.mean(axis=0) + lam)

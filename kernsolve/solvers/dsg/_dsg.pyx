@@ -262,19 +262,11 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
     cdef double ridge = h.get("ridge", 0.0)
     cdef double ridge_sum = 0.0
     cdef bint progressive = step_rule == "fit" and ridge <= 0.0
-    # the lags at which a fitted step is judged (first_lag .. lags batches
-    # after it) and the factor on the old judged losses per batch
-    cdef Py_ssize_t lags = h.get("judge_lags", 1), first_lag = h.get("judge_from", 1)
-    cdef double score_decay = h.get("score_decay", 1.0)
-    cdef Py_ssize_t slot_size = SLOT_CANDIDATES + N_RIDGES * F * K, lag, n_steps
     cdef double* rs = NULL
-    cdef double* slot
     if progressive:
-        if lags < 1 or first_lag < 1 or first_lag > lags:
-            raise ValueError("judge_lags must be >= judge_from >= 1")
-        if ridge_state is None or ridge_state.shape[0] < ridge_state_size(F, K, lags):
+        if ridge_state is None or ridge_state.shape[0] < ridge_state_size(F, K):
             raise ValueError("the next-batch ridge choice needs ridge_state "
-                             "(ridge_state_size(block_size, n_outputs, lags) doubles)")
+                             "(ridge_state_size(block_size, n_outputs) doubles)")
         rs = &ridge_state[0]
     cdef const double* tg = &targets[0, 0] if targets.shape[0] > 0 else NULL
     cdef Py_ssize_t tcols = targets.shape[1]
@@ -300,7 +292,7 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
     cdef Py_ssize_t Bs = B if B <= n_order else max(n_order, 1)
     cdef double* scratch = <double*>malloc((nb * stride + Bs * K * 2 + 2 * Bs * F + stride
                                             + 2 * K + 2 * F * F + 3 * F * K + F
-                                            + (lags * Bs * F if progressive else 0))
+                                            + (Bs * F if progressive else 0))
                                            * sizeof(double))
     if scratch == NULL:
         raise MemoryError("no memory for DSG scratch")
@@ -313,9 +305,9 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
     cdef double* work = fit + F * K             # and its scratch (_fit_block)
     cdef double* prev_phi = work + 2 * F * F + 2 * F * K + F   # last target's features, Bs x F
     cdef double* ucand = prev_phi + Bs * F      # a row's prediction under a candidate, K
-    # the newest blocks' features on the batch (the progressive choice), Bs x F each
-    cdef double* tail = ucand + K
-    cdef Py_ssize_t n_tail = 0, tail_first = 0
+    # the newest block's features on the batch (the progressive choice), Bs x F
+    cdef double* newest = ucand + K
+    cdef Py_ssize_t n_before = 0, last_target
     cdef const double* P
     cdef double* cache_ptr = &cache[0] if cache_blocks > 0 else NULL
     cdef double* beta_ptr = &beta[0, 0] if solver == SOLVER_CDSG else NULL
@@ -336,21 +328,19 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
                 # u_r = f(x_r) over the blocks so far (Algorithm 2)
                 memset(U, 0, nr * K * sizeof(double))
                 n_cached = cache_blocks if cache_blocks < n_blocks else n_blocks
-                # the progressive choice judges the recent steps' blocks on
-                # this batch: the newest ``lags`` blocks keep their features
-                # (the same sums in the same order: the same bits)
-                n_tail = (lags if lags < n_blocks else n_blocks) if progressive else 0
-                tail_first = n_blocks - n_tail
-                if tail_first > 0:
-                    if _evaluate(&fm, &R, rows, nr, tail_first, &coef[0, 0, 0], K,
+                # the progressive choice judges the last step, whose block is
+                # (DSG) the newest: its features on the batch are kept from
+                # the prediction (the same sums in the same order: same bits)
+                n_before = n_blocks - 1 if progressive and n_blocks > 0 else n_blocks
+                if n_before > 0:
+                    if _evaluate(&fm, &R, rows, nr, n_before, &coef[0, 0, 0], K,
                                  cache_ptr, n_cached, scratch, nb, U, n_threads) != 0:
                         status = -1
                         break
-                for j in range(n_tail):
-                    blk = _block_ptr(&fm, tail_first + j, cache_ptr, n_cached, fresh)
-                    _features_of_rows(&fm, &R, rows, nr, blk, tail + j * Bs * F, n_threads)
-                    _add_block(tail + j * Bs * F, nr, F, K, &coef[tail_first + j, 0, 0], U,
-                               n_threads)
+                if n_before < n_blocks:
+                    blk = _block_ptr(&fm, n_before, cache_ptr, n_cached, fresh)
+                    _features_of_rows(&fm, &R, rows, nr, blk, newest, n_threads)
+                    _add_block(newest, nr, F, K, &coef[n_before, 0, 0], U, n_threads)
                 feature_evals += nr * F * n_blocks
                 for r in range(nr):
                     for k in range(K):
@@ -416,42 +406,32 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
                 if progressive:
                     # the ridge whose fits of the past batches' derivatives
                     # did best on the batches that followed them (unseen when
-                    # they were fitted); this batch judges the recent steps
-                    # first (those fitted on a whole batch: the short last
+                    # they were fitted); this batch judges the last step
+                    # first, if it was fitted on a whole batch (the short last
                     # batch of a chunk, fitted closely by small ridges, would
                     # count against them far beyond its size)
-                    n_steps = <Py_ssize_t>rs[RS_STEPS]
-                    if score_decay != 1.0 and n_steps > 0:
-                        for j in range(N_RIDGES):
-                            rs[RS_SCORES + j] *= score_decay
-                    for lag in range(first_lag, lags + 1):
-                        if lag > n_steps:
-                            break
-                        slot = rs + RS_SLOTS + ((n_steps - lag) % lags) * slot_size
-                        if slot[SLOT_ROWS] < B:
-                            continue
-                        j = <Py_ssize_t>slot[SLOT_TARGET]
-                        if j >= tail_first:
-                            P = tail + (j - tail_first) * Bs * F
+                    if rs[RS_HAVE] != 0.0 and rs[RS_ROWS] >= B:
+                        last_target = <Py_ssize_t>rs[RS_TARGET]
+                        if last_target == n_before and n_before < n_blocks:
+                            P = newest
                         else:
-                            blk = _block_ptr(&fm, j, cache_ptr, n_cached, fresh)
+                            blk = _block_ptr(&fm, last_target, cache_ptr, n_cached, fresh)
                             _features_of_rows(&fm, &R, rows, nr, blk, prev_phi, n_threads)
                             feature_evals += nr * F
                             P = prev_phi
                         _judge_candidates(U, P, rows, tg, tcols, nr, F, K, loss,
-                                          loss_param, slot, rs + RS_SCORES, ucand)
-                        rs[RS_JUDGED] += 1.0
+                                          loss_param, rs, ucand)
+                        rs[RS_JUDGED] = 1.0
                     chosen = _best_ridge(rs)
-                    slot = rs + RS_SLOTS + (n_steps % lags) * slot_size
-                    _fit_candidates(PHI, G, nr, F, K, work, slot + SLOT_CANDIDATES)
+                    _fit_candidates(PHI, G, nr, F, K, work, rs + RS_CANDIDATES)
                     for j in range(F * K):
-                        fit[j] = slot[SLOT_CANDIDATES + chosen * F * K + j]
+                        fit[j] = rs[RS_CANDIDATES + chosen * F * K + j]
                     ridge_sum += _grid_ridge(chosen)
-                    rs[RS_STEPS] = <double>(n_steps + 1)
-                    slot[SLOT_STEP] = step
-                    slot[SLOT_TARGET] = <double>target
-                    slot[SLOT_CHOSEN] = <double>chosen
-                    slot[SLOT_ROWS] = <double>nr
+                    rs[RS_HAVE] = 1.0
+                    rs[RS_STEP] = step
+                    rs[RS_TARGET] = <double>target
+                    rs[RS_CHOSEN] = <double>chosen
+                    rs[RS_ROWS] = <double>nr
                 elif fitted:
                     # the ridge given, or GCV's choice on this batch
                     ridge_sum += _fit_block(PHI, G, nr, F, K, ridge, work, fit)
@@ -523,19 +503,15 @@ cdef enum:
     # the next-batch choice (--step-rule fit): the ridge taken before any
     # batch has judged one (10**(-3 + FIRST_RIDGE / 2))
     FIRST_RIDGE = 6
-    # ridge_state: the judged losses, the count of fitted steps, then a ring
-    # of slots, one per recent fitted step (step number s in slot s % lags)
-    RS_SCORES = 0                   # N_RIDGES judged losses, one per ridge
-    RS_STEPS = N_RIDGES             # fitted steps taken so far
-    RS_JUDGED = N_RIDGES + 1        # judgements made so far
-    RS_SLOTS = N_RIDGES + 2
-    # a slot: the step, the block it set or updated, the grid index of its
-    # ridge, the rows of its batch, then N_RIDGES fits (F x K each)
-    SLOT_STEP = 0
-    SLOT_TARGET = 1
-    SLOT_CHOSEN = 2
-    SLOT_ROWS = 3
-    SLOT_CANDIDATES = 4
+    # ridge_state: the last fitted step, then the scores, then the candidates
+    RS_HAVE = 0         # 1 once a fitted step has been taken
+    RS_STEP = 1         # its step
+    RS_TARGET = 2       # the block it set or updated
+    RS_CHOSEN = 3       # the grid index of its ridge
+    RS_ROWS = 4         # the rows of its batch
+    RS_JUDGED = 5       # 1 once a batch has judged a step
+    RS_SCORES = 6       # N_RIDGES judged losses, one per ridge
+    RS_CANDIDATES = RS_SCORES + N_RIDGES    # N_RIDGES fits (F x K each) of the last batch
 cdef double RIDGE_LOW = 1e-3
 cdef double RIDGE_RATIO = 3.1622776601683795      # sqrt(10)
 
@@ -550,10 +526,9 @@ def ridge_grid():
     return np.array([_grid_ridge(i) for i in range(N_RIDGES)])
 
 
-def ridge_state_size(Py_ssize_t block_size, Py_ssize_t n_outputs, Py_ssize_t lags=1):
-    """Doubles of ``fit_chunk``'s ``ridge_state`` (the next-batch ridge
-    choice, judging each step up to ``lags`` batches after it)."""
-    return RS_SLOTS + lags * (SLOT_CANDIDATES + N_RIDGES * block_size * n_outputs)
+def ridge_state_size(Py_ssize_t block_size, Py_ssize_t n_outputs):
+    """Doubles of ``fit_chunk``'s ``ridge_state`` (the next-batch ridge choice)."""
+    return RS_CANDIDATES + N_RIDGES * block_size * n_outputs
 
 
 cdef double _gram(const double* PHI, const double* G, Py_ssize_t nr, Py_ssize_t F,
@@ -710,18 +685,18 @@ cdef inline double _row_loss(int loss, double param, const double* u, const doub
 cdef void _judge_candidates(const double* U, const double* P, const int64_t* rows,
                             const double* targets, Py_ssize_t tcols, Py_ssize_t nr,
                             Py_ssize_t F, Py_ssize_t K, int loss, double param,
-                            const double* slot, double* scores, double* u) noexcept nogil:
+                            double* rs, double* u) noexcept nogil:
     """Add to each ridge's score the loss this batch would have had if the
-    fitted step of ``slot`` had used that ridge's candidate: the batch's
-    predictions U moved by step * P (c_chosen - c_i), with P that step's
-    target block's features on this batch's rows (rows its fit did not see).
-    ``u``: K doubles.  Serial, in row order."""
-    cdef Py_ssize_t i, r, k, f, chosen = <Py_ssize_t>slot[SLOT_CHOSEN]
-    cdef double step = slot[SLOT_STEP], s, total
-    cdef const double* best = slot + SLOT_CANDIDATES + chosen * F * K
+    last fitted step had used that ridge's candidate: the batch's predictions
+    U moved by step * P (c_chosen - c_i), with P the last target block's
+    features on this batch's rows (rows the last fit did not see).  ``u``:
+    K doubles.  Serial, in row order."""
+    cdef Py_ssize_t i, r, k, f, chosen = <Py_ssize_t>rs[RS_CHOSEN]
+    cdef double step = rs[RS_STEP], s, total
+    cdef const double* best = rs + RS_CANDIDATES + chosen * F * K
     cdef const double* c
     for i in range(N_RIDGES):
-        c = slot + SLOT_CANDIDATES + i * F * K
+        c = rs + RS_CANDIDATES + i * F * K
         total = 0.0
         for r in range(nr):
             for k in range(K):
@@ -730,7 +705,7 @@ cdef void _judge_candidates(const double* U, const double* P, const int64_t* row
                     s = s + P[r * F + f] * (best[f * K + k] - c[f * K + k])
                 u[k] = U[r * K + k] + step * s
             total = total + _row_loss(loss, param, u, targets + rows[r] * tcols, K)
-        scores[i] += total
+        rs[RS_SCORES + i] += total
 
 
 cdef Py_ssize_t _best_ridge(const double* rs) noexcept nogil:

@@ -48,7 +48,7 @@ class DSGTrainer:
         self.n_old_updates = 0
         self.ridge_sum = 0.0        # ridges of the fitted steps, for their mean
         # the next-batch ridge choice's evidence, carried from chunk to chunk
-        self.ridge_state = np.zeros(_c.ridge_state_size(F, K, hyper.get("judge_lags", 1)))
+        self.ridge_state = np.zeros(_c.ridge_state_size(F, K))
         self.stride = (hyper["n_features"] + 1) * F
         self.cache_capacity = int(hyper["cache_mb"] * 2**20 // (8 * self.stride))
         self.cache = np.zeros(0)
