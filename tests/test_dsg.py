@@ -458,3 +458,19 @@ def test_fitted_step_same_bits_for_any_thread_count_and_ridge_option(heart):
                                                                       two.intercept)
     fixed = kernsolve.train(y, X, base + " --ridge 0.2")
     assert fixed.stats["mean_ridge"] == pytest.approx(0.2)
+
+
+def test_ridge_one_until_a_batch_has_judged_a_step(heart):
+    """The progressive choice takes ridge 1 until a batch has judged a step:
+    a first partial_fit chunk shorter than a batch is a step nobody judges
+    (doc/dsg.md, "The step rule"), so the next step takes ridge 1 too, not
+    the smallest ridge of the grid (scores all still zero)."""
+    from kernsolve.estimators.dsg import DSGClassifier
+    y, X = heart
+    clf = DSGClassifier(batch_size=16, feature_block=8, gamma=0.3, n_jobs=1)
+    clf.partial_fit(X[:5], y[:5], classes=np.unique(y))       # one short batch
+    clf.partial_fit(X[5:21], y[5:21])                         # one whole batch, unjudged
+    assert clf.model_.stats["n_iter"] == 2
+    assert clf.model_.stats["mean_ridge"] == pytest.approx(1.0, rel=1e-12)   # (old: 0.5005)
+    clf.partial_fit(X[21:53], y[21:53])        # judged from here: the ridge of the scores
+    assert clf.model_.stats["n_iter"] == 4
