@@ -156,7 +156,8 @@ def _reference_dsg(X, targets, K, loss, param, *, lam, step, t0, B, F, gamma, se
     key = stream_key(seed, "sampling")
     t = 0
     scores = np.zeros(len(_RIDGES))     # fit: each ridge's loss on the batches that followed
-    last = None                         # fit: (step, block, chosen ridge, candidates)
+    last = None     # fit: (step, block, chosen ridge, candidates, whole batch)
+    judged = False  # fit: has a batch judged a step yet
     for epoch in range(epochs):
         order = permutation(n, key, epoch)
         for pos in range(0, n, B):
@@ -184,18 +185,17 @@ def _reference_dsg(X, targets, K, loss, param, *, lam, step, t0, B, F, gamma, se
             else:
                 # judge the last step's candidates on this batch (if that
                 # step's batch was whole), then take the ridge with the
-                # smallest total so far
+                # smallest total so far (ridge 1 before any judgement)
                 if last is not None:
-                    g_last, block, chosen, cands, whole = last
+                    g_past, block, chosen, cands, whole = last
                     if whole:
                         P = random_features(X[rows], F, gamma=gamma, seed=seed,
                                             start=block * F, n_jobs=1)
                         for i, c in enumerate(cands):
                             scores[i] += _row_losses(
-                                loss, U + g_last * P @ (cands[chosen] - c), T, param).sum()
-                    chosen = int(np.argmin(scores))
-                else:
-                    chosen = _FIRST_RIDGE
+                                loss, U + g_past * P @ (cands[chosen] - c), T, param).sum()
+                        judged = True
+                chosen = int(np.argmin(scores)) if judged else _FIRST_RIDGE
                 cands = [_ridge_fit(phi, G, rho) for rho in _RIDGES]
                 new = -g * cands[chosen]
                 last = (g, nb, chosen, cands, len(rows) == B)
@@ -458,3 +458,19 @@ def test_fitted_step_same_bits_for_any_thread_count_and_ridge_option(heart):
                                                                       two.intercept)
     fixed = kernsolve.train(y, X, base + " --ridge 0.2")
     assert fixed.stats["mean_ridge"] == pytest.approx(0.2)
+
+
+def test_ridge_one_until_a_batch_has_judged_a_step(heart):
+    """The progressive choice takes ridge 1 until a batch has judged a step:
+    a first partial_fit chunk shorter than a batch is a step nobody judges
+    (doc/dsg.md, "The step rule"), so the next step takes ridge 1 too, not
+    the smallest ridge of the grid (scores all still zero)."""
+    from kernsolve.estimators.dsg import DSGClassifier
+    y, X = heart
+    clf = DSGClassifier(batch_size=16, feature_block=8, gamma=0.3, n_jobs=1)
+    clf.partial_fit(X[:5], y[:5], classes=np.unique(y))       # one short batch
+    clf.partial_fit(X[5:21], y[5:21])                         # one whole batch, unjudged
+    assert clf.model_.stats["n_iter"] == 2
+    assert clf.model_.stats["mean_ridge"] == pytest.approx(1.0, rel=1e-12)   # (old: 0.5005)
+    clf.partial_fit(X[21:53], y[21:53])        # judged from here: the ridge of the scores
+    assert clf.model_.stats["n_iter"] == 4

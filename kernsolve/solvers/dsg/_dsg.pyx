@@ -291,7 +291,8 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
     # scratch is sized by those, not by a --batch-size larger than the data.
     cdef Py_ssize_t Bs = B if B <= n_order else max(n_order, 1)
     cdef double* scratch = <double*>malloc((nb * stride + Bs * K * 2 + 2 * Bs * F + stride
-                                            + 2 * K + 2 * F * F + 3 * F * K + F)
+                                            + 2 * K + 2 * F * F + 3 * F * K + F
+                                            + (Bs * F if progressive else 0))
                                            * sizeof(double))
     if scratch == NULL:
         raise MemoryError("no memory for DSG scratch")
@@ -304,6 +305,10 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
     cdef double* work = fit + F * K             # and its scratch (_fit_block)
     cdef double* prev_phi = work + 2 * F * F + 2 * F * K + F   # last target's features, Bs x F
     cdef double* ucand = prev_phi + Bs * F      # a row's prediction under a candidate, K
+    # the newest block's features on the batch (the progressive choice), Bs x F
+    cdef double* newest = ucand + K
+    cdef Py_ssize_t n_before = 0, last_target
+    cdef const double* P
     cdef double* cache_ptr = &cache[0] if cache_blocks > 0 else NULL
     cdef double* beta_ptr = &beta[0, 0] if solver == SOLVER_CDSG else NULL
     cdef double* blk
@@ -323,11 +328,19 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
                 # u_r = f(x_r) over the blocks so far (Algorithm 2)
                 memset(U, 0, nr * K * sizeof(double))
                 n_cached = cache_blocks if cache_blocks < n_blocks else n_blocks
-                if n_blocks > 0:
-                    if _evaluate(&fm, &R, rows, nr, n_blocks, &coef[0, 0, 0], K,
+                # the progressive choice judges the last step, whose block is
+                # (DSG) the newest: its features on the batch are kept from
+                # the prediction (the same sums in the same order: same bits)
+                n_before = n_blocks - 1 if progressive and n_blocks > 0 else n_blocks
+                if n_before > 0:
+                    if _evaluate(&fm, &R, rows, nr, n_before, &coef[0, 0, 0], K,
                                  cache_ptr, n_cached, scratch, nb, U, n_threads) != 0:
                         status = -1
                         break
+                if n_before < n_blocks:
+                    blk = _block_ptr(&fm, n_before, cache_ptr, n_cached, fresh)
+                    _features_of_rows(&fm, &R, rows, nr, blk, newest, n_threads)
+                    _add_block(newest, nr, F, K, &coef[n_before, 0, 0], U, n_threads)
                 feature_evals += nr * F * n_blocks
                 for r in range(nr):
                     for k in range(K):
@@ -393,17 +406,22 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
                 if progressive:
                     # the ridge whose fits of the past batches' derivatives
                     # did best on the batches that followed them (unseen when
-                    # they were fitted); this batch judges the last step first,
-                    # if it was fitted on a whole batch (the short last batch
-                    # of a chunk, fitted closely by small ridges, would count
-                    # against them far beyond its size)
+                    # they were fitted); this batch judges the last step
+                    # first, if it was fitted on a whole batch (the short last
+                    # batch of a chunk, fitted closely by small ridges, would
+                    # count against them far beyond its size)
                     if rs[RS_HAVE] != 0.0 and rs[RS_ROWS] >= B:
-                        blk = _block_ptr(&fm, <Py_ssize_t>rs[RS_TARGET], cache_ptr,
-                                         n_cached, fresh)
-                        _features_of_rows(&fm, &R, rows, nr, blk, prev_phi, n_threads)
-                        feature_evals += nr * F
-                        _judge_candidates(U, prev_phi, rows, tg, tcols, nr, F, K, loss,
+                        last_target = <Py_ssize_t>rs[RS_TARGET]
+                        if last_target == n_before and n_before < n_blocks:
+                            P = newest
+                        else:
+                            blk = _block_ptr(&fm, last_target, cache_ptr, n_cached, fresh)
+                            _features_of_rows(&fm, &R, rows, nr, blk, prev_phi, n_threads)
+                            feature_evals += nr * F
+                            P = prev_phi
+                        _judge_candidates(U, P, rows, tg, tcols, nr, F, K, loss,
                                           loss_param, rs, ucand)
+                        rs[RS_JUDGED] = 1.0
                     chosen = _best_ridge(rs)
                     _fit_candidates(PHI, G, nr, F, K, work, rs + RS_CANDIDATES)
                     for j in range(F * K):
@@ -491,7 +509,8 @@ cdef enum:
     RS_TARGET = 2       # the block it set or updated
     RS_CHOSEN = 3       # the grid index of its ridge
     RS_ROWS = 4         # the rows of its batch
-    RS_SCORES = 5       # N_RIDGES judged losses, one per ridge
+    RS_JUDGED = 5       # 1 once a batch has judged a step
+    RS_SCORES = 6       # N_RIDGES judged losses, one per ridge
     RS_CANDIDATES = RS_SCORES + N_RIDGES    # N_RIDGES fits (F x K each) of the last batch
 cdef double RIDGE_LOW = 1e-3
 cdef double RIDGE_RATIO = 3.1622776601683795      # sqrt(10)
@@ -693,7 +712,7 @@ cdef Py_ssize_t _best_ridge(const double* rs) noexcept nogil:
     """The grid index with the smallest judged loss so far (the smallest
     ridge on ties); FIRST_RIDGE before any judgement."""
     cdef Py_ssize_t i, best = 0
-    if rs[RS_HAVE] == 0.0:
+    if rs[RS_JUDGED] == 0.0:
         return FIRST_RIDGE
     for i in range(1, N_RIDGES):
         if rs[RS_SCORES + i] < rs[RS_SCORES + best]:
@@ -811,6 +830,28 @@ cdef void _features_of_rows(const FeatureMap* fm, const Rows* X, const int64_t* 
     else:
         for r in prange(n_rows, schedule="static", num_threads=n_threads):
             fm_apply_row(fm, blk, blk + d_f, X, rows[r], out + r * F)
+
+
+cdef void _add_block(const double* Z, Py_ssize_t nr, Py_ssize_t F, Py_ssize_t K,
+                     const double* coef, double* out, int n_threads) noexcept nogil:
+    """out[r, :] += Z[r, :] . coef (one block's features Z, nr x F, and its
+    coefficients, F x K): the sums of _add_group, in its order."""
+    cdef Py_ssize_t r, k, f
+    cdef double s
+    if n_threads == 1 or nr < 8:
+        for r in range(nr):
+            for k in range(K):
+                s = 0.0
+                for f in range(F):
+                    s = s + Z[r * F + f] * coef[f * K + k]
+                out[r * K + k] += s
+    else:
+        for r in prange(nr, schedule="static", num_threads=n_threads):
+            for k in range(K):
+                s = 0.0
+                for f in range(F):
+                    s = s + Z[r * F + f] * coef[f * K + k]
+                out[r * K + k] += s
 
 
 cdef void _rescale(double[:, :, ::1] coef, Py_ssize_t n_blocks, double scale) noexcept nogil:
