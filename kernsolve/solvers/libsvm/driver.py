@@ -387,12 +387,15 @@ def _train_one(ctx, rows, target, C, cp=None, cn=None):
     }
     if "r" in info:
         stats["r"] = float(info["r"])
+    # what the -m budget held (per sub-problem: not summed over them)
+    stats.update({key: int(info[key]) for key in _MEMORY if key in info})
     # The SMO core's phase timers, when they were asked for (doc/smo.md).
     stats.update({key: float(v) for key, v in info.items() if key.startswith("time_")})
     return coef, float(rho), stats
 
 
 _COUNTERS = ("n_iter", "n_kernel_evals", "n_cache_hits", "n_cache_misses", "seconds")
+_MEMORY = ("cache_peak_bytes", "cache_budget_bytes", "copy_bytes")
 
 
 def _counters(part):
