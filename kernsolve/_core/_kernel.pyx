@@ -18,6 +18,21 @@ from ._kernel_values cimport (
     _clear_query, _value, _values_block, _diag_value, _chunk, _mean_cost, ks_exp,
     ks_exp_block, ks_simd, ks_simd_baseline, KS_AVX2)
 
+# The cache's rows are many blocks on the heap, and glibc hands free heap pages
+# back to the system only from the heap's top: after a sub-problem, its freed
+# cache would stay resident under whatever is allocated next (the next pair,
+# the model's support vectors).  The engine returns them when it goes.
+cdef extern from *:
+    """
+    #if defined(__GLIBC__)
+    #include <malloc.h>
+    static void ks_release_free_memory(void) { malloc_trim(0); }
+    #else
+    static void ks_release_free_memory(void) {}
+    #endif
+    """
+    void ks_release_free_memory() noexcept nogil
+
 # Deferred column swaps held before they are applied (16 bytes each).
 cdef enum:
     MAX_PENDING = 4096
@@ -227,6 +242,8 @@ cdef class KernelRows:
         free(self.by_pos_indices)
         free(self.by_pos_indptr)
         free(self.by_pos_norms)
+        if self.budget > (1 << 20):     # a cache that may have held megabytes
+            ks_release_free_memory()
 
     # ------------------------------------------------------------ LRU list
     cdef void _lru_remove(self, Py_ssize_t h) noexcept nogil:
