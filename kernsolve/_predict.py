@@ -207,6 +207,7 @@ def _decision_values(X, model, n_jobs):
         sums[:] = 0.0
         expansion_sums(K, columns, coefs, sums, threads)
         sums -= rho
+        del K       # before the next block is made: one block in memory, not two
     return out
 
 
