@@ -173,3 +173,28 @@ def test_process_peak_stays_within_m_plus_the_data(shared):
     # without the budget the cache holds this much: the bound is a real limit
     assert free["pairs"][0]["cache_peak_bytes"] > bound + 20 * MB
     assert bounded["pairs"][0]["cache_peak_bytes"] <= 4 * MB
+
+
+def test_model_lines_come_in_bounded_chunks_with_the_same_text():
+    """save_model writes the support vectors' lines chunk by chunk: each chunk
+    holds about values_per_chunk numbers (at least one row), and together they
+    are the text of one chunk for the whole model, whatever mix of LIBSVM's
+    %.8g values and values that need %.17g the chunks see."""
+    import scipy.sparse as sp
+    from kernsolve._model_text import format_sv_rows
+    rng = np.random.default_rng(8)
+    dense = np.round(rng.random((300, 40)), 6) * (rng.random((300, 40)) < 0.4)
+    dense[rng.random(dense.shape) < 0.05] = np.pi        # needs %.17g
+    dense[7] = 0.0                                       # a row without values
+    csr = sp.csr_matrix(dense)
+    coef = rng.standard_normal((3, 300))
+    whole = list(format_sv_rows(coef, csr, values_per_chunk=10 ** 9))
+    assert len(whole) == 1
+    chunks = list(format_sv_rows(coef, csr, values_per_chunk=100))
+    assert "".join(chunks) == whole[0]
+    row_numbers = 3 + 2 * np.diff(csr.indptr)
+    assert len(chunks) >= row_numbers.sum() // 100
+    for text in chunks:
+        lines = text.splitlines()
+        numbers = sum(3 + 2 * (len(line.split()) - 3) for line in lines)
+        assert numbers <= 100 or len(lines) == 1
