@@ -242,7 +242,7 @@ cdef class KernelRows:
         free(self.by_pos_indices)
         free(self.by_pos_indptr)
         free(self.by_pos_norms)
-        if self.budget > (1 << 20):     # a cache that may have held megabytes
+        if self.peak_entries * sizeof(kfloat) + self.by_pos_bytes > (4 << 20):   # > 4 MB held
             ks_release_free_memory()
 
     # ------------------------------------------------------------ LRU list
