@@ -403,12 +403,16 @@ def _rows_apart(Xc, Yc, code, degree, gamma, coef0, n_threads):
                                       True, True)
     # dense chunks of whole tiles: the memory is bounded (the bits do not
     # depend on the chunks)
+    def dense_rows(part):
+        return _matrix._kernel_matrix(part.toarray(), Yc, code, degree, gamma, coef0,
+                                      n_threads, True, True)
+
     step = max(1, _DENSE_CHUNK_BYTES // (8 * max(width, 1) * ROW_TILE)) * ROW_TILE
+    if Xc.shape[0] <= step:     # one chunk (a prediction block): no second K block
+        return dense_rows(Xc)
     out = np.empty((Xc.shape[0], Yc.shape[0]))
     for start in range(0, Xc.shape[0], step):
-        out[start:start + step] = _matrix._kernel_matrix(
-            Xc[start:start + step].toarray(), Yc, code, degree, gamma, coef0, n_threads,
-            True, True)
+        out[start:start + step] = dense_rows(Xc[start:start + step])
     return out
 
 

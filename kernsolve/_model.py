@@ -191,7 +191,10 @@ def _check_model(model):
 
 
 def _format_model(model):
-    """The model file's text."""
+    """The model file's text as (header, iterable of the SV lines' texts): the
+    checks are made here, before anything is written, and the SV lines come
+    in bounded chunks (``format_sv_rows``) for the writer to write one by one,
+    never the whole text in memory."""
     coef, rho = _check_model(model)
     param = model.param
     s, t = int(param.svm_type), int(param.kernel_type)
@@ -232,7 +235,7 @@ def _format_model(model):
         for i in range(l):
             parts = [float_text(c) for c in coef[:, i]] + ["0:%d" % int(col0[i])]
             lines.append(" ".join(parts) + " ")
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines) + "\n", ()
     csr = sp.csr_matrix(sv, dtype=np.float64)
     if not csr.has_canonical_format:
         csr = csr.copy()
@@ -241,8 +244,7 @@ def _format_model(model):
     if bad.any():
         row = int(np.searchsorted(csr.indptr, np.flatnonzero(bad)[0], side="right"))
         raise ValueError(f"model: support vector {row} has non-finite values")
-    head = "\n".join(lines) + "\n"
-    return head + "".join(format_sv_rows(coef, csr))
+    return "\n".join(lines) + "\n", format_sv_rows(coef, csr)
 
 
 def save_model(path: StrPath, model: Model | ModelKind) -> None:
@@ -264,9 +266,11 @@ def save_model(path: StrPath, model: Model | ModelKind) -> None:
     if isinstance(model, ModelKind):      # DSG, EigenPro, ...: their own format
         model.save(path)
         return
-    text = _format_model(model)
+    head, sv_lines = _format_model(model)
     with output_file(path) as f:
-        f.write(text)
+        f.write(head)
+        for text in sv_lines:
+            f.write(text)
 
 
 # ---------------------------------------------------------------- reading

@@ -80,15 +80,34 @@ def _sv_value_format(values):
     return "%s", texts
 
 
-def format_sv_rows(coef, csr, rows_per_chunk=2000):
-    """The SV lines, chunk by chunk: one %-format over many rows (no per-value calls)."""
+#: Numbers formatted together by :func:`format_sv_rows`: each becomes a few
+#: Python objects (a float, its text, list and tuple slots: about 100 bytes),
+#: so a chunk takes ~6 MB whatever the model's size.
+SV_CHUNK_VALUES = 1 << 16
+
+
+def _row_chunks(row_len, budget):
+    """Cut rows of ``row_len`` numbers into runs of about ``budget`` numbers
+    (at least one row each): yields (first row, end row)."""
+    ends = np.cumsum(row_len)
+    a, l = 0, row_len.size
+    while a < l:
+        base = ends[a - 1] if a else 0
+        b = int(np.searchsorted(ends, base + budget, side="right"))
+        b = min(max(b, a + 1), l)
+        yield a, b
+        a = b
+
+
+def format_sv_rows(coef, csr, values_per_chunk=SV_CHUNK_VALUES):
+    """The SV lines, chunk by chunk: one %-format over many rows (no per-value
+    calls), chunks of about ``values_per_chunk`` numbers so the memory of the
+    texts stays bounded (write each chunk as it comes: ``save_model``)."""
     m, l = coef.shape
     indptr = csr.indptr.astype(np.int64)
-    indices = csr.indices.astype(np.float64) + 1.0  # %d formats whole floats exactly
-    data = csr.data
+    indices, data = csr.indices, csr.data
     templates = {}
-    for a in range(0, l, rows_per_chunk):
-        b = min(l, a + rows_per_chunk)
+    for a, b in _row_chunks(m + 2 * np.diff(indptr), values_per_chunk):
         counts = np.diff(indptr[a:b + 1])
         row_len = m + 2 * counts
         starts = np.concatenate([[0], np.cumsum(row_len)[:-1]])
@@ -101,7 +120,7 @@ def format_sv_rows(coef, csr, rows_per_chunk=2000):
             k = np.arange(nnz) - (indptr[a:b] - indptr[a])[row_of]
             pos = starts[row_of] + m + 2 * k
             lo, hi = indptr[a], indptr[b]
-            out[pos] = indices[lo:hi]
+            out[pos] = indices[lo:hi] + 1.0    # %d formats whole floats exactly
             out[pos + 1] = data[lo:hi]
         args = out.tolist()
         fmt = "%.8g"

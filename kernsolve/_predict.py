@@ -221,6 +221,7 @@ def _decision_values(X, model, n_jobs):
             stop = min(n, start + rows)
             K = np.ascontiguousarray(blocks.block(start, stop), dtype=np.float64)
             expansion_sums(K, columns, coefs, out[start:stop], threads)
+            del K   # before the next block is made: one block in memory, not two
     out -= rho
     return out
 

@@ -31,7 +31,8 @@ cdef struct KernelParams:
 cdef class KernelRows:
     """Kernel rows of a training set, addressed by *position*.
 
-    Positions start as data rows (perm = identity). ``swap(p, q)`` exchanges two
+    Positions start as data rows (perm = identity, or the sub-problem's rows
+    of X given at construction, read in place). ``swap(p, q)`` exchanges two
     positions (SMO's shrinking moves inactive points to the end, as LIBSVM
     does); ``get_row(p, length)`` returns K(x[perm[p]], x[perm[k]]) for
     k < length, computing only the missing tail in parallel over k and keeping
@@ -44,7 +45,7 @@ cdef class KernelRows:
     """
     cdef Rows X
     cdef KernelParams params
-    cdef Py_ssize_t n                 # number of training rows
+    cdef Py_ssize_t n                 # number of positions (rows of the problem)
     cdef Py_ssize_t* perm             # position -> data row
     cdef double* sq_norms             # ||x_i||^2 (or sum|x_i| pieces) by data row
     cdef double* diag                 # K(x[perm[p]], x[perm[p]]) by position
@@ -70,6 +71,7 @@ cdef class KernelRows:
     cdef Py_ssize_t* lru_next
     cdef Py_ssize_t budget            # cache budget in kfloat entries
     cdef Py_ssize_t free_entries      # budget minus entries held
+    cdef Py_ssize_t peak_entries      # the most entries held at once
     cdef double* work                 # x_i scattered densely (sparse X), zero outside its nonzeros
     cdef bint use_scatter             # sparse X with few enough features to scatter
     cdef double row_cost              # mean multiply-adds per kernel value (parallel threshold)
@@ -82,13 +84,15 @@ cdef class KernelRows:
     # Sparse X copied in position order (row k = data row perm[k]) so a kernel
     # row walks memory in order instead of jumping through perm; rebuilt after
     # swaps, before the next row is computed.  NULL when X is dense or the
-    # copy would be too large.
+    # copy would take more than its share of the budget (it counts in it).
     cdef Rows by_pos
     cdef double* by_pos_values
     cdef int32_t* by_pos_indices
     cdef int64_t* by_pos_indptr
     cdef double* by_pos_norms
     cdef bint by_pos_stale
+    cdef int64_t by_pos_nnz           # nonzeros of the rows the positions use
+    cdef Py_ssize_t by_pos_bytes      # the copy's share of the budget
 
     cdef const kfloat* get_row(self, Py_ssize_t p, Py_ssize_t length) noexcept nogil
     cdef void swap(self, Py_ssize_t p, Py_ssize_t q) noexcept nogil

@@ -18,13 +18,29 @@ from ._kernel_values cimport (
     _clear_query, _value, _values_block, _diag_value, _chunk, _mean_cost, ks_exp,
     ks_exp_block, ks_simd, ks_simd_baseline, KS_AVX2)
 
+# The cache's rows are many blocks on the heap, and glibc hands free heap pages
+# back to the system only from the heap's top: after a sub-problem, its freed
+# cache would stay resident under whatever is allocated next (the next pair,
+# the model's support vectors).  The engine returns them when it goes.
+cdef extern from *:
+    """
+    #if defined(__GLIBC__)
+    #include <malloc.h>
+    static void ks_release_free_memory(void) { malloc_trim(0); }
+    #else
+    static void ks_release_free_memory(void) {}
+    #endif
+    """
+    void ks_release_free_memory() noexcept nogil
+
 # Deferred column swaps held before they are applied (16 bytes each).
 cdef enum:
     MAX_PENDING = 4096
 
-# The position-ordered copy of sparse X may take this much memory, or an
-# eighth of the cache budget if that is more (a9a: 5.5 MB, ijcnn1: 8 MB).
-cdef double BY_POSITION_MIN_BYTES = 64.0 * 1048576.0
+# The position-ordered copy of sparse X is made when it takes at most this
+# share of the -m budget, and its bytes come out of the budget (a9a: 5.5 MB,
+# ijcnn1: 8 MB, a 10-class Fashion-MNIST pair of 4000 rows: 19 MB).
+cdef double BY_POSITION_SHARE = 0.25
 
 # The C enum's numbers and names, for tests/test_constants.py to compare with
 # kernsolve/_constants.py (the owner of the table).
@@ -156,7 +172,7 @@ cdef void _copy_rows_job(void* arg, int c, int nc) noexcept nogil:
 # --------------------------------------------------------------- KernelRows
 
 cdef class KernelRows:
-    """KernelRows(X, kernel_type, degree, gamma, coef0, cache_mb, n_threads)
+    """KernelRows(X, kernel_type, degree, gamma, coef0, cache_mb, n_threads, rows=None)
 
     Parameters
     ----------
@@ -168,14 +184,18 @@ cdef class KernelRows:
         4 precomputed, 5 laplacian.
     degree, gamma, coef0 : parameters of the kernel (LIBSVM's definitions).
     cache_mb : float
-        Byte budget of the row cache in MB (2**20 bytes), raised to at least
-        two full rows.
+        Byte budget in MB (2**20 bytes) of the cached rows and of the
+        position-ordered copy of sparse X (when it is made: at most a quarter
+        of the budget); the rows' part is raised to at least two full rows.
     n_threads : int
         Threads used to compute a row.
+    rows : array of int, optional
+        The data rows of X the positions start as (a sub-problem's rows,
+        without copying them out of X); default all of X, in order.
     """
 
     def __init__(self, X, int kernel_type, int degree, double gamma, double coef0,
-                 double cache_mb, int n_threads):
+                 double cache_mb, int n_threads, rows=None):
         if self.perm != NULL:
             raise RuntimeError("KernelRows is already initialised")
         if kernel_type not in KERNEL_NAMES:
@@ -192,12 +212,24 @@ cdef class KernelRows:
         if n_threads < 1:
             raise ValueError(f"n_threads must be >= 1, got {n_threads}")
         self._keepalive = as_rows(X, &self.X)
-        cdef Py_ssize_t n = self.X.n_rows, i
-        if n < 1:
-            raise ValueError("X has no rows")
+        cdef Py_ssize_t n = self.X.n_rows, i, p
         if kernel_type == PRECOMPUTED and (self.X.is_sparse or self.X.n_features != n):
             raise ValueError("a precomputed kernel must be a dense n x n matrix, "
                              f"got shape {X.shape}")
+        cdef const Py_ssize_t* start = NULL
+        cdef const Py_ssize_t[::1] picked
+        if rows is not None:
+            rows = np.ascontiguousarray(rows, dtype=np.intp)
+            if rows.ndim != 1:
+                raise ValueError(f"rows must be one-dimensional, got shape {rows.shape}")
+            if rows.shape[0] and (rows.min() < 0 or rows.max() >= n):
+                raise ValueError(f"rows must be data rows of X, in [0, {n})")
+            n = rows.shape[0]
+            if n:
+                picked = rows
+                start = &picked[0]
+        if n < 1:
+            raise ValueError("X has no rows")
         self.n = n
         self.params.kind = kernel_type
         self.params.degree = degree
@@ -207,7 +239,8 @@ cdef class KernelRows:
         self.par_min_work = PAR_MIN_WORK
 
         self.perm = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
-        self.sq_norms = <double*>malloc(n * sizeof(double))
+        # by data row: X's rows, of which the positions use n
+        self.sq_norms = <double*>malloc(max(self.X.n_rows, 1) * sizeof(double))
         self.diag = <double*>malloc(n * sizeof(double))
         self.cache_data = <kfloat**>calloc(n, sizeof(kfloat*))
         self.cache_len = <Py_ssize_t*>calloc(n, sizeof(Py_ssize_t))
@@ -229,27 +262,42 @@ cdef class KernelRows:
             raise MemoryError("KernelRows: cannot allocate the kernel cache tables")
         self.lru_prev[n] = n
         self.lru_next[n] = n
+        cdef int64_t nnz = 0
         with nogil:
-            for i in range(n):
-                self.perm[i] = i
+            for p in range(n):
+                i = p if start == NULL else start[p]
+                self.perm[p] = i
                 if kernel_type == PRECOMPUTED:
                     self.sq_norms[i] = 0.0
                 else:
                     self.sq_norms[i] = _row_norm(&self.X, i, kernel_type)
-                self.diag[i] = _diag_value(&self.params, &self.X, i, self.sq_norms[i])
-        cdef double budget_bytes = cache_mb * 1048576.0
+                self.diag[p] = _diag_value(&self.params, &self.X, i, self.sq_norms[i])
+                if self.X.is_sparse:
+                    nnz += self.X.indptr[i + 1] - self.X.indptr[i]
+        self.by_pos_nnz = nnz
+        cdef double entries = cache_mb * 1048576.0 / <double>sizeof(kfloat)
+        # The position-ordered copy of sparse X (nonzeros, row pointers,
+        # norms), when it fits in its share of the budget, which it then uses.
+        cdef double copy_bytes = 12.0 * nnz + 16.0 * (n + 1)
+        if (self.X.is_sparse and kernel_type != PRECOMPUTED
+                and copy_bytes <= BY_POSITION_SHARE * entries * sizeof(kfloat)):
+            entries -= copy_bytes / sizeof(kfloat)
+            self.by_pos = self.X      # n_features, is_sparse; arrays set when built
+            self.by_pos.n_rows = n
+            self.by_pos.values = NULL
+            self.by_pos_bytes = <Py_ssize_t>copy_bytes
+            # rows picked out of X: copied in their order before the first
+            # row is computed (the copy a sub-problem would otherwise make)
+            self.by_pos_stale = start != NULL
         cdef double min_entries = 2.0 * <double>n
-        cdef double entries = budget_bytes / <double>sizeof(kfloat)
         self.budget = <Py_ssize_t>(entries if entries > min_entries else min_entries)
         self.free_entries = self.budget
-        self.row_cost = 1.0 if kernel_type == PRECOMPUTED else _mean_cost(&self.X)
-        # The position-ordered copy of sparse X: nonzeros, row pointers, norms.
-        cdef double copy_bytes
-        if self.X.is_sparse and kernel_type != PRECOMPUTED:
-            copy_bytes = 12.0 * self.X.indptr[n] + 16.0 * (n + 1)
-            if copy_bytes <= max(BY_POSITION_MIN_BYTES, self.budget * sizeof(kfloat) / 8.0):
-                self.by_pos = self.X      # n_rows, n_features, is_sparse; arrays set when built
-                self.by_pos.values = NULL
+        if kernel_type == PRECOMPUTED:
+            self.row_cost = 1.0
+        elif self.X.is_sparse:
+            self.row_cost = 1.0 + <double>nnz / <double>n      # as _mean_cost, on the rows used
+        else:
+            self.row_cost = _mean_cost(&self.X)
 
     def __dealloc__(self):
         cdef Py_ssize_t i
@@ -271,6 +319,8 @@ cdef class KernelRows:
         free(self.by_pos_indices)
         free(self.by_pos_indptr)
         free(self.by_pos_norms)
+        if self.peak_entries * sizeof(kfloat) + self.by_pos_bytes > (4 << 20):   # > 4 MB held
+            ks_release_free_memory()
 
     # ------------------------------------------------------------ LRU list
     cdef void _lru_remove(self, Py_ssize_t h) noexcept nogil:
@@ -383,6 +433,8 @@ cdef class KernelRows:
         self.cache_data[p] = data
         self.cache_len[p] = length
         self.free_entries -= more
+        if self.budget - self.free_entries > self.peak_entries:
+            self.peak_entries = self.budget - self.free_entries
         self._fill(p, old, length, data)
         self.n_kernel_evals += more
         self.n_cache_misses += 1
@@ -464,7 +516,7 @@ cdef class KernelRows:
         """Copy sparse X's rows in position order (made at the first swap, then
         refreshed after swaps: O(nonzeros), once per shrinking pass).  Out of
         memory: rows are read through perm, as before."""
-        cdef Py_ssize_t n = self.n, k, r, nnz = self.X.indptr[n]
+        cdef Py_ssize_t n = self.n, k, r, nnz = self.by_pos_nnz
         cdef int64_t at = 0
         cdef CopyJob job
         self.by_pos_stale = False
@@ -566,8 +618,21 @@ cdef class KernelRows:
 
     @property
     def budget_bytes(self):
-        """The cache budget in bytes (cache_mb, raised to two full rows)."""
+        """The cached rows' budget in bytes: cache_mb less the position-ordered
+        copy's bytes (``copy_bytes``), raised to two full rows."""
         return self.budget * sizeof(kfloat)
+
+    @property
+    def peak_cached_bytes(self):
+        """The most bytes of kernel values the cache has held at once."""
+        return self.peak_entries * sizeof(kfloat)
+
+    @property
+    def copy_bytes(self):
+        """Bytes of the position-ordered copy of sparse X taken from cache_mb
+        (0 when none is made); held once the first row is computed after a
+        swap (at once for ``rows`` picked out of X)."""
+        return self.by_pos_bytes if self.by_pos.is_sparse else 0
 
     @property
     def diagonal(self):

@@ -42,7 +42,8 @@ def run_smo(ctx, rows, y_pm, p, alpha, C, *, svr=False, nu=False):
     the iteration limit was reached.  Returns the core's statistics (a dict).
     """
     param = ctx.param
-    Xs = ctx.data.solver_input(rows)
+    # the sub-problem's rows are read in place (no copy of them)
+    Xs = ctx.data.solver_input(None)
     info = _smo_solve(Xs, int(param.kernel_type), int(param.degree), float(param.gamma),
                       float(param.coef0), np.ascontiguousarray(y_pm, dtype=np.int8),
                       np.ascontiguousarray(p, dtype=np.float64), alpha,
@@ -50,7 +51,7 @@ def run_smo(ctx, rows, y_pm, p, alpha, C, *, svr=False, nu=False):
                       svr=svr, eps=float(param.eps), shrinking=bool(param.shrinking), nu=nu,
                       bias=bool(param.bias), cache_mb=float(param.cache_size),
                       n_threads=ctx.n_threads, max_iter=ctx.max_iter,
-                      progress=ctx.progress())
+                      progress=ctx.progress(), rows=rows)
     info = dict(info)
     n_iter = int(info.get("n_iter", 0))
     # LIBSVM prints a dot every min(l, 1000) iterations, then the summary.

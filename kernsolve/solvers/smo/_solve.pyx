@@ -32,7 +32,7 @@ def _as_vector(name, a, dtype, m=None):
 def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alpha, C,
           *, bint svr=False, double eps=1e-3, bint shrinking=True, bint nu=False,
           bint bias=True, double cache_mb=100.0, int n_threads=1, max_iter=None,
-          progress=None, timers=None):
+          progress=None, timers=None, rows=None):
     """Solve LIBSVM's dual problem with SMO.
 
     Minimises ``0.5 a'Qa + p'a`` subject to ``y'a = Delta`` (the initial
@@ -43,7 +43,8 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
     ----------
     X : ndarray or scipy.sparse.csr_matrix
         Canonical training data (``kernsolve._kernels.as_canonical``); for
-        ``kernel_type == 4`` the dense n x n kernel matrix itself.
+        ``kernel_type == 4`` the dense n x n kernel matrix itself.  With
+        ``rows``, the data the sub-problem's rows are taken from.
     kernel_type, degree, gamma, coef0
         LIBSVM's ``-t``, ``-d``, ``-g`` (resolved) and ``-r``.
     y : ndarray of int8, shape (m,)
@@ -69,7 +70,8 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
         False solves without the equality constraint (one-variable updates,
         stopping when every projected gradient is below eps; rho = 0).
     cache_mb : float
-        Kernel cache budget in MB (LIBSVM's ``-m``).
+        Kernel cache budget in MB (LIBSVM's ``-m``): the cached rows and the
+        kernel engine's position-ordered copy of sparse rows, if it makes one.
     n_threads : int
         Threads for kernel rows, gradient updates and selection; the result
         is bit-identical for any value.
@@ -78,6 +80,9 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
     progress : callable or None
         Called with a dict (n_iter, gap, active_size, n_kernel_evals, seconds) about
         every 2 s; an exception it raises (or Ctrl-C) stops the solve.
+    rows : array of int or None
+        The sub-problem's rows of X, in its order (read in place, not copied
+        out); None: all of X.  n below is their number.
     timers : bool or None
         True adds the phase timers' seconds to the result (``time_kernel_rows``,
         ``time_select``, ``time_gradient``, ``time_shrink``, ``time_sync``);
@@ -88,7 +93,10 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
     -------
     dict
         rho, obj, r, n_iter, n_kernel_evals, n_cache_hits, n_cache_misses,
-        seconds, status ("ok" or "max_iter"), gap; with timers, the time_* keys.
+        seconds, status ("ok" or "max_iter"), gap; cache_peak_bytes (the most
+        bytes of cached rows held at once), cache_budget_bytes (the rows'
+        budget) and copy_bytes (the position-ordered copy's share of
+        cache_mb); with timers, the time_* keys.
     """
     check_team_setting()
     if not isinstance(alpha, np.ndarray) or alpha.dtype != np.float64 \
@@ -133,17 +141,22 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
     if not hasattr(X, "shape") or len(X.shape) != 2:
         raise ValueError("X must be a two-dimensional array or CSR matrix")
     n = X.shape[0]
-    if n == 0:
-        raise ValueError("X has no rows")
     if kernel_type == PRECOMPUTED and X.shape[1] != n:
         raise ValueError(f"a precomputed kernel must be n x n, got {X.shape}")
+    if rows is not None:
+        rows = np.asarray(rows)
+        if rows.ndim != 1 or not (rows.dtype.kind in "iu" or rows.size == 0):
+            raise ValueError("rows must be a one-dimensional array of row numbers")
+        n = rows.shape[0]
+    if n == 0:
+        raise ValueError("X has no rows")
     expected = 2 * n if svr else n
     if m != expected:
         raise ValueError(f"{m} variables for {n} rows: expected {expected} "
                          f"({'2n for svr' if svr else 'n'})")
 
     cdef KernelRows kr = KernelRows(X, kernel_type, degree, gamma, coef0,
-                                    cache_mb, n_threads)
+                                    cache_mb, n_threads, rows)
     cdef _SMO s = _SMO()
     s.setup(kr, y, p, alpha, C, svr, nu, bias, shrinking, eps, n_threads, max_iter)
     s.progress = progress
@@ -172,6 +185,10 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
         "seconds": seconds,
         "status": "max_iter" if status == ST_MAX_ITER else "ok",
         "gap": s.gap,
+        # what the -m budget held (doc/smo.md, "Memory")
+        "cache_peak_bytes": int(kr.peak_cached_bytes),
+        "cache_budget_bytes": int(kr.budget_bytes),
+        "copy_bytes": int(kr.copy_bytes),
     }
     if s.timed:
         for key, slot in TIMER_KEYS.items():
