@@ -257,18 +257,20 @@ def check_input_path(path, what="input file"):
         raise CommandError(f"can't open {what} {path}: {os.strerror(errno.EACCES)}")
 
 
-def read_data(path, precomputed=False):
+def read_data(path, precomputed=False, scipy=False):
     """Read a LIBSVM data file for a command, with command-line wording in errors.
 
     LIBSVM files are 1-based; only a precomputed kernel (``-t 4``) has the
     index 0 (the serial number), so only then may indices start at 0.
-    ``-`` reads stdin (errors then name ``<stdin>``).
+    ``-`` reads stdin (errors then name ``<stdin>``).  X is kernsolve's own CSR
+    (``kernsolve._sparse.Csr``: training and prediction never import scipy),
+    or scipy's csr_matrix with ``scipy`` (kernsolve-scale's arithmetic).
     """
     check_input_path(path)
     source = sys.stdin.buffer if path == STDIN else path
     try:
         return read_problem(source, zero_based="auto" if precomputed else False,
-                            for_training=True)
+                            for_training=True, _scipy=scipy)
     except DataFormatError as exc:
         msg = str(exc)
         marker = ": feature index 0 in 1-based data"

@@ -26,7 +26,6 @@ import time
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 
 from . import probability as _probability
 from .libsvm_rand import GlibcRand, probability_folds
@@ -38,6 +37,7 @@ from ..._kernels import as_canonical, kernel_matrix
 from ..._model import Model
 from ..._progress import Progress
 from ..._random import permutation
+from ..._sparse import issparse
 from ..._threads import resolve_n_jobs
 from ..._validation import (ONE_CLASS_INFO, check_sample_weight, check_targets, check_X,
                             group_classes, libsvm_rows, resolve_gamma,
@@ -203,7 +203,7 @@ class _Data:
     def _init_precomputed(self, X, n_rows):
         X = libsvm_rows(X, precomputed=True)
         try:
-            Xd = X.toarray() if sp.issparse(X) else np.asarray(X)
+            Xd = X.toarray() if issparse(X) else np.asarray(X)
             Xd = np.ascontiguousarray(Xd, dtype=np.float64)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"precomputed kernel rows must be numbers: {exc}") from None
