@@ -447,11 +447,12 @@ def _blas_controller_locked():
     """The threadpoolctl controller (``_BLAS.lock`` held), made at first use.
 
     Made at first use, not at import: it lists the BLAS libraries loaded when
-    it is made (numpy's, and scipy's, which ``_core._matrix`` loads), and
-    making it scans the process's libraries, which ``import kernsolve`` should
-    not pay for.
+    it is made (numpy's, and scipy's, which ``_core._matrix.load_blas`` loads
+    first: scipy is not imported before its dgemm is needed), and making it
+    scans the process's libraries, which ``import kernsolve`` should not pay for.
     """
     if _BLAS.controller is None:
+        _matrix.load_blas()
         from threadpoolctl import ThreadpoolController    # at first use, as the controller
         _BLAS.controller = ThreadpoolController()
     return _BLAS.controller

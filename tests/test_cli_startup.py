@@ -248,3 +248,25 @@ def test_public_api_keeps_scipy_matrices(tmp_path, heart):
     dsg = kernsolve.train(yc, Xc, "--solver dsg --epochs 0.5 -q")
     np.testing.assert_array_equal(kernsolve.predict(yc, Xc, dsg, "-q")[0],
                                   kernsolve.predict(y, X, dsg, "-q")[0])
+
+
+def test_one_blas_thread_reaches_scipys_blas_loaded_late(tmp_path):
+    # scipy (and its OpenBLAS) is no longer loaded by import kernsolve: the
+    # BLAS limit must still reach it, or the dense kernel matrix's dgemm would
+    # run on many threads and its bits follow the machine (EigenPro's models).
+    code = textwrap.dedent("""\
+        import sys
+        from kernsolve._kernels import one_blas_thread
+        assert "scipy" not in sys.modules
+        with one_blas_thread():
+            from threadpoolctl import threadpool_info
+            blas = [(i["filepath"], i["num_threads"]) for i in threadpool_info()
+                    if i["user_api"] == "blas"]
+        print(blas)
+        assert any("scipy" in path for path, _ in blas), blas
+        assert all(n == 1 for _, n in blas), blas
+        """)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path,
+                          env=package_env(OPENBLAS_NUM_THREADS="2"), capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

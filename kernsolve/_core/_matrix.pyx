@@ -51,6 +51,13 @@ cdef int _load_dgemm() except -1:
     return 0
 
 
+def load_blas():
+    """Load scipy's BLAS (and fetch its dgemm) now: before a BLAS thread limit
+    is set (kernsolve._kernels.one_blas_thread), which reaches only the BLAS
+    libraries loaded when it is made."""
+    _load_dgemm()
+
+
 def row_norms(X, int kernel_type):
     """Squared norms (L1 norms for the Laplacian kernel) of the rows of canonical X."""
     cdef Rows R
