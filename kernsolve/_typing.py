@@ -56,7 +56,13 @@ else:
 LibsvmRows = Sequence[Mapping[int, float]]
 
 #: scikit-learn's ``random_state``: a seed, a NumPy generator, or None (seed 0).
-RandomStateLike = Union[int, np.random.RandomState, np.random.Generator, None]
+#: (Names, not objects, at run time: ``np.random`` would import numpy.random,
+#: which the command-line tools never use; the modules that annotate with it
+#: import numpy as np, so ``typing.get_type_hints`` finds them.)
+if TYPE_CHECKING:
+    RandomStateLike = Union[int, np.random.RandomState, np.random.Generator, None]
+else:
+    RandomStateLike = Union[int, "np.random.RandomState", "np.random.Generator", None]
 
 #: An estimator's kernel: a name (``"rbf"``, ...) or a callable ``k(X, Y) -> matrix``.
 KernelLike = Union[str, Callable[..., Any]]
