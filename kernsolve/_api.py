@@ -11,6 +11,7 @@ from typing import Any
 from ._model import Model
 from ._model_kind import ModelKind
 from ._params import OptionsLike, Parameters, parse_options
+from ._sparse import to_scipy
 from ._typing import ArrayLike, MatrixLike
 from .solvers import spec_for
 from .solvers.libsvm import driver
@@ -74,7 +75,8 @@ def train(y: ArrayLike, X: MatrixLike, options: OptionsLike = "", *,
             "returns), or call kernsolve.svmutil.svm_train, which returns it")
     spec = _spec(param)
     if spec.train is not None:
-        return spec.train(y, X, param, n_jobs=n_jobs, sample_weight=sample_weight)
+        # whole-model solvers compute with scipy's matrices (kernsolve-train reads a Csr)
+        return spec.train(y, to_scipy(X), param, n_jobs=n_jobs, sample_weight=sample_weight)
     return driver.svm_train(y, X, param, spec, sample_weight=sample_weight, n_jobs=n_jobs,
                             _folds=_folds, _max_iter=_max_iter)
 

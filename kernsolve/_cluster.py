@@ -40,6 +40,7 @@ from ._io import _INT32_MAX, read_problem
 from ._model import Model, load_model
 from ._model_kind import ModelKind
 from ._predict import _parse_predict_options, _predict_arrays
+from ._sparse import issparse
 
 __all__ = ["LibsvmPartitions", "read_partitions", "dask_predict", "dask_partial_fit"]
 
@@ -237,7 +238,7 @@ def _probe_width(model):
     if isinstance(model, Model) and int(model.param.kernel_type) == PRECOMPUTED \
             and model.n_sv:
         sv = model.support_vectors
-        col0 = sv[:, [0]].toarray() if sp.issparse(sv) else np.asarray(sv)[:, :1]
+        col0 = sv[:, [0]].toarray() if issparse(sv) else np.asarray(sv)[:, :1]
         return max(int(col0.max()) + 1, 1)
     return max(int(getattr(model, "n_features", 1) or 1), 1)
 

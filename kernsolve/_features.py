@@ -12,12 +12,12 @@ import numbers
 import sys
 
 import numpy as np
-import scipy.sparse as sp
 
 from ._constants import LAPLACIAN, RBF
 from ._core import _features
 from ._kernels import as_canonical, kernel_code
 from ._random import _uint64, permutation
+from ._sparse import issparse, scipy_sparse, to_scipy
 from ._threads import resolve_n_jobs
 
 __all__ = ["random_features", "feature_directions", "median_gamma"]
@@ -218,7 +218,9 @@ def _pairwise_distances(S, l1):
     """Distances between distinct rows of S (i < j, row-major order)."""
     from scipy.spatial.distance import pdist   # at first use: ~0.3 s to import
     metric = "cityblock" if l1 else "euclidean"
-    if sp.issparse(S):
+    if issparse(S):
+        S = to_scipy(S)         # column selection and row arithmetic are scipy's
+        sp = scipy_sparse()
         used = np.unique(S.indices)
         if S.shape[0] * max(len(used), 1) * 8 <= _MEDIAN_DENSE_BYTES:
             # Only the columns the sample uses matter for its distances.

@@ -12,14 +12,14 @@ import stat
 from typing import Literal, overload
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import DTypeLike
 
 from ._core import _reader, _writer
 from ._errors import DataFormatError
 from ._fileutil import compression, compressor, open_read, output_file
+from ._sparse import issparse, make_csr, scipy_sparse
 from ._threads import resolve_n_jobs
-from ._typing import ArrayLike, DataFile, MatrixLike, NDArray
+from ._typing import ArrayLike, CsrMatrix, DataFile, MatrixLike, NDArray
 
 __all__ = ["read_problem", "write_problem"]
 
@@ -206,31 +206,33 @@ class _Source:
             return None
 
 
-_Problem = tuple[NDArray[np.float64], sp.csr_matrix]
-_RankingProblem = tuple[NDArray[np.float64], sp.csr_matrix, NDArray[np.int64]]
+_Problem = tuple[NDArray[np.float64], CsrMatrix]
+_RankingProblem = tuple[NDArray[np.float64], CsrMatrix, NDArray[np.int64]]
 
 
 @overload
 def read_problem(source: DataFile, n_features: int | None = ...,
                  zero_based: bool | Literal["auto"] = ..., dtype: DTypeLike = ...,
                  offset: int = ..., length: int = ..., query_id: Literal[False] = ...,
-                 n_jobs: int | None = ..., *, for_training: bool = ...) -> _Problem: ...
+                 n_jobs: int | None = ..., *, for_training: bool = ...,
+                 _scipy: bool = ...) -> _Problem: ...
 @overload
 def read_problem(source: DataFile, n_features: int | None = ...,
                  zero_based: bool | Literal["auto"] = ..., dtype: DTypeLike = ...,
                  offset: int = ..., length: int = ..., *, query_id: Literal[True],
-                 n_jobs: int | None = ..., for_training: bool = ...) -> _RankingProblem: ...
+                 n_jobs: int | None = ..., for_training: bool = ...,
+                 _scipy: bool = ...) -> _RankingProblem: ...
 @overload
 def read_problem(source: DataFile, n_features: int | None = ...,
                  zero_based: bool | Literal["auto"] = ..., dtype: DTypeLike = ...,
                  offset: int = ..., length: int = ..., query_id: bool = ...,
                  n_jobs: int | None = ..., *,
-                 for_training: bool = ...) -> _Problem | _RankingProblem: ...
+                 for_training: bool = ..., _scipy: bool = ...) -> _Problem | _RankingProblem: ...
 def read_problem(source: DataFile, n_features: int | None = None,
                  zero_based: bool | Literal["auto"] = "auto", dtype: DTypeLike = np.float64,
                  offset: int = 0, length: int = -1, query_id: bool = False,
                  n_jobs: int | None = None, *,
-                 for_training: bool = False) -> _Problem | _RankingProblem:
+                 for_training: bool = False, _scipy: bool = True) -> _Problem | _RankingProblem:
     """Read a LIBSVM/svmlight-format data file.
 
     Parameters
@@ -266,6 +268,9 @@ def read_problem(source: DataFile, n_features: int | None = None,
         Refuse, with the file and line, a feature index that kernsolve's
         solvers cannot use (2**31 or more columns; they number features with
         32-bit integers, as LIBSVM does).  The command-line tools set it.
+    _scipy : private
+        False gives X as kernsolve's own CSR (``kernsolve._sparse.Csr``), for
+        the command-line tools, which do not import scipy.
 
     Returns
     -------
@@ -308,7 +313,7 @@ def read_problem(source: DataFile, n_features: int | None = None,
     src = _Source(source)
     try:
         return _read(src, n_features, mode, dt, offset, length, bool(query_id),
-                     n_threads, windowed, _INT32_MAX if for_training else None)
+                     n_threads, windowed, _INT32_MAX if for_training else None, _scipy)
     finally:
         src.close()
 
@@ -326,7 +331,7 @@ def _too_wide(index):
 
 
 def _read(src, n_features, mode, dt, offset, length, query_id, n_threads, windowed,
-          column_limit=None):
+          column_limit=None, scipy=True):
     # column_limit bounds the width without fixing it (n_features fixes it).
     limited = column_limit is not None and n_features in (None, column_limit)
     width_bound = column_limit if limited else n_features
@@ -464,8 +469,7 @@ def _read(src, n_features, mode, dt, offset, length, query_id, n_threads, window
     want64 = max(n_cols, n_rows, nnz) > _INT32_MAX
     y, data, indices, indptr, qid = builder.finish(one_based, want64, n_threads)
     del builder
-    X = sp.csr_matrix((data, indices, indptr), shape=(n_rows, n_cols), copy=False)
-    X.has_sorted_indices = True
+    X = make_csr(data, indices, indptr, (n_rows, n_cols), scipy)
     if query_id:
         return y, X, qid
     return y, X
@@ -510,7 +514,8 @@ def write_problem(destination: DataFile, y: ArrayLike, X: MatrixLike, zero_based
     y = np.ascontiguousarray(y, dtype=np.float64)
     if not np.isfinite(y).all():
         raise ValueError("y contains NaN or infinity")
-    sparse = sp.issparse(X)
+    sp = scipy_sparse()      # writing converts with scipy (reading never needs it)
+    sparse = issparse(X)
     if sparse:
         X = sp.csr_matrix(X)
         if not X.has_canonical_format:

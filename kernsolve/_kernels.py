@@ -10,11 +10,10 @@ import numbers
 import threading
 
 import numpy as np
-import scipy.sparse as sp
-from threadpoolctl import OpenBLASController, ThreadpoolController
 
 from ._constants import KERNEL_CODES, KERNEL_NAMES, LAPLACIAN, POLY, PRECOMPUTED
 from ._core import _kernel, _matrix
+from ._sparse import as_csr, dense_transpose, is_scipy_sparse, issparse, make_csr
 from ._threads import resolve_n_jobs
 
 _INT32_MAX = 2**31 - 1
@@ -110,10 +109,11 @@ def _csr_base(X, name):
     return X.shape, data, np.asarray(X.indices), np.asarray(X.indptr)
 
 
-def _build_csr(shape, data, indices, indptr):
-    out = sp.csr_matrix((data, indices.astype(np.int32, copy=False),
-                         indptr.astype(np.int64, copy=False)),
-                        shape=shape, copy=False)
+def _build_csr(shape, data, indices, indptr, scipy=False):
+    """The canonical CSR: scipy's when ``scipy`` (the input was scipy's: the
+    matrix may reach the user, as support vectors), else a Csr."""
+    out = make_csr(data, indices.astype(np.int32, copy=False),
+                   indptr.astype(np.int64, copy=False), shape, scipy)
     # scipy may narrow the row pointers; the core wants int64 (nnz may pass 2**31).
     out.indices = np.ascontiguousarray(indices, dtype=np.int32)
     out.indptr = np.ascontiguousarray(indptr, dtype=np.int64)
@@ -161,9 +161,10 @@ def as_canonical(X, name="X", renumber=False):
 
     Returns
     -------
-    ndarray or csr_matrix
+    ndarray or CSR matrix
         A C-contiguous float64 ndarray, or a CSR matrix with float64 data,
-        sorted int32 column indices and int64 row pointers.
+        sorted int32 column indices and int64 row pointers: scipy's for a
+        scipy matrix, a ``kernsolve._sparse.Csr`` for a Csr.
 
     Raises
     ------
@@ -171,14 +172,14 @@ def as_canonical(X, name="X", renumber=False):
         On non-finite values, a shape that is not 2-D, no rows, or
         2**31 or more columns (unless ``renumber``).
     """
-    if sp.issparse(X):
+    if issparse(X):
         shape, data, indices, indptr = _csr_base(X, name)
         if shape[1] > _INT32_MAX:
             if not renumber:
                 raise too_many_columns(name, shape[1])
             used, indices = np.unique(indices, return_inverse=True)
             shape = (shape[0], max(len(used), 1))
-        return _build_csr(shape, data, indices, indptr)
+        return _build_csr(shape, data, indices, indptr, is_scipy_sparse(X))
     return _dense(X, name)
 
 
@@ -189,7 +190,7 @@ def as_operand(X, kernel="rbf", name="X"):
     prediction): converting once saves a conversion per block.
     """
     Xc = as_canonical(X, name=name)
-    if (sp.issparse(Xc) and kernel_code(kernel, allow_precomputed=False) != LAPLACIAN
+    if (issparse(Xc) and kernel_code(kernel, allow_precomputed=False) != LAPLACIAN
             and worth_densifying(Xc, None)):
         return Xc.toarray()
     return Xc
@@ -197,7 +198,7 @@ def as_operand(X, kernel="rbf", name="X"):
 
 def _canonical_pair(X, Y):
     """Canonical X and Y with matching widths, renumbering huge widths jointly."""
-    if not (sp.issparse(X) or sp.issparse(Y)):
+    if not (issparse(X) or issparse(Y)):
         Xc = _dense(X, "X")
         Yc = Xc if Y is None else _dense(Y, "Y")
         if Xc.shape[1] != Yc.shape[1]:
@@ -207,7 +208,7 @@ def _canonical_pair(X, Y):
     for M, name in ((X, "X"), (Y, "Y")):
         if M is None:
             parts.append(None)
-        elif sp.issparse(M):
+        elif issparse(M):
             parts.append(("csr",) + _csr_base(M, name))
         else:
             parts.append(("dense", _dense(M, name)))
@@ -232,7 +233,7 @@ def _canonical_pair(X, Y):
         elif p[0] == "dense":
             out.append(p[1])
         else:
-            out.append(_build_csr(*p[1:]))
+            out.append(_build_csr(*p[1:]))     # a Csr: it stays inside kernel_matrix
     Xc, Yc = out
     return Xc, (Xc if Yc is None else Yc), n_features
 
@@ -286,10 +287,10 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=0.0,
     # loops. Fairly dense CSR (e.g. images) is faster densified for dgemm.
     if row_independent:
         return _rows_apart(Xc, Yc, code, degree, gamma, coef0, n_threads)
-    if code != LAPLACIAN and (sp.issparse(Xc) or sp.issparse(Yc)) and worth_densifying(Xc, Yc):
-        Xc = Xc.toarray() if sp.issparse(Xc) else Xc
-        Yc = Yc.toarray() if sp.issparse(Yc) else Yc
-    if code != LAPLACIAN and not sp.issparse(Xc) and not sp.issparse(Yc):
+    if code != LAPLACIAN and (issparse(Xc) or issparse(Yc)) and worth_densifying(Xc, Yc):
+        Xc = Xc.toarray() if issparse(Xc) else Xc
+        Yc = Yc.toarray() if issparse(Yc) else Yc
+    if code != LAPLACIAN and not issparse(Xc) and not issparse(Yc):
         with one_blas_thread():
             return _matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads,
                                           True)
@@ -305,10 +306,10 @@ def transposed_operand(Yc, kernel):
     when Yc (from ``as_operand``) stayed sparse and a dot-product kernel or the
     RBF kernel uses it, within _TRANSPOSED_MAX_BYTES; else None."""
     code = kernel_code(kernel, allow_precomputed=False)
-    if (not sp.issparse(Yc) or code == LAPLACIAN
+    if (not issparse(Yc) or code == LAPLACIAN
             or 8 * Yc.shape[0] * Yc.shape[1] > _TRANSPOSED_MAX_BYTES):
         return None
-    return np.ascontiguousarray(Yc.T.toarray()), _matrix.row_norms(Yc, code)
+    return dense_transpose(Yc), _matrix.row_norms(Yc, code)
 
 
 def rows_against_operand(X, Yc, kernel, gamma, degree, coef0, n_jobs, transposed=None):
@@ -330,8 +331,8 @@ def rows_against_operand(X, Yc, kernel, gamma, degree, coef0, n_jobs, transposed
     code = kernel_code(kernel, allow_precomputed=False)
     n_threads = resolve_n_jobs(n_jobs)
     if transposed is not None:
-        if not sp.issparse(Xc):
-            Xc = as_canonical(sp.csr_matrix(Xc), name="X")
+        if not issparse(Xc):
+            Xc = as_canonical(as_csr(Xc), name="X")
         Yt, ny = transposed
         return _matrix._kernel_matrix_transposed(Xc, Yt, ny, code, degree, gamma, coef0,
                                                  n_threads)
@@ -346,10 +347,10 @@ def _dense_operand(Xc, Yc, code):
     """Y, dense, when :func:`_rows_apart` takes ks_dots' path for these
     operands; None when it takes the core's loops (decided by Y and the
     width alone)."""
-    if code != LAPLACIAN and sp.issparse(Yc) and worth_densifying(Yc, None):
+    if code != LAPLACIAN and issparse(Yc) and worth_densifying(Yc, None):
         Yc = Yc.toarray()
-    if code == LAPLACIAN or sp.issparse(Yc) or (
-            sp.issparse(Xc) and ROW_TILE * Xc.shape[1] * 8 > _DENSE_CHUNK_BYTES):
+    if code == LAPLACIAN or issparse(Yc) or (
+            issparse(Xc) and ROW_TILE * Xc.shape[1] * 8 > _DENSE_CHUNK_BYTES):
         return None
     return Yc
 
@@ -370,8 +371,8 @@ def sums_against_operand(X, Yc, kernel, gamma, degree, coef0, n_jobs, transposed
         Yc = _dense_operand(Xc, Yc, code)
         if Yc is None:
             return False
-    elif not sp.issparse(Xc):
-        Xc = as_canonical(sp.csr_matrix(Xc), name="X")
+    elif not issparse(Xc):
+        Xc = as_canonical(as_csr(Xc), name="X")
     _matrix.decision_sums(Xc, Yc if transposed is None else None, code, degree, gamma,
                           coef0, columns, coefs, out, n_threads, transposed,
                           transposed is not None and _integral(Xc.data)
@@ -398,7 +399,7 @@ def _rows_apart(Xc, Yc, code, degree, gamma, coef0, n_threads):
         return _matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads)
     Yc = Yd
     width = Xc.shape[1]
-    if not sp.issparse(Xc):
+    if not issparse(Xc):
         return _matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads,
                                       True, True)
     # dense chunks of whole tiles: the memory is bounded (the bits do not
@@ -425,7 +426,7 @@ _DENSIFY_MAX_BYTES = 1 << 30
 def worth_densifying(X, Y):
     size = 0
     for M in (X, Y):
-        if sp.issparse(M):
+        if issparse(M):
             if M.nnz < _DENSIFY_MIN_DENSITY * M.shape[0] * M.shape[1]:
                 return False
             size += 8 * M.shape[0] * M.shape[1]
@@ -456,6 +457,8 @@ class _BlasLimit:
 
     @staticmethod
     def _free_control():
+        # imported at first use: threadpoolctl is for the dense BLAS paths only
+        from threadpoolctl import OpenBLASController
         clear = getattr(OpenBLASController, "clear_controlling_thread", None)
         if clear is not None:
             clear(force=True)
@@ -489,11 +492,13 @@ def _blas_controller_locked():
     """The threadpoolctl controller (``_BLAS.lock`` held), made at first use.
 
     Made at first use, not at import: it lists the BLAS libraries loaded when
-    it is made (numpy's, and scipy's, which ``_core._matrix`` loads), and
-    making it scans the process's libraries, which ``import kernsolve`` should
-    not pay for.
+    it is made (numpy's, and scipy's, which ``_core._matrix.load_blas`` loads
+    first: scipy is not imported before its dgemm is needed), and making it
+    scans the process's libraries, which ``import kernsolve`` should not pay for.
     """
     if _BLAS.controller is None:
+        _matrix.load_blas()
+        from threadpoolctl import ThreadpoolController    # at first use, as the controller
         _BLAS.controller = ThreadpoolController()
     return _BLAS.controller
 
@@ -529,11 +534,11 @@ def kernel_rows(X, kernel="rbf", gamma=None, degree=3, coef0=0.0, cache_mb=100.0
     code = kernel_code(kernel)
     Xc = as_canonical(X, renumber=True)     # only X's own Gram rows are computed
     if code == PRECOMPUTED:
-        if sp.issparse(Xc):
+        if issparse(Xc):
             Xc = np.ascontiguousarray(Xc.toarray())
         if Xc.shape[0] != Xc.shape[1]:
             raise ValueError(f"a precomputed kernel must be square, got shape {Xc.shape}")
-    width = X.shape[1] if sp.issparse(X) else Xc.shape[1]
+    width = X.shape[1] if issparse(X) else Xc.shape[1]
     gamma, degree, coef0 = check_kernel_params(gamma, degree, coef0, width, code)
     if isinstance(cache_mb, bool) or not isinstance(cache_mb, numbers.Real) \
             or not np.isfinite(cache_mb) or cache_mb < 0:

@@ -20,7 +20,6 @@ import os
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
 
 from ._errors import ModelFormatError
 from ._fileutil import output_file
@@ -31,6 +30,7 @@ from ._model_kind import ModelKind
 from ._model_text import (ModelHeader, float_text, format_sv_rows, label_text, parse_int,
                           read_vector_bytes, read_vector_lines, split_lines)
 from ._params import Parameters
+from ._sparse import as_csr, dense_columns, to_scipy
 from ._threads import resolve_n_jobs
 from ._typing import ModelFile, StrPath
 from .solvers import model_kinds
@@ -226,20 +226,15 @@ def _format_model(model):
     if t == PRECOMPUTED:
         if sv.shape[1] == 0:
             col0 = np.zeros(l)
-        elif sp.issparse(sv):
-            col0 = sp.csr_matrix(sv)[:, [0]].toarray().ravel()
         else:
-            col0 = np.asarray(sv, dtype=np.float64)[:, 0]
+            col0 = dense_columns(sv, [0]).ravel()
         if not np.all(np.isfinite(col0)):
             raise ValueError("model: non-finite serial number of a precomputed-kernel SV")
         for i in range(l):
             parts = [float_text(c) for c in coef[:, i]] + ["0:%d" % int(col0[i])]
             lines.append(" ".join(parts) + " ")
         return "\n".join(lines) + "\n", ()
-    csr = sp.csr_matrix(sv, dtype=np.float64)
-    if not csr.has_canonical_format:
-        csr = csr.copy()
-        csr.sum_duplicates()  # sorted, unique indices (explicit zeros are kept and written)
+    csr = as_csr(sv)      # sorted, unique indices (explicit zeros are kept and written)
     bad = ~np.isfinite(csr.data)
     if bad.any():
         row = int(np.searchsorted(csr.indptr, np.flatnonzero(bad)[0], side="right"))
@@ -293,11 +288,15 @@ def is_model_start(first_word):
     return first_word in _HEADER_KEYS or first_word == MODEL_MAGIC
 
 
-def load_model(path: ModelFile, *, n_jobs: int | None = None) -> Model | ModelKind:
+def load_model(path: ModelFile, *, n_jobs: int | None = None,
+               _scipy: bool = True) -> Model | ModelKind:
     """Read a LIBSVM-format model file (LIBSVM's own or kernsolve's).
 
     ``n_jobs``: threads that parse the support vectors of a large file
-    (None = all cores); the model does not depend on it.
+    (None = all cores); the model does not depend on it.  (``_scipy=False``,
+    private: the support vectors of a LIBSVM-format model stay kernsolve's
+    own CSR, ``kernsolve._sparse.Csr``, for kernsolve-predict, which does not
+    import scipy.)
 
     Returns
     -------
@@ -325,7 +324,7 @@ def load_model(path: ModelFile, *, n_jobs: int | None = None) -> Model | ModelKi
     fail = _Reader(name).fail
     model = _load_valid_libsvm_model(raw, fail, n_jobs)
     if model is not None:
-        return model
+        return _with_scipy_vectors(model) if _scipy else model
     # Anything else (another model kind, a precomputed kernel, any problem):
     # the careful reader, line by line, which names the line of a problem.
     if b"\0" in raw:
@@ -344,8 +343,16 @@ def load_model(path: ModelFile, *, n_jobs: int | None = None) -> Model | ModelKi
     first = lines[0].split() if lines else []
     if len(first) == 2 and first[0] == MODEL_MAGIC:
         return _load_other_kind(first[1], lines, fail)
-    return _libsvm_model(lines, fail, lambda sv_line, l, m, t: read_vector_lines(
+    model = _libsvm_model(lines, fail, lambda sv_line, l, m, t: read_vector_lines(
         fail, lines, sv_line, l, m, t, "support vector"))
+    return _with_scipy_vectors(model) if _scipy else model
+
+
+def _with_scipy_vectors(model):
+    """The model with its support vectors as scipy's csr_matrix (what
+    ``load_model`` gives its callers)."""
+    model.support_vectors = to_scipy(model.support_vectors)
+    return model
 
 
 def _read_all(f):

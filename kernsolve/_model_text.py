@@ -29,11 +29,11 @@ import math
 import re
 
 import numpy as np
-import scipy.sparse as sp
 
 from ._constants import COEF0_KERNELS, GAMMA_KERNELS, POLY, PRECOMPUTED
 from ._core import _reader
 from ._kernels import check_kernel_params
+from ._sparse import make_csr
 
 __all__ = ["MAX_INDEX", "ModelHeader", "float_text", "label_text", "format_sv_rows",
            "parse_float", "parse_floats", "parse_int", "read_vector_bytes",
@@ -378,9 +378,10 @@ def _read_support_vectors(fail, lines, first_lineno, m, t, bulk=True):
 
 
 def _csr(data, indices, indptr, l, width):
+    """The vectors as kernsolve's Csr (``load_model`` gives its callers scipy's)."""
     index_dtype = np.int32 if max(width, len(data)) < 2 ** 31 else np.int64
-    return sp.csr_matrix((data, indices.astype(index_dtype, copy=False),
-                          indptr.astype(index_dtype, copy=False)), shape=(l, width))
+    return make_csr(data, indices.astype(index_dtype, copy=False),
+                    indptr.astype(index_dtype, copy=False), (l, width))
 
 
 #: Bytes of the vector section per parsing task of the compiled reader (its

@@ -23,7 +23,6 @@ import sys
 from typing import Sequence
 
 import numpy as np
-import scipy.sparse as sp
 
 from ._constants import CLASSIFICATION, ONE_CLASS, PRECOMPUTED, REGRESSION
 from ._core._matrix import expansion_sums
@@ -32,6 +31,7 @@ from ._kernels import (as_operand, block_rows, check_kernel_params, rows_against
 from ._model import Model, _check_model
 from ._model_kind import ModelKind
 from ._params import _parse_number, split_options
+from ._sparse import dense_columns, issparse, to_scipy, widened
 from ._threads import check_n_jobs, resolve_n_jobs
 from ._typing import ArrayLike, LibsvmRows, MatrixLike, NDArray
 from ._validation import check_X, libsvm_rows
@@ -84,11 +84,7 @@ def _is_precomputed(model):
 
 def _widen(M, width):
     """M as CSR with ``width`` columns (extra columns are zeros)."""
-    M = sp.csr_matrix(M)
-    if M.shape[1] != width:
-        M = M.copy()
-        M.resize((M.shape[0], width))
-    return M
+    return widened(M, width)
 
 
 class _KernelBlocks:
@@ -108,8 +104,7 @@ class _KernelBlocks:
         t = int(self.param.kernel_type)
         if t == PRECOMPUTED:
             sv = model.support_vectors
-            col0 = sv[:, [0]].toarray().ravel() if sp.issparse(sv) else \
-                np.asarray(sv, dtype=np.float64)[:, 0]
+            col0 = dense_columns(sv, [0]).ravel()
             self.serials = col0.astype(np.int64)
             if self.l and (self.serials < 0).any():
                 raise ValueError("precomputed kernel: negative serial number in the model")
@@ -122,7 +117,7 @@ class _KernelBlocks:
             self.SV = None
             return
         sv = model.support_vectors
-        if not sp.issparse(sv):
+        if not issparse(sv):
             sv = np.asarray(sv, dtype=np.float64)
         width = max(X.shape[1], sv.shape[1], 1)
         if X.shape[1] != width:
@@ -157,8 +152,7 @@ class _KernelBlocks:
             return np.zeros((stop - start, 0))
         p = self.param
         if int(p.kernel_type) == PRECOMPUTED:
-            K = Xb[:, self.serials]
-            return K.toarray() if sp.issparse(K) else np.asarray(K, dtype=np.float64)
+            return dense_columns(Xb, self.serials)
         return rows_against_operand(Xb, self.SV, int(p.kernel_type), self.gamma,
                                     self.degree, self.coef0, self.n_jobs, self.transposed)
 
@@ -508,7 +502,7 @@ def _as_true_values(y, n):
     """y as a checked float64 vector of n values (None stays None)."""
     if y is None:
         return None
-    y = np.asarray(y, dtype=np.float64).ravel() if not sp.issparse(y) else None
+    y = np.asarray(y, dtype=np.float64).ravel() if not issparse(y) else None
     if y is None:
         raise ValueError("y must be a 1-D array of labels, not a sparse matrix")
     if y.size == 0:
@@ -539,7 +533,8 @@ def _predict_other_kind(y, X, model, options):
     and printing are LIBSVM's."""
     probability, quiet, n_jobs = _parse_predict_options(options)
     info = (lambda *a: None) if quiet else (lambda s: print(s, file=sys.stdout))
-    labels, values = model.predict_arrays(X, probability, n_jobs)
+    # the model kinds compute with scipy's matrices (kernsolve-predict reads a Csr)
+    labels, values = model.predict_arrays(to_scipy(X), probability, n_jobs)
     y = _as_true_values(y, labels.shape[0])
     if y is None:
         return labels, (float("nan"),) * 3, values

@@ -31,12 +31,12 @@ except ImportError:  # pragma: no cover - not Unix
     resource = None
 
 import numpy as np
-import scipy.sparse as sp
 
 from ._constants import CLASSIFICATION, RBF
 from ._errors import DataConversionWarning, twin
 from ._features import median_gamma
 from ._kernels import as_canonical
+from ._sparse import Csr, issparse, make_csr, scipy_sparse
 
 __all__ = ["DataConversionWarning", "check_X", "libsvm_rows", "check_targets", "check_sample_weight",
            "column_or_1d", "group_classes", "resolve_gamma", "estimator_gamma", "seed_of",
@@ -84,7 +84,7 @@ def check_X(X, name="X", *, owner=None, n_rows=None, empty_ok=False):
     """
     if owner is not None:
         X = _estimator_X(X, owner)
-        if sp.issparse(X):
+        if issparse(X):
             X = as_canonical(X, name)    # sorted indices, int64 row pointers, 2**31 limit
     else:
         if X is None:
@@ -159,28 +159,34 @@ def libsvm_rows(X, name="X", *, precomputed=False):
                 data.append(v)
         indptr.append(len(indices))
     width = max(indices) + 1 if indices else 1
-    return sp.csr_matrix((np.array(data, dtype=np.float64),
-                          np.array(indices, dtype=np.int64),
-                          np.array(indptr, dtype=np.int64)), shape=(len(X), width))
+    # scipy's matrix: what the Python API's callers (libsvm.svmutil's rows) get back
+    return make_csr(np.array(data, dtype=np.float64), np.array(indices, dtype=np.int64),
+                    np.array(indptr, dtype=np.int64), (len(X), width), scipy=True)
 
 
 def _empty_X(X):
     """(X, done): prediction's empty inputs as canonical matrices (done), other
     inputs unchanged (not done)."""
-    if not sp.issparse(X):
+    if not issparse(X):
         arr = np.asarray(X)
         if arr.ndim == 1:
             raise ValueError(f"X must be 2-D (n_samples, n_features), got 1-D with "
                              f"shape {arr.shape}")
         if arr.ndim == 2 and arr.shape[1] == 0:
             # Rows without features: LIBSVM reads them as all-zero vectors.
-            return sp.csr_matrix((arr.shape[0], 1), dtype=np.float64), True
+            return _no_entries(arr.shape[0], 1, scipy=True), True
         if arr.ndim == 2 and arr.shape[0] == 0:
             return np.zeros((0, max(arr.shape[1], 1))), True
         return arr, False
     if X.shape[0] == 0 or X.shape[1] == 0:
-        return sp.csr_matrix((X.shape[0], max(X.shape[1], 1)), dtype=np.float64), True
+        return _no_entries(X.shape[0], max(X.shape[1], 1), scipy=not isinstance(X, Csr)), True
     return X, False
+
+
+def _no_entries(n_rows, n_columns, scipy):
+    """A CSR matrix of zeros (scipy's, or a Csr for a Csr's rows)."""
+    return make_csr(np.zeros(0), np.zeros(0, dtype=np.int32),
+                    np.zeros(n_rows + 1, dtype=np.int64), (n_rows, n_columns), scipy)
 
 
 def _estimator_X(X, owner):
@@ -188,14 +194,14 @@ def _estimator_X(X, owner):
     array or CSR matrix with finite values."""
     if X is None:
         raise ValueError(f"{owner}: expected a 2-D array X, got None")
-    if sp.issparse(X):
+    if issparse(X):
         if X.dtype.kind == "c":
             raise ValueError("Complex data not supported")
         if X.dtype.kind not in "biuf":
             raise ValueError(f"sparse X must hold numbers, got dtype {X.dtype}")
         if len(X.shape) != 2:
             raise ValueError(f"Expected a 2D sparse matrix, got shape {X.shape}")
-        X = sp.csr_matrix(X, dtype=np.float64)
+        X = scipy_sparse().csr_matrix(X, dtype=np.float64)    # an estimator's input: scipy's
         values = X.data
     else:
         arr = np.asarray(X)
@@ -265,7 +271,7 @@ def column_or_1d(y, owner, what="y"):
     """An estimator's y as a 1-D array (a column vector is raveled, with a warning)."""
     if y is None:
         raise ValueError(f"{owner} requires y to be passed, but the target y is None")
-    if sp.issparse(y):
+    if issparse(y):
         raise ValueError(f"{what} must be a 1-D array, not a sparse matrix")
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
@@ -399,7 +405,7 @@ def estimator_gamma(gamma, X):
         return 1.0 / n_features
     if gamma == "scale":
         with np.errstate(over="ignore", invalid="ignore"):
-            if sp.issparse(X):
+            if issparse(X):
                 mean = X.mean()
                 var = X.multiply(X).mean() - mean * mean
             else:

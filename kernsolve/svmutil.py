@@ -48,6 +48,7 @@ from ._predict import _parse_predict_options, evaluations as _evaluations, predi
 from ._validation import check_targets, libsvm_rows
 from .model_selection.cv import cross_validation
 from .solvers.libsvm.libsvm_rand import GlibcRand, cross_validation_folds, probability_folds
+from ._sparse import issparse
 
 __all__ = ["svm_train", "svm_predict", "svm_read_problem", "svm_load_model",
            "svm_save_model", "svm_problem", "svm_parameter", "evaluations"]
@@ -221,22 +222,22 @@ def _check_y_type(y, call="svm_problem(y, x)"):
 
 
 def _check_x_type(x):
-    if not (isinstance(x, (list, tuple, np.ndarray)) or sp.issparse(x)):
+    if not (isinstance(x, (list, tuple, np.ndarray)) or issparse(x)):
         raise TypeError("x must be a list of rows (dicts {index: value} or lists), a numpy "
                         f"array or a scipy sparse matrix, got {type(x).__name__}")
 
 
 def _n_rows(x):
-    return x.shape[0] if (sp.issparse(x) or isinstance(x, np.ndarray)) else len(x)
+    return x.shape[0] if (issparse(x) or isinstance(x, np.ndarray)) else len(x)
 
 
 def _problem_width(x, X):
     """LIBSVM's ``prob.n`` for ``svm_problem(y, x)``: a scipy matrix's width, else
     the largest index holding a non-zero value (0 if none).  ``X`` is ``x`` after
     ``libsvm_rows`` (whose sparse form stores the non-zeros only)."""
-    if sp.issparse(x):
+    if issparse(x):
         return x.shape[1]
-    if sp.issparse(X):
+    if issparse(X):
         return int(X.indices.max()) + 1 if X.nnz else 0
     try:
         arr = np.asarray(X, dtype=np.float64)

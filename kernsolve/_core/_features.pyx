@@ -14,7 +14,6 @@ from libc.stdint cimport uint32_t, uint64_t, int32_t, int64_t
 
 cimport numpy as cnp
 import numpy as np
-import scipy.sparse as sp
 
 from ._random cimport (rng_key, rng_uniform, rng_normal_pair_sub, rng_cauchy_sub,
                        STREAM_FEATURES, STREAM_PHASES)

@@ -15,7 +15,7 @@ from libc.stdlib cimport calloc, free
 cimport numpy as cnp
 import numpy as np
 
-from scipy.linalg.cython_blas cimport dgemm
+from cpython.pycapsule cimport PyCapsule_GetName, PyCapsule_GetPointer
 
 from ._rows cimport Rows, as_rows, row_ptr
 from ._kernel cimport KernelParams, LINEAR, POLY, RBF, SIGMOID, LAPLACIAN
@@ -31,6 +31,31 @@ cdef extern from "_dots.h" nogil:
                  Py_ssize_t d, double* C, Py_ssize_t ldc, double* panel)
 
 cnp.import_array()
+
+# scipy's BLAS dgemm (scipy.linalg.cython_blas), fetched at its first use: a
+# cimport would import scipy.linalg (about 0.15 s) whenever this module loads,
+# and only the BLAS path of the dense kernel matrix calls it (prediction's dot
+# products are ks_dots, the sparse paths the core's loops).
+ctypedef void (*dgemm_t)(char* transa, char* transb, int* m, int* n, int* k,
+                         double* alpha, double* a, int* lda, double* b, int* ldb,
+                         double* beta, double* c, int* ldc) noexcept nogil
+cdef dgemm_t dgemm = NULL
+
+
+cdef int _load_dgemm() except -1:
+    global dgemm
+    if dgemm is NULL:
+        from scipy.linalg import cython_blas
+        capsule = cython_blas.__pyx_capi__["dgemm"]
+        dgemm = <dgemm_t>PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule))
+    return 0
+
+
+def load_blas():
+    """Load scipy's BLAS (and fetch its dgemm) now: before a BLAS thread limit
+    is set (kernsolve._kernels.one_blas_thread), which reaches only the BLAS
+    libraries loaded when it is made."""
+    _load_dgemm()
 
 
 def row_norms(X, int kernel_type):
@@ -246,6 +271,8 @@ def _kernel_matrix(X, Y, int kernel_type, int degree, double gamma, double coef0
     cdef const double* pnx = <const double*>cnp.PyArray_DATA(nx)
     cdef const double* pny = <const double*>cnp.PyArray_DATA(ny)
     cdef int status
+    if blas and not row_independent:
+        _load_dgemm()
     with nogil:
         if blas:
             status = _fill_matrix_gemm(&RX, &RY, &kp, pnx, pny, o, max(1, n_threads),

@@ -8,14 +8,15 @@ from libc.stdint cimport int32_t, int64_t
 
 cimport numpy as cnp
 import numpy as np
-import scipy.sparse as sp
+
+from kernsolve._sparse import issparse
 
 cnp.import_array()
 
 
 cdef object as_rows(object X, Rows* out):
     """Point ``out`` at a canonical dense or CSR matrix; return what to keep alive."""
-    if sp.issparse(X):
+    if issparse(X):
         if X.format != "csr":
             raise ValueError("X must be canonical (CSR); use kernsolve._kernels.as_canonical")
         data = np.ascontiguousarray(X.data, dtype=np.float64)

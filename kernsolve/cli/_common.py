@@ -257,19 +257,21 @@ def check_input_path(path, what="input file"):
         raise CommandError(f"can't open {what} {path}: {os.strerror(errno.EACCES)}")
 
 
-def read_data(path, precomputed=False, n_jobs=None):
+def read_data(path, precomputed=False, n_jobs=None, scipy=False):
     """Read a LIBSVM data file for a command, with command-line wording in errors.
 
     LIBSVM files are 1-based; only a precomputed kernel (``-t 4``) has the
     index 0 (the serial number), so only then may indices start at 0.
     ``-`` reads stdin (errors then name ``<stdin>``).  ``n_jobs``: parsing
-    threads (the command's ``--threads``; None: all cores).
+    threads (the command's ``--threads``; None: all cores).  X is kernsolve's
+    own CSR (``kernsolve._sparse.Csr``: training and prediction never import
+    scipy), or scipy's csr_matrix with ``scipy`` (kernsolve-scale's arithmetic).
     """
     check_input_path(path)
     source = sys.stdin.buffer if path == STDIN else path
     try:
         return read_problem(source, zero_based="auto" if precomputed else False,
-                            n_jobs=n_jobs, for_training=True)
+                            n_jobs=n_jobs, for_training=True, _scipy=scipy)
     except DataFormatError as exc:
         msg = str(exc)
         marker = ": feature index 0 in 1-based data"

@@ -172,7 +172,7 @@ def main(argv):
     check_input_path(model_path, "model file")
     check_argument_order(test_path, model_path)
 
-    model = load_model(model_path, n_jobs=threads)
+    model = load_model(model_path, n_jobs=threads, _scipy=False)   # no scipy import
     svm_type = _model_type(model, "svm_type")
     has_probability = supports_probability(model)
 

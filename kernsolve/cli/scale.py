@@ -238,7 +238,7 @@ def iter_scaled_lines(y, X, fmin, fmax, lower, upper, y_params=None, counter=Non
 
 def _read_data(path):
     check_input_path(path, "file")
-    y, X = read_data(path)
+    y, X = read_data(path, scipy=True)
     return np.asarray(y, dtype=np.float64), sp.csr_matrix(X)
 
 

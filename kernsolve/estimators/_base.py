@@ -28,6 +28,7 @@ from .._threads import check_n_jobs
 # scikit-learn's classes when the program uses scikit-learn: kernsolve._errors
 from .._errors import ConvergenceWarning, NotFittedError, twin  # noqa: F401 (re-exported)
 from .._validation import column_or_1d, is_number
+from .._sparse import issparse
 
 # --------------------------------------------------------------------------
 # a method that exists only when a condition holds (hasattr() is False otherwise)
@@ -377,7 +378,7 @@ class BaseEstimator:
 def feature_names(X):
     """Column names of a data frame when they are all strings, else None."""
     columns = getattr(X, "columns", None)
-    if columns is None or sp.issparse(X) or isinstance(X, np.ndarray):
+    if columns is None or issparse(X) or isinstance(X, np.ndarray):
         return None
     names = np.asarray(list(columns), dtype=object)
     if names.size == 0 or not all(isinstance(n, str) for n in names):

@@ -31,6 +31,7 @@ from ._base import (CACHE_SIZE, COEF0, DEGREE, N_JOBS, BaseEstimator, Convergenc
                     Interval, InstanceOf, NotFittedError, Rule, StrOptions, available_if,
                     check_feature_names, check_lengths, encode_classes, feature_names,
                     n_samples, r2_score, regression_targets, sparse_container, type_name)
+from .._sparse import issparse
 
 # LIBSVM (and kernsolve) read gamma = 0 as "1/n_features"; scikit-learn means a
 # constant kernel.  The smallest positive double gives that constant kernel.
@@ -55,7 +56,7 @@ def _driver_solvers(svm_type):
 def _samples_at(X, index):
     """The samples ``index`` of X as given to a callable kernel: rows of an array
     (numbers as float64) or of a sparse matrix (CSR), items of a list."""
-    if sp.issparse(X):
+    if issparse(X):
         return sp.csr_matrix(X)[index]
     try:
         arr = np.asarray(X)
@@ -139,7 +140,7 @@ class _BaseSVM(BaseEstimator):
             n = n_samples(X)
             K = self._callable_kernel(X, X, (n, n))
             return X, self._serial_matrix(K, np.arange(1, n + 1))
-        if self.kernel == "precomputed" and sp.issparse(X):
+        if self.kernel == "precomputed" and issparse(X):
             # as scikit-learn: a kernel matrix is dense (and its tags say so)
             raise TypeError("Sparse precomputed kernels are not supported.")
         X = check_X(X, owner=name)
@@ -147,7 +148,7 @@ class _BaseSVM(BaseEstimator):
             if X.shape[0] != X.shape[1]:
                 raise ValueError(f"Precomputed matrix must be a square matrix. Input is a "
                                  f"{X.shape[0]}x{X.shape[1]} matrix.")
-            K = X.toarray() if sp.issparse(X) else X
+            K = X.toarray() if issparse(X) else X
             return X, self._serial_matrix(K, np.arange(1, X.shape[0] + 1))
         return X, X
 
@@ -155,7 +156,7 @@ class _BaseSVM(BaseEstimator):
         """``kernel(A, B)`` called as scikit-learn calls it: on the samples as
         given, the result (dense or sparse) as a float64 matrix of ``shape``."""
         K = self.kernel(A, B)
-        K = np.asarray(K.toarray() if sp.issparse(K) else K, dtype=np.float64)
+        K = np.asarray(K.toarray() if issparse(K) else K, dtype=np.float64)
         if K.shape != shape:
             raise ValueError(f"{type(self).__name__}: the kernel callable returned a matrix "
                              f"of shape {K.shape}; expected {shape} (one row per sample "
@@ -184,7 +185,7 @@ class _BaseSVM(BaseEstimator):
             n = n_samples(X)
             K = self._callable_kernel(X, self._X_fit, (n, n_samples(self._X_fit)))
             return self._serial_matrix(K, np.zeros(n))
-        if sp.issparse(X) and not self._sparse:
+        if issparse(X) and not self._sparse:
             # scikit-learn's rule (its dense and sparse LIBSVMs are two builds)
             raise ValueError(f"cannot use sparse input in {name!r} trained on dense data")
         X = check_X(X, owner=name)
@@ -198,7 +199,7 @@ class _BaseSVM(BaseEstimator):
             raise ValueError(f"X has {X.shape[1]} features, but {name} is expecting "
                              f"{n_in} features as input.")
         if self._model.param.kernel_type == PRECOMPUTED:
-            K = X.toarray() if sp.issparse(X) else X
+            K = X.toarray() if issparse(X) else X
             return self._serial_matrix(K, np.zeros(X.shape[0]))
         return X
 
@@ -251,7 +252,7 @@ class _BaseSVM(BaseEstimator):
         (``sparse_container``); fitted on dense X, arrays.
         """
         self._model = model
-        self._sparse = sp.issparse(X) and not callable(self.kernel)
+        self._sparse = issparse(X) and not callable(self.kernel)
         self.support_ = np.asarray(support, dtype=np.int32)
         if callable(self.kernel):
             self.support_vectors_ = _samples_at(X, self.support_)
@@ -310,14 +311,14 @@ class _BaseSVM(BaseEstimator):
         model = self._model          # AttributeError before fit: hasattr() is False
         fields = {"rho": -np.asarray(self._intercept_, dtype=np.float64)}
         coef = self._dual_coef_
-        if sp.issparse(coef):      # placed, not summed as toarray() would: -0.0 stays
+        if issparse(coef):      # placed, not summed as toarray() would: -0.0 stays
             entries = coef.tocoo()
             coef = np.zeros(entries.shape)
             coef[entries.row, entries.col] = entries.data
         fields["dual_coef"] = coef
         if model.param.kernel_type != PRECOMPUTED:   # else the serial numbers, as trained
             sv = self.support_vectors_
-            fields["support_vectors"] = sp.csr_matrix(sv) if sp.issparse(sv) else sv
+            fields["support_vectors"] = sp.csr_matrix(sv) if issparse(sv) else sv
         if self._estimator_type == "classifier":
             fields["n_support"] = self._n_support
         return dataclasses.replace(model, **fields)
@@ -358,7 +359,7 @@ class _BaseSVM(BaseEstimator):
         coef = self.dual_coef_
         if getattr(self, "classes_", None) is None or len(self.classes_) <= 2:
             # a sparse fit gives scikit-learn's CSR (mutable, as its own); dense is read-only
-            return coef @ sv if sp.issparse(sv) else _read_only(np.asarray(coef @ sv).reshape(1, -1))
+            return coef @ sv if issparse(sv) else _read_only(np.asarray(coef @ sv).reshape(1, -1))
         k = len(self.classes_)
         start = np.concatenate([[0], np.cumsum(self.n_support_)])
         rows = []
@@ -366,12 +367,12 @@ class _BaseSVM(BaseEstimator):
             for j in range(i + 1, k):
                 si = slice(start[i], start[i + 1])
                 sj = slice(start[j], start[j + 1])
-                if sp.issparse(sv):     # 2-D slices: a row of a sparse matrix
+                if issparse(sv):     # 2-D slices: a row of a sparse matrix
                     rows.append(coef[j - 1:j, si] @ sv[si] + coef[i:i + 1, sj] @ sv[sj])
                     continue
                 w = coef[j - 1, si] @ sv[si] + coef[i, sj] @ sv[sj]
                 rows.append(np.asarray(w).ravel())
-        return sp.vstack(rows, format="csr") if sp.issparse(sv) else _read_only(np.vstack(rows))
+        return sp.vstack(rows, format="csr") if issparse(sv) else _read_only(np.vstack(rows))
 
     @property
     def n_iter_(self):
@@ -385,7 +386,7 @@ class _BaseSVM(BaseEstimator):
 def _read_only(coef):
     """``coef_`` is computed from the dual coefficients on each access: writing
     into it would change nothing, so it is read-only (as scikit-learn's)."""
-    (coef.data if sp.issparse(coef) else coef).flags.writeable = False
+    (coef.data if issparse(coef) else coef).flags.writeable = False
     return coef
 
 

@@ -19,6 +19,7 @@ from ..._model_text import MAX_INDEX, ModelHeader, parse_floats
 from ..._predict import _prepare_X
 from ..._threads import resolve_n_jobs
 from ..._validation import check_allocation
+from ..._sparse import issparse
 
 __all__ = ["DSGModel", "check_directions"]
 
@@ -111,15 +112,15 @@ class DSGModel(ModelKind):
         d = X.shape[1]
         if d > self.n_features:
             extra = X[:, self.n_features:]
-            nonzero = int(np.count_nonzero(extra.data if sp.issparse(extra) else extra))
+            nonzero = int(np.count_nonzero(extra.data if issparse(extra) else extra))
             if nonzero:
                 raise ValueError(f"X has {d} columns with values beyond column "
                                  f"{self.n_features}, but the model was trained on "
                                  f"{self.n_features} features")
             X = X[:, :self.n_features]
-            X = as_canonical(X.tocsr() if sp.issparse(X) else np.ascontiguousarray(X))
+            X = as_canonical(X.tocsr() if issparse(X) else np.ascontiguousarray(X))
         elif d < self.n_features:
-            if sp.issparse(X):
+            if issparse(X):
                 X = sp.csr_matrix((X.data, X.indices, X.indptr),
                                   shape=(X.shape[0], self.n_features))
             else:

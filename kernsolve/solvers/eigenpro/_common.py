@@ -17,6 +17,7 @@ from ..._constants import FOURIER_KERNELS, LAPLACIAN, LINEAR
 from ..._core import _matrix
 from ..._kernels import as_canonical, one_blas_thread, worth_densifying
 from ..._random import normal, random_u64
+from ..._sparse import issparse
 
 __all__ = ["KernelBlocks", "top_eigensystem", "step_size", "epoch_order", "check_diverged",
            "RANK_RTOL", "AUTO_RTOL"]
@@ -47,7 +48,7 @@ class KernelBlocks:
 
     def __init__(self, X, kernel_type, gamma, degree, coef0, n_threads):
         Xc = as_canonical(X)
-        if sp.issparse(Xc) and kernel_type != LAPLACIAN and worth_densifying(Xc, None):
+        if issparse(Xc) and kernel_type != LAPLACIAN and worth_densifying(Xc, None):
             Xc = np.ascontiguousarray(Xc.toarray())
         self.X = Xc
         self.code = int(kernel_type)
@@ -63,13 +64,13 @@ class KernelBlocks:
 
     def rows(self, idx):
         """Canonical copy of the rows ``idx``."""
-        if sp.issparse(self.X):
+        if issparse(self.X):
             return as_canonical(self.X[idx])
         return np.ascontiguousarray(self.X[idx])
 
     def row_range(self, start, stop):
         """Canonical rows ``start .. stop-1`` (a view of dense data)."""
-        if sp.issparse(self.X):
+        if issparse(self.X):
             return as_canonical(self.X[start:stop])
         return self.X[start:stop]
 
@@ -82,11 +83,11 @@ class KernelBlocks:
         (``kernsolve.kernel_matrix``'s option of that name).
         """
         self.n_evals += A.shape[0] * B.shape[0]
-        if sp.issparse(A) and not sp.issparse(B):
+        if issparse(A) and not issparse(B):
             A = np.ascontiguousarray(A.toarray())
-        elif sp.issparse(B) and not sp.issparse(A):
+        elif issparse(B) and not issparse(A):
             A = as_canonical(sp.csr_matrix(A))
-        if not sp.issparse(B) and self.code != LAPLACIAN:
+        if not issparse(B) and self.code != LAPLACIAN:
             with one_blas_thread():
                 return _matrix._kernel_matrix(A, B, self.code, self.degree, self.gamma,
                                               self.coef0, self.n_threads, True,
@@ -99,7 +100,7 @@ class KernelBlocks:
         if self.code in FOURIER_KERNELS:      # shift-invariant: k(x, x) = 1
             return np.ones(len(idx))
         R = self.rows(idx)
-        sq = np.asarray(R.multiply(R).sum(axis=1)).ravel() if sp.issparse(R) \
+        sq = np.asarray(R.multiply(R).sum(axis=1)).ravel() if issparse(R) \
             else np.einsum("ij,ij->i", R, R)
         if self.code == LINEAR:
             return sq

@@ -20,7 +20,6 @@ k = 0 is plain SGD on the random features (the paper's RF/DSGD column).
 import time
 
 import numpy as np
-import scipy.sparse as sp
 
 from ._common import (AUTO_RTOL, RANK_RTOL, check_diverged, epoch_order, step_size,
                       top_eigensystem, UntimedCallback)
@@ -28,6 +27,7 @@ from ..._constants import FOURIER_KERNELS
 from ..._features import feature_directions
 from ..._kernels import as_canonical, one_blas_thread, tiled_product
 from ..._random import permutation
+from ..._sparse import issparse
 
 __all__ = ["fit_features", "feature_values"]
 
@@ -52,7 +52,7 @@ class FeatureMap:
     def __call__(self, X, row_independent=False):
         """phi(X); ``row_independent`` (prediction): a row's features depend on
         that row only (``kernsolve._kernels.tiled_product``)."""
-        if row_independent and not sp.issparse(X):
+        if row_independent and not issparse(X):
             Z = tiled_product(X, self.omega_t)
         else:
             with one_blas_thread():
@@ -70,7 +70,7 @@ def feature_values(X, D, kernel_type, gamma, seed, n_jobs=None):
 
 
 def _rows(X, idx):
-    return as_canonical(X[idx]) if sp.issparse(X) else np.ascontiguousarray(X[idx])
+    return as_canonical(X[idx]) if issparse(X) else np.ascontiguousarray(X[idx])
 
 
 def _eigensystem(Z_S, k, seed=0):

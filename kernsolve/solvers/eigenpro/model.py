@@ -10,7 +10,6 @@ kernel expansions are LIBSVM ``Model`` objects instead (see
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
 
 from ._common import KernelBlocks
 from .features import FeatureMap
@@ -22,6 +21,7 @@ from ..._model_text import (ModelHeader, float_text, format_sv_rows, label_text,
 from ..._model_kind import ModelKind
 from ..._params import Parameters
 from ..._predict import _prepare_X, _widen
+from ..._sparse import as_csr, issparse, to_scipy
 from ..._threads import resolve_n_jobs
 
 __all__ = ["EigenProModel", "decision_values", "format_eigenpro_model",
@@ -169,7 +169,7 @@ def decision_values(X, model, n_jobs=None):
 
 
 def _canonical_block(Xb):
-    return as_canonical(Xb) if sp.issparse(Xb) else np.ascontiguousarray(Xb, dtype=np.float64)
+    return as_canonical(Xb) if issparse(Xb) else np.ascontiguousarray(Xb, dtype=np.float64)
 
 
 def format_eigenpro_model(model):
@@ -220,10 +220,7 @@ def format_eigenpro_model(model):
         return "\n".join(lines + [" ".join(float_text(v) for v in row) for row in coef]) + "\n"
     lines.append("total_sv %d" % C.shape[0])
     lines.append("SV")
-    csr = sp.csr_matrix(C, dtype=np.float64)
-    if not csr.has_canonical_format:
-        csr = csr.copy()
-        csr.sum_duplicates()
+    csr = as_csr(C)
     if not np.all(np.isfinite(csr.data)):
         raise ValueError("model: a centre has non-finite values")
     return "\n".join(lines) + "\n" + "".join(format_sv_rows(coef.T.copy(), csr))
@@ -273,5 +270,5 @@ def parse_eigenpro_model(lines, fail):
         return EigenProModel(param=param, labels=labels, centres=None, coef=W, features=D)
     l = header.integer("total_sv", low=0)
     centres, coef = read_vector_lines(fail, lines, sv_line, l, n_out, t, "centre")
-    return EigenProModel(param=param, labels=labels, centres=centres,
+    return EigenProModel(param=param, labels=labels, centres=to_scipy(centres),
                          coef=np.ascontiguousarray(coef.T))

@@ -49,7 +49,6 @@ from copy import copy
 
 import numpy as np
 import scipy.linalg
-import scipy.sparse as sp
 
 from ._common import UntimedCallback
 from ._subsampled import RESIDUAL_BLOCK, SubsampledPreconditioner
@@ -58,6 +57,7 @@ from ..._constants import LAPLACIAN, LINEAR, POLY, RBF
 from ..._core import _matrix
 from ..._kernels import one_blas_thread
 from ..._random import permutation
+from ..._sparse import issparse
 
 __all__ = ["centre_indices", "auxiliary_indices", "fit_centres", "BLOCK_VALUES",
            "PRECISIONS"]
@@ -97,7 +97,7 @@ class _SingleKernel:
 
     @staticmethod
     def applies(kern):
-        return not sp.issparse(kern.X) and kern.code in (RBF, LINEAR, POLY)
+        return not issparse(kern.X) and kern.code in (RBF, LINEAR, POLY)
 
     def block(self, start, stop):
         R = self.kern.X[start:stop]

@@ -26,7 +26,6 @@ import time
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 
 from . import probability as _probability
 from .libsvm_rand import GlibcRand, probability_folds
@@ -38,6 +37,7 @@ from ..._kernels import as_canonical, kernel_matrix
 from ..._model import Model
 from ..._progress import Progress
 from ..._random import permutation
+from ..._sparse import is_scipy_sparse, issparse, scipy_sparse
 from ..._threads import resolve_n_jobs
 from ..._validation import (ONE_CLASS_INFO, check_sample_weight, check_targets, check_X,
                             group_classes, libsvm_rows, resolve_gamma,
@@ -203,7 +203,7 @@ class _Data:
     def _init_precomputed(self, X, n_rows):
         X = libsvm_rows(X, precomputed=True)
         try:
-            Xd = X.toarray() if sp.issparse(X) else np.asarray(X)
+            Xd = X.toarray() if issparse(X) else np.asarray(X)
             Xd = np.ascontiguousarray(Xd, dtype=np.float64)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"precomputed kernel rows must be numbers: {exc}") from None
@@ -283,10 +283,11 @@ def _csr_rows(X, rows):
     """``X[rows]``; for CSR X, gathered through 32-bit row pointers when they
     fit: scipy gathers with the row pointers' integer type, and from int64
     ones (canonical X's) it writes int64 column indices, then narrows them --
-    twice the gathered columns' bytes on top of the result."""
-    if sp.issparse(X) and X.nnz < 2 ** 31 and X.indptr.dtype != np.int32:
-        X = sp.csr_matrix((X.data, X.indices, X.indptr.astype(np.int32)), shape=X.shape,
-                          copy=False)
+    twice the gathered columns' bytes on top of the result.  (kernsolve's own
+    Csr gathers with int64 positions into int32 columns: nothing to do.)"""
+    if is_scipy_sparse(X) and X.nnz < 2 ** 31 and X.indptr.dtype != np.int32:
+        X = scipy_sparse().csr_matrix((X.data, X.indices, X.indptr.astype(np.int32)),
+                                      shape=X.shape, copy=False)
     return X[rows]
 
 
