@@ -78,8 +78,11 @@ cdef long long TEAM_SPIN_NS = 200000
 # (not PAR_MIN_WORK).  After shrinking most iterations of a9a and ijcnn1 have
 # 1000-2000 active variables (benchmarks/RESULTS.md, session 8).  The
 # serial/parallel chooser still measures both modes above the threshold.
-cdef Py_ssize_t TEAM_PAR_MIN = 2048
-cdef double TEAM_ROW_MIN_WORK = 8000.0
+# Defaults equal to the OpenMP thresholds: on the 2-core machine 2048 / 8000
+# gained nothing in a quiet A/B (a9a 1.45x vs 1.46x, ijcnn1 1.57x vs 1.60x,
+# w8a 1.77x vs 1.74x; bench_smo_threads.py), so they stay a knob to measure.
+cdef Py_ssize_t TEAM_PAR_MIN = 4096
+cdef double TEAM_ROW_MIN_WORK = 40000.0
 
 
 def _team_mode(value, what):
