@@ -13,7 +13,6 @@ import json
 import subprocess
 import sys
 import textwrap
-import typing
 
 import numpy as np
 import pytest
@@ -75,14 +74,9 @@ def _expected(train, test, options):
     return model, "".join("%.17g\n" % v for v in labels.tolist())
 
 
-@pytest.mark.parametrize("options,wider", [
-    ("-c 4 -g 0.5", True),          # C-SVC, RBF, a test file wider than the model
-    ("-s 3 -t 1 -d 2 -c 2", False),  # epsilon-SVR, polynomial
-    ("-s 2 -t 5 -n 0.3", False),     # one-class, Laplacian
-])
-def test_train_and_predict_load_no_scipy_and_match_the_api(tmp_path, heart, options, wider):
-    y, X = heart
-    train, test = _split_files(tmp_path, y, X, wider_test=wider)
+def _commands_without_scipy_match_the_api(tmp_path, train, test, options):
+    """Train and predict with the commands in a fresh interpreter: both exit 0
+    with no heavy module loaded, and write the API's model bytes and labels."""
     model_path, out_path = str(tmp_path / "cli.model"), str(tmp_path / "cli.out")
     result, err = run_fresh([["train", options.split() + ["-q", train, model_path]],
                              ["predict", ["-q", test, model_path, out_path]]], tmp_path)
@@ -94,6 +88,17 @@ def test_train_and_predict_load_no_scipy_and_match_the_api(tmp_path, heart, opti
     assert open(out_path).read() == predictions
 
 
+@pytest.mark.parametrize("options,wider", [
+    ("-c 4 -g 0.5", True),          # C-SVC, RBF, a test file wider than the model
+    ("-s 3 -t 1 -d 2 -c 2", False),  # epsilon-SVR, polynomial
+    ("-s 2 -t 5 -n 0.3", False),     # one-class, Laplacian
+])
+def test_train_and_predict_load_no_scipy_and_match_the_api(tmp_path, heart, options, wider):
+    y, X = heart
+    train, test = _split_files(tmp_path, y, X, wider_test=wider)
+    _commands_without_scipy_match_the_api(tmp_path, train, test, options)
+
+
 def test_precomputed_kernel_without_scipy(tmp_path, heart):
     y, X = heart
     D = X.toarray()
@@ -103,15 +108,7 @@ def test_precomputed_kernel_without_scipy(tmp_path, heart):
     train, test = str(tmp_path / "k.train"), str(tmp_path / "k.test")
     kernsolve.write_problem(train, y[:150], rows[:150], zero_based=True)
     kernsolve.write_problem(test, y[150:], rows[150:], zero_based=True)
-    model_path, out_path = str(tmp_path / "k.model"), str(tmp_path / "k.out")
-    result, err = run_fresh([["train", ["-t", "4", "-c", "0.1", "-q", train, model_path]],
-                             ["predict", ["-q", test, model_path, out_path]]], tmp_path)
-    assert result == {"codes": [0, 0], "heavy": []}, err
-    model, predictions = _expected(train, test, "-t 4 -c 0.1")
-    ours = str(tmp_path / "api.model")
-    kernsolve.save_model(ours, model)
-    assert open(model_path, "rb").read() == open(ours, "rb").read()
-    assert open(out_path).read() == predictions
+    _commands_without_scipy_match_the_api(tmp_path, train, test, "-t 4 -c 0.1")
 
 
 def test_probability_models_match_the_api(tmp_path, heart):
