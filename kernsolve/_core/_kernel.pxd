@@ -1,7 +1,7 @@
 # The kernel engine: the kernel kinds and parameters, and KernelRows, the LRU
 # cache of kernel rows shared by SMO, SBP, Pegasos, SDCA and the Perceptron.
 # The kernel values themselves are the inline functions of _kernel_values.pxd.
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t
 
 from ._rows cimport Rows
 from ._team cimport ks_team
@@ -92,7 +92,16 @@ cdef class KernelRows:
     cdef double* by_pos_norms
     cdef bint by_pos_stale
     cdef int64_t by_pos_nnz           # nonzeros of the rows the positions use
-    cdef Py_ssize_t by_pos_bytes      # the copy's share of the budget
+    cdef Py_ssize_t by_pos_bytes      # the copy's share of the budget (or the bit sets')
+    # Binary X (every value 0 or 1) as bit sets in position order, instead of
+    # the copy above: a kernel value is then a popcount and a table lookup
+    # (_bits.h), the same bits as the general path.  NULL when X is not binary,
+    # the kernel is precomputed, or the sets would be wider than the rows'
+    # nonzeros (the gather is cheaper then).
+    cdef uint64_t* bits               # n * bit_words words, position p at p * bit_words
+    cdef Py_ssize_t bit_words
+    cdef kfloat* bit_table            # the kernel value for each count
+    cdef bint bit_hamming             # count XOR (rbf, laplacian), else AND
 
     cdef const kfloat* get_row(self, Py_ssize_t p, Py_ssize_t length) noexcept nogil
     cdef void swap(self, Py_ssize_t p, Py_ssize_t q) noexcept nogil
@@ -103,5 +112,8 @@ cdef class KernelRows:
     cdef void _drop(self, Py_ssize_t h) noexcept nogil
     cdef void _apply_pending(self) noexcept nogil
     cdef void _order_by_position(self) noexcept nogil
+    cdef int _make_bits(self, Py_ssize_t words) except -1
+    cdef void _fill_bits(self, Py_ssize_t p, Py_ssize_t start, Py_ssize_t end,
+                         kfloat* out, int nt, Py_ssize_t chunk) noexcept nogil
     cdef void _fill(self, Py_ssize_t p, Py_ssize_t start, Py_ssize_t end,
                     kfloat* out) noexcept nogil

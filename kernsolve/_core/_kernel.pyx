@@ -8,15 +8,21 @@ same entries of the kernel matrix (``_matrix.pyx``).
 """
 from cython.parallel cimport prange
 from libc.stdlib cimport malloc, calloc, realloc, free
+from libc.stdint cimport uint64_t
 
 import numpy as np
 
-from ._rows cimport Rows, as_rows
+from ._rows cimport Rows, as_rows, row_ptr
 from ._team cimport ks_team_run, ks_grab
 from ._kernel_values cimport (
     SCATTER_MAX_FEATURES, PAR_MIN_WORK, VALUE_BLOCK, Query, _row_norm, _make_query,
-    _clear_query, _value, _values_block, _diag_value, _chunk, _mean_cost, ks_exp,
+    _clear_query, _value, _values_block, _diag_value, _finish, _chunk, _mean_cost, ks_exp,
     ks_exp_block, ks_simd, ks_simd_baseline, KS_AVX2)
+
+cdef extern from "_bits.h" nogil:
+    void ks_bits_fill(const uint64_t* q, const uint64_t* rows, Py_ssize_t words,
+                      Py_ssize_t start, Py_ssize_t end, int hamming,
+                      const float* table, float* out)
 
 # The cache's rows are many blocks on the heap, and glibc hands free heap pages
 # back to the system only from the heap's top: after a sub-problem, its freed
@@ -41,6 +47,21 @@ cdef enum:
 # share of the -m budget, and its bytes come out of the budget (a9a: 5.5 MB,
 # ijcnn1: 8 MB, a 10-class Fashion-MNIST pair of 4000 rows: 19 MB).
 cdef double BY_POSITION_SHARE = 0.25
+
+# Binary rows as bit sets (_bits.h); off only for tests and benchmarks that
+# compare with the general path (binary_rows()).
+cdef bint _binary_rows_on = True
+
+
+def binary_rows(on=None):
+    """Whether KernelRows made from now on hold binary X as bit sets; ``on``
+    sets it.  Returns the setting before the call.  For the tests and the
+    benchmarks: the two paths give the same bits."""
+    global _binary_rows_on
+    before = bool(_binary_rows_on)
+    if on is not None:
+        _binary_rows_on = bool(on)
+    return before
 
 # The C enum's numbers and names, for tests/test_constants.py to compare with
 # kernsolve/_constants.py (the owner of the table).
@@ -143,6 +164,65 @@ cdef void _swap_job(void* arg, int c, int nc) noexcept nogil:
         if first >= s.n_rows:
             return
         _swap_columns(s, first, first + s.step if first + s.step < s.n_rows else s.n_rows)
+
+
+# A row fill from bit sets (_bits.h) as a job of the team, `step` blocks of
+# BIT_BLOCK values at a time.
+cdef enum:
+    BIT_BLOCK = 256
+
+cdef struct BitsJob:
+    const uint64_t* q
+    const uint64_t* rows
+    Py_ssize_t words
+    int hamming
+    const kfloat* table
+    kfloat* out
+    Py_ssize_t start, end, blocks, step
+    Py_ssize_t next
+
+
+cdef inline void _bits_blocks(BitsJob* f, Py_ssize_t first, Py_ssize_t last) noexcept nogil:
+    cdef Py_ssize_t lo = f.start + first * BIT_BLOCK
+    cdef Py_ssize_t hi = f.start + last * BIT_BLOCK
+    ks_bits_fill(f.q, f.rows, f.words, lo, hi if hi < f.end else f.end, f.hamming,
+                 f.table, f.out)
+
+
+cdef void _bits_job(void* arg, int c, int nc) noexcept nogil:
+    cdef BitsJob* f = <BitsJob*>arg
+    cdef Py_ssize_t first
+    while True:
+        first = ks_grab(&f.next, f.step)
+        if first >= f.blocks:
+            return
+        _bits_blocks(f, first, first + f.step if first + f.step < f.blocks else f.blocks)
+
+
+cdef bint _is_binary(const Rows* X, const Py_ssize_t* start, Py_ssize_t n) noexcept nogil:
+    """Every value of the rows the positions use is 0 or 1."""
+    cdef const double* v
+    cdef const int32_t* ix
+    cdef Py_ssize_t p, t, m
+    for p in range(n):
+        m = row_ptr(X, p if start == NULL else start[p], &v, &ix)
+        for t in range(m):
+            if v[t] != 0.0 and v[t] != 1.0:
+                return False
+    return True
+
+
+cdef void _set_bits(const Rows* X, Py_ssize_t i, uint64_t* out, Py_ssize_t words) noexcept nogil:
+    """Row i of binary X as a bit set."""
+    cdef const double* v
+    cdef const int32_t* ix
+    cdef Py_ssize_t t, c, m = row_ptr(X, i, &v, &ix)
+    for t in range(words):
+        out[t] = 0
+    for t in range(m):
+        if v[t] != 0.0:
+            c = ix[t] if ix != NULL else t
+            out[c >> 6] |= (<uint64_t>1) << (c & 63)
 
 
 # The position-ordered copy of sparse X (_order_by_position) as a job: the
@@ -276,10 +356,24 @@ cdef class KernelRows:
                     nnz += self.X.indptr[i + 1] - self.X.indptr[i]
         self.by_pos_nnz = nnz
         cdef double entries = cache_mb * 1048576.0 / <double>sizeof(kfloat)
+        # Binary X as bit sets in position order when they are narrower than
+        # the rows' nonzeros and fit in the copy's share of the budget.
+        cdef Py_ssize_t words = (self.X.n_features + 63) // 64
+        cdef double bits_bytes = 8.0 * words * n + sizeof(kfloat) * (64.0 * words + 1)
+        cdef bint binary = False
+        if (_binary_rows_on and kernel_type != PRECOMPUTED and words > 0
+                and (not self.X.is_sparse or words <= nnz // n)
+                and bits_bytes <= BY_POSITION_SHARE * entries * sizeof(kfloat)):
+            with nogil:
+                binary = _is_binary(&self.X, start, n)
+        if binary:
+            self._make_bits(words)
+            entries -= bits_bytes / sizeof(kfloat)
+            self.by_pos_bytes = <Py_ssize_t>bits_bytes
         # The position-ordered copy of sparse X (nonzeros, row pointers,
         # norms), when it fits in its share of the budget, which it then uses.
         cdef double copy_bytes = 12.0 * nnz + 16.0 * (n + 1)
-        if (self.X.is_sparse and kernel_type != PRECOMPUTED
+        if (self.X.is_sparse and kernel_type != PRECOMPUTED and not binary
                 and copy_bytes <= BY_POSITION_SHARE * entries * sizeof(kfloat)):
             entries -= copy_bytes / sizeof(kfloat)
             self.by_pos = self.X      # n_features, is_sparse; arrays set when built
@@ -294,10 +388,29 @@ cdef class KernelRows:
         self.free_entries = self.budget
         if kernel_type == PRECOMPUTED:
             self.row_cost = 1.0
+        elif binary:
+            self.row_cost = 1.0 + words
         elif self.X.is_sparse:
             self.row_cost = 1.0 + <double>nnz / <double>n      # as _mean_cost, on the rows used
         else:
             self.row_cost = _mean_cost(&self.X)
+
+    cdef int _make_bits(self, Py_ssize_t words) except -1:
+        """The bit sets of the positions' rows and the value of each count."""
+        cdef Py_ssize_t p, b, n_table = 64 * words + 1
+        self.bits = <uint64_t*>malloc(self.n * words * sizeof(uint64_t))
+        self.bit_table = <kfloat*>malloc(n_table * sizeof(kfloat))
+        if self.bits == NULL or self.bit_table == NULL:
+            raise MemoryError("KernelRows: cannot allocate the bit sets of binary X")
+        self.bit_words = words
+        self.bit_hamming = self.params.kind == RBF or self.params.kind == LAPLACIAN
+        with nogil:
+            for p in range(self.n):
+                _set_bits(&self.X, self.perm[p], self.bits + p * words, words)
+            for b in range(n_table):
+                # the general path's value for the base b (an integer there too)
+                self.bit_table[b] = <kfloat>_finish(&self.params, <double>b)
+        return 0
 
     def __dealloc__(self):
         cdef Py_ssize_t i
@@ -319,6 +432,8 @@ cdef class KernelRows:
         free(self.by_pos_indices)
         free(self.by_pos_indptr)
         free(self.by_pos_norms)
+        free(self.bits)
+        free(self.bit_table)
         if self.peak_entries * sizeof(kfloat) + self.by_pos_bytes > (4 << 20):   # > 4 MB held
             ks_release_free_memory()
 
@@ -361,6 +476,9 @@ cdef class KernelRows:
             for k in range(start, end):
                 out[k] = <kfloat>pre[perm[k]]
             return
+        if self.bits != NULL:
+            self._fill_bits(p, start, end, out, nt, chunk)
+            return
         q = _make_query(X, i, norms[i], self.work, self.use_scatter)
         if self.by_pos_stale:
             self._order_by_position()
@@ -400,6 +518,31 @@ cdef class KernelRows:
                               lo + VALUE_BLOCK if lo + VALUE_BLOCK < end else end,
                               norms, out)
         _clear_query(&q, self.work)
+
+    cdef void _fill_bits(self, Py_ssize_t p, Py_ssize_t start, Py_ssize_t end,
+                         kfloat* out, int nt, Py_ssize_t chunk) noexcept nogil:
+        """_fill from the bit sets: the same values, a popcount each."""
+        cdef BitsJob job
+        cdef Py_ssize_t b
+        job.q = self.bits + p * self.bit_words
+        job.rows = self.bits
+        job.words = self.bit_words
+        job.hamming = self.bit_hamming
+        job.table = self.bit_table
+        job.out = out
+        job.start = start
+        job.end = end
+        job.blocks = (end - start + BIT_BLOCK - 1) // BIT_BLOCK
+        job.step = (chunk + BIT_BLOCK - 1) // BIT_BLOCK
+        job.next = 0
+        if nt > 1 and self.team != NULL:
+            ks_team_run(self.team, _bits_job, <void*>&job, nt)
+        elif nt > 1:
+            for b in prange(job.blocks, schedule="dynamic", chunksize=job.step,
+                            num_threads=nt):
+                _bits_blocks(&job, b, b + 1)
+        else:
+            _bits_blocks(&job, 0, job.blocks)
 
     cdef const kfloat* get_row(self, Py_ssize_t p, Py_ssize_t length) noexcept nogil:
         cdef Py_ssize_t old, more, h
@@ -449,6 +592,13 @@ cdef class KernelRows:
             return
         tmp_i = self.perm[p]; self.perm[p] = self.perm[q]; self.perm[q] = tmp_i
         tmp_d = self.diag[p]; self.diag[p] = self.diag[q]; self.diag[q] = tmp_d
+        cdef Py_ssize_t w
+        cdef uint64_t tmp_w
+        if self.bits != NULL:
+            for w in range(self.bit_words):
+                tmp_w = self.bits[p * self.bit_words + w]
+                self.bits[p * self.bit_words + w] = self.bits[q * self.bit_words + w]
+                self.bits[q * self.bit_words + w] = tmp_w
         if self.cache_len[p] > 0:
             self._lru_remove(p)
         if self.cache_len[q] > 0:
@@ -629,10 +779,16 @@ cdef class KernelRows:
 
     @property
     def copy_bytes(self):
-        """Bytes of the position-ordered copy of sparse X taken from cache_mb
-        (0 when none is made); held once the first row is computed after a
-        swap (at once for ``rows`` picked out of X)."""
-        return self.by_pos_bytes if self.by_pos.is_sparse else 0
+        """Bytes of the position-ordered copy of X taken from cache_mb (0
+        when none is made): binary X's bit sets, held from the start, or
+        sparse X's copy, held once the first row is computed after a swap
+        (at once for ``rows`` picked out of X)."""
+        return self.by_pos_bytes if self.by_pos.is_sparse or self.bits != NULL else 0
+
+    @property
+    def binary(self):
+        """Whether kernel rows come from bit sets of binary X (_bits.h)."""
+        return self.bits != NULL
 
     @property
     def diagonal(self):

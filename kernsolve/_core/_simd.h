@@ -1,5 +1,5 @@
 /* The vector paths this CPU can take, for kernsolve's hand-written SIMD code
- * (_exp.h, _dots.h): asked once (per module), and one switch for the tests
+ * (_exp.h, _dots.h, _bits.h): asked once (per module), and one switch for the tests
  * to hold a module to its baseline paths.  Each path gives the same bits as
  * its baseline, so the switch only tells the tests which one they checked.
  */
@@ -16,6 +16,7 @@
 #define KS_AVX2 1
 #define KS_FMA 2
 #define KS_F16C 4       /* float16 <-> float32 conversions (with AVX's registers) */
+#define KS_POPCNT 8     /* the POPCNT instruction (_bits.h) */
 
 static int ks_simd_features = -1;       /* -1: not asked yet */
 static int ks_simd_baseline_only = 0;   /* set by the tests only */
@@ -32,6 +33,8 @@ static inline int ks_simd(int need)
             f |= KS_AVX2;
         if (__builtin_cpu_supports("fma"))
             f |= KS_FMA;
+        if (__builtin_cpu_supports("popcnt"))
+            f |= KS_POPCNT;
         {
             unsigned a, b, c, d;    /* CPUID 1, ECX bit 29; AVX's OS support via avx2 */
             if ((f & KS_AVX2) && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C))
