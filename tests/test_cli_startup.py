@@ -2,8 +2,9 @@
 bytes as the Python API (doc/cli.md, "Start-up time").
 
 The commands run in a fresh interpreter, which then lists the modules it
-loaded: no scipy module, and neither numpy.testing nor numpy.f2py (what
-``import scipy.sparse`` pulls in).  Oracles: the Python API in this process
+loaded: no scipy module, neither numpy.testing nor numpy.f2py (what
+``import scipy.sparse`` pulls in), nor the reader's worker pool or
+cross-validation for these small files.  Oracles: the Python API in this process
 (``kernsolve.read_problem`` gives scipy matrices, ``kernsolve.train``,
 ``save_model``, ``predict``) and scikit-learn-style ``SVC`` on scipy input;
 for kernsolve's own CSR (``kernsolve._sparse.Csr``), scipy's csr_matrix.
@@ -23,7 +24,11 @@ from kernsolve import _sparse
 from kernsolve._sparse import Csr
 from conftest import package_env
 
-HEAVY = ("scipy", "numpy.testing", "numpy.f2py")
+# scipy and what ``import scipy.sparse`` pulls in; the reader's worker pool
+# (concurrent.futures, which imports logging), which a file of one chunk does
+# not need; cross-validation's modules, which a single training does not need.
+HEAVY = ("scipy", "numpy.testing", "numpy.f2py", "concurrent.futures", "logging",
+         "kernsolve.model_selection.cv")
 
 # Runs the commands' entry points (what the console scripts call) in one
 # fresh interpreter, then prints their exit codes and the heavy modules loaded.
@@ -97,6 +102,30 @@ def test_train_and_predict_load_no_scipy_and_match_the_api(tmp_path, heart, opti
     y, X = heart
     train, test = _split_files(tmp_path, y, X, wider_test=wider)
     _commands_without_scipy_match_the_api(tmp_path, train, test, options)
+
+
+# kernsolve-train with chunks of 64 bytes (the reader's threshold lowered so
+# that heart_scale's file is many chunks): whether the worker pool is loaded.
+THREADS_CHILD = textwrap.dedent("""\
+    import sys
+    from kernsolve import _io
+    from kernsolve.cli import train
+    _io._MIN_CHUNK = 64
+    code = train.cli(sys.argv[1:])
+    print(code, "concurrent.futures" in sys.modules)
+    """)
+
+
+@pytest.mark.parametrize("threads,pool", [("1", False), ("2", True)])
+def test_train_threads_reach_the_reader(tmp_path, heart, threads, pool):
+    y, X = heart
+    train = _split_files(tmp_path, y, X)[0]
+    proc = subprocess.run(
+        [sys.executable, "-c", THREADS_CHILD, "-q", "--threads", threads, train,
+         str(tmp_path / "m")], cwd=tmp_path, env=package_env(), capture_output=True,
+        text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["0", str(pool)]
 
 
 def test_precomputed_kernel_without_scipy(tmp_path, heart):
