@@ -341,10 +341,19 @@ def _tied_problem(rng, m, copies):
     return K, y, p, alpha, np.full(n, 2.0)
 
 
+@pytest.fixture(params=[True, False], ids=["vector", "scalar"])
+def sweeps(request):
+    """The sweeps' AVX2 bulk (_wss_avx2.h) on where the CPU has it, or off."""
+    _smo._vector_sweeps(request.param)
+    yield request.param
+    _smo._vector_sweeps(True)
+
+
 @pytest.mark.parametrize("nu", [False, True])
-def test_parallel_selection_picks_the_brute_force_pair(tuning, nu):
+def test_parallel_selection_picks_the_brute_force_pair(tuning, nu, sweeps):
     # Every sweep split in 1, 2 and 3 chunks of a few variables each (par_min
-    # 1): the chunks' picks, combined, must be the serial scan's, ties included.
+    # 1): the chunks' picks, combined, must be the serial scan's, ties included
+    # (of signed zeros too: G = 0 gives -y G = -0.0), four lanes at a time or not.
     tuning(par_min=1, adaptive=False, team="spin")
     rng = np.random.default_rng(16)
     checked = 0
@@ -358,6 +367,35 @@ def test_parallel_selection_picks_the_brute_force_pair(tuning, nu):
             assert got[2] == want[2] or (np.isnan(got[2]) and np.isnan(want[2])), (case, n)
         checked += want[0] >= 0
     assert checked >= 20          # most cases select a pair (not optimal at the start)
+
+
+@pytest.mark.parametrize("options", [
+    "-s 0 -c 2", "-s 1 -n 0.4", "-s 2 -n 0.3", "-s 3 -c 2 -p 0.5", "-s 4 -n 0.5 -c 2",
+    "-s 0 -c 2 --bias 0"])
+def test_vector_sweeps_solve_as_the_scalar_loops(tuning, tmp_path, options):
+    # Whole solves, which also run the fused gradient update + first WSS pass:
+    # the same model bytes with the AVX2 bulk and without, at 1 and 2 threads
+    # (chunks of any length: par_min 1), on data full of ties (rows repeated).
+    import kernsolve
+    tuning(par_min=1, adaptive=False)
+    rng = np.random.default_rng(7)
+    base = rng.integers(0, 3, size=(40, 5)).astype(np.float64)
+    X = base[rng.integers(0, 40, size=301)]
+    y = np.where(X @ np.array([1.0, -1.0, 0.5, 0.0, 1.0]) > 1.5, 1.0, -1.0)
+    if options.startswith(("-s 3", "-s 4")):
+        y = X[:, 0] - X[:, 1]
+    texts = set()
+    for on in (True, False):
+        _smo._vector_sweeps(on)
+        try:
+            for threads in (1, 2):
+                model = kernsolve.train(y, X, f"{options} -t 2 -g 0.3 -q --threads {threads}")
+                path = tmp_path / "m"
+                kernsolve.save_model(str(path), model)
+                texts.add(path.read_bytes())
+        finally:
+            _smo._vector_sweeps(True)
+    assert len(texts) == 1
 
 
 # ----------------------------------------------------------------- settings

@@ -1052,6 +1052,12 @@ def _get_tuning():
     return out
 
 
+def _vector_sweeps(bint on):
+    """For the tests: False holds the sweeps to their scalar loops (the AVX2
+    bulk of _wss_avx2.h off), True lets the CPU choose again."""
+    ks_simd_baseline(not on)
+
+
 def _set_tuning(par_min=None, poll_seconds=None, adaptive=None, timers=None,
                 team=None, team_spin_us=None, team_par_min=None, team_row_min_work=None):
     """Change the parallel threshold / polling interval / adaptive choice of
