@@ -299,7 +299,9 @@ class ModelHeader:
     def labels(self, key, count):
         """``count`` distinct finite class labels."""
         labels = self.numbers(key, count)
-        if len(np.unique(labels)) != labels.size:
+        # a set, not np.unique: NumPy 2's unique imports numpy.ma at its first
+        # call (10 ms of kernsolve-predict's start-up), and labels are few
+        if len(set(labels.tolist())) != labels.size:
             self.fail(self.where[key], "duplicate class labels")
         return labels
 
@@ -491,7 +493,9 @@ def _fast_pairs(pairs):
     if n == 0:
         return np.empty(0, np.int64), np.empty(0, np.float64)
     joined = " ".join(pairs)
-    if joined.count(":") != n:
+    # Exactly one colon in every token and only number characters around it
+    # (counting the colons of the whole line let "1:1:1 0" through as two pairs).
+    if joined.translate(_NOT_NUM) != ": " * (n - 1) + ":":
         return None
     parts = joined.replace(":", " ").split(" ")
     if len(parts) != 2 * n:

@@ -24,10 +24,11 @@ from kernsolve import _sparse
 from kernsolve._sparse import Csr
 from conftest import package_env
 
-# scipy and what ``import scipy.sparse`` pulls in; the reader's worker pool
+# scipy and what ``import scipy.sparse`` pulls in; numpy.ma (np.unique's first
+# call imports it, and a model's labels need no such thing); the reader's worker pool
 # (concurrent.futures, which imports logging), which a file of one chunk does
 # not need; cross-validation's modules, which a single training does not need.
-HEAVY = ("scipy", "numpy.testing", "numpy.f2py", "concurrent.futures", "logging",
+HEAVY = ("scipy", "numpy.testing", "numpy.f2py", "numpy.ma", "concurrent.futures", "logging",
          "kernsolve.model_selection.cv")
 
 # Runs the commands' entry points (what the console scripts call) in one

@@ -524,6 +524,18 @@ except ImportError:  # pragma: no cover
     pass
 
 
+@pytest.mark.parametrize("lines,m", [(["0.5 1:1:1", "0.5 0"], 1), (["1:1:1", "0"], 0),
+                                     (["0.5 1:2 3::4", "0.5 5"], 1)])
+def test_bulk_reader_refuses_tokens_with_two_colons(lines, m):
+    # Found by the property test below: the colons of the lines were counted
+    # as a whole, so one token with two and another with none read as pairs.
+    import kernsolve._model as km
+    import kernsolve._model_text as mt
+    assert mt._bulk_support_vectors(lines, m) is None
+    with pytest.raises(ModelFormatError):
+        mt._read_support_vectors(km._Reader("x").fail, lines, 1, m, 2, bulk=False)
+
+
 @pytest.mark.skipif(_TOKEN is None, reason="hypothesis not installed")
 def test_bulk_reader_accepts_exactly_what_the_careful_reader_accepts():
     import kernsolve._model as km
