@@ -3,8 +3,8 @@ bytes as the Python API (doc/cli.md, "Start-up time").
 
 The commands run in a fresh interpreter, which then lists the modules it
 loaded: no scipy module, neither numpy.testing nor numpy.f2py (what
-``import scipy.sparse`` pulls in), nor the reader's worker pool or
-cross-validation for these small files.  Oracles: the Python API in this process
+``import scipy.sparse`` pulls in), nor numpy.ma or the reader's worker pool
+for these small files.  Oracles: the Python API in this process
 (``kernsolve.read_problem`` gives scipy matrices, ``kernsolve.train``,
 ``save_model``, ``predict``) and scikit-learn-style ``SVC`` on scipy input;
 for kernsolve's own CSR (``kernsolve._sparse.Csr``), scipy's csr_matrix.
@@ -27,9 +27,8 @@ from conftest import package_env
 # scipy and what ``import scipy.sparse`` pulls in; numpy.ma (np.unique's first
 # call imports it, and a model's labels need no such thing); the reader's worker pool
 # (concurrent.futures, which imports logging), which a file of one chunk does
-# not need; cross-validation's modules, which a single training does not need.
-HEAVY = ("scipy", "numpy.testing", "numpy.f2py", "numpy.ma", "concurrent.futures", "logging",
-         "kernsolve.model_selection.cv")
+# not need.
+HEAVY = ("scipy", "numpy.testing", "numpy.f2py", "numpy.ma", "concurrent.futures", "logging")
 
 # Runs the commands' entry points (what the console scripts call) in one
 # fresh interpreter, then prints their exit codes and the heavy modules loaded.

@@ -18,6 +18,7 @@ from ._common import (STDIN, CommandError, UsageError, c_divide, check_input_pat
 from .. import _api
 from .._model import save_model
 from .._params import FLAGS, parse_options
+from ..model_selection.cv import cross_validation, make_folds
 from ..solvers import (DEFAULT_SOLVER, REGISTRY, median_gamma_solvers, solver_names, spec_for,
                        streaming_solvers)
 
@@ -148,7 +149,6 @@ def default_model_path(training_path):
 
 def cv_folds(y, n_folds, seed, classification):
     """The folds of ``-v`` (:func:`kernsolve.model_selection.cv.make_folds`), for callers of the old helper."""
-    from ..model_selection.cv import make_folds
     return make_folds(y, n_folds, seed, stratified=classification)
 
 
@@ -165,8 +165,6 @@ def cross_validation_targets(y, X, train_tokens, params):
         sys.stderr.write("WARNING: # folds > # data. Will use # folds = # data instead "
                          "(i.e., leave-one-out cross validation)\n")
         n_folds = n
-    # imported here: a single training never needs cross-validation's modules
-    from ..model_selection.cv import cross_validation
     result = cross_validation(y, X, list(train_tokens), n_folds=n_folds,
                               n_jobs=params.n_jobs, seed=params.seed)
     return result.target
