@@ -90,6 +90,17 @@ def _exp(x, int path=-1):
     return np.asarray(a), np.asarray(b), used
 
 
+cdef inline bint _grab_range(Py_ssize_t* next, Py_ssize_t step, Py_ssize_t count,
+                             Py_ssize_t* first, Py_ssize_t* last) noexcept nogil:
+    """The next `step` items of `count` for this thread (ks_grab): False when
+    none is left, else [first, last)."""
+    first[0] = ks_grab(next, step)
+    if first[0] >= count:
+        return False
+    last[0] = first[0] + step if first[0] + step < count else count
+    return True
+
+
 # A row fill as a job of the solver's thread team (_team.h): every thread
 # takes `step` blocks at a time until none is left, as OpenMP's dynamic
 # schedule does; a value's bits do not depend on who computes it.
@@ -107,11 +118,7 @@ cdef struct FillJob:
 cdef void _fill_job(void* arg, int c, int nc) noexcept nogil:
     cdef FillJob* f = <FillJob*>arg
     cdef Py_ssize_t first, last, b, lo
-    while True:
-        first = ks_grab(&f.next, f.step)
-        if first >= f.blocks:
-            return
-        last = first + f.step if first + f.step < f.blocks else f.blocks
+    while _grab_range(&f.next, f.step, f.blocks, &first, &last):
         for b in range(first, last):
             lo = f.start + b * VALUE_BLOCK
             _values_block(f.kp, f.q, f.X, f.perm, lo,
@@ -158,12 +165,9 @@ cdef void _swap_columns(SwapJob* s, Py_ssize_t first, Py_ssize_t last) noexcept 
 
 cdef void _swap_job(void* arg, int c, int nc) noexcept nogil:
     cdef SwapJob* s = <SwapJob*>arg
-    cdef Py_ssize_t first
-    while True:
-        first = ks_grab(&s.next, s.step)
-        if first >= s.n_rows:
-            return
-        _swap_columns(s, first, first + s.step if first + s.step < s.n_rows else s.n_rows)
+    cdef Py_ssize_t first, last
+    while _grab_range(&s.next, s.step, s.n_rows, &first, &last):
+        _swap_columns(s, first, last)
 
 
 # A row fill from bit sets (_bits.h) as a job of the team, `step` blocks of
@@ -191,12 +195,9 @@ cdef inline void _bits_blocks(BitsJob* f, Py_ssize_t first, Py_ssize_t last) noe
 
 cdef void _bits_job(void* arg, int c, int nc) noexcept nogil:
     cdef BitsJob* f = <BitsJob*>arg
-    cdef Py_ssize_t first
-    while True:
-        first = ks_grab(&f.next, f.step)
-        if first >= f.blocks:
-            return
-        _bits_blocks(f, first, first + f.step if first + f.step < f.blocks else f.blocks)
+    cdef Py_ssize_t first, last
+    while _grab_range(&f.next, f.step, f.blocks, &first, &last):
+        _bits_blocks(f, first, last)
 
 
 cdef bint _is_binary(const Rows* X, const Py_ssize_t* start, Py_ssize_t n) noexcept nogil:
