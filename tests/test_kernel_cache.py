@@ -217,6 +217,38 @@ def test_runs_of_swaps_match_one_at_a_time(budget_entries, sparse):
         check_state(kr, model)
 
 
+def test_rows_left_behind_by_many_runs_of_swaps():
+    """The cached rows are permuted only when next returned, each run of swaps
+    kept as one batch of a log of 256: 700 short runs, each followed by a
+    read of one row, so most rows fall hundreds of batches behind and the
+    full log is flushed twice; every row then matches the model."""
+    n = 50
+    X = data(n, seed=8)
+    kr = engine(X, cache_mb=1)
+    fresh = engine(X, cache_mb=0)
+    model = CacheModel(n, max(int(1 * 2**20 / KFLOAT), 2 * n))
+    rng = np.random.default_rng(9)
+    for p in range(n):
+        kr.row(p, n)
+        model.get(p, n)
+    for step in range(700):
+        for _ in range(int(rng.integers(1, 4))):
+            p, q = (int(v) for v in rng.integers(n, size=2))
+            kr.py_swap(p, q)
+            model.swap(p, q)
+        p = int(rng.integers(n))
+        length = int(rng.integers(1, n + 1))
+        row = kr.row(p, length)
+        model.get(p, length)
+        assert row.tobytes() == fresh.row(model.perm[p])[model.perm[:length]].tobytes(), step
+    check_state(kr, model)
+    for p in range(n):
+        if model.length[p]:
+            row = kr.row(p, model.length[p])
+            model.get(p, model.length[p])
+            assert row.tobytes() == fresh.row(model.perm[p])[model.perm[:len(row)]].tobytes()
+
+
 def test_more_swaps_than_the_pending_buffer():
     """More swaps between two reads than the deferred list holds (4096): the
     list is applied when full, and the rows still match the model."""

@@ -80,7 +80,20 @@ cdef class KernelRows:
     cdef Py_ssize_t* pending          # (lo, hi) pairs, in the order swap() was called
     cdef Py_ssize_t n_pending
     cdef Py_ssize_t* swap_rows        # _apply_pending's rows to walk (n entries)
-    cdef char* swap_drop              # and whether each must go
+    # The log of swap batches (_kernel.pyx, before KernelRows): batch b (for
+    # log_base <= b < epoch) is the permutation of the positions
+    # log_touched[log_at[b - log_base] ...] (increasing), each taking the
+    # value at log_touched[that start + log_source[k]]; row_epoch[p] is how
+    # many batches the row cached at position p has had.  Scratch: a position
+    # -> slot map (-1 where untouched; n entries) and, by row length, whether
+    # a swap cuts a row (n + 2 entries).
+    cdef Py_ssize_t* log_touched
+    cdef Py_ssize_t* log_source
+    cdef Py_ssize_t* log_at
+    cdef Py_ssize_t* row_epoch
+    cdef Py_ssize_t epoch, log_base
+    cdef Py_ssize_t* swap_slot
+    cdef int* swap_cut
     # Sparse X copied in position order (row k = data row perm[k]) so a kernel
     # row walks memory in order instead of jumping through perm; rebuilt after
     # swaps, before the next row is computed.  NULL when X is dense or the
@@ -111,6 +124,8 @@ cdef class KernelRows:
     cdef void _lru_insert(self, Py_ssize_t h) noexcept nogil
     cdef void _drop(self, Py_ssize_t h) noexcept nogil
     cdef void _apply_pending(self) noexcept nogil
+    cdef void _catch_up(self, Py_ssize_t h) noexcept nogil
+    cdef void _flush_log(self) noexcept nogil
     cdef void _order_by_position(self) noexcept nogil
     cdef int _make_bits(self, Py_ssize_t words) except -1
     cdef void _fill_bits(self, Py_ssize_t p, Py_ssize_t start, Py_ssize_t end,
