@@ -398,6 +398,31 @@ def test_vector_sweeps_solve_as_the_scalar_loops(tuning, tmp_path, options):
     assert len(texts) == 1
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_swap_log_flushed_after_every_batch_solves_the_same(shared, tuning, tmp_path, threads):
+    # Shrinking's swaps reach the cached rows lazily through a log of batches
+    # (_kernel.pyx); flushing it after every batch (every cached row caught up
+    # at once, shared out to the team at 2 threads) must train the same model,
+    # byte for byte, as the default log of 256 (which a9a's 3000 rows never fill).
+    import kernsolve
+    from kernsolve._core import _kernel
+    tuning(par_min=1, adaptive=False, team="spin")
+    X, y = a9a(shared, 3000)
+    texts = []
+    for k in (256, 1):
+        before = _kernel._log_batches(k)
+        try:
+            model = kernsolve.train(y, X, f"-c 10 -g 0.05 -m 40 -q --threads {threads}")
+        finally:
+            _kernel._log_batches(before)
+        path = tmp_path / f"{k}.model"
+        kernsolve.save_model(str(path), model)
+        texts.append(path.read_bytes())
+    assert texts[0] == texts[1]
+    with pytest.raises(ValueError, match="k must be in"):
+        _kernel._log_batches(0)
+
+
 # ----------------------------------------------------------------- settings
 
 def test_team_setting_checked(tuning):

@@ -91,7 +91,7 @@ cdef class KernelRows:
     cdef Py_ssize_t* log_source
     cdef Py_ssize_t* log_at
     cdef Py_ssize_t* row_epoch
-    cdef Py_ssize_t epoch, log_base
+    cdef Py_ssize_t epoch, log_base, log_limit
     cdef Py_ssize_t* swap_slot
     cdef int* swap_cut
     # Sparse X copied in position order (row k = data row perm[k]) so a kernel

@@ -140,6 +140,21 @@ cdef enum:
     LOG_BATCHES = 256                  # batches the log holds
     LOG_ENTRIES = 32 * MAX_PENDING     # touched positions it holds, all batches
 
+# Batches the swap log holds before every cached row catches up (at most
+# LOG_BATCHES; the tests lower it to flush often, _log_batches()).
+cdef Py_ssize_t _log_limit = 256
+
+
+def _log_batches(Py_ssize_t k):
+    """For the tests: engines made from now on flush their swap log after k
+    batches (1 <= k <= 256); returns the setting before the call."""
+    global _log_limit
+    before = _log_limit
+    if not 1 <= k <= LOG_BATCHES:
+        raise ValueError(f"k must be in [1, {LOG_BATCHES}], got {k}")
+    _log_limit = k
+    return before
+
 
 cdef void _permute_row(kfloat* data, Py_ssize_t length, const Py_ssize_t* touched,
                        const Py_ssize_t* source, Py_ssize_t u) noexcept nogil:
@@ -380,6 +395,7 @@ cdef class KernelRows:
         for i in range(n):
             self.swap_slot[i] = -1
         self.log_at[0] = 0          # an empty log: batches base .. epoch - 1, none
+        self.log_limit = _log_limit
         self.lru_next[n] = n
         cdef int64_t nnz = 0
         with nogil:
@@ -683,7 +699,7 @@ cdef class KernelRows:
             return
         self.n_pending = 0
         nb = self.epoch - self.log_base
-        if nb == LOG_BATCHES or self.log_at[nb] + 2 * count > LOG_ENTRIES:
+        if nb >= self.log_limit or self.log_at[nb] + 2 * count > LOG_ENTRIES:
             self._flush_log()
             nb = 0
         at = self.log_at[nb]
