@@ -73,3 +73,17 @@ def libsvm_serial():
         yield
     finally:
         gomp.omp_set_num_threads(previous)
+
+
+def model_bytes(y, X, options):
+    """The model file kernsolve.train(y, X, options) writes, as bytes: what
+    the tests compare when a switch must not change a single bit."""
+    import tempfile
+
+    import kernsolve
+    model = kernsolve.train(y, X, options)
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "model")
+        kernsolve.save_model(path, model)
+        with open(path, "rb") as f:
+            return f.read()

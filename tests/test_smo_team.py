@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import package_env
+from conftest import model_bytes, package_env
 from test_smo_core import _all_formulations, _solve_case, load, run_csvc, signs
 
 from kernsolve.solvers.smo import _smo
@@ -372,11 +372,10 @@ def test_parallel_selection_picks_the_brute_force_pair(tuning, nu, sweeps):
 @pytest.mark.parametrize("options", [
     "-s 0 -c 2", "-s 1 -n 0.4", "-s 2 -n 0.3", "-s 3 -c 2 -p 0.5", "-s 4 -n 0.5 -c 2",
     "-s 0 -c 2 --bias 0"])
-def test_vector_sweeps_solve_as_the_scalar_loops(tuning, tmp_path, options):
+def test_vector_sweeps_solve_as_the_scalar_loops(tuning, options):
     # Whole solves, which also run the fused gradient update + first WSS pass:
     # the same model bytes with the AVX2 bulk and without, at 1 and 2 threads
     # (chunks of any length: par_min 1), on data full of ties (rows repeated).
-    import kernsolve
     tuning(par_min=1, adaptive=False)
     rng = np.random.default_rng(7)
     base = rng.integers(0, 3, size=(40, 5)).astype(np.float64)
@@ -389,22 +388,18 @@ def test_vector_sweeps_solve_as_the_scalar_loops(tuning, tmp_path, options):
         _smo._vector_sweeps(on)
         try:
             for threads in (1, 2):
-                model = kernsolve.train(y, X, f"{options} -t 2 -g 0.3 -q --threads {threads}")
-                path = tmp_path / "m"
-                kernsolve.save_model(str(path), model)
-                texts.add(path.read_bytes())
+                texts.add(model_bytes(y, X, f"{options} -t 2 -g 0.3 -q --threads {threads}"))
         finally:
             _smo._vector_sweeps(True)
     assert len(texts) == 1
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_swap_log_flushed_after_every_batch_solves_the_same(shared, tuning, tmp_path, threads):
+def test_swap_log_flushed_after_every_batch_solves_the_same(shared, tuning, threads):
     # Shrinking's swaps reach the cached rows lazily through a log of batches
     # (_kernel.pyx); flushing it after every batch (every cached row caught up
     # at once, shared out to the team at 2 threads) must train the same model,
     # byte for byte, as the default log of 256 (which a9a's 3000 rows never fill).
-    import kernsolve
     from kernsolve._core import _kernel
     tuning(par_min=1, adaptive=False, team="spin")
     X, y = a9a(shared, 3000)
@@ -412,12 +407,9 @@ def test_swap_log_flushed_after_every_batch_solves_the_same(shared, tuning, tmp_
     for k in (256, 1):
         before = _kernel._log_batches(k)
         try:
-            model = kernsolve.train(y, X, f"-c 10 -g 0.05 -m 40 -q --threads {threads}")
+            texts.append(model_bytes(y, X, f"-c 10 -g 0.05 -m 40 -q --threads {threads}"))
         finally:
             _kernel._log_batches(before)
-        path = tmp_path / f"{k}.model"
-        kernsolve.save_model(str(path), model)
-        texts.append(path.read_bytes())
     assert texts[0] == texts[1]
     with pytest.raises(ValueError, match="k must be in"):
         _kernel._log_batches(0)
