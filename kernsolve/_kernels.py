@@ -373,16 +373,21 @@ def sums_against_operand(X, Yc, kernel, gamma, degree, coef0, n_jobs, transposed
             return False
     elif not issparse(Xc):
         Xc = as_canonical(as_csr(Xc), name="X")
+    integral = transposed is not None and _integral(Xc.data) and _integral(transposed[0])
     _matrix.decision_sums(Xc, Yc if transposed is None else None, code, degree, gamma,
-                          coef0, columns, coefs, out, n_threads, transposed,
-                          transposed is not None and _integral(Xc.data)
-                          and _integral(transposed[0]))
+                          coef0, columns, coefs, out, n_threads, transposed, integral,
+                          integral and _zero_one(Xc.data) and _zero_one(transposed[0]))
     return True
 
 
 def _integral(values):
     """Whether every value is an integer (binary features: RBF values by table)."""
     return bool(np.all(values == np.rint(values)))
+
+
+def _zero_one(values):
+    """Whether every value is 0 or 1 (rows as bit sets in decision_sums)."""
+    return bool(np.all((values == 0.0) | (values == 1.0)))
 
 
 def _rows_apart(Xc, Yc, code, degree, gamma, coef0, n_threads):

@@ -119,6 +119,33 @@ def test_integer_rows_take_the_table_with_the_same_bits():
             assert got.tobytes() == ref.tobytes()
 
 
+@pytest.mark.parametrize("d", [40, 123, 300, 1100])
+def test_binary_rows_take_bit_sets_with_the_same_bits(d):
+    """0/1 rows against sparse 0/1 support vectors (a9a's case, the transposed
+    path): the squared distances are popcounts of bit sets (up to 16 words;
+    1100 columns are 18 and keep the products), with the bits of the block
+    path and of the integer table without bit sets, at 1 to 3 threads."""
+    from kernsolve._core import _matrix
+    from kernsolve._kernels import as_canonical
+    rng = np.random.default_rng(d)
+    X = sp.csr_matrix((rng.random((37, d)) < 0.08).astype(float))
+    SV = sp.csr_matrix((rng.random((2300, d)) < 0.08).astype(float))
+    columns, coefs = _columns(rng, 2300, 3)
+    start = rng.normal(size=(37, 3))
+    ref = _block_path(X, SV, "rbf", 0.05, 0.0, columns, coefs, start, 1)
+    Yc = as_operand(SV, "rbf", name="support vectors")
+    tr = transposed_operand(Yc, "rbf")
+    assert tr is not None
+    for threads in (1, 2, 3):
+        assert _fused(X, SV, "rbf", 0.05, 0.0, columns, coefs, start, threads).tobytes() \
+            == ref.tobytes()
+        for binary in (False, True):
+            out = start.copy()
+            _matrix.decision_sums(as_canonical(X), None, 2, 3, 0.05, 0.0, columns, coefs,
+                                  out, threads, tr, True, binary)
+            assert out.tobytes() == ref.tobytes(), (threads, binary)
+
+
 def test_baseline_paths_give_the_same_bits():
     """The one-value-at-a-time paths (C library's fma, scalar exp) and the
     AVX2 ones agree bit for bit."""

@@ -79,4 +79,47 @@ static inline void ks_bits_fill(const uint64_t *q, const uint64_t *rows,
     ks_bits_fill_baseline(q, rows, words, start, end, hamming, table, out);
 }
 
+/* Prediction's tile (_matrix.pyx, decision_sums): for eight rows x (x8[t *
+   words ...]) and ns support vectors y (y[s * words ...]), tile[s * 8 + t] =
+   table[|x_t XOR y_s|], the RBF value at the squared distance of 0/1 rows. */
+#define KS_BITS_TILE_BODY(COUNT)                                              \
+    ptrdiff_t s, t, w;                                                        \
+    for (s = 0; s < ns; s++) {                                                \
+        const uint64_t *ys = y + s * words;                                   \
+        for (t = 0; t < 8; t++) {                                             \
+            const uint64_t *xt = x8 + t * words;                              \
+            int c = 0;                                                        \
+            for (w = 0; w < words; w++)                                       \
+                c += COUNT(xt[w] ^ ys[w]);                                    \
+            tile[s * 8 + t] = table[c];                                       \
+        }                                                                     \
+    }
+
+static void ks_bits_tile8_baseline(const uint64_t *x8, const uint64_t *y, ptrdiff_t words,
+                                   ptrdiff_t ns, const double *table, double *tile)
+{
+    KS_BITS_TILE_BODY(KS_POPCOUNT)
+}
+
+#ifdef KS_X86
+__attribute__((target("popcnt")))
+static void ks_bits_tile8_popcnt(const uint64_t *x8, const uint64_t *y, ptrdiff_t words,
+                                 ptrdiff_t ns, const double *table, double *tile)
+{
+    KS_BITS_TILE_BODY(KS_POPCOUNT)
+}
+#endif
+
+static inline void ks_bits_tile8(const uint64_t *x8, const uint64_t *y, ptrdiff_t words,
+                                 ptrdiff_t ns, const double *table, double *tile)
+{
+#ifdef KS_X86
+    if (ks_simd(KS_POPCNT)) {
+        ks_bits_tile8_popcnt(x8, y, words, ns, table, tile);
+        return;
+    }
+#endif
+    ks_bits_tile8_baseline(x8, y, words, ns, table, tile);
+}
+
 #endif

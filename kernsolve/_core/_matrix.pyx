@@ -9,7 +9,7 @@ fixed output tiles, then K.  Kernel values come from ``_kernel_values.pxd``
 thread count, so results are bit-identical for any ``n_threads``.
 """
 from cython.parallel cimport prange, parallel
-from libc.stdint cimport int32_t, uint16_t
+from libc.stdint cimport int32_t, uint16_t, uint64_t
 from libc.stdlib cimport calloc, free
 
 cimport numpy as cnp
@@ -602,6 +602,25 @@ cdef enum:
 # Bytes of support vectors per tile and of panelled rows per task (dense path).
 cdef Py_ssize_t DEC_SV_BYTES = 256 * 1024
 cdef Py_ssize_t DEC_PANEL_BYTES = 1024 * 1024
+# 0/1 rows as bit sets (_bits.h): the RBF values of a tile by popcounts.
+cdef extern from "_bits.h" nogil:
+    void ks_bits_tile8(const uint64_t* x8, const uint64_t* y, Py_ssize_t words,
+                       Py_ssize_t ns, const double* table, double* tile)
+
+
+cdef void _row_bits(const Rows* X, Py_ssize_t i, uint64_t* out, Py_ssize_t words) noexcept nogil:
+    """Row i of 0/1 data as a bit set."""
+    cdef const double* v
+    cdef const int32_t* ix
+    cdef Py_ssize_t t, c, m = row_ptr(X, i, &v, &ix)
+    for t in range(words):
+        out[t] = 0
+    for t in range(m):
+        if v[t] != 0.0:
+            c = ix[t] if ix != NULL else t
+            out[c >> 6] |= (<uint64_t>1) << (c & 63)
+
+
 # Largest table of RBF values for integer squared distances (8 bytes each).
 cdef Py_ssize_t RBF_TABLE_MAX = 1 << 16
 
@@ -690,20 +709,36 @@ cdef void _transposed_group(const Rows* X, Py_ssize_t r0, Py_ssize_t r1, const d
                             const double* coefs, Py_ssize_t m, double* out,
                             Py_ssize_t n_values, double* rows, double* tile,
                             double* acc, const double* table,
-                            Py_ssize_t n_table) noexcept nogil:
+                            Py_ssize_t n_table, const uint64_t* ybits,
+                            Py_ssize_t words) noexcept nogil:
     """Decision sums of rows r0..r0+8 against sparse support vectors given as
     Y^T: _axpy_rows' products, AXPY_COLS support vectors at a time, turned
-    support-vector-major for the sums."""
+    support-vector-major for the sums.  With ``ybits`` (0/1 rows and support
+    vectors as bit sets, RBF): the tile's values are table[|x XOR y|], the
+    squared distance the products give exactly, so the same bits."""
     cdef Py_ssize_t j0 = 0, jw, t, s, mm
     cdef double nx8[8]
+    cdef uint64_t xbits[8 * 16]
     cdef const double* v
     cdef const int32_t* ix
     cdef double* o
     for t in range(8):
         nx8[t] = nx[r0 + t] if r0 + t < r1 else 0.0
+        if ybits != NULL:
+            if r0 + t < r1:
+                _row_bits(X, r0 + t, xbits + t * words, words)
+            else:
+                for s in range(words):
+                    xbits[t * words + s] = 0
     _load_sums(acc, out, r0, r1, n_values)
     while j0 < n_y:
         jw = AXPY_COLS if j0 + AXPY_COLS <= n_y else n_y - j0
+        if ybits != NULL:
+            ks_bits_tile8(xbits, ybits + j0 * words, words, jw, table, tile)
+            ks_sums8(acc, tile, jw, <const Py_ssize_t*>columns + j0 * m, coefs + j0 * m, m,
+                     n_values)
+            j0 += jw
+            continue
         for t in range(8):
             o = rows + t * AXPY_COLS
             for s in range(jw):
@@ -737,7 +772,8 @@ def _baseline_paths(bint on):
 
 def decision_sums(X, Y, int kernel_type, int degree, double gamma, double coef0,
                   const cnp.intp_t[:, ::1] columns, const double[:, ::1] coefs,
-                  double[:, ::1] out, int n_threads, transposed=None, bint integral=False):
+                  double[:, ::1] out, int n_threads, transposed=None, bint integral=False,
+                  bint binary=False):
     """``expansion_sums(K(X, Y), columns, coefs, out)`` without K, same bits.
 
     Y dense (C-order; X dense or CSR, made dense eight rows at a time): the
@@ -746,7 +782,8 @@ def decision_sums(X, Y, int kernel_type, int degree, double gamma, double coef0,
     Y's squared row norms), X CSR: those of ``_kernel_matrix_transposed``;
     with ``integral`` (every value of X and Y an integer: binary features) the
     RBF values come from a table of ``ks_exp(-gamma * b)`` for the integer
-    squared distances b (the same bits).
+    squared distances b (the same bits), and with ``binary`` too (every value
+    0 or 1) the distances are popcounts of bit sets (_bits.h).
     The caller checks every column index against ``out``.
     """
     cdef Rows RX, RY
@@ -795,7 +832,9 @@ def decision_sums(X, Y, int kernel_type, int degree, double gamma, double coef0,
     cdef const double* pk = &coefs[0, 0]
     cdef const double* pnx
     cdef const double* ptable = NULL
-    cdef Py_ssize_t n_table = 0, b
+    cdef Py_ssize_t n_table = 0, b, words = (d + 63) // 64, k, j
+    cdef const uint64_t* pybits = NULL
+    cdef uint64_t[::1] ybits
     if transposed is not None:
         pnx = <const double*>cnp.PyArray_DATA(nx)
         py = &Yt[0, 0]
@@ -809,6 +848,15 @@ def decision_sums(X, Y, int kernel_type, int degree, double gamma, double coef0,
                 for b in range(n_table):
                     table[b] = ks_exp(-gamma * <double>b)
                 ptable = <const double*>cnp.PyArray_DATA(table)
+                # 0/1 rows and support vectors, at most 16 words: bit sets
+                # (|x XOR y| <= |x| + |y| < n_table: always in the table)
+                if binary and 0 < words <= 16:
+                    ybits = np.zeros(n_y * words, dtype=np.uint64)
+                    for k in range(d):
+                        for j in range(n_y):
+                            if Yt[k, j] != 0.0:
+                                ybits[j * words + (k >> 6)] |= (<uint64_t>1) << (k & 63)
+                    pybits = &ybits[0]
         n_groups = (n + 7) // 8
         nt = n_threads if n_threads > 1 and n_groups > 1 else 1
         with nogil, parallel(num_threads=nt):
@@ -821,7 +869,8 @@ def decision_sums(X, Y, int kernel_type, int degree, double gamma, double coef0,
                     continue
                 r0 = g * 8
                 _transposed_group(&RX, r0, min(r0 + 8, n), py, n_y, &kp, pnx, pny, pc, pk,
-                                  m, po, n_values, panel, tile, acc, ptable, n_table)
+                                  m, po, n_values, panel, tile, acc, ptable, n_table,
+                                  pybits, words)
             free(tile)
             free(panel)
             free(acc)
