@@ -110,6 +110,8 @@ def test_softmax_loss():
 # The fitted step's ridges (doc/dsg.md, "The step rule"), for fit and fit-gcv.
 _RIDGES = 10.0 ** np.arange(-3, 1.01, 0.5)
 _FIRST_RIDGE = 6            # fit's ridge before any batch has judged one: 1
+# fit's step scale: 1 / the loss's curvature bound (softmax 1/2, logistic 1/4)
+_FIT_STEP_FACTOR = {"softmax": 2.0, "logistic": 4.0}
 
 
 def _ridge_fit(phi, G, rho):
@@ -245,6 +247,7 @@ def _task_data(heart, task):
     ("regression", "squared", "--step-rule fit --ridge 0.05"),
     ("regression", "huber", "--step-rule fit --delta 0.5"),
     ("classification", "logistic", "--step-rule fit --average 1"),
+    ("multiclass", "softmax", "--step-rule fit --ridge 0.2"),
     ("multiclass", "softmax", "--step-rule fit-gcv"),
     ("classification", "hinge", "--step-rule fit-gcv"),
 ])
@@ -259,8 +262,10 @@ def test_matches_numpy_algorithm_1(heart, task, loss, extra):
     targets = Targets.from_data(_TASKS[s], loss, y)
     lam = param.extra.get("lambda", param.nu if s == 2 else 1 / (param.C * X.shape[0]))
     loss_param = {"huber": 0.5, "epsilon-insensitive": 0.2, "quantile": 0.3}.get(loss, 0)
+    step = 2 * (_FIT_STEP_FACTOR.get(loss, 1.0) if rule == "fit" else 1.0)
     coef, intercept = _reference_dsg(
-        X, targets.encode(y), targets.n_outputs, loss, loss_param, lam=lam, step=2, t0=3, B=7, F=5,
+        X, targets.encode(y), targets.n_outputs, loss, loss_param, lam=lam, step=step, t0=3,
+        B=7, F=5,
         gamma=0.3, seed=11, epochs=2, average="--average 1" in extra,
         fit_intercept="--bias 0" not in extra, rule=rule,
         ridge=param.extra.get("ridge"))
@@ -355,6 +360,8 @@ def test_declared_losses_are_the_compiled_loops():
     ("-t 0", "RBF"),
     ("-s 1", "nu-SVC"),
     ("--lambda 2 --step 10 --t0 1", "shrink"),
+    # hinge: 0.1 * 5 / 2 < 1; the logistic loss's fitted step is 4 times that
+    ("--loss logistic --lambda 0.1 --step 5 --t0 1", "times 4 for the logistic"),
     ("--epochs 0", "--epochs"),
     ("--step-rule newton", "--step-rule"),
     ("--ridge 0", "--ridge"),

@@ -7,7 +7,9 @@ never stored.  Iteration t (1-based) of Algorithm 1 on a batch of rows R:
 
     u_r   = f(x_r)                                  (Algorithm 2 over old blocks)
     g_r   = l'(u_r, y_r)                            (_losses.pxd)
-    gamma_t = theta / (t0 + t)
+    gamma_t = theta / (t0 + t)                      (theta times 2 for the softmax, 4
+                                                     for the logistic loss with the
+                                                     fitted step: FITTED_STEP_FACTOR)
     old coefficients *= (1 - gamma_t lambda)        (lazily: one global scale)
     coef[new block, f, :] = -gamma_t / (|R| F) sum_r g_r phi_f(x_r)
     intercept -= gamma_t (mean_r g_r [+ lambda for the novelty offset])
@@ -249,7 +251,9 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
     cdef Py_ssize_t B = h["batch_size"]
     cdef int loss = h["loss"]
     cdef double loss_param = h["loss_param"], lam = h["lam"]
-    cdef double theta = h["step"], t0 = h["t0"]
+    # the schedule's theta times the loss's fitted-step factor (options.py,
+    # FITTED_STEP_FACTOR; 1 unless the rule is fit: a power of two, exact)
+    cdef double theta = h["step"] * h.get("step_factor", 1.0), t0 = h["t0"]
     cdef bint fit_intercept = h["fit_intercept"], average = h["average"]
     cdef int solver = _SOLVERS[h.get("solver", "dsg")]
     cdef long long n_new_period = h.get("new_blocks", 1) if solver == SOLVER_UDSG else 1
