@@ -136,6 +136,21 @@ def _gcv_direction(phi, G):
     return best[1]
 
 
+def _one_se_ridge(scores, pairs, n):
+    """fit's choice after n judging batches: the largest ridge whose total is
+    within one standard error of the smallest total (the sum of n paired
+    per-batch differences: sqrt(n) times their sample deviation)."""
+    best = int(np.argmin(scores))
+    if n < 2:
+        return best
+    for i in range(len(scores) - 1, best, -1):
+        diff = scores[i] - scores[best]
+        var = (n * (pairs[i, i] - 2 * pairs[i, best] + pairs[best, best]) - diff ** 2) / (n - 1)
+        if diff <= np.sqrt(max(var, 0.0)):
+            return i
+    return best
+
+
 def _row_losses(loss, U, T, param):
     """l(u_r, y_r) per row: the softmax's, or the binary/regression loss summed over outputs."""
     if loss == "softmax":
@@ -158,8 +173,9 @@ def _reference_dsg(X, targets, K, loss, param, *, lam, step, t0, B, F, gamma, se
     key = stream_key(seed, "sampling")
     t = 0
     scores = np.zeros(len(_RIDGES))     # fit: each ridge's loss on the batches that followed
+    pairs = np.zeros((len(_RIDGES), len(_RIDGES)))  # fit: sum_b L_b(i) L_b(j)
     last = None     # fit: (step, block, chosen ridge, candidates, whole batch)
-    judged = False  # fit: has a batch judged a step yet
+    judged = 0      # fit: the number of batches that have judged a step
     for epoch in range(epochs):
         order = permutation(n, key, epoch)
         for pos in range(0, n, B):
@@ -193,11 +209,13 @@ def _reference_dsg(X, targets, K, loss, param, *, lam, step, t0, B, F, gamma, se
                     if whole:
                         P = random_features(X[rows], F, gamma=gamma, seed=seed,
                                             start=block * F, n_jobs=1)
-                        for i, c in enumerate(cands):
-                            scores[i] += _row_losses(
-                                loss, U + g_past * P @ (cands[chosen] - c), T, param).sum()
-                        judged = True
-                chosen = int(np.argmin(scores)) if judged else _FIRST_RIDGE
+                        batch = np.array([_row_losses(
+                            loss, U + g_past * P @ (cands[chosen] - c), T, param).sum()
+                            for c in cands])
+                        scores += batch
+                        pairs += np.outer(batch, batch)
+                        judged += 1
+                chosen = _one_se_ridge(scores, pairs, judged) if judged else _FIRST_RIDGE
                 cands = [_ridge_fit(phi, G, rho) for rho in _RIDGES]
                 new = -g * cands[chosen]
                 last = (g, nb, chosen, cands, len(rows) == B)
