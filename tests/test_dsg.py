@@ -110,6 +110,8 @@ def test_softmax_loss():
 # The fitted step's ridges (doc/dsg.md, "The step rule"), for fit and fit-gcv.
 _RIDGES = 10.0 ** np.arange(-3, 1.01, 0.5)
 _FIRST_RIDGE = 6            # fit's ridge before any batch has judged one: 1
+# fit's step scale: 1 / the loss's curvature bound (softmax 1/2, logistic 1/4)
+_FIT_STEP_FACTOR = {"softmax": 2.0, "logistic": 4.0}
 
 
 def _ridge_fit(phi, G, rho):
@@ -134,6 +136,21 @@ def _gcv_direction(phi, G):
     return best[1]
 
 
+def _one_se_ridge(scores, pairs, n):
+    """fit's choice after n judging batches: the largest ridge whose total is
+    within one standard error of the smallest total (the sum of n paired
+    per-batch differences: sqrt(n) times their sample deviation)."""
+    best = int(np.argmin(scores))
+    if n < 2:
+        return best
+    for i in range(len(scores) - 1, best, -1):
+        diff = scores[i] - scores[best]
+        var = (n * (pairs[i, i] - 2 * pairs[i, best] + pairs[best, best]) - diff ** 2) / (n - 1)
+        if diff <= np.sqrt(max(var, 0.0)):
+            return i
+    return best
+
+
 def _row_losses(loss, U, T, param):
     """l(u_r, y_r) per row: the softmax's, or the binary/regression loss summed over outputs."""
     if loss == "softmax":
@@ -156,8 +173,9 @@ def _reference_dsg(X, targets, K, loss, param, *, lam, step, t0, B, F, gamma, se
     key = stream_key(seed, "sampling")
     t = 0
     scores = np.zeros(len(_RIDGES))     # fit: each ridge's loss on the batches that followed
+    pairs = np.zeros((len(_RIDGES), len(_RIDGES)))  # fit: sum_b L_b(i) L_b(j)
     last = None     # fit: (step, block, chosen ridge, candidates, whole batch)
-    judged = False  # fit: has a batch judged a step yet
+    judged = 0      # fit: the number of batches that have judged a step
     for epoch in range(epochs):
         order = permutation(n, key, epoch)
         for pos in range(0, n, B):
@@ -191,11 +209,13 @@ def _reference_dsg(X, targets, K, loss, param, *, lam, step, t0, B, F, gamma, se
                     if whole:
                         P = random_features(X[rows], F, gamma=gamma, seed=seed,
                                             start=block * F, n_jobs=1)
-                        for i, c in enumerate(cands):
-                            scores[i] += _row_losses(
-                                loss, U + g_past * P @ (cands[chosen] - c), T, param).sum()
-                        judged = True
-                chosen = int(np.argmin(scores)) if judged else _FIRST_RIDGE
+                        batch = np.array([_row_losses(
+                            loss, U + g_past * P @ (cands[chosen] - c), T, param).sum()
+                            for c in cands])
+                        scores += batch
+                        pairs += np.outer(batch, batch)
+                        judged += 1
+                chosen = _one_se_ridge(scores, pairs, judged) if judged else _FIRST_RIDGE
                 cands = [_ridge_fit(phi, G, rho) for rho in _RIDGES]
                 new = -g * cands[chosen]
                 last = (g, nb, chosen, cands, len(rows) == B)
@@ -245,6 +265,7 @@ def _task_data(heart, task):
     ("regression", "squared", "--step-rule fit --ridge 0.05"),
     ("regression", "huber", "--step-rule fit --delta 0.5"),
     ("classification", "logistic", "--step-rule fit --average 1"),
+    ("multiclass", "softmax", "--step-rule fit --ridge 0.2"),
     ("multiclass", "softmax", "--step-rule fit-gcv"),
     ("classification", "hinge", "--step-rule fit-gcv"),
 ])
@@ -259,8 +280,10 @@ def test_matches_numpy_algorithm_1(heart, task, loss, extra):
     targets = Targets.from_data(_TASKS[s], loss, y)
     lam = param.extra.get("lambda", param.nu if s == 2 else 1 / (param.C * X.shape[0]))
     loss_param = {"huber": 0.5, "epsilon-insensitive": 0.2, "quantile": 0.3}.get(loss, 0)
+    step = 2 * (_FIT_STEP_FACTOR.get(loss, 1.0) if rule == "fit" else 1.0)
     coef, intercept = _reference_dsg(
-        X, targets.encode(y), targets.n_outputs, loss, loss_param, lam=lam, step=2, t0=3, B=7, F=5,
+        X, targets.encode(y), targets.n_outputs, loss, loss_param, lam=lam, step=step, t0=3,
+        B=7, F=5,
         gamma=0.3, seed=11, epochs=2, average="--average 1" in extra,
         fit_intercept="--bias 0" not in extra, rule=rule,
         ridge=param.extra.get("ridge"))
@@ -355,6 +378,8 @@ def test_declared_losses_are_the_compiled_loops():
     ("-t 0", "RBF"),
     ("-s 1", "nu-SVC"),
     ("--lambda 2 --step 10 --t0 1", "shrink"),
+    # hinge: 0.1 * 5 / 2 < 1; the logistic loss's fitted step is 4 times that
+    ("--loss logistic --lambda 0.1 --step 5 --t0 1", "times 4 for the logistic"),
     ("--epochs 0", "--epochs"),
     ("--step-rule newton", "--step-rule"),
     ("--ridge 0", "--ridge"),

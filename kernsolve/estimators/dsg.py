@@ -298,7 +298,9 @@ class DSGClassifier(_BaseDSG):
     feature_block : int, default=32
         Random features added per iteration (``--feature-block``).
     step : float or None, default=None
-        theta of the step ``theta / (t0 + t)`` (``--step``); None: DSG's default.
+        theta of the step ``theta / (t0 + t)`` (``--step``; with the fitted
+        step, times 2 for the softmax and 4 for the logistic loss); None:
+        DSG's default.
     t0 : float or None, default=None
         Offset of the step schedule (``--t0``); None: DSG's default.
     max_iter : float or None, default=None

@@ -18,10 +18,12 @@ SPEC = SolverSpec(
         "batch-size": Option("points per step", kind="int", default=64, low=1),
         "feature-block": Option("random features per step", kind="int", default=32, low=1),
         "lambda": Option("regularisation (default 1/(C n); -n nu for -s 2)", low=0),
-        "step": Option("step size scale", default=1000.0, low=0, low_open=True),
+        "step": Option("step size scale (with --step-rule fit: times 2 for the softmax, 4 for "
+                       "the logistic loss)", default=1000.0, low=0, low_open=True),
         "t0": Option("step size offset", default=1000.0, low=0),
         "step-rule": Option("fit (the new block fits the batch's loss derivatives; the "
-                            "ridge that did best on the following batches), fit-gcv (the "
+                            "largest ridge within one standard error of the best on the "
+                            "following batches), fit-gcv (the "
                             "ridge by cross-validation on each batch) or gradient "
                             "(Algorithm 1's functional gradient step)",
                             kind="choice", choices=("fit", "fit-gcv", "gradient"),

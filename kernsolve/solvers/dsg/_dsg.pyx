@@ -7,7 +7,9 @@ never stored.  Iteration t (1-based) of Algorithm 1 on a batch of rows R:
 
     u_r   = f(x_r)                                  (Algorithm 2 over old blocks)
     g_r   = l'(u_r, y_r)                            (_losses.pxd)
-    gamma_t = theta / (t0 + t)
+    gamma_t = theta / (t0 + t)                      (theta times 2 for the softmax, 4
+                                                     for the logistic loss with the
+                                                     fitted step: FITTED_STEP_FACTOR)
     old coefficients *= (1 - gamma_t lambda)        (lazily: one global scale)
     coef[new block, f, :] = -gamma_t / (|R| F) sum_r g_r phi_f(x_r)
     intercept -= gamma_t (mean_r g_r [+ lambda for the novelty offset])
@@ -249,7 +251,9 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
     cdef Py_ssize_t B = h["batch_size"]
     cdef int loss = h["loss"]
     cdef double loss_param = h["loss_param"], lam = h["lam"]
-    cdef double theta = h["step"], t0 = h["t0"]
+    # the schedule's theta times the loss's fitted-step factor (options.py,
+    # FITTED_STEP_FACTOR; 1 unless the rule is fit: a power of two, exact)
+    cdef double theta = h["step"] * h.get("step_factor", 1.0), t0 = h["t0"]
     cdef bint fit_intercept = h["fit_intercept"], average = h["average"]
     cdef int solver = _SOLVERS[h.get("solver", "dsg")]
     cdef long long n_new_period = h.get("new_blocks", 1) if solver == SOLVER_UDSG else 1
@@ -421,7 +425,7 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
                             P = prev_phi
                         _judge_candidates(U, P, rows, tg, tcols, nr, F, K, loss,
                                           loss_param, rs, ucand)
-                        rs[RS_JUDGED] = 1.0
+                        rs[RS_JUDGED] += 1.0
                     chosen = _best_ridge(rs)
                     _fit_candidates(PHI, G, nr, F, K, work, rs + RS_CANDIDATES)
                     for j in range(F * K):
@@ -509,9 +513,12 @@ cdef enum:
     RS_TARGET = 2       # the block it set or updated
     RS_CHOSEN = 3       # the grid index of its ridge
     RS_ROWS = 4         # the rows of its batch
-    RS_JUDGED = 5       # 1 once a batch has judged a step
+    RS_JUDGED = 5       # the number of batches that have judged a step
     RS_SCORES = 6       # N_RIDGES judged losses, one per ridge
-    RS_CANDIDATES = RS_SCORES + N_RIDGES    # N_RIDGES fits (F x K each) of the last batch
+    # sum over the judging batches of L_b(i) L_b(j), the batch's judged losses
+    # of ridges i and j (N_RIDGES^2): the spread of the paired differences
+    RS_PAIRS = RS_SCORES + N_RIDGES
+    RS_CANDIDATES = RS_PAIRS + N_RIDGES * N_RIDGES    # N_RIDGES fits (F x K each) of the last batch
 cdef double RIDGE_LOW = 1e-3
 cdef double RIDGE_RATIO = 3.1622776601683795      # sqrt(10)
 
@@ -691,8 +698,9 @@ cdef void _judge_candidates(const double* U, const double* P, const int64_t* row
     U moved by step * P (c_chosen - c_i), with P the last target block's
     features on this batch's rows (rows the last fit did not see).  ``u``:
     K doubles.  Serial, in row order."""
-    cdef Py_ssize_t i, r, k, f, chosen = <Py_ssize_t>rs[RS_CHOSEN]
+    cdef Py_ssize_t i, j, r, k, f, chosen = <Py_ssize_t>rs[RS_CHOSEN]
     cdef double step = rs[RS_STEP], s, total
+    cdef double tot[N_RIDGES]
     cdef const double* best = rs + RS_CANDIDATES + chosen * F * K
     cdef const double* c
     for i in range(N_RIDGES):
@@ -706,17 +714,36 @@ cdef void _judge_candidates(const double* U, const double* P, const int64_t* row
                 u[k] = U[r * K + k] + step * s
             total = total + _row_loss(loss, param, u, targets + rows[r] * tcols, K)
         rs[RS_SCORES + i] += total
+        tot[i] = total
+    for i in range(N_RIDGES):
+        for j in range(N_RIDGES):
+            rs[RS_PAIRS + i * N_RIDGES + j] += tot[i] * tot[j]
 
 
 cdef Py_ssize_t _best_ridge(const double* rs) noexcept nogil:
-    """The grid index with the smallest judged loss so far (the smallest
-    ridge on ties); FIRST_RIDGE before any judgement."""
+    """The ridge of the next-batch choice: the largest ridge whose judged loss
+    so far is within one standard error of the smallest (the one-standard-
+    error rule of Breiman, Friedman, Olshen and Stone, 1984), the error being
+    the standard error of the sum of the n paired per-batch differences
+    (RS_PAIRS); the smallest total (the smallest ridge on ties) after one
+    judging batch; FIRST_RIDGE before any."""
     cdef Py_ssize_t i, best = 0
-    if rs[RS_JUDGED] == 0.0:
+    cdef double n = rs[RS_JUDGED], diff, var
+    if n == 0.0:
         return FIRST_RIDGE
     for i in range(1, N_RIDGES):
         if rs[RS_SCORES + i] < rs[RS_SCORES + best]:
             best = i
+    if n < 2.0:
+        return best         # one batch: no spread to measure
+    for i in range(N_RIDGES - 1, best, -1):
+        # the n paired differences d_b: their sum, and n times their sample
+        # variance, (n sum d^2 - (sum d)^2) / (n - 1)
+        diff = rs[RS_SCORES + i] - rs[RS_SCORES + best]
+        var = (n * (rs[RS_PAIRS + i * N_RIDGES + i] - 2.0 * rs[RS_PAIRS + i * N_RIDGES + best]
+                    + rs[RS_PAIRS + best * N_RIDGES + best]) - diff * diff) / (n - 1.0)
+        if diff <= sqrt(var if var > 0.0 else 0.0):
+            return i
     return best
 
 

@@ -12,7 +12,7 @@ from ..._constants import C_SVC, EPSILON_SVR, FOURIER_KERNELS, ONE_CLASS
 from ..._features import _feature_kernel, _check_gamma
 from ..._random import _uint64
 
-__all__ = ["LOSSES", "CLASSIFICATION_LOSSES", "REGRESSION_LOSSES", "check_parameters",
+__all__ = ["FITTED_STEP_FACTOR", "LOSSES", "CLASSIFICATION_LOSSES", "REGRESSION_LOSSES", "check_parameters",
            "hyperparameters", "resolve_gamma"]
 
 # Loss name -> code of kernsolve/solvers/dsg/_losses.pxd.  Model files store names.
@@ -21,6 +21,13 @@ LOSSES = {
     "squared": 4, "huber": 5, "epsilon-insensitive": 6, "quantile": 7,
     "novelty": 8,
 }
+# The fitted step's scale (--step-rule fit): 1 / (a bound on the loss's second
+# derivative in u), the step that minimises the loss's quadratic upper bound
+# (a majorize-minimize, i.e. bounded-Newton, step; Boehning 1992 for the
+# softmax, whose Hessian is at most (I - 11'/K) / 2).  The losses not listed
+# have curvature 1 where they have any (squared, Huber, squared hinge) or
+# none at all (hinge, epsilon-insensitive, quantile, novelty): factor 1.
+FITTED_STEP_FACTOR = {"logistic": 4.0, "softmax": 2.0}
 CLASSIFICATION_LOSSES = ("hinge", "squared-hinge", "logistic", "softmax")
 REGRESSION_LOSSES = ("squared", "huber", "epsilon-insensitive", "quantile")
 # -s code -> task; DSG has no nu-SVC / nu-SVR formulation.
@@ -81,9 +88,13 @@ def hyperparameters(param, n_samples, n_features, loss, gamma):
     else:
         lam = 1.0 / (param.C * n_samples)
     step, t0 = opts["step"], opts["t0"]
-    if step * lam / (t0 + 1.0) >= 1.0:
-        raise ValueError(f"--step {step:g} with lambda {lam:g} and --t0 {t0:g}: the first "
-                         "step would shrink the model by a factor <= 0 "
+    # the fitted step's scale for the loss (1 for the other rules: fit-gcv
+    # keeps session 5's steps, gradient is Algorithm 1's)
+    factor = FITTED_STEP_FACTOR.get(loss, 1.0) if opts["step_rule"] == "fit" else 1.0
+    if factor * step * lam / (t0 + 1.0) >= 1.0:
+        scaled = f" (times {factor:g} for the {loss} loss's fitted step)" if factor != 1 else ""
+        raise ValueError(f"--step {step:g}{scaled} with lambda {lam:g} and --t0 {t0:g}: the "
+                         "first step would shrink the model by a factor <= 0 "
                          "(need step * lambda < t0 + 1)")
     # UDSG's G new / U old iterations; CDSG's cap on the line-search step
     # (eta <= max_step_ratio * gamma_t: the paper's theta' = ratio * theta).
@@ -91,7 +102,7 @@ def hyperparameters(param, n_samples, n_features, loss, gamma):
     new_blocks = opts.get("new_blocks", 1)
     old_blocks = opts.get("old_blocks", 0)
     ratio = opts.get("max_step_ratio", 1.0)
-    if ratio * step * lam / (t0 + 1.0) >= 1.0:
+    if ratio * factor * step * lam / (t0 + 1.0) >= 1.0:
         raise ValueError(f"--max-step-ratio {ratio:g} with --step {step:g}, lambda {lam:g} "
                          f"and --t0 {t0:g}: a line-search step could shrink the model by a "
                          "factor <= 0 (need ratio * step * lambda < t0 + 1)")
@@ -101,7 +112,7 @@ def hyperparameters(param, n_samples, n_features, loss, gamma):
     return dict(
         loss=LOSSES[loss], loss_name=loss, loss_param=loss_param, task=task,
         batch_size=opts["batch_size"], block_size=opts["feature_block"],
-        step=step, t0=t0, epochs=opts["epochs"],
+        step=step, step_factor=factor, t0=t0, epochs=opts["epochs"],
         average=bool(opts["average"]), fit_intercept=bool(param.bias),
         kernel=_feature_kernel(param.kernel_type), kernel_type=int(param.kernel_type),
         gamma=float(gamma), seed=_uint64(param.seed, "--seed"), n_features=n_features,
