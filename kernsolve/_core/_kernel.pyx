@@ -12,7 +12,7 @@ from libc.stdint cimport uint64_t
 
 import numpy as np
 
-from ._rows cimport Rows, as_rows, row_ptr
+from ._rows cimport Rows, as_rows, row_ptr, row_bits
 from ._team cimport ks_team_run, ks_grab
 from ._kernel_values cimport (
     SCATTER_MAX_FEATURES, PAR_MIN_WORK, VALUE_BLOCK, Query, _row_norm, _make_query,
@@ -255,19 +255,6 @@ cdef bint _is_binary(const Rows* X, const Py_ssize_t* start, Py_ssize_t n) noexc
     return True
 
 
-cdef void _set_bits(const Rows* X, Py_ssize_t i, uint64_t* out, Py_ssize_t words) noexcept nogil:
-    """Row i of binary X as a bit set."""
-    cdef const double* v
-    cdef const int32_t* ix
-    cdef Py_ssize_t t, c, m = row_ptr(X, i, &v, &ix)
-    for t in range(words):
-        out[t] = 0
-    for t in range(m):
-        if v[t] != 0.0:
-            c = ix[t] if ix != NULL else t
-            out[c >> 6] |= (<uint64_t>1) << (c & 63)
-
-
 # The position-ordered copy of sparse X (_order_by_position) as a job: the
 # row pointers are laid out first, then chunk c copies its share of the rows.
 cdef struct CopyJob:
@@ -461,7 +448,7 @@ cdef class KernelRows:
         self.bit_hamming = self.params.kind == RBF or self.params.kind == LAPLACIAN
         with nogil:
             for p in range(self.n):
-                _set_bits(&self.X, self.perm[p], self.bits + p * words, words)
+                row_bits(&self.X, self.perm[p], self.bits + p * words, words)
             for b in range(n_table):
                 # the general path's value for the base b (an integer there too)
                 self.bit_table[b] = <kfloat>_finish(&self.params, <double>b)

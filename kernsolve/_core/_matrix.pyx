@@ -17,7 +17,7 @@ import numpy as np
 
 from cpython.pycapsule cimport PyCapsule_GetName, PyCapsule_GetPointer
 
-from ._rows cimport Rows, as_rows, row_ptr
+from ._rows cimport Rows, as_rows, row_ptr, row_bits
 from ._kernel cimport KernelParams, LINEAR, POLY, RBF, SIGMOID, LAPLACIAN
 from ._kernel_values cimport (
     SCATTER_MAX_FEATURES, PAR_MIN_WORK, VALUE_BLOCK, Query, _finish, _exponent, _row_norm,
@@ -608,19 +608,6 @@ cdef extern from "_bits.h" nogil:
                        Py_ssize_t ns, const double* table, double* tile)
 
 
-cdef void _row_bits(const Rows* X, Py_ssize_t i, uint64_t* out, Py_ssize_t words) noexcept nogil:
-    """Row i of 0/1 data as a bit set."""
-    cdef const double* v
-    cdef const int32_t* ix
-    cdef Py_ssize_t t, c, m = row_ptr(X, i, &v, &ix)
-    for t in range(words):
-        out[t] = 0
-    for t in range(m):
-        if v[t] != 0.0:
-            c = ix[t] if ix != NULL else t
-            out[c >> 6] |= (<uint64_t>1) << (c & 63)
-
-
 # Largest table of RBF values for integer squared distances (8 bytes each).
 cdef Py_ssize_t RBF_TABLE_MAX = 1 << 16
 
@@ -726,7 +713,7 @@ cdef void _transposed_group(const Rows* X, Py_ssize_t r0, Py_ssize_t r1, const d
         nx8[t] = nx[r0 + t] if r0 + t < r1 else 0.0
         if ybits != NULL:
             if r0 + t < r1:
-                _row_bits(X, r0 + t, xbits + t * words, words)
+                row_bits(X, r0 + t, xbits + t * words, words)
             else:
                 for s in range(words):
                     xbits[t * words + s] = 0

@@ -1,7 +1,7 @@
 # One row-access abstraction for dense and CSR data, so every kernel and
 # solver is written once (lightning's get_row_ptr idea).  as_rows (_rows.pyx)
 # builds a Rows from Python.
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t
 
 cdef struct Rows:
     Py_ssize_t n_rows
@@ -22,6 +22,21 @@ cdef inline Py_ssize_t row_ptr(const Rows* X, Py_ssize_t i, const double** vals,
     vals[0] = X.values + i * X.n_features
     idx[0] = NULL
     return X.n_features
+
+
+cdef inline void row_bits(const Rows* X, Py_ssize_t i, uint64_t* out,
+                          Py_ssize_t words) noexcept nogil:
+    """Row i of 0/1 data as a bit set of ``words`` words (bit c: column c is 1),
+    for the popcount kernels of _bits.h (KernelRows, decision_sums)."""
+    cdef const double* v
+    cdef const int32_t* ix
+    cdef Py_ssize_t t, c, m = row_ptr(X, i, &v, &ix)
+    for t in range(words):
+        out[t] = 0
+    for t in range(m):
+        if v[t] != 0.0:
+            c = ix[t] if ix != NULL else t
+            out[c >> 6] |= (<uint64_t>1) << (c & 63)
 
 
 # Point ``out`` at a canonical dense (C-order float64) or CSR matrix (from
