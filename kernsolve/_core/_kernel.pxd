@@ -79,7 +79,7 @@ cdef class KernelRows:
     # run of swaps -- one shrinking pass -- walks the cache once, not per swap).
     cdef Py_ssize_t* pending          # (lo, hi) pairs, in the order swap() was called
     cdef Py_ssize_t n_pending
-    cdef Py_ssize_t* swap_rows        # _apply_pending's rows to walk (n entries)
+    cdef Py_ssize_t* swap_rows        # _flush_log's rows to catch up (n entries)
     # The log of swap batches (_kernel.pyx, before KernelRows): batch b (for
     # log_base <= b < epoch) is the permutation of the positions
     # log_touched[log_at[b - log_base] ...] (increasing), each taking the
