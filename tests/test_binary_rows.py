@@ -141,3 +141,51 @@ def test_smo_models_are_the_same_bytes_with_and_without_bit_sets(options):
         finally:
             _kernel.binary_rows(before)
     assert len(texts) == 1
+
+
+@pytest.fixture
+def bits_cap():
+    """Restores the bit-set rows' cache cap a test changes."""
+    before = _kernel.bits_cache_cap()
+    yield _kernel.bits_cache_cap
+    _kernel.bits_cache_cap(before)
+
+
+def test_bit_set_rows_keep_at_most_the_cap_a_word_of_the_budget(bits_cap):
+    MB = 1 << 20
+    X = binary_data(n=300, d=130, seed=6)                # 3 words a row
+    per_word = bits_cap()
+    big = KernelRows(X, 2, 3, 0.1, 0.0, 4.0 * per_word * 3, 1)
+    assert big.binary and big.budget_bytes == int(per_word * 3 * MB) // 4 * 4
+    # below the cap, -m less the bit sets as before
+    small = KernelRows(X, 2, 3, 0.1, 0.0, 2.0, 1)
+    assert small.budget_bytes == (2 * MB - small.copy_bytes) // 4 * 4
+    # the same data with one value that is not 0 or 1 keeps all of -m
+    other = X.copy()
+    other.data[4] = 0.5
+    general = KernelRows(other, 2, 3, 0.1, 0.0, 4.0 * per_word * 3, 1)
+    assert not general.binary
+    assert general.budget_bytes + general.copy_bytes > 4 * per_word * 3 * MB - 8
+    bits_cap(0.5)
+    assert KernelRows(X, 2, 3, 0.1, 0.0, 100.0, 1).budget_bytes == int(1.5 * MB) // 4 * 4
+    bits_cap(float("inf"))
+    k = KernelRows(X, 2, 3, 0.1, 0.0, 4.0 * per_word * 3, 1)
+    assert k.budget_bytes == (int(4 * per_word * 3 * MB) - k.copy_bytes) // 4 * 4
+    with pytest.raises(ValueError, match="mb_per_word"):
+        bits_cap(0)
+
+
+def test_a_binding_cap_changes_the_work_not_the_model(bits_cap):
+    rng = np.random.default_rng(7)
+    X = binary_data(n=600, d=64, density=0.2, seed=8)    # one word a row
+    y = np.sign(X @ rng.standard_normal(64) + 0.3 * rng.standard_normal(600))
+    import kernsolve
+    options = "-s 0 -t 2 -c 10 -g 0.05 -m 10 -q"
+    evals, texts = [], set()
+    for per_word in (float("inf"), 0.004):               # 4 KB: two 600-value rows
+        bits_cap(per_word)
+        for threads in (1, 2):
+            texts.add(model_bytes(y, X, f"{options} --threads {threads}"))
+        evals.append(kernsolve.train(y, X, options).stats["n_kernel_evals"])
+    assert len(texts) == 1
+    assert evals[1] > evals[0]                            # the cap was binding

@@ -63,6 +63,30 @@ def binary_rows(on=None):
         _binary_rows_on = bool(on)
     return before
 
+# With bit sets a kernel value costs about a popcount per word, while a cached
+# value first costs a page fault: fresh memory is about 2.5 us a 4 KB page on
+# the 2-core VM (0.2 s for every 400 MB touched), ~2.4 ns a value, more than
+# computing a 2-word value.  So their rows' budget is at most this many MB a
+# word: what -m allows beyond it was slower to fill than to recompute (a9a,
+# 2 words, -m 1000: 3.2 s at 1 thread against 2.3 s capped at 128 MB; w8a, 5
+# words: 1.12 against 0.98 s; benchmarks/RESULTS.md "Bit-set rows: a smaller
+# cache").  Wider bit sets cost more a value, and keep more of -m.
+cdef double _bits_cache_mb_per_word = 64.0
+
+
+def bits_cache_cap(mb_per_word=None):
+    """MB of cached rows a bit-set word allows (engines made from now on hold
+    at most that times their words, within -m); ``mb_per_word`` sets it
+    (``float("inf")``: -m alone).  Returns the setting before the call.  For
+    the tests and the benchmarks: the cache never changes a value."""
+    global _bits_cache_mb_per_word
+    before = _bits_cache_mb_per_word
+    if mb_per_word is not None:
+        if not mb_per_word > 0:
+            raise ValueError(f"mb_per_word must be > 0, got {mb_per_word!r}")
+        _bits_cache_mb_per_word = float(mb_per_word)
+    return before
+
 # The C enum's numbers and names, for tests/test_constants.py to compare with
 # kernsolve/_constants.py (the owner of the table).
 KERNEL_NAMES = {LINEAR: "linear", POLY: "polynomial", RBF: "rbf",
@@ -403,6 +427,7 @@ cdef class KernelRows:
         cdef Py_ssize_t words = (self.X.n_features + 63) // 64
         cdef double bits_bytes = 8.0 * words * n + sizeof(kfloat) * (64.0 * words + 1)
         cdef bint binary = False
+        cdef double cap
         if (_binary_rows_on and kernel_type != PRECOMPUTED and words > 0
                 and (not self.X.is_sparse or words <= nnz // n)
                 and bits_bytes <= BY_POSITION_SHARE * entries * sizeof(kfloat)):
@@ -412,6 +437,9 @@ cdef class KernelRows:
             self._make_bits(words)
             entries -= bits_bytes / sizeof(kfloat)
             self.by_pos_bytes = <Py_ssize_t>bits_bytes
+            cap = _bits_cache_mb_per_word * words * 1048576.0 / <double>sizeof(kfloat)
+            if entries > cap:
+                entries = cap
         # The position-ordered copy of sparse X (nonzeros, row pointers,
         # norms), when it fits in its share of the budget, which it then uses.
         cdef double copy_bytes = 12.0 * nnz + 16.0 * (n + 1)
