@@ -11,7 +11,7 @@ import sys
 import numpy as np
 
 from ._common import (CommandError, HelpRequested, UsageError, VersionRequested,
-                      check_input_path, parse_float, parse_int, run)
+                      check_input_path, end_process, parse_float, parse_int, run)
 from .train import check_rows_for_folds, check_solver_options
 from .._io import read_problem
 from .._params import FLAGS, parse_options
@@ -279,9 +279,14 @@ def main(argv):
 
 
 def cli(argv=None):
-    """Console-script entry point."""
+    """The command in this process: returns its exit status."""
     return run(main, argv, PROG, USAGE)
 
 
+def console():
+    """Console-script entry point: the command, then the process's end."""
+    end_process(cli())
+
+
 if __name__ == "__main__":
-    sys.exit(cli())
+    console()

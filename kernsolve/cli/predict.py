@@ -15,8 +15,8 @@ from .._fileutil import open_read, output_file
 from .._model import is_model_start, load_model
 from .._predict import predict
 from ._common import (CommandError, UsageError, c_divide, check_input_path,
-                      check_output_path, parse_int, read_data, regression_summary, run,
-                      split_options)
+                      check_output_path, end_process, parse_int, read_data, regression_summary,
+                      run, split_options)
 
 PROG = "kernsolve-predict"
 
@@ -235,9 +235,14 @@ def main(argv):
 
 
 def cli(argv=None):
-    """Console-script entry point."""
+    """The command in this process: returns its exit status."""
     return run(main, argv, PROG, USAGE)
 
 
+def console():
+    """Console-script entry point: the command, then the process's end."""
+    end_process(cli())
+
+
 if __name__ == "__main__":
-    sys.exit(cli())
+    console()

@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from .._fileutil import output_file
 from .._model_text import MAX_INDEX
 from ._common import (CommandError, UsageError, check_input_path,
-                      parse_float, read_data, run, split_options)
+                      end_process, parse_float, read_data, run, split_options)
 
 PROG = "kernsolve-scale"
 
@@ -330,9 +330,14 @@ def main(argv):
 
 
 def cli(argv=None):
-    """Console-script entry point."""
+    """The command in this process: returns its exit status."""
     return run(main, argv, PROG, USAGE)
 
 
+def console():
+    """Console-script entry point: the command, then the process's end."""
+    end_process(cli())
+
+
 if __name__ == "__main__":
-    sys.exit(cli())
+    console()

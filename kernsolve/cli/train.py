@@ -14,7 +14,7 @@ import numpy as np
 from .._constants import PRECOMPUTED, REGRESSION
 from ._common import (STDIN, CommandError, UsageError, c_divide, check_input_path,
                       check_output_path, parse_float, parse_int, read_data,
-                      regression_summary, run, split_options)
+                      end_process, regression_summary, run, split_options)
 from .. import _api
 from .._model import save_model
 from .._params import FLAGS, parse_options
@@ -293,9 +293,14 @@ def main(argv):
 
 
 def cli(argv=None):
-    """Console-script entry point."""
+    """The command in this process: returns its exit status."""
     return run(main, argv, PROG, USAGE)
 
 
+def console():
+    """Console-script entry point: the command, then the process's end."""
+    end_process(cli())
+
+
 if __name__ == "__main__":
-    sys.exit(cli())
+    console()
