@@ -499,3 +499,36 @@ def test_ridge_one_until_a_batch_has_judged_a_step(heart):
     assert clf.model_.stats["mean_ridge"] == pytest.approx(1.0, rel=1e-12)   # (old: 0.5005)
     clf.partial_fit(X[21:53], y[21:53])        # judged from here: the ridge of the scores
     assert clf.model_.stats["n_iter"] == 4
+
+
+@pytest.mark.parametrize("loss,n,expected", [
+    ("hinge", 60000, (64, 32)), ("logistic", 500, (64, 32)), ("squared", 9000, (64, 32)),
+    ("novelty", 100, (64, 32)), ("softmax", 100, (256, 128)), ("softmax", 8000, (500, 128)),
+    ("softmax", 20000, (1250, 128)), ("softmax", 60000, (2048, 128)),
+])
+def test_batch_and_block_defaults_by_loss(loss, n, expected):
+    from kernsolve.solvers.dsg.options import default_batch_block
+    assert default_batch_block(loss, n) == expected
+
+
+def test_unset_batch_and_block_train_as_the_rule_written_out():
+    """The defaults are the documented numbers: a run without --batch-size and
+    --feature-block writes the model of the run that gives them."""
+    from conftest import model_bytes
+    rng = np.random.default_rng(11)
+    X = rng.standard_normal((700, 6))
+    y3 = np.argmax(X[:, :3] + 0.5 * rng.standard_normal((700, 3)), axis=1).astype(float)
+    y2 = np.sign(X[:, 0] + X[:, 1] + 0.3 * rng.standard_normal(700))
+    base = "--solver dsg -g 0.3 -q --threads 2"
+    # three classes: the softmax, 700 // 16 = 43 -> 256 rows and 128 features a step
+    assert (model_bytes(y3, X, base)
+            == model_bytes(y3, X, base + " --batch-size 256 --feature-block 128"))
+    assert (model_bytes(y3, X, base)
+            != model_bytes(y3, X, base + " --batch-size 64 --feature-block 32"))
+    # two classes: the hinge, the paper's 64 and 32
+    assert (model_bytes(y2, X, base)
+            == model_bytes(y2, X, base + " --batch-size 64 --feature-block 32"))
+    est = kernsolve.DSGClassifier(loss="softmax", gamma=0.3, random_state=0).fit(X, y3)
+    explicit = kernsolve.DSGClassifier(loss="softmax", gamma=0.3, random_state=0,
+                                       batch_size=256, feature_block=128).fit(X, y3)
+    assert np.array_equal(est.decision_function(X), explicit.decision_function(X))

@@ -98,8 +98,8 @@ class _BaseDSG(BaseEstimator):
         "C": Rule(Interval(Real, 0, None, closed="neither"), note="(used when alpha is None)",
                   when=lambda est: est.alpha is None),
         "alpha": [None, Interval(Real, 0, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "feature_block": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [None, Interval(Integral, 1, None, closed="left")],
+        "feature_block": [None, Interval(Integral, 1, None, closed="left")],
         "max_iter": [None, Interval(Real, 0, None, closed="neither",
                                     text="a number of passes > 0")],
         "average": ["boolean"],
@@ -120,20 +120,19 @@ class _BaseDSG(BaseEstimator):
         """The estimator's settings as ``Parameters`` (``--solver dsg`` options).
 
         The one place where parameter names meet option names.  ``None``
-        (``step``, ``t0``, ``max_iter``) leaves the option out, so the DSG
-        default of ``kernsolve.solvers.dsg.options`` applies.
+        (``step``, ``t0``, ``max_iter``, ``batch_size``, ...) leaves the option
+        out, so the DSG default of ``kernsolve.solvers.dsg.options`` applies.
         """
         self._validate_params()
         extra = {"loss": self.loss.replace("_", "-"),
-                 "batch_size": int(self.batch_size),
-                 "feature_block": int(self.feature_block),
                  "average": int(bool(self.average)),
                  "step_rule": str(self.step_rule).replace("_", "-")}
         for attr, key in (("step", "step"), ("t0", "t0"), ("max_iter", "epochs"),
-                          ("alpha", "lambda"), ("ridge", "ridge")):
+                          ("alpha", "lambda"), ("ridge", "ridge"),
+                          ("batch_size", "batch_size"), ("feature_block", "feature_block")):
             value = getattr(self, attr)
             if value is not None:
-                extra[key] = value
+                extra[key] = int(value) if attr in ("batch_size", "feature_block") else value
         for attr in ("tau", "delta"):
             if hasattr(self, attr):
                 extra[attr] = getattr(self, attr)
@@ -293,10 +292,13 @@ class DSGClassifier(_BaseDSG):
         ``partial_fit``; give ``alpha`` when streaming).
     C : float, default=1.0
         Cost, used when ``alpha`` is None (``-c``).
-    batch_size : int, default=64
-        Rows per iteration (``--batch-size``).
-    feature_block : int, default=32
-        Random features added per iteration (``--feature-block``).
+    batch_size : int or None, default=None
+        Rows per iteration (``--batch-size``).  None: 64, or for the softmax
+        loss ``n_samples // 16`` within [256, 2048] (of the first chunk for
+        ``partial_fit``).
+    feature_block : int or None, default=None
+        Random features added per iteration (``--feature-block``).  None: 32,
+        or 128 for the softmax loss.
     step : float or None, default=None
         theta of the step ``theta / (t0 + t)`` (``--step``; with the fitted
         step, times 2 for the softmax and 4 for the logistic loss); None:
@@ -354,8 +356,9 @@ class DSGClassifier(_BaseDSG):
 
     def __init__(self, loss: str = "hinge", *, solver: str = _DSG.name,
                  gamma: float | Literal["median"] = "median", kernel: str = "rbf",
-                 alpha: float | None = None, C: float = 1.0, batch_size: int = 64,
-                 feature_block: int = 32, step: float | None = None, t0: float | None = None,
+                 alpha: float | None = None, C: float = 1.0,
+                 batch_size: int | None = None, feature_block: int | None = None,
+                 step: float | None = None, t0: float | None = None,
                  step_rule: str = "fit", ridge: float | None = None,
                  max_iter: float | None = None, average: bool = False,
                  fit_intercept: bool = True, solver_options: dict[str, Any] | None = None,
@@ -547,8 +550,9 @@ class DSGRegressor(_BaseDSG):
     def __init__(self, loss: str = "squared", *, solver: str = _DSG.name,
                  epsilon: float = 0.1, delta: float = 1.0, tau: float = 0.5,
                  gamma: float | Literal["median"] = "median", kernel: str = "rbf",
-                 alpha: float | None = None, C: float = 1.0, batch_size: int = 64,
-                 feature_block: int = 32, step: float | None = None, t0: float | None = None,
+                 alpha: float | None = None, C: float = 1.0,
+                 batch_size: int | None = None, feature_block: int | None = None,
+                 step: float | None = None, t0: float | None = None,
                  step_rule: str = "fit", ridge: float | None = None,
                  max_iter: float | None = None, average: bool = False,
                  fit_intercept: bool = True, solver_options: dict[str, Any] | None = None,

@@ -15,8 +15,10 @@ SPEC = SolverSpec(
     options={
         "loss": Option("loss (default: hinge, softmax beyond 2 classes, novelty for -s 2, "
                        "epsilon-insensitive for -s 3)", kind="choice", choices=_LOSSES),
-        "batch-size": Option("points per step", kind="int", default=64, low=1),
-        "feature-block": Option("random features per step", kind="int", default=32, low=1),
+        "batch-size": Option("points per step (default 64; for the softmax loss n/16 "
+                             "within [256, 2048])", kind="int", low=1),
+        "feature-block": Option("random features per step (default 32; 128 for the "
+                                "softmax loss)", kind="int", low=1),
         "lambda": Option("regularisation (default 1/(C n); -n nu for -s 2)", low=0),
         "step": Option("step size scale (with --step-rule fit: times 2 for the softmax, 4 for "
                        "the logistic loss)", default=1000.0, low=0, low_open=True),
