@@ -340,6 +340,19 @@ cdef inline void _kernel_block(const KernelParams* kp, const Query* q, const Row
     together (ks_exp_block)."""
     cdef Py_ssize_t k, j
     cdef bint exponential = kp.kind == RBF or kp.kind == LAPLACIAN
+    cdef const double* v
+    cdef const int32_t* ix
+    if kp.kind == RBF and Y.is_sparse and q.dense != NULL:
+        # _pair_base's RBF-with-scatter case without its dispatch per value
+        # (gcc does not inline _value_base): the same operations, the same bits.
+        for k in range(start, end):
+            j = rows[k] if rows != NULL else k
+            v = Y.values + Y.indptr[j]
+            ix = Y.indices + Y.indptr[j]
+            out[k - start] = _exponent(kp, q.norm + norms[j] - 2.0 * _dot_gather(
+                q.dense, v, ix, <Py_ssize_t>(Y.indptr[j + 1] - Y.indptr[j])))
+        ks_exp_block(out, end - start)
+        return
     for k in range(start, end):
         j = rows[k] if rows != NULL else k
         if exponential:
