@@ -12,8 +12,8 @@ from ..._constants import C_SVC, EPSILON_SVR, FOURIER_KERNELS, ONE_CLASS
 from ..._features import _feature_kernel, _check_gamma
 from ..._random import _uint64
 
-__all__ = ["FITTED_STEP_FACTOR", "LOSSES", "default_batch_block", "CLASSIFICATION_LOSSES", "REGRESSION_LOSSES", "check_parameters",
-           "hyperparameters", "resolve_gamma"]
+__all__ = ["FITTED_STEP_FACTOR", "LOSSES", "CLASSIFICATION_LOSSES", "REGRESSION_LOSSES",
+           "check_parameters", "default_batch_block", "hyperparameters", "resolve_gamma"]
 
 # Loss name -> code of kernsolve/solvers/dsg/_losses.pxd.  Model files store names.
 LOSSES = {
