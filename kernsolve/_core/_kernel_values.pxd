@@ -274,6 +274,12 @@ cdef inline void _clear_query(const Query* q, double* work) noexcept nogil:
             work[q.idx[t]] = 0.0
 
 
+cdef inline double _sqdist_scatter(const Query* q, const double* v, const int32_t* ix,
+                                   Py_ssize_t m, double norm_j) noexcept nogil:
+    """||x_i - x_j||^2 for x_i scattered in q and a sparse x_j = (v, ix)."""
+    return q.norm + norm_j - 2.0 * _dot_gather(q.dense, v, ix, m)
+
+
 cdef inline double _pair_base(const KernelParams* kp, const Query* q, const double* v,
                               const int32_t* ix, Py_ssize_t m,
                               double norm_j) noexcept nogil:
@@ -291,10 +297,10 @@ cdef inline double _pair_base(const KernelParams* kp, const Query* q, const doub
     elif q.dense != NULL:
         if kind == LAPLACIAN:
             base = _l1_gather(q.dense, q.norm, v, ix, m)
+        elif kind == RBF:
+            base = _sqdist_scatter(q, v, ix, m, norm_j)
         else:
             base = _dot_gather(q.dense, v, ix, m)
-            if kind == RBF:
-                base = q.norm + norm_j - 2.0 * base
     else:
         if kind == LAPLACIAN:
             base = _l1_merge(q.vals, q.idx, q.nnz, v, ix, m)
@@ -342,15 +348,14 @@ cdef inline void _kernel_block(const KernelParams* kp, const Query* q, const Row
     cdef bint exponential = kp.kind == RBF or kp.kind == LAPLACIAN
     cdef const double* v
     cdef const int32_t* ix
+    cdef Py_ssize_t m
     if kp.kind == RBF and Y.is_sparse and q.dense != NULL:
         # _pair_base's RBF-with-scatter case without its dispatch per value
         # (gcc does not inline _value_base): the same operations, the same bits.
         for k in range(start, end):
             j = rows[k] if rows != NULL else k
-            v = Y.values + Y.indptr[j]
-            ix = Y.indices + Y.indptr[j]
-            out[k - start] = _exponent(kp, q.norm + norms[j] - 2.0 * _dot_gather(
-                q.dense, v, ix, <Py_ssize_t>(Y.indptr[j + 1] - Y.indptr[j])))
+            m = row_ptr(Y, j, &v, &ix)
+            out[k - start] = _exponent(kp, _sqdist_scatter(q, v, ix, m, norms[j]))
         ks_exp_block(out, end - start)
         return
     for k in range(start, end):
