@@ -87,3 +87,18 @@ def model_bytes(y, X, options):
         kernsolve.save_model(path, model)
         with open(path, "rb") as f:
             return f.read()
+
+
+def model_bytes_each(setting, values, restore, y, X, options, threads=(1, 2)):
+    """The model files kernsolve.train writes with ``setting(value)`` for each
+    of ``values`` and each thread count, as a set of bytes (one element: the
+    switch changes no bit); ``setting(restore)`` afterwards, whatever happens."""
+    texts = set()
+    try:
+        for value in values:
+            setting(value)
+            for n in threads:
+                texts.add(model_bytes(y, X, f"{options} --threads {n}"))
+    finally:
+        setting(restore)
+    return texts

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from conftest import model_bytes
+from conftest import model_bytes_each
 from kernsolve._core import _kernel
 from kernsolve._core._kernel import KernelRows
 
@@ -132,14 +132,8 @@ def test_smo_models_are_the_same_bytes_with_and_without_bit_sets(options):
     y = np.sign(X @ w + 0.3 * rng.standard_normal(400))
     if options.startswith(("-s 3", "-s 4")):
         y = X @ w
-    texts = set()
-    for general in (False, True):
-        before = _kernel.binary_rows(not general)
-        try:
-            for threads in (1, 2):
-                texts.add(model_bytes(y, X, f"{options} -m 1 -q --threads {threads}"))
-        finally:
-            _kernel.binary_rows(before)
+    texts = model_bytes_each(_kernel.binary_rows, (True, False), _kernel.binary_rows(),
+                             y, X, f"{options} -m 1 -q")
     assert len(texts) == 1
 
 
@@ -181,11 +175,11 @@ def test_a_binding_cap_changes_the_work_not_the_model(bits_cap):
     y = np.sign(X @ rng.standard_normal(64) + 0.3 * rng.standard_normal(600))
     import kernsolve
     options = "-s 0 -t 2 -c 10 -g 0.05 -m 10 -q"
-    evals, texts = [], set()
-    for per_word in (float("inf"), 0.004):               # 4 KB: two 600-value rows
-        bits_cap(per_word)
-        for threads in (1, 2):
-            texts.add(model_bytes(y, X, f"{options} --threads {threads}"))
-        evals.append(kernsolve.train(y, X, options).stats["n_kernel_evals"])
+    caps = (float("inf"), 0.004)                         # 4 KB: two 600-value rows
+    texts = model_bytes_each(bits_cap, caps, bits_cap(), y, X, options)
     assert len(texts) == 1
+    evals = []
+    for per_word in caps:
+        bits_cap(per_word)
+        evals.append(kernsolve.train(y, X, options).stats["n_kernel_evals"])
     assert evals[1] > evals[0]                            # the cap was binding

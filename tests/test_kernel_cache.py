@@ -104,6 +104,16 @@ def check_state(kr, model):
     assert kr.cached_bytes <= kr.budget_bytes
 
 
+def read_and_compare(kr, model, fresh, p, length, step=None):
+    """Row p over positions < length from the engine and from the model; its
+    values against a fresh, unswapped engine gathered through the model's
+    permutation (the oracle for the values)."""
+    row = kr.row(p, length)
+    model.get(p, length)
+    expected = fresh.row(model.perm[p])[model.perm[:length]]
+    assert row.tobytes() == expected.tobytes(), step
+
+
 def test_lru_eviction_order_by_hand():
     n = 10
     # 25 entries: two full rows plus five
@@ -174,13 +184,7 @@ def test_random_operations_match_model(sparse, budget_entries):
             model.swap(p, q)
         else:
             p = int(rng.integers(n))
-            length = int(rng.integers(1, n + 1))
-            row = kr.row(p, length)
-            model.get(p, length)
-            # Oracle for the values: a fresh, unswapped engine, gathered through perm
-            perm = model.perm
-            expected = fresh.row(perm[p])[perm[:length]]
-            assert row.tobytes() == expected.tobytes(), step
+            read_and_compare(kr, model, fresh, p, int(rng.integers(1, n + 1)), step)
         check_state(kr, model)
     diag_fresh = fresh.diagonal
     assert np.array_equal(kr.diagonal, diag_fresh[model.perm])
@@ -209,11 +213,7 @@ def test_runs_of_swaps_match_one_at_a_time(budget_entries, sparse):
                 kr.py_swap(q, p)
                 model.swap(q, p)
         p = int(rng.integers(n))
-        length = int(rng.integers(1, n + 1))
-        row = kr.row(p, length)
-        model.get(p, length)
-        expected = fresh.row(model.perm[p])[model.perm[:length]]
-        assert row.tobytes() == expected.tobytes(), step
+        read_and_compare(kr, model, fresh, p, int(rng.integers(1, n + 1)), step)
         check_state(kr, model)
 
 
@@ -237,16 +237,11 @@ def test_rows_left_behind_by_many_runs_of_swaps():
             kr.py_swap(p, q)
             model.swap(p, q)
         p = int(rng.integers(n))
-        length = int(rng.integers(1, n + 1))
-        row = kr.row(p, length)
-        model.get(p, length)
-        assert row.tobytes() == fresh.row(model.perm[p])[model.perm[:length]].tobytes(), step
+        read_and_compare(kr, model, fresh, p, int(rng.integers(1, n + 1)), step)
     check_state(kr, model)
     for p in range(n):
         if model.length[p]:
-            row = kr.row(p, model.length[p])
-            model.get(p, model.length[p])
-            assert row.tobytes() == fresh.row(model.perm[p])[model.perm[:len(row)]].tobytes()
+            read_and_compare(kr, model, fresh, p, model.length[p])
 
 
 def test_more_swaps_than_the_pending_buffer():
@@ -268,10 +263,7 @@ def test_more_swaps_than_the_pending_buffer():
     check_state(kr, model)
     for p in range(n):
         if model.length[p]:
-            length = model.length[p]
-            row = kr.row(p, length)
-            model.get(p, length)
-            assert row.tobytes() == fresh.row(model.perm[p])[model.perm[:length]].tobytes()
+            read_and_compare(kr, model, fresh, p, model.length[p])
 
 
 def test_swap_keeps_rows_consistent_like_libsvm():
