@@ -7,6 +7,7 @@ numpy distances for the median trick.
 """
 import io
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -52,6 +53,34 @@ def ref_direction(kernel, gamma, seed, g, d):
     return w, b
 
 
+# The cosine of doc/dsg.md ("The cosine"), constant for constant.
+S = {3: -0.16666666666666666, 5: 0.008333333333333333, 7: -0.0001984126984126984,
+     9: 2.7557319223985893e-06, 11: -2.505210838544172e-08, 13: 1.6059043836821613e-10,
+     15: -7.647163731819816e-13, 17: 2.8114572543455206e-15}
+C = {4: 0.041666666666666664, 6: -0.001388888888888889, 8: 2.48015873015873e-05,
+     10: -2.755731922398589e-07, 12: 2.08767569878681e-09, 14: -1.1470745597729725e-11,
+     16: 4.779477332387385e-14, 18: -1.5619206968586225e-16}
+P1, P2, P3 = 1.5707963267341256, 6.077100506303966e-11, 2.0222662487959506e-21
+
+
+def ref_cos(a):
+    if not abs(a) <= 2.0 ** 20:
+        return math.cos(a) if math.isfinite(a) else math.nan     # C's cos: NaN
+    t = a * 0.6366197723675814 + 6755399441055744.0
+    k = t - 6755399441055744.0
+    r = ((a - k * P1) - k * P2) - k * P3
+    z = r * r
+    z2 = z * z
+    z4 = z2 * z2
+    ps = ((S[5] + S[7] * z) + z2 * (S[9] + S[11] * z)) + z4 * ((S[13] + S[15] * z) + z2 * S[17])
+    sn = r + (r * z) * (S[3] + z * ps)
+    pc = (((C[4] + C[6] * z) + z2 * (C[8] + C[10] * z))
+          + z4 * ((C[12] + C[14] * z) + z2 * (C[16] + C[18] * z)))
+    w = 1.0 - 0.5 * z
+    cs = w + (((1.0 - w) - 0.5 * z) + z2 * pc)
+    return (cs, -sn, -cs, sn)[int(k) % 4]
+
+
 def ref_features(X, kernel, gamma, seed, start, count):
     X = np.asarray(X, dtype=np.float64)
     n, d = X.shape
@@ -63,7 +92,7 @@ def ref_features(X, kernel, gamma, seed, start, count):
             for j in range(d):          # increasing column order, zeros skipped
                 if X[i, j] != 0.0:
                     s = s + X[i, j] * w[j]
-            out[i, f] = SQRT2 * math.cos(s + b)
+            out[i, f] = SQRT2 * ref_cos(s + b)
     return out
 
 
@@ -119,6 +148,97 @@ def test_pxd_block_contract(kernel, code):
     for Xin in (X, sp.csr_matrix(X)):
         Zb = CF.block_features(as_canonical(Xin), code, 0.5, 9, 3, 6)
         np.testing.assert_array_equal(Zb, ref_features(X, kernel, 0.5, 9, 18, 6))
+
+
+PI = Fraction("3.14159265358979323846264338327950288419716939937510582097494459230781"
+              "6406286208998628034825342117067982148086513282306647")
+
+
+def test_cosine_constants_are_the_exact_values_rounded():
+    for n, c in S.items():
+        assert c == float(Fraction((-1) ** ((n - 1) // 2), math.factorial(n)))
+    for n, c in C.items():
+        assert c == float(Fraction((-1) ** (n // 2), math.factorial(n)))
+    assert 0.6366197723675814 == float(2 / PI)
+    # P1 and P2 have 33 significant bits (k * P exact for |k| < 2**20), and
+    # the three add up to pi/2 far beyond a double's precision
+    for p in (P1, P2):
+        assert Fraction(p).denominator <= 2 ** (33 - math.frexp(p)[1])
+    assert abs(Fraction(P1) + Fraction(P2) + Fraction(P3) - PI / 2) < Fraction(1, 10 ** 36)
+
+
+def _cos_inputs(n, seed):
+    rng = np.random.default_rng(seed)
+    edges = [0.0, -0.0, math.pi / 2, -math.pi / 2, math.pi, math.pi / 4, 3 * math.pi / 4,
+             1e-300, 2.0 ** 20, -(2.0 ** 20), 2.0 ** 20 + 1, 1e300, np.inf, -np.inf, np.nan]
+    return np.concatenate([rng.normal(0, 3, n), rng.uniform(-2.0 ** 20, 2.0 ** 20, n // 4),
+                           rng.uniform(-1e-3, 1e-3, n // 8),
+                           np.pi / 2 * rng.integers(-1000, 1000, n // 8), edges])
+
+
+@pytest.mark.parametrize("path", [0, 1])
+def test_cosine_block_one_value_and_reference_agree(path):
+    x = _cos_inputs(40_000, seed=path)
+    phase = np.random.default_rng(9).uniform(0, TWO_PI, x.size)
+    block, one, used = CF._cos(x, phase, path)
+    if path == 1 and used == 0:
+        pytest.skip("this CPU has no AVX2: only the baseline path exists")
+    assert used == path
+    np.testing.assert_array_equal(block, one)
+    assert block[np.isfinite(block)].tobytes() == one[np.isfinite(one)].tobytes()
+    ref = np.array([SQRT2 * ref_cos(a + b) for a, b in zip(x.tolist(), phase.tolist())])
+    np.testing.assert_array_equal(block, ref)        # NaN where x is
+
+
+def test_cosine_within_two_ulp_of_the_c_library():
+    x = _cos_inputs(100_000, seed=7)
+    x = x[np.isfinite(x)]
+    got, _, _ = CF._cos(x, np.zeros_like(x), -1)
+    got = got / SQRT2                  # exact but for the rounding of the product
+    ref = np.cos(x)
+    ulp = np.spacing(np.abs(ref))
+    err = np.abs(got - ref) / ulp
+    assert err.max() <= 3.0            # 2 ulp, plus the division's rounding
+    # beyond 2**20 the C library's cos itself
+    big = np.abs(x) > 2.0 ** 20
+    assert big.any() and np.all(got[big] * SQRT2 == SQRT2 * ref[big])
+    nan, _, _ = CF._cos(np.array([np.nan, np.inf]), np.zeros(2), -1)
+    assert np.isnan(nan).all()
+
+
+@pytest.fixture
+def feature_path():
+    yield CF._feature_paths
+    CF._feature_paths(None)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian"])
+def test_every_vector_path_gives_the_baseline_bits(feature_path, kernel):
+    """The sums by 128, 32, 4 and 1 features (AVX-512, AVX2) and the cosine
+    four at a time give the baseline's bits, dense and CSR, odd sizes too."""
+    rng = np.random.default_rng(11)
+    X = sparse_data(rng, 23, 61, 0.4)
+    X[3] = 0.0                                  # a row without a nonzero
+    S = sp.csr_matrix(X)
+    counts = [1, 3, 4, 7, 32, 37, 128, 133, 300]
+    want = {}
+    assert feature_path("baseline") is True
+    for count in counts:
+        want[count] = kernsolve.random_features(X, count, kernel=kernel, gamma=0.3,
+                                                seed=5, n_jobs=1)
+    np.testing.assert_array_equal(want[7], ref_features(X, kernel, 0.3, 5, 0, 7))
+    tried = 0
+    for path in ("avx2", "avx512"):
+        if not feature_path(path):
+            continue
+        tried += 1
+        for count in counts:
+            for Xin in (X, S):
+                got = kernsolve.random_features(Xin, count, kernel=kernel, gamma=0.3,
+                                                seed=5, n_jobs=2)
+                assert got.tobytes() == want[count].tobytes(), (path, count)
+    if not tried:
+        pytest.skip("this CPU has no vector path")
 
 
 # ---------------------------------------------------------------------------

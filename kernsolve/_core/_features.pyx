@@ -9,7 +9,7 @@ n_jobs.
 """
 from cython.parallel cimport prange
 from libc.stdlib cimport malloc, free
-from libc.math cimport sqrt, cos
+from libc.math cimport sqrt
 from libc.stdint cimport uint32_t, uint64_t, int32_t, int64_t
 
 cimport numpy as cnp
@@ -21,8 +21,7 @@ from ._rows cimport Rows, row_ptr, as_rows
 
 cnp.import_array()
 
-# sqrt(2) and 2 pi rounded to double: the constants of doc/dsg.md.
-cdef double SQRT2 = 1.4142135623730951
+# 2 pi rounded to double: the constant of doc/dsg.md (sqrt(2) is in _cos.h).
 cdef double TWO_PI = 6.283185307179586
 # Input columns below which direction generation stays serial: waking the
 # OpenMP team costs more than a few hundred Philox calls.
@@ -99,48 +98,32 @@ cdef void fm_block(const FeatureMap* fm, int64_t block, double* omega,
     fm_features(fm, block * fm.block_size, fm.block_size, omega, phase, 1)
 
 
-# Features summed together in registers by fm_apply_row_n.
-cdef enum:
-    LANES = 16
+cdef extern from "_feature_sums.h" nogil:
+    void ks_feature_sums(const double* omega, Py_ssize_t count, const double* v,
+                         const int32_t* ix, Py_ssize_t m, double* out)
+
+cdef extern from "_cos.h" nogil:
+    double ks_cos(double x)
+    void ks_cos_features(double* v, const double* phase, Py_ssize_t n)
+
+# Which vector paths the CPU takes (_simd.h); the tests hold them off.
+cdef extern from "_simd.h" nogil:
+    int KS_AVX2
+    int KS_AVX512
+    int ks_simd(int need)
+    void ks_simd_allow(int mask)
+    void ks_simd_baseline(int on)
 
 
 cdef void fm_apply_row_n(const double* omega, const double* phase, Py_ssize_t count,
                          const Rows* X, Py_ssize_t i, double* out) noexcept nogil:
+    # The sums in increasing column order (CSR indices are sorted), then
+    # sqrt(2) cos(s + b): the C headers hold the vector paths (same bits).
     cdef const double* v
     cdef const int32_t* ix
-    cdef const double* w
     cdef Py_ssize_t m = row_ptr(X, i, &v, &ix)
-    cdef Py_ssize_t t, f, f0 = 0, q
-    cdef double xj, s
-    cdef double acc[LANES]
-    # Terms in increasing column order (CSR indices are sorted); a zero x_j
-    # adds nothing, so dense zeros are skipped and dense and CSR rows give the
-    # same bits.  LANES features at a time are summed in registers over the
-    # whole row (each feature's sum keeps the same term order, so the bits do
-    # not depend on LANES): one load of omega per multiply-add instead of a
-    # load and a store of out[f] as well.
-    while f0 + LANES <= count:
-        for q in range(LANES):
-            acc[q] = 0.0
-        for t in range(m):
-            xj = v[t]
-            if xj == 0.0:
-                continue
-            w = omega + (ix[t] if ix != NULL else t) * count + f0
-            for q in range(LANES):
-                acc[q] = acc[q] + xj * w[q]
-        for q in range(LANES):
-            out[f0 + q] = acc[q]
-        f0 += LANES
-    for f in range(f0, count):
-        s = 0.0
-        for t in range(m):
-            xj = v[t]
-            if xj != 0.0:
-                s = s + xj * omega[(ix[t] if ix != NULL else t) * count + f]
-        out[f] = s
-    for f in range(count):
-        out[f] = SQRT2 * cos(out[f] + phase[f])
+    ks_feature_sums(omega, count, v, ix, m, out)
+    ks_cos_features(out, phase, count)
 
 
 cdef void fm_apply_row(const FeatureMap* fm, const double* omega, const double* phase,
@@ -251,3 +234,46 @@ def block_features(X, int kernel, double gamma, uint64_t seed, int64_t block,
         for i in range(R.n_rows):
             fm_apply_row(&fm, &om[0], &ph[0], &R, i, &o[i, 0])
     return out
+
+
+# ------------------------------------------------------------ for the tests
+
+
+def _cos(x, phase, int path=-1):
+    """sqrt(2) cos(x + phase) for float64 arrays through ks_cos_features on
+    ``path`` (0 baseline, 1 AVX2 where the CPU has it, -1 the CPU's choice)
+    and through ks_cos one value at a time: (block, one_by_one, path used).
+    For tests/test_features.py."""
+    cdef double[::1] a = np.array(x, dtype=np.float64, copy=True).ravel()
+    cdef double[::1] p = np.array(phase, dtype=np.float64, copy=True).ravel()
+    cdef double[::1] b = np.array(a, copy=True)
+    cdef Py_ssize_t i, n = a.shape[0]
+    cdef int used
+    if p.shape[0] != n:
+        raise ValueError("x and phase differ in length")
+    with nogil:
+        ks_simd_baseline(path == 0)
+        used = ks_simd(KS_AVX2)
+        if n > 0:
+            ks_cos_features(&a[0], &p[0], n)
+        for i in range(n):
+            b[i] = 1.4142135623730951 * ks_cos(b[i] + p[i])
+        ks_simd_baseline(0)
+    return np.asarray(a), np.asarray(b), used
+
+
+FEATURE_PATHS = {"baseline": 0, "avx2": KS_AVX2, "avx512": KS_AVX2 | KS_AVX512}
+
+
+def _feature_paths(str name=None):
+    """Hold the feature sums and cosines to one path of FEATURE_PATHS (None:
+    the CPU chooses).  Returns whether the CPU has that path: the tests
+    compare every path it has."""
+    if name is None:
+        ks_simd_allow(-1)
+        return True
+    cdef int mask = FEATURE_PATHS[name]
+    ks_simd_allow(-1)
+    cdef bint has = ks_simd(mask)
+    ks_simd_allow(mask)
+    return has

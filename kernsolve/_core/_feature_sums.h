@@ -1,0 +1,151 @@
+/* A row's sums s_f = sum_j x_j omega[j, f] for a run of random features
+ * (doc/dsg.md, "Feature value"): the baseline spelling and an AVX2 one, four
+ * features a register, chosen at run time.  Every feature's sum adds the
+ * products of the row's nonzero entries in increasing column order, a
+ * multiply then an add (never fused), whatever the path or the number of
+ * features summed together, so both give the same bits.
+ *
+ * omega is d x count (omega[j * count + f]); the row is m stored values v
+ * at columns ix (NULL: a dense row, column t for value t).  Zero values are
+ * skipped: they add nothing, so a dense row and its CSR form agree.
+ */
+#ifndef KS_FEATURE_SUMS_H
+#define KS_FEATURE_SUMS_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "_simd.h"
+
+static void ks_feature_sums_base(const double *omega, ptrdiff_t count, const double *v,
+                                 const int32_t *ix, ptrdiff_t m, double *out)
+{
+    ptrdiff_t f, t;
+    for (f = 0; f < count; f++)
+        out[f] = 0.0;
+    for (t = 0; t < m; t++) {
+        double xj = v[t];
+        const double *w;
+        if (xj == 0.0)
+            continue;
+        w = omega + (ix != NULL ? (ptrdiff_t)ix[t] : t) * count;
+        for (f = 0; f < count; f++)
+            out[f] = out[f] + xj * w[f];
+    }
+}
+
+#ifdef KS_X86
+/* Eight registers (32 features) summed over the row at once: enough
+   independent adds to hide their latency.  Row j of omega starts at
+   omega + j * ld (ld >= count: a run of columns of a wider block). */
+__attribute__((target("avx2")))
+static void ks_feature_sums_avx2(const double *omega, ptrdiff_t ld, ptrdiff_t count,
+                                 const double *v, const int32_t *ix, ptrdiff_t m,
+                                 double *out)
+{
+    ptrdiff_t f0 = 0, t, f;
+    for (; f0 + 32 <= count; f0 += 32) {
+        __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+        __m256d a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+        for (t = 0; t < m; t++) {
+            const double *w;
+            __m256d x;
+            if (v[t] == 0.0)
+                continue;
+            w = omega + (ix != NULL ? (ptrdiff_t)ix[t] : t) * ld + f0;
+            x = _mm256_set1_pd(v[t]);
+            a0 = _mm256_add_pd(a0, _mm256_mul_pd(x, _mm256_loadu_pd(w)));
+            a1 = _mm256_add_pd(a1, _mm256_mul_pd(x, _mm256_loadu_pd(w + 4)));
+            a2 = _mm256_add_pd(a2, _mm256_mul_pd(x, _mm256_loadu_pd(w + 8)));
+            a3 = _mm256_add_pd(a3, _mm256_mul_pd(x, _mm256_loadu_pd(w + 12)));
+            a4 = _mm256_add_pd(a4, _mm256_mul_pd(x, _mm256_loadu_pd(w + 16)));
+            a5 = _mm256_add_pd(a5, _mm256_mul_pd(x, _mm256_loadu_pd(w + 20)));
+            a6 = _mm256_add_pd(a6, _mm256_mul_pd(x, _mm256_loadu_pd(w + 24)));
+            a7 = _mm256_add_pd(a7, _mm256_mul_pd(x, _mm256_loadu_pd(w + 28)));
+        }
+        _mm256_storeu_pd(out + f0, a0);
+        _mm256_storeu_pd(out + f0 + 4, a1);
+        _mm256_storeu_pd(out + f0 + 8, a2);
+        _mm256_storeu_pd(out + f0 + 12, a3);
+        _mm256_storeu_pd(out + f0 + 16, a4);
+        _mm256_storeu_pd(out + f0 + 20, a5);
+        _mm256_storeu_pd(out + f0 + 24, a6);
+        _mm256_storeu_pd(out + f0 + 28, a7);
+    }
+    for (; f0 + 4 <= count; f0 += 4) {
+        __m256d a0 = _mm256_setzero_pd();
+        for (t = 0; t < m; t++) {
+            if (v[t] == 0.0)
+                continue;
+            a0 = _mm256_add_pd(a0, _mm256_mul_pd(
+                _mm256_set1_pd(v[t]),
+                _mm256_loadu_pd(omega + (ix != NULL ? (ptrdiff_t)ix[t] : t) * ld + f0)));
+        }
+        _mm256_storeu_pd(out + f0, a0);
+    }
+    for (f = f0; f < count; f++) {
+        double s = 0.0;
+        for (t = 0; t < m; t++)
+            if (v[t] != 0.0)
+                s = s + v[t] * omega[(ix != NULL ? (ptrdiff_t)ix[t] : t) * ld + f];
+        out[f] = s;
+    }
+}
+#endif
+
+#ifdef KS_X86
+/* One product kept apart from its sum: AVX-512F has fused multiply-adds and
+   GCC would fuse a multiply with the add that follows (another rounding). */
+#define KS_UNFUSED(p) __asm__("" : "+v"(p))
+
+/* Sixteen registers of eight: a block of 128 features (DSG's softmax
+   default) summed over the row in one pass, each row of omega read as one
+   contiguous kilobyte. */
+__attribute__((target("avx512f")))
+static void ks_feature_sums_avx512(const double *omega, ptrdiff_t count, const double *v,
+                                   const int32_t *ix, ptrdiff_t m, double *out)
+{
+    ptrdiff_t f0 = 0, t, q;
+    for (; f0 + 128 <= count; f0 += 128) {
+        __m512d a[16];
+        for (q = 0; q < 16; q++)
+            a[q] = _mm512_setzero_pd();
+        for (t = 0; t < m; t++) {
+            const double *w;
+            __m512d x;
+            if (v[t] == 0.0)
+                continue;
+            w = omega + (ix != NULL ? (ptrdiff_t)ix[t] : t) * count + f0;
+            x = _mm512_set1_pd(v[t]);
+            for (q = 0; q < 16; q++) {
+                __m512d p = _mm512_mul_pd(x, _mm512_loadu_pd(w + 8 * q));
+                KS_UNFUSED(p);
+                a[q] = _mm512_add_pd(a[q], p);
+            }
+        }
+        for (q = 0; q < 16; q++)
+            _mm512_storeu_pd(out + f0 + 8 * q, a[q]);
+    }
+    /* the rest as the AVX2 path sums it (eight ymm registers were faster
+       than four zmm ones for Adult's blocks of 32) */
+    if (f0 < count)
+        ks_feature_sums_avx2(omega + f0, count, count - f0, v, ix, m, out + f0);
+}
+#endif
+
+static inline void ks_feature_sums(const double *omega, ptrdiff_t count, const double *v,
+                                   const int32_t *ix, ptrdiff_t m, double *out)
+{
+#ifdef KS_X86
+    if (ks_simd(KS_AVX512)) {
+        ks_feature_sums_avx512(omega, count, v, ix, m, out);
+        return;
+    }
+    if (ks_simd(KS_AVX2)) {
+        ks_feature_sums_avx2(omega, count, count, v, ix, m, out);
+        return;
+    }
+#endif
+    ks_feature_sums_base(omega, count, v, ix, m, out);
+}
+
+#endif
