@@ -100,6 +100,32 @@ cdef void _make_blocks(const FeatureMap* fm, Py_ssize_t first, Py_ssize_t count,
             fm_block(fm, first + b, out + b * stride, out + b * stride + d_f)
 
 
+cdef inline void _block_dot(const double* z, const double* coef, Py_ssize_t F,
+                            Py_ssize_t K, double* acc, double* out) noexcept nogil:
+    """out[k] += sum_f z[f] coef[f, k], each sum adding its terms in f order:
+    the one order every prediction uses (_add_group, _add_block).  The
+    outputs' sums run side by side (acc: K doubles of scratch), so the inner
+    loop over k vectorises."""
+    cdef Py_ssize_t f, k
+    cdef double zf, s
+    if K == 1:
+        # the same order in a register (acc might alias z or coef for the
+        # compiler, so it would go through memory at every term)
+        s = 0.0
+        for f in range(F):
+            s = s + z[f] * coef[f]
+        out[0] += s
+        return
+    for k in range(K):
+        acc[k] = 0.0
+    for f in range(F):
+        zf = z[f]
+        for k in range(K):
+            acc[k] = acc[k] + zf * coef[f * K + k]
+    for k in range(K):
+        out[k] += acc[k]
+
+
 cdef int _add_group(const FeatureMap* fm, const Rows* X, const int64_t* rows,
                     Py_ssize_t n_rows, const double* blocks, Py_ssize_t n_group,
                     const double* coef, Py_ssize_t n_outputs, double* out,
@@ -118,15 +144,14 @@ cdef int _add_group(const FeatureMap* fm, const Rows* X, const int64_t* rows,
     if tile_rows > ROW_TILE_MAX:
         tile_rows = ROW_TILE_MAX
     cdef Py_ssize_t n_tiles = (n_rows + tile_rows - 1) // tile_rows
-    cdef Py_ssize_t tile, r, r_end, i, b, f, k
-    cdef double s
+    cdef Py_ssize_t tile, r, r_end, i, b
     cdef double* z
     # Written through a pointer: a plain assignment inside the parallel
     # block would make the flag thread-private.
     cdef int failed = 0
     cdef int* failed_ptr = &failed
     with parallel(num_threads=n_threads):
-        z = <double*>malloc(F * sizeof(double))
+        z = <double*>malloc((F + K) * sizeof(double))
         if z == NULL:
             failed_ptr[0] = 1
         else:
@@ -142,11 +167,7 @@ cdef int _add_group(const FeatureMap* fm, const Rows* X, const int64_t* rows,
                         i = rows[r] if rows != NULL else r
                         fm_apply_row(fm, blocks + b * stride, blocks + b * stride + d_f,
                                      X, i, z)
-                        for k in range(K):
-                            s = 0.0
-                            for f in range(F):
-                                s = s + z[f] * coef[(b * F + f) * K + k]
-                            out[r * K + k] += s
+                        _block_dot(z, coef + b * F * K, F, K, z + F, out + r * K)
             free(z)
     return -1 if failed else 0
 
@@ -354,7 +375,10 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
                 if n_before < n_blocks:
                     blk = _block_ptr(&fm, n_before, cache_ptr, n_cached, fresh)
                     _features_of_rows(&fm, &R, rows, nr, blk, newest, n_threads)
-                    _add_block(newest, nr, F, K, &coef[n_before, 0, 0], U, n_threads)
+                    if _add_block(newest, nr, F, K, &coef[n_before, 0, 0], U,
+                                  n_threads) != 0:
+                        status = -1
+                        break
                 feature_evals += nr * F * n_blocks
                 for r in range(nr):
                     for k in range(K):
@@ -869,26 +893,32 @@ cdef void _features_of_rows(const FeatureMap* fm, const Rows* X, const int64_t* 
             fm_apply_row(fm, blk, blk + d_f, X, rows[r], out + r * F)
 
 
-cdef void _add_block(const double* Z, Py_ssize_t nr, Py_ssize_t F, Py_ssize_t K,
-                     const double* coef, double* out, int n_threads) noexcept nogil:
+cdef int _add_block(const double* Z, Py_ssize_t nr, Py_ssize_t F, Py_ssize_t K,
+                    const double* coef, double* out, int n_threads) noexcept nogil:
     """out[r, :] += Z[r, :] . coef (one block's features Z, nr x F, and its
-    coefficients, F x K): the sums of _add_group, in its order."""
-    cdef Py_ssize_t r, k, f
-    cdef double s
+    coefficients, F x K): the sums of _add_group (_block_dot).  Returns -1 if
+    scratch memory cannot be had."""
+    cdef Py_ssize_t r
+    cdef double* acc
+    cdef int failed = 0
+    cdef int* failed_ptr = &failed
     if n_threads == 1 or nr < 8:
+        acc = <double*>malloc(K * sizeof(double))
+        if acc == NULL:
+            return -1
         for r in range(nr):
-            for k in range(K):
-                s = 0.0
-                for f in range(F):
-                    s = s + Z[r * F + f] * coef[f * K + k]
-                out[r * K + k] += s
-    else:
-        for r in prange(nr, schedule="static", num_threads=n_threads):
-            for k in range(K):
-                s = 0.0
-                for f in range(F):
-                    s = s + Z[r * F + f] * coef[f * K + k]
-                out[r * K + k] += s
+            _block_dot(Z + r * F, coef, F, K, acc, out + r * K)
+        free(acc)
+        return 0
+    with parallel(num_threads=n_threads):
+        acc = <double*>malloc(K * sizeof(double))
+        if acc == NULL:
+            failed_ptr[0] = 1
+        else:
+            for r in prange(nr, schedule="static"):
+                _block_dot(Z + r * F, coef, F, K, acc, out + r * K)
+            free(acc)
+    return -1 if failed else 0
 
 
 cdef void _rescale(double[:, :, ::1] coef, Py_ssize_t n_blocks, double scale) noexcept nogil:
