@@ -230,6 +230,34 @@ def test_multiclass_softmax_and_one_vs_rest():
             assert not hasattr(est, "predict_proba") and not hasattr(est, "predict_log_proba")
 
 
+def test_auto_loss_is_the_command_lines_choice():
+    """loss='auto' (the default) trains what kernsolve-train trains without
+    --loss: the hinge for two classes, the softmax (and its batch and block)
+    beyond; probabilities only once fitted with the softmax."""
+    rng = np.random.RandomState(1)
+    centers = np.array([[0, 0], [3, 0], [0, 3]])
+    yi = rng.randint(3, size=300)
+    X = centers[yi] + 0.6 * rng.randn(300, 2)
+    assert not hasattr(DSGClassifier(), "predict_proba")
+    for k, loss in ((3, "softmax"), (2, "hinge")):
+        keep = yi < k
+        # two classes as -1/+1: kernsolve's positive output is +1 = classes_[1]
+        Xk, yk = X[keep], (yi[keep] if k > 2 else 2 * yi[keep] - 1).astype(np.float64)
+        est = DSGClassifier(gamma=0.5, max_iter=3, random_state=2, n_jobs=1).fit(Xk, yk)
+        m = kernsolve.train(yk, Xk, "-q --solver dsg -g 0.5 --epochs 3 --seed 2")
+        assert est.loss_ == loss == m.loss
+        # the model's outputs follow its labels (first appearance), the
+        # estimator's classes_ (sorted)
+        order = [list(m.labels).index(c) for c in est.classes_] if k > 2 else [0]
+        assert np.array_equal(est.coef_, m.coef[:, :, order])
+        assert np.array_equal(est.intercept_, m.intercept[order])
+        assert hasattr(est, "predict_proba") == (loss == "softmax")
+        assert est.score(Xk, yk) > 0.9
+        chunked = DSGClassifier(gamma=0.5, random_state=2, n_jobs=1)
+        chunked.partial_fit(Xk, yk, classes=np.unique(yk))
+        assert chunked.loss_ == loss
+
+
 def test_regressor_score_is_r2(shared):
     X, y = _housing(shared, 300)
     est = DSGRegressor(gamma="median", step=0.5, max_iter=3, n_jobs=1).fit(X, y)

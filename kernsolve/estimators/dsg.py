@@ -40,7 +40,7 @@ from .._constants import ESTIMATOR_KERNELS, FOURIER_KERNELS, SvmType
 from .._params import Parameters, option_key
 from .._typing import RandomStateLike
 from .._validation import check_X, column_or_1d, seed_of
-from ..solvers.dsg.options import check_parameters, hyperparameters, resolve_gamma
+from ..solvers.dsg.options import check_parameters, hyperparameters, loss_for, resolve_gamma
 from ..solvers.dsg.targets import Targets
 from ..solvers.dsg.trainer import DSGTrainer
 from ..solvers.dsg import SPEC as _DSG
@@ -124,9 +124,10 @@ class _BaseDSG(BaseEstimator):
         out, so the DSG default of ``kernsolve.solvers.dsg.options`` applies.
         """
         self._validate_params()
-        extra = {"loss": self.loss.replace("_", "-"),
-                 "average": int(bool(self.average)),
-                 "step_rule": str(self.step_rule).replace("_", "-")}
+        # 'auto' leaves --loss out: the solver's default by number of classes
+        extra = {"loss": self.loss.replace("_", "-")} if self.loss != "auto" else {}
+        extra.update({"average": int(bool(self.average)),
+                      "step_rule": str(self.step_rule).replace("_", "-")})
         for attr, key in (("step", "step"), ("t0", "t0"), ("max_iter", "epochs"),
                           ("alpha", "lambda"), ("ridge", "ridge"),
                           ("batch_size", "batch_size"), ("feature_block", "feature_block")):
@@ -252,9 +253,12 @@ class _BaseDSG(BaseEstimator):
 # --------------------------------------------------------------------------
 
 def _has_proba(est):
-    if est.loss not in ("logistic", "softmax"):
+    # the loss trained; loss='auto' gives probabilities only once fitted on
+    # more than two classes (the softmax)
+    loss = getattr(est, "loss_", est.loss)
+    if loss not in ("logistic", "softmax"):
         raise AttributeError(f"probability estimates are not available for loss="
-                             f"{est.loss!r} (use loss='logistic' or 'softmax')")
+                             f"{loss!r} (use loss='logistic' or 'softmax')")
     return True
 
 
@@ -269,10 +273,12 @@ class DSGClassifier(_BaseDSG):
 
     Parameters
     ----------
-    loss : {'hinge', 'squared-hinge', 'logistic', 'softmax'}, default='hinge'
+    loss : {'auto', 'hinge', 'squared-hinge', 'logistic', 'softmax'}, default='auto'
         Binary losses train one output for two classes and one-vs-rest
         outputs beyond; 'softmax' is the multinomial logistic loss (one
         output per class).  'logistic' and 'softmax' give ``predict_proba``.
+        'auto': 'hinge' for two classes, 'softmax' for more, as
+        ``kernsolve-train`` chooses (``loss_`` tells which).
     solver : {'dsg', 'udsg', 'cdsg'}, default='dsg'
         Plain DSG, or the variants that also update old feature blocks
         (``doc/dsg.md``, "UDSG and CDSG"); CDSG usually needs far fewer
@@ -341,6 +347,8 @@ class DSGClassifier(_BaseDSG):
         DSG iterations (= feature blocks) so far.
     gamma_, lambda_ : float
         The kernel parameter and the regularisation in effect.
+    loss_ : str
+        The loss trained (``loss``, or what 'auto' chose).
 
     ``n_outputs`` is 1 for two classes with a binary loss (positive for
     ``classes_[1]``) and ``n_classes`` otherwise.
@@ -349,12 +357,12 @@ class DSGClassifier(_BaseDSG):
     _estimator_type = "classifier"
     _svm_type = SvmType.C_SVC
     _parameter_constraints = {
-        "loss": [StrOptions(("hinge", "squared-hinge", "logistic", "softmax"), listed=True,
-                            underscores=True)],
+        "loss": [StrOptions(("auto", "hinge", "squared-hinge", "logistic", "softmax"),
+                            listed=True, underscores=True)],
         **_BaseDSG._parameter_constraints,
     }
 
-    def __init__(self, loss: str = "hinge", *, solver: str = _DSG.name,
+    def __init__(self, loss: str = "auto", *, solver: str = _DSG.name,
                  gamma: float | Literal["median"] = "median", kernel: str = "rbf",
                  alpha: float | None = None, C: float = 1.0,
                  batch_size: int | None = None, feature_block: int | None = None,
@@ -367,6 +375,12 @@ class DSGClassifier(_BaseDSG):
         self._store_params(locals())
 
     # -- labels
+    def _loss_for(self, param, k):
+        """The loss to train on k classes ('auto' resolved as the command line
+        does: doc/dsg.md, "Losses"), kept as ``loss_``."""
+        self.loss_ = loss_for(param, k)
+        return self.loss_
+
     def _targets(self, loss, k):
         # Binary losses on two classes: labels [1, 0] make the single output's
         # target +1 for classes_[1], so the decision value is positive for it.
@@ -413,7 +427,7 @@ class DSGClassifier(_BaseDSG):
             raise ValueError(f"The number of classes has to be greater than one; got "
                              f"{len(classes)} class")
         self.classes_ = classes
-        loss = param.extra["loss"]
+        loss = self._loss_for(param, len(classes))
         self._trainer = self._new_trainer(param, X, self._targets(loss, len(classes)))
         epochs = float(self._trainer.h["epochs"])
         self._passes = self._run(self._trainer, X, codes, epochs, self.n_jobs)
@@ -451,9 +465,8 @@ class DSGClassifier(_BaseDSG):
             self.classes_ = all_classes
             codes = self._codes(y)
             check_lengths(X, codes)
-            self._trainer = self._new_trainer(param, X,
-                                              self._targets(param.extra["loss"],
-                                                            len(all_classes)))
+            loss = self._loss_for(param, len(all_classes))
+            self._trainer = self._new_trainer(param, X, self._targets(loss, len(all_classes)))
             self._passes = 0
         else:
             if classes is not None:

@@ -13,7 +13,8 @@ from ..._features import _feature_kernel, _check_gamma
 from ..._random import _uint64
 
 __all__ = ["FITTED_STEP_FACTOR", "LOSSES", "CLASSIFICATION_LOSSES", "REGRESSION_LOSSES",
-           "check_parameters", "default_batch_block", "hyperparameters", "resolve_gamma"]
+           "check_parameters", "default_batch_block", "hyperparameters", "loss_for",
+           "resolve_gamma"]
 
 # Loss name -> code of kernsolve/solvers/dsg/_losses.pxd.  Model files store names.
 LOSSES = {
@@ -61,7 +62,9 @@ def _task(param):
     return _TASKS[param.svm_type]
 
 
-def _loss(param, n_classes):
+def loss_for(param, n_classes):
+    """The loss ``param`` trains on ``n_classes`` classes: ``--loss``, or by
+    task (two classes hinge, more softmax; novelty; epsilon-insensitive)."""
     task = _task(param)
     name = param.solver_options()["loss"]      # a declared loss, or None
     if name is None:
@@ -84,7 +87,7 @@ def check_parameters(param):
     """
     opts = param.solver_options()
     _task(param)
-    _loss(param, 2)
+    loss_for(param, 2)
     if param.kernel_type not in FOURIER_KERNELS:
         raise ValueError(f"-t {param.kernel_type}: DSG's random features exist for the "
                          "RBF (-t 2) and Laplacian (-t 5) kernels")

@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from .options import _loss, _task, check_parameters, hyperparameters, resolve_gamma
+from .options import _task, check_parameters, hyperparameters, loss_for, resolve_gamma
 from .targets import Targets
 from .trainer import DSGTrainer, _info, _notice_one_class
 from ..._errors import DataFormatError
@@ -120,7 +120,7 @@ def train_file(path, options="", *, chunk_bytes=64 << 20, n_features=None, n_job
             raise DataFormatError(f"{path}: no data lines")
     n_features = int(n_features or max(width, 1))
     targets = Targets.from_data(task, None, None if labels is None else labels.first_seen())
-    loss = _loss(param, 0 if targets.labels is None else targets.labels.size)
+    loss = loss_for(param, 0 if targets.labels is None else targets.labels.size)
     targets.loss = loss
     _notice_one_class(param, targets)
     trainer = None

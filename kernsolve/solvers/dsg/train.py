@@ -18,7 +18,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from .options import _loss, _task, check_parameters, hyperparameters, resolve_gamma
+from .options import _task, check_parameters, hyperparameters, loss_for, resolve_gamma
 from .targets import Targets
 from .trainer import DSGTrainer, _info, _notice_one_class
 from ..._constants import C_SVC, EPSILON_SVR
@@ -48,7 +48,7 @@ def train(y, X, options="", n_jobs=None):
         # --stream gives them too (a model has at least one input feature)
         X = sp.csr_matrix((X.shape[0], 1), dtype=np.float64)
     targets = Targets.from_data(_task(param), None, y)
-    loss = _loss(param, 0 if targets.labels is None else targets.labels.size)
+    loss = loss_for(param, 0 if targets.labels is None else targets.labels.size)
     targets.loss = loss
     _notice_one_class(param, targets)
     h = hyperparameters(param, X.shape[0], X.shape[1], loss, resolve_gamma(param, X))
