@@ -1,6 +1,7 @@
 /* The vector paths this CPU can take, for kernsolve's hand-written SIMD code
- * (_exp.h, _cos.h, _feature_sums.h, _dots.h, _bits.h, solvers/smo/_wss_avx2.h): asked once (per module), and one switch for the tests
- * to hold a module to its baseline paths.  Each path gives the same bits as
+ * (_exp.h, _cos.h, _feature_sums.h, _dots.h, _bits.h, solvers/smo/_wss_avx2.h):
+ * asked once (per module), and one switch for the tests to hold a module to
+ * its baseline paths (or, ks_simd_allow, to some of its vector paths).  Each path gives the same bits as
  * its baseline, so the switch only tells the tests which one they checked.
  */
 #ifndef KS_SIMD_H
