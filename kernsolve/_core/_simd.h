@@ -1,8 +1,9 @@
 /* The vector paths this CPU can take, for kernsolve's hand-written SIMD code
  * (_exp.h, _cos.h, _feature_sums.h, _dots.h, _bits.h, solvers/smo/_wss_avx2.h):
  * asked once (per module), and one switch for the tests to hold a module to
- * its baseline paths (or, ks_simd_allow, to some of its vector paths).  Each path gives the same bits as
- * its baseline, so the switch only tells the tests which one they checked.
+ * its baseline paths (or, ks_simd_allow, to some of its vector paths).  Each
+ * path gives the same bits as its baseline, so the switch only tells the tests
+ * which one they checked.
  */
 #ifndef KS_SIMD_H
 #define KS_SIMD_H
