@@ -197,13 +197,7 @@ class _BaseDSG(BaseEstimator):
 
     def _run(self, trainer, X, y_codes, epochs, n_jobs):
         """``epochs`` passes (the last one partial when fractional), as ``_dsg.train``."""
-        full, part = int(epochs), epochs - int(epochs)
-        for _ in range(full):
-            trainer.fit_rows(X, y_codes, n_jobs=n_jobs)
-        if part > 0:
-            trainer.fit_rows(X, y_codes, n_rows_used=max(1, int(round(part * X.shape[0]))),
-                             n_jobs=n_jobs)
-        return max(1, full + (part > 0))
+        return trainer.fit_epochs(X, y_codes, epochs, n_jobs=n_jobs)
 
     def _publish(self, passes):
         """Fitted attributes from the trainer's current state."""

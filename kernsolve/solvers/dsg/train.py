@@ -53,18 +53,10 @@ def train(y, X, options="", n_jobs=None):
     _notice_one_class(param, targets)
     h = hyperparameters(param, X.shape[0], X.shape[1], loss, resolve_gamma(param, X))
     trainer = DSGTrainer(h, targets)
-    epochs = h["epochs"]
-    full, part = int(epochs), epochs - int(epochs)
-    n_part = max(1, int(round(part * X.shape[0]))) if part > 0 else 0
-    B = h["batch_size"]
-    trainer.planned_iter = -(-(full * X.shape[0] + n_part) // B)
     if not param.quiet:
         trainer.progress = Progress(param.solver)
     try:
-        for _ in range(full):
-            trainer.fit_rows(X, y, n_jobs=n_jobs)
-        if n_part:
-            trainer.fit_rows(X, y, n_rows_used=n_part, n_jobs=n_jobs)
+        trainer.fit_epochs(X, y, h["epochs"], n_jobs=n_jobs)
     finally:
         if trainer.progress is not None:
             trainer.progress.close()

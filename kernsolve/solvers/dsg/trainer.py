@@ -79,6 +79,21 @@ class DSGTrainer:
             grown[:self.cache.shape[0]] = self.cache
             self.cache = grown
 
+    def fit_epochs(self, X, y, epochs, n_jobs=None):
+        """``epochs`` passes over (X, y), the last one partial when fractional
+        (the first ``round(fraction * n)`` rows, at least one, of the pass's
+        order): what ``train`` and the estimators' ``fit`` run.  Returns the
+        number of passes begun."""
+        full, part = int(epochs), epochs - int(epochs)
+        n_part = max(1, int(round(part * X.shape[0]))) if part > 0 else 0
+        self.planned_iter = self.n_iter + -(-(full * X.shape[0] + n_part)
+                                            // self.h["batch_size"])
+        for _ in range(full):
+            self.fit_rows(X, y, n_jobs=n_jobs)
+        if n_part:
+            self.fit_rows(X, y, n_rows_used=n_part, n_jobs=n_jobs)
+        return max(1, full + (n_part > 0))
+
     def fit_rows(self, X, y, n_rows_used=None, n_jobs=None):
         """One visit of (a prefix of a seeded permutation of) the rows of X."""
         t = time.perf_counter()
