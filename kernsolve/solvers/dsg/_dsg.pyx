@@ -326,7 +326,7 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
     # scratch is sized by those, not by a --batch-size larger than the data.
     cdef Py_ssize_t Bs = B if B <= n_order else max(n_order, 1)
     cdef double* scratch = <double*>malloc((nb * stride + Bs * K * 2 + 2 * Bs * F + stride
-                                            + 2 * K + 2 * F * F + 3 * F * K + F
+                                            + K + 2 * F * F + 3 * F * K + F
                                             + (Bs * F if progressive else 0))
                                            * sizeof(double))
     if scratch == NULL:
@@ -339,9 +339,8 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
     cdef double* fit = gbar + K                 # the fitted step's direction, F x K
     cdef double* work = fit + F * K             # and its scratch (_fit_block)
     cdef double* prev_phi = work + 2 * F * F + 2 * F * K + F   # last target's features, Bs x F
-    cdef double* ucand = prev_phi + Bs * F      # a row's prediction under a candidate, K
     # the newest block's features on the batch (the progressive choice), Bs x F
-    cdef double* newest = ucand + K
+    cdef double* newest = prev_phi + Bs * F
     cdef Py_ssize_t n_before = 0, last_target
     cdef const double* P
     cdef double* cache_ptr = &cache[0] if cache_blocks > 0 else NULL
@@ -457,8 +456,10 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
                             _features_of_rows(&fm, &R, rows, nr, blk, prev_phi, n_threads)
                             feature_evals += nr * F
                             P = prev_phi
-                        _judge_candidates(U, P, rows, tg, tcols, nr, F, K, loss,
-                                          loss_param, rs, ucand)
+                        if _judge_candidates(U, P, rows, tg, tcols, nr, F, K, loss,
+                                             loss_param, rs, n_threads) != 0:
+                            status = -1
+                            break
                         rs[RS_JUDGED] += 1.0
                     chosen = _best_ridge(rs)
                     _fit_candidates(PHI, G, nr, F, K, work, rs + RS_CANDIDATES)
@@ -723,35 +724,71 @@ cdef inline double _row_loss(int loss, double param, const double* u, const doub
     return s
 
 
-cdef void _judge_candidates(const double* U, const double* P, const int64_t* rows,
-                            const double* targets, Py_ssize_t tcols, Py_ssize_t nr,
-                            Py_ssize_t F, Py_ssize_t K, int loss, double param,
-                            double* rs, double* u) noexcept nogil:
+cdef int _judge_candidates(const double* U, const double* P, const int64_t* rows,
+                           const double* targets, Py_ssize_t tcols, Py_ssize_t nr,
+                           Py_ssize_t F, Py_ssize_t K, int loss, double param,
+                           double* rs, int n_threads) noexcept nogil:
     """Add to each ridge's score the loss this batch would have had if the
     last fitted step had used that ridge's candidate: the batch's predictions
     U moved by step * P (c_chosen - c_i), with P the last target block's
-    features on this batch's rows (rows the last fit did not see).  ``u``:
-    K doubles.  Serial, in row order."""
+    features on this batch's rows (rows the last fit did not see).
+
+    Every sum keeps one order (over f for a row's move, over the rows in
+    order for a ridge's total), so the bits do not depend on the threads:
+    rows are shared out, each row's N_RIDGES x K moves summed side by side
+    (the inner loops vectorise), and the totals added serially.  Returns -1
+    if scratch memory cannot be had."""
     cdef Py_ssize_t i, j, r, k, f, chosen = <Py_ssize_t>rs[RS_CHOSEN]
-    cdef double step = rs[RS_STEP], s, total
+    cdef Py_ssize_t NK = N_RIDGES * K
+    cdef double step = rs[RS_STEP], p, total
     cdef double tot[N_RIDGES]
     cdef const double* best = rs + RS_CANDIDATES + chosen * F * K
-    cdef const double* c
+    cdef double* D = <double*>malloc((F * NK + nr * N_RIDGES) * sizeof(double))
+    cdef double* L
+    cdef double* acc
+    cdef int failed = 0
+    cdef int* failed_ptr = &failed
+    if D == NULL:
+        return -1
+    L = D + F * NK
+    # D[f, i, k] = c_chosen[f, k] - c_i[f, k]
+    for f in range(F):
+        for i in range(N_RIDGES):
+            for k in range(K):
+                D[(f * N_RIDGES + i) * K + k] = (best[f * K + k]
+                                                 - rs[RS_CANDIDATES + (i * F + f) * K + k])
+    with parallel(num_threads=n_threads if nr >= 64 else 1):
+        acc = <double*>malloc((NK + K) * sizeof(double))
+        if acc == NULL:
+            failed_ptr[0] = 1
+        else:
+            for r in prange(nr, schedule="static"):
+                for j in range(NK):
+                    acc[j] = 0.0
+                for f in range(F):
+                    p = P[r * F + f]
+                    for j in range(NK):
+                        acc[j] = acc[j] + p * D[f * NK + j]
+                for i in range(N_RIDGES):
+                    for k in range(K):
+                        acc[NK + k] = U[r * K + k] + step * acc[i * K + k]
+                    L[r * N_RIDGES + i] = _row_loss(loss, param, acc + NK,
+                                                    targets + rows[r] * tcols, K)
+            free(acc)
+    if failed:
+        free(D)
+        return -1
     for i in range(N_RIDGES):
-        c = rs + RS_CANDIDATES + i * F * K
         total = 0.0
         for r in range(nr):
-            for k in range(K):
-                s = 0.0
-                for f in range(F):
-                    s = s + P[r * F + f] * (best[f * K + k] - c[f * K + k])
-                u[k] = U[r * K + k] + step * s
-            total = total + _row_loss(loss, param, u, targets + rows[r] * tcols, K)
+            total = total + L[r * N_RIDGES + i]
         rs[RS_SCORES + i] += total
         tot[i] = total
     for i in range(N_RIDGES):
         for j in range(N_RIDGES):
             rs[RS_PAIRS + i * N_RIDGES + j] += tot[i] * tot[j]
+    free(D)
+    return 0
 
 
 cdef Py_ssize_t _best_ridge(const double* rs) noexcept nogil:
