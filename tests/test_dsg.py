@@ -476,7 +476,10 @@ def test_fitted_step_same_bits_for_any_thread_count_and_ridge_option(heart):
     y, X = heart
     base = "-q --solver dsg -g 0.3 --batch-size 40 --feature-block 24 --epochs 2 --seed 5"
     for extra in ("", " --ridge 0.2", " --solver udsg", " --solver cdsg",
-                  " --step-rule fit-gcv", " --solver cdsg --loss logistic"):
+                  " --step-rule fit-gcv", " --solver cdsg --loss logistic",
+                  # batches of 64 rows and more: the ridges are judged on
+                  # the threads (_judge_candidates), over many epochs
+                  " --batch-size 72 --epochs 6", " --batch-size 72 --epochs 6 --loss logistic"):
         one = kernsolve.train(y, X, base + extra + " --threads 1 -m 0.001")
         two = kernsolve.train(y, X, base + extra + " --threads 2")
         assert np.array_equal(one.coef, two.coef) and np.array_equal(one.intercept,
