@@ -4,7 +4,7 @@
  * with AVX2 when the CPU has it, chosen at run time).  Both do the same IEEE
  * double operations in the same order -- multiplies and adds only, never a
  * fused multiply-add -- so a feature has the same bits whichever path, thread
- * or machine computes it (libm's cos may differ between C libraries).
+ * or x86-64 machine computes it (libm's cos may differ between C libraries).
  *
  * Why not libm's cos: one value at a time, about 16 ns here; it was 56% of a
  * DSG run on Adult (14 nonzeros a row: the cos costs more than the sum).
@@ -16,8 +16,9 @@
  * 1e-19, each evaluated in z = r^2 by Estrin's scheme (pairs a + b z, then
  * z^2 and z^4: a third of Horner's chain of dependent operations, which kept
  * the vector path waiting).  cos r = w + ((1 - w) - r^2/2 + r^4 q(r^2)) with
- * w = 1 - r^2/2 rounded, which recovers w's rounding error.  Accuracy: within 2 ulp of the
- * exact value (tests/test_features.py checks it against the C library).
+ * w = 1 - r^2/2 rounded, which recovers w's rounding error.  Accuracy:
+ * within 2 ulp of the exact value (tests/test_features.py checks it against
+ * the C library).
  * Arguments beyond 2^20 in magnitude (never with scaled data: a feature's
  * argument is omega . x + b, omega of order sqrt(2 gamma)), infinities and
  * NaN go to the C library's cos.

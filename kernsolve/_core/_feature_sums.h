@@ -1,9 +1,10 @@
 /* A row's sums s_f = sum_j x_j omega[j, f] for a run of random features
- * (doc/dsg.md, "Feature value"): the baseline spelling and an AVX2 one, four
- * features a register, chosen at run time.  Every feature's sum adds the
- * products of the row's nonzero entries in increasing column order, a
- * multiply then an add (never fused), whatever the path or the number of
- * features summed together, so both give the same bits.
+ * (doc/dsg.md, "Feature value"): the baseline spelling, an AVX2 one (four
+ * features a register) and an AVX-512F one (eight), chosen at run time.
+ * Every feature's sum adds the products of the row's nonzero entries in
+ * increasing column order, a multiply then an add (never fused), whatever
+ * the path or the number of features summed together, so all give the same
+ * bits (tests/test_features.py compares them).
  *
  * omega is d x count (omega[j * count + f]); the row is m stored values v
  * at columns ix (NULL: a dense row, column t for value t).  Zero values are
@@ -136,7 +137,7 @@ static inline void ks_feature_sums(const double *omega, ptrdiff_t count, const d
                                    const int32_t *ix, ptrdiff_t m, double *out)
 {
 #ifdef KS_X86
-    if (ks_simd(KS_AVX512)) {
+    if (ks_simd(KS_AVX512 | KS_AVX2)) {
         ks_feature_sums_avx512(omega, count, v, ix, m, out);
         return;
     }
