@@ -68,6 +68,12 @@ fails is recorded with its last line of output; the next run goes on.
 ``--quick`` runs every data set on its first ``--rows`` (2000) training and
 test rows with small budgets, in seconds per method.
 
+``--dense`` gives every tool the rows as a dense numpy array (the files read
+as usual, then ``toarray()``, counted in ``read_s``): what a user holding
+numpy arrays has, and for scikit-learn's feature maps a BLAS product instead
+of a sparse one (RESULTS.md, session 11).  The rows' data name gets
+``+dense``; libsvm-official takes its own sparse rows only, so it is refused.
+
 Usage::
 
     nice -n 19 python benchmarks/bench_scale.py --quick --json q.json --markdown q.md
@@ -157,6 +163,8 @@ def _fit_kernsolve(args):
     t = time.perf_counter()
     y, X = kernsolve.read_problem(args.train, n_features=args.n_features)
     yt, Xt = kernsolve.read_problem(args.test, n_features=args.n_features)
+    if args.dense:
+        X, Xt = X.toarray(), Xt.toarray()
     read_s = time.perf_counter() - t
     opts = kernsolve_options(args.worker, args.C, args.gamma, args.budget, args.options)
     t = time.perf_counter()
@@ -197,7 +205,9 @@ def _fit_sklearn(args):
     t = time.perf_counter()
     X, y = load_svmlight_file(args.train, n_features=args.n_features)
     Xt, yt = load_svmlight_file(args.test, n_features=args.n_features)
-    if args.worker == "svc":            # SVC takes 32-bit CSR indices only
+    if args.dense:
+        X, Xt = X.toarray(), Xt.toarray()
+    elif args.worker == "svc":          # SVC takes 32-bit CSR indices only
         for M in (X, Xt):
             M.indices = M.indices.astype(np.int32)
             M.indptr = M.indptr.astype(np.int32)
@@ -267,7 +277,7 @@ def run_one(method, budget, cfg, train, test, args, tag):
             "--train", train, "--test", test, "--n-features", str(cfg["n_features"]),
             "--C", repr(cfg["C"]), "--gamma", repr(cfg["gamma"]),
             "--threads", str(args.threads), "--predictions", predictions,
-            "--options=" + extra]
+            "--options=" + extra] + (["--dense"] if args.dense else [])
     if budget is not None:
         argv += ["--budget", repr(budget)]
     row = {"method": method, "tool": METHODS[method][0], "budget_name": METHODS[method][1],
@@ -456,6 +466,8 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--quick", action="store_true",
                     help="first --rows training and test rows, small budgets")
+    ap.add_argument("--dense", action="store_true",
+                    help="give every tool dense numpy rows (libsvm-official refused)")
     ap.add_argument("--rows", type=int, default=None, help="rows per slice (default 2000 "
                     "with --quick, all without)")
     ap.add_argument("--budgets", action="append", metavar="METHOD=B1,B2",
@@ -496,6 +508,9 @@ def main(argv=None):
         ap.error(f"--threads {args.threads}: must be >= 1")
     datasets = _names(args.datasets, list(DATASETS), "--datasets")
     methods = _names(args.methods, list(METHODS), "--methods")
+    if args.dense and "libsvm" in methods:
+        ap.error("--dense: libsvm-official takes its own sparse rows; leave libsvm out "
+                 "of --methods")
     args.budgets = _pairs(args.budgets, "--budgets", _parse_budgets)
     args.extra = _pairs(args.extra, "--options", _parse_extra)
     if args.tables_only and not args.json:
@@ -511,7 +526,7 @@ def main(argv=None):
     for name in ([] if args.tables_only else datasets):
         cfg = DATASETS[name]
         train, test = prepare(args.workdir, cfg, n_rows)
-        data = name + (f"[:{n_rows}]" if n_rows else "")
+        data = name + (f"[:{n_rows}]" if n_rows else "") + ("+dense" if args.dense else "")
         for method in methods:
             rows += run_method(method, cfg, train, test, args, data, n_rows)
     if args.json:
