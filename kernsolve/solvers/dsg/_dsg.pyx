@@ -939,15 +939,7 @@ cdef int _add_block(const double* Z, Py_ssize_t nr, Py_ssize_t F, Py_ssize_t K,
     cdef double* acc
     cdef int failed = 0
     cdef int* failed_ptr = &failed
-    if n_threads == 1 or nr < 8:
-        acc = <double*>malloc(K * sizeof(double))
-        if acc == NULL:
-            return -1
-        for r in range(nr):
-            _block_dot(Z + r * F, coef, F, K, acc, out + r * K)
-        free(acc)
-        return 0
-    with parallel(num_threads=n_threads):
+    with parallel(num_threads=n_threads if nr >= 8 else 1):
         acc = <double*>malloc(K * sizeof(double))
         if acc == NULL:
             failed_ptr[0] = 1
