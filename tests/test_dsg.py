@@ -343,6 +343,48 @@ def test_threads_cache_and_seed(heart):
     assert not np.array_equal(one.coef, other.coef)
 
 
+@pytest.mark.parametrize("solver", ["dsg", "udsg", "cdsg"])
+def test_single_precision_threads_file_and_the_double_model(heart, tmp_path, solver):
+    """--precision single: the same bits for any thread count and cache, in
+    the file and back, and within float rounding of the double model (the
+    oracle): decision values to 1e-5 of their scale, the same labels."""
+    y, X = heart
+    base = f"-q --solver {solver} -g median --epochs 2 --batch-size 16 --seed 3"
+    double = kernsolve.train(y, X, base)
+    one = kernsolve.train(y, X, base + " --precision single --threads 1")
+    for m in (kernsolve.train(y, X, base + " --precision single --threads 2"),
+              kernsolve.train(y, X, base + " --precision single --threads 2 -m 0.001")):
+        assert np.array_equal(one.coef, m.coef) and np.array_equal(one.intercept, m.intercept)
+    assert not np.array_equal(one.coef, double.coef)
+    want = double.decision_function(X)
+    got = one.decision_function(X, n_jobs=2)
+    assert np.array_equal(got, one.decision_function(X, n_jobs=1))
+    assert np.abs(got - want).max() <= 1e-5 * np.abs(want).max()
+    assert np.array_equal(one.predict(X), double.predict(X))
+    path = tmp_path / "single.model"
+    kernsolve.save_model(path, one)
+    assert "\nprecision single\n" in path.read_text()
+    assert "precision" not in double.to_text()        # double files as before
+    back = kernsolve.load_model(path)
+    assert back.precision == "single" and np.array_equal(back.decision_function(X), got)
+    est = kernsolve.DSGClassifier(solver=solver, gamma="median", max_iter=2, batch_size=16,
+                                  random_state=3, precision="single").fit(X, y)
+    assert np.array_equal(est.model_.coef, one.coef)
+
+
+def test_single_precision_refuses_values_beyond_the_float_range(heart):
+    y, X = heart
+    wide = X.toarray()
+    wide[5, 2] = -1e39
+    with pytest.raises(ValueError, match="training with --precision single: a value of "
+                                         "magnitude 1e.39 is beyond single precision"):
+        kernsolve.train(y, wide, "-q --solver dsg -g 0.1 --precision single")
+    m = kernsolve.train(y, X, "-q --solver dsg -g 0.1 --precision single")
+    with pytest.raises(ValueError, match="predicting with a --precision single DSG model"):
+        m.predict(wide)
+    assert kernsolve.train(y, wide, "-q --solver dsg -g 0.1").n_blocks > 0   # double: fine
+
+
 def test_save_load_round_trip_and_size(heart, tmp_path):
     y, X = heart
     m = kernsolve.train(y, X, "-q --solver dsg --loss logistic -g median --step 5")
@@ -384,6 +426,7 @@ def test_declared_losses_are_the_compiled_loops():
     ("--step-rule newton", "--step-rule"),
     ("--ridge 0", "--ridge"),
     ("--ridge -1", "--ridge"),
+    ("--precision half", "unknown precision 'half'"),
 ])
 def test_bad_options(heart, options, match):
     y, X = heart
@@ -407,6 +450,7 @@ def test_prediction_dimension_mismatch(heart):
     (lambda t: t.rsplit("\n", 2)[0] + "\n", "coefficient lines"),
     (lambda t: t.replace("gamma ", "gamma -"), "gamma"),
     (lambda t: t.replace("\ncoef\n", "\n"), "no 'coef'"),
+    (lambda t: t.replace("\nn_features", "\nprecision half\nn_features"), "precision"),
 ])
 def test_corrupt_model_files(heart, tmp_path, edit, match):
     y, X = heart

@@ -81,18 +81,25 @@ def ref_cos(a):
     return (cs, -sn, -cs, sn)[int(k) % 4]
 
 
-def ref_features(X, kernel, gamma, seed, start, count):
+def ref_features(X, kernel, gamma, seed, start, count, single=False):
+    """``single``: doc/dsg.md "Single precision": the direction and each
+    value rounded to float32, every product and sum a float32 operation
+    (numpy's float32 scalars round each one), the sum widened for the cosine."""
     X = np.asarray(X, dtype=np.float64)
     n, d = X.shape
     out = np.empty((n, count))
     for f in range(count):
         w, b = ref_direction(kernel, gamma, seed, start + f, d)
+        w32 = [np.float32(v) for v in w]
         for i in range(n):
-            s = 0.0
+            s = np.float32(0.0) if single else 0.0
             for j in range(d):          # increasing column order, zeros skipped
                 if X[i, j] != 0.0:
-                    s = s + X[i, j] * w[j]
-            out[i, f] = SQRT2 * ref_cos(s + b)
+                    if single:
+                        s = s + np.float32(X[i, j]) * w32[j]
+                    else:
+                        s = s + X[i, j] * w[j]
+            out[i, f] = SQRT2 * ref_cos(float(s) + b)
     return out
 
 
@@ -239,6 +246,33 @@ def test_every_vector_path_gives_the_baseline_bits(feature_path, kernel):
                 assert got.tobytes() == want[count].tobytes(), (path, count)
     if not tried:
         pytest.skip("this CPU has no vector path")
+
+
+@pytest.mark.parametrize("kernel,code", [("rbf", 0), ("laplacian", 1)])
+def test_single_precision_block_on_every_path(feature_path, kernel, code):
+    """--precision single (fm.single): the sums of the float32 reference, on
+    the baseline and every vector path, dense and CSR; block sizes that take
+    the 128-, 64- and 8-feature runs and the one-at-a-time tail.  Within
+    float32's rounding of the double features."""
+    rng = np.random.default_rng(12)
+    X = sparse_data(rng, 5, 61, 0.4)
+    X[2] = 0.0
+    X[4, 7] = 1e-300                    # rounds to float32 zero: adds +-0, nothing
+    S = as_canonical(sp.csr_matrix(X))
+    sizes = [1, 9, 75, 133, 203]
+    want = {F: ref_features(X, kernel, 0.3, 5, 2 * F, F, single=True) for F in sizes}
+    paths = [p for p in ("baseline", "avx2", "avx512") if feature_path(p)]
+    for path in paths:
+        feature_path(path)
+        for F in sizes:
+            for Xin in (as_canonical(X), S):
+                got = CF.block_features(Xin, code, 0.3, 5, 2, F, single=True)
+                assert got.tobytes() == want[F].tobytes(), (path, F)
+    feature_path(None)
+    double = CF.block_features(as_canonical(X), code, 0.3, 5, 2, 75)
+    single = want[75]
+    assert not np.array_equal(double, single)
+    np.testing.assert_allclose(single, double, rtol=0, atol=1e-4 if kernel == "rbf" else 1e-3)
 
 
 # ---------------------------------------------------------------------------

@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <string.h>
 #include "_simd.h"
 
 static void ks_feature_sums_base(const double *omega, ptrdiff_t count, const double *v,
@@ -147,6 +148,157 @@ static inline void ks_feature_sums(const double *omega, ptrdiff_t count, const d
     }
 #endif
     ks_feature_sums_base(omega, count, v, ix, m, out);
+}
+
+/* Single precision (DSG's --precision single, doc/dsg.md "Single precision"):
+ * omega held as floats (each direction rounded once), each value of the row
+ * rounded to a float, and every product and sum a float operation, never
+ * fused, in the same increasing column order; the sums are then widened to
+ * double (exactly) for the cosine.  Twice the values a register and half the
+ * bytes of omega to read: about twice the multiply-adds a second.  Every
+ * path gives the baseline's bits. */
+static void ks_feature_sums_f32_base(const float *omega, ptrdiff_t count, const double *v,
+                                     const int32_t *ix, ptrdiff_t m, double *out)
+{
+    ptrdiff_t f, t;
+    for (f = 0; f < count; f++)
+        out[f] = 0.0;
+    for (t = 0; t < m; t++) {
+        float xj;
+        const float *w;
+        if (v[t] == 0.0)
+            continue;
+        xj = (float)v[t];
+        w = omega + (ix != NULL ? (ptrdiff_t)ix[t] : t) * count;
+        for (f = 0; f < count; f++) {
+            float s = (float)out[f];        /* exact: out holds a float's value */
+            float p = xj * w[f];
+            s = s + p;
+            out[f] = (double)s;
+        }
+    }
+}
+
+#ifdef KS_X86
+__attribute__((target("avx2")))
+static inline void ks_widen8(__m256 a, double *out)
+{
+    _mm256_storeu_pd(out, _mm256_cvtps_pd(_mm256_castps256_ps128(a)));
+    _mm256_storeu_pd(out + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)));
+}
+
+/* Eight registers of eight floats (64 features), then one register, then
+   one feature at a time; row j of omega at omega + j * ld. */
+__attribute__((target("avx2")))
+static void ks_feature_sums_f32_avx2(const float *omega, ptrdiff_t ld, ptrdiff_t count,
+                                     const double *v, const int32_t *ix, ptrdiff_t m,
+                                     double *out)
+{
+    ptrdiff_t f0 = 0, t, q;
+    for (; f0 + 64 <= count; f0 += 64) {
+        __m256 a[8];
+        for (q = 0; q < 8; q++)
+            a[q] = _mm256_setzero_ps();
+        for (t = 0; t < m; t++) {
+            const float *w;
+            __m256 x;
+            if (v[t] == 0.0)
+                continue;
+            w = omega + (ix != NULL ? (ptrdiff_t)ix[t] : t) * ld + f0;
+            x = _mm256_set1_ps((float)v[t]);
+            for (q = 0; q < 8; q++)
+                a[q] = _mm256_add_ps(a[q], _mm256_mul_ps(x, _mm256_loadu_ps(w + 8 * q)));
+        }
+        for (q = 0; q < 8; q++)
+            ks_widen8(a[q], out + f0 + 8 * q);
+    }
+    for (; f0 + 8 <= count; f0 += 8) {
+        __m256 a0 = _mm256_setzero_ps();
+        for (t = 0; t < m; t++) {
+            if (v[t] == 0.0)
+                continue;
+            a0 = _mm256_add_ps(a0, _mm256_mul_ps(
+                _mm256_set1_ps((float)v[t]),
+                _mm256_loadu_ps(omega + (ix != NULL ? (ptrdiff_t)ix[t] : t) * ld + f0)));
+        }
+        ks_widen8(a0, out + f0);
+    }
+    for (; f0 < count; f0++) {
+        float s = 0.0f;
+        for (t = 0; t < m; t++)
+            if (v[t] != 0.0) {
+                float p = (float)v[t] * omega[(ix != NULL ? (ptrdiff_t)ix[t] : t) * ld + f0];
+                s = s + p;
+            }
+        out[f0] = (double)s;
+    }
+}
+
+/* Eight registers of sixteen floats: a block of 128 features a pass (the
+   rest as the AVX2 path sums it). */
+__attribute__((target("avx512f")))
+static void ks_feature_sums_f32_avx512(const float *omega, ptrdiff_t count, const double *v,
+                                       const int32_t *ix, ptrdiff_t m, double *out)
+{
+    ptrdiff_t f0 = 0, t, q;
+    for (; f0 + 128 <= count; f0 += 128) {
+        __m512 a[8];
+        for (q = 0; q < 8; q++)
+            a[q] = _mm512_setzero_ps();
+        for (t = 0; t < m; t++) {
+            const float *w;
+            __m512 x;
+            if (v[t] == 0.0)
+                continue;
+            w = omega + (ix != NULL ? (ptrdiff_t)ix[t] : t) * count + f0;
+            x = _mm512_set1_ps((float)v[t]);
+            for (q = 0; q < 8; q++) {
+                __m512 p = _mm512_mul_ps(x, _mm512_loadu_ps(w + 16 * q));
+                KS_UNFUSED(p);
+                a[q] = _mm512_add_ps(a[q], p);
+            }
+        }
+        for (q = 0; q < 8; q++) {
+            __m256 lo = _mm512_castps512_ps256(a[q]);
+            __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a[q]), 1));
+            _mm512_storeu_pd(out + f0 + 16 * q, _mm512_cvtps_pd(lo));
+            _mm512_storeu_pd(out + f0 + 16 * q + 8, _mm512_cvtps_pd(hi));
+        }
+    }
+    if (f0 < count)
+        ks_feature_sums_f32_avx2(omega + f0, count, count - f0, v, ix, m, out + f0);
+}
+#endif
+
+static inline void ks_feature_sums_f32(const float *omega, ptrdiff_t count, const double *v,
+                                       const int32_t *ix, ptrdiff_t m, double *out)
+{
+#ifdef KS_X86
+    if (ks_simd(KS_AVX512 | KS_AVX2)) {
+        ks_feature_sums_f32_avx512(omega, count, v, ix, m, out);
+        return;
+    }
+    if (ks_simd(KS_AVX2)) {
+        ks_feature_sums_f32_avx2(omega, count, count, v, ix, m, out);
+        return;
+    }
+#endif
+    ks_feature_sums_f32_base(omega, count, v, ix, m, out);
+}
+
+/* omega[0 .. n) rounded to floats, written over the start of the same
+   memory (a float's slot i never lies beyond double i, and each group is
+   read in full before it is written). */
+static void ks_round_to_floats(double *omega, ptrdiff_t n)
+{
+    float group[64];
+    ptrdiff_t i0, i;
+    for (i0 = 0; i0 < n; i0 += 64) {
+        ptrdiff_t k = n - i0 < 64 ? n - i0 : 64;
+        for (i = 0; i < k; i++)
+            group[i] = (float)omega[i0 + i];
+        memcpy((char *)omega + i0 * sizeof(float), group, k * sizeof(float));
+    }
 }
 
 #endif

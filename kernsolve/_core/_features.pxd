@@ -19,6 +19,8 @@ cdef struct FeatureMap:
     Py_ssize_t block_size    # F, features per block
     uint64_t key_omega       # rng_key(seed, STREAM_FEATURES)
     uint64_t key_phase       # rng_key(seed, STREAM_PHASES)
+    bint single              # fm_block rounds omega to floats, fm_apply_row sums in
+                             # float (DSG's --precision single); fm_init sets 0
 
 cdef void fm_init(FeatureMap* fm, int kernel, double gamma, Py_ssize_t n_features,
                   Py_ssize_t block_size, uint64_t seed) noexcept nogil
@@ -26,7 +28,8 @@ cdef void fm_init(FeatureMap* fm, int kernel, double gamma, Py_ssize_t n_feature
 # Block `block` = global features g = block*F .. block*F+F-1.
 # omega is written TRANSPOSED: omega[j*F + f] = omega_{g, j}, j < d  (d x F, so a row
 # x contributes x_j * omega[j, 0:F] as one contiguous axpy for dense and CSR rows);
-# phase[f] = b_g.
+# phase[f] = b_g.  With fm.single, omega's d*F doubles hold d*F floats (the
+# directions rounded) in their first half.
 cdef void fm_block(const FeatureMap* fm, int64_t block, double* omega,
                    double* phase) noexcept nogil
 

@@ -41,6 +41,7 @@ cdef void fm_init(FeatureMap* fm, int kernel, double gamma, Py_ssize_t n_feature
     fm.block_size = block_size
     fm.key_omega = rng_key(seed, STREAM_FEATURES)
     fm.key_phase = rng_key(seed, STREAM_PHASES)
+    fm.single = 0
 
 
 cdef inline void _gaussian_pair(const FeatureMap* fm, int64_t g0, Py_ssize_t count,
@@ -96,11 +97,16 @@ cdef void fm_features(const FeatureMap* fm, int64_t g0, Py_ssize_t count,
 cdef void fm_block(const FeatureMap* fm, int64_t block, double* omega,
                    double* phase) noexcept nogil:
     fm_features(fm, block * fm.block_size, fm.block_size, omega, phase, 1)
+    if fm.single:
+        ks_round_to_floats(omega, fm.n_features * fm.block_size)
 
 
 cdef extern from "_feature_sums.h" nogil:
     void ks_feature_sums(const double* omega, Py_ssize_t count, const double* v,
                          const int32_t* ix, Py_ssize_t m, double* out)
+    void ks_feature_sums_f32(const float* omega, Py_ssize_t count, const double* v,
+                             const int32_t* ix, Py_ssize_t m, double* out)
+    void ks_round_to_floats(double* omega, Py_ssize_t n)
 
 cdef extern from "_cos.h" nogil:
     double ks_cos(double x)
@@ -128,7 +134,15 @@ cdef void fm_apply_row_n(const double* omega, const double* phase, Py_ssize_t co
 
 cdef void fm_apply_row(const FeatureMap* fm, const double* omega, const double* phase,
                        const Rows* X, Py_ssize_t i, double* out) noexcept nogil:
-    fm_apply_row_n(omega, phase, fm.block_size, X, i, out)
+    cdef const double* v
+    cdef const int32_t* ix
+    cdef Py_ssize_t m
+    if not fm.single:
+        fm_apply_row_n(omega, phase, fm.block_size, X, i, out)
+        return
+    m = row_ptr(X, i, &v, &ix)
+    ks_feature_sums_f32(<const float*>omega, fm.block_size, v, ix, m, out)
+    ks_cos_features(out, phase, fm.block_size)
 
 
 # ------------------------------------------------------------ Python fills
@@ -213,9 +227,10 @@ def fill_features(X, int kernel, double gamma, uint64_t seed, int64_t start,
 
 
 def block_features(X, int kernel, double gamma, uint64_t seed, int64_t block,
-                   Py_ssize_t block_size):
+                   Py_ssize_t block_size, bint single=False):
     """phi_g(x_i) of block ``block`` through fm_init / fm_block / fm_apply_row,
-    the exact calls DSG makes (for tests of the .pxd contract); serial."""
+    the exact calls DSG makes (for tests of the .pxd contract); serial.
+    ``single``: as ``--precision single`` trains and predicts."""
     cdef Rows R
     keep = as_rows(X, &R)
     cdef FeatureMap fm
@@ -229,6 +244,7 @@ def block_features(X, int kernel, double gamma, uint64_t seed, int64_t block,
     if R.n_rows == 0 or F == 0:
         return out
     fm_init(&fm, kernel, gamma, d, F, seed)
+    fm.single = single
     with nogil:
         fm_block(&fm, block, &om[0], &ph[0])
         for i in range(R.n_rows):

@@ -64,7 +64,7 @@ _OPTION = {
     "step_rule": "--step-rule", "ridge": "--ridge",
     "tau": "--tau", "delta": "--delta", "alpha": "--lambda", "C": "-c", "gamma": "-g",
     "epsilon": "-p", "cache_size": "-m", "random_state": "--seed", "kernel": "-t",
-    "fit_intercept": "--bias", "n_jobs": "--threads",
+    "fit_intercept": "--bias", "n_jobs": "--threads", "precision": "--precision",
 }
 
 
@@ -105,6 +105,7 @@ class _BaseDSG(BaseEstimator):
         "average": ["boolean"],
         "fit_intercept": ["boolean"],
         "cache_size": [CACHE_SIZE],
+        "precision": [StrOptions(("double", "single"))],
         "n_jobs": [N_JOBS],
         "step": ["no_validation"],
         "t0": ["no_validation"],
@@ -127,7 +128,8 @@ class _BaseDSG(BaseEstimator):
         # 'auto' leaves --loss out: the solver's default by number of classes
         extra = {"loss": self.loss.replace("_", "-")} if self.loss != "auto" else {}
         extra.update({"average": int(bool(self.average)),
-                      "step_rule": str(self.step_rule).replace("_", "-")})
+                      "step_rule": str(self.step_rule).replace("_", "-"),
+                      "precision": self.precision})
         for attr, key in (("step", "step"), ("t0", "t0"), ("max_iter", "epochs"),
                           ("alpha", "lambda"), ("ridge", "ridge"),
                           ("batch_size", "batch_size"), ("feature_block", "feature_block")):
@@ -320,6 +322,11 @@ class DSGClassifier(_BaseDSG):
     cache_size : float, default=100
         MB of generated feature blocks kept for reuse (``-m``); results do
         not depend on it.
+    precision : {'double', 'single'}, default='double'
+        Precision of the random features' sums (``--precision``): 'single'
+        rounds the directions and the inputs to float32 and sums in float32,
+        about twice as fast for wide data; the model remembers it, and its
+        predictions repeat it (doc/dsg.md, "Single precision").
     verbose : bool, default=False
         Print the training lines.
 
@@ -365,7 +372,8 @@ class DSGClassifier(_BaseDSG):
                  max_iter: float | None = None, average: bool = False,
                  fit_intercept: bool = True, solver_options: dict[str, Any] | None = None,
                  random_state: RandomStateLike = None, n_jobs: int | None = None,
-                 cache_size: float = 100, verbose: bool = False) -> None:
+                 cache_size: float = 100, precision: str = "double",
+                 verbose: bool = False) -> None:
         self._store_params(locals())
 
     # -- labels
@@ -564,7 +572,8 @@ class DSGRegressor(_BaseDSG):
                  max_iter: float | None = None, average: bool = False,
                  fit_intercept: bool = True, solver_options: dict[str, Any] | None = None,
                  random_state: RandomStateLike = None, n_jobs: int | None = None,
-                 cache_size: float = 100, verbose: bool = False) -> None:
+                 cache_size: float = 100, precision: str = "double",
+                 verbose: bool = False) -> None:
         self._store_params(locals())
 
     def _y(self, y):

@@ -41,6 +41,11 @@ SPEC = SolverSpec(
                              low=1, only=("udsg",)),
         "old-blocks": Option("old-block iterations per round", kind="int", default=1,
                              low=0, only=("udsg",)),
+        "precision": Option("the random features' sums in double or single precision "
+                            "(single: float32 directions, products and sums, about "
+                            "twice as fast; the cosine stays in double)", kind="choice",
+                            choices=("double", "single"), default="double",
+                            noun="precision"),
         "max-step-ratio": Option("cap of the line-search step over the base step",
                                  default=2.0, low=1, low_open=True, only=("cdsg",)),
     },

@@ -210,11 +210,13 @@ cdef Py_ssize_t _scratch_blocks(const FeatureMap* fm, Py_ssize_t wanted) noexcep
 
 
 def decision_function(X, const double[:, :, ::1] coef, const double[::1] intercept,
-                      int kernel, double gamma, uint64_t seed, int n_threads=1):
+                      int kernel, double gamma, uint64_t seed, int n_threads=1,
+                      bint single=False):
     """f(x) for every row of canonical X: an (n_samples, n_outputs) array.
 
     ``coef`` has shape (n_blocks, block_size, n_outputs) and holds the true
     coefficients (scale applied); X has the model's number of columns.
+    ``single``: the feature sums in single precision (``--precision single``).
     """
     cdef Rows R
     keep = as_rows(X, &R)
@@ -225,6 +227,7 @@ def decision_function(X, const double[:, :, ::1] coef, const double[::1] interce
     cdef double[:, ::1] o = out
     cdef FeatureMap fm
     fm_init(&fm, kernel, gamma, R.n_features, F, seed)
+    fm.single = single
     cdef Py_ssize_t nb = _scratch_blocks(&fm, n_blocks)
     cdef double* scratch = <double*>malloc(nb * _stride(&fm) * sizeof(double))
     cdef int status = 0
@@ -312,6 +315,7 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
         raise ValueError("CDSG needs beta with a row per coef block and n_outputs columns")
     cdef FeatureMap fm
     fm_init(&fm, h["kernel"], h["gamma"], R.n_features, F, h["seed"])
+    fm.single = h["precision"] == "single"
     cdef uint64_t key_old = rng_key(rng_key(<uint64_t>h["seed"], STREAM_SAMPLING),
                                     OLD_BLOCK_STREAM)
     cdef Py_ssize_t stride = _stride(&fm), d_f = R.n_features * F

@@ -21,7 +21,22 @@ from ..._threads import resolve_n_jobs
 from ..._validation import check_allocation
 from ..._sparse import issparse
 
-__all__ = ["DSGModel", "check_directions"]
+__all__ = ["DSGModel", "check_directions", "check_single_range"]
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def check_single_range(X, precision, what):
+    """``--precision single`` rounds every value of X to a float: refuse a
+    value beyond the float range (it would become infinite), naming it."""
+    if precision != "single":
+        return
+    values = X.data if issparse(X) else X
+    if values.size:
+        big = max(float(values.max()), -float(values.min()))
+        if big > _FLOAT32_MAX:
+            raise ValueError(f"{what}: a value of magnitude {big:g} is beyond single "
+                             f"precision's range ({_FLOAT32_MAX:.7g}); use --precision double")
 
 
 def check_directions(n_features, block_size, blocks, what):
@@ -54,6 +69,9 @@ class DSGModel(ModelKind):
         2 (RBF) or 5 (Laplacian); ``gamma`` its parameter.
     seed : int
         Seed of the random features (``--seed``).
+    precision : str
+        ``"double"`` or ``"single"``: the precision of the features' sums
+        (``--precision``), which prediction repeats.
     n_features : int
         Input dimension the model was trained on.
     block_size : int
@@ -73,8 +91,10 @@ class DSGModel(ModelKind):
     kind = "dsg"
 
     def __init__(self, *, solver, loss, loss_param, svm_type, kernel_type, gamma, seed,
-                 n_features, block_size, labels, coef, intercept, stats=None):
+                 n_features, block_size, labels, coef, intercept, stats=None,
+                 precision="double"):
         self.solver, self.loss, self.loss_param = solver, loss, float(loss_param)
+        self.precision = precision
         self.svm_type, self.kernel_type = int(svm_type), int(kernel_type)
         self.gamma, self.seed = float(gamma), int(seed)
         self.n_features, self.block_size = int(n_features), int(block_size)
@@ -133,9 +153,11 @@ class DSGModel(ModelKind):
         check_directions(self.n_features, self.block_size, 1,
                          f"predicting with this DSG model ({self.n_features} features)")
         X = self._check_X(X)
+        check_single_range(X, self.precision, "predicting with a --precision single DSG model")
         values = _c.decision_function(X, self.coef, self.intercept,
                                       _feature_kernel(self.kernel_type), self.gamma,
-                                      self.seed, resolve_n_jobs(n_jobs))
+                                      self.seed, resolve_n_jobs(n_jobs),
+                                      self.precision == "single")
         bad = ~np.isfinite(values).all(axis=1)
         if bad.any():
             raise ValueError(f"the DSG model's output is not finite for row "
@@ -206,6 +228,7 @@ class DSGModel(ModelKind):
                  f"kernel_type {self.kernel_type}",
                  f"gamma {g(self.gamma)}",
                  f"seed {self.seed}",
+                 *([f"precision {self.precision}"] if self.precision != "double" else []),
                  f"n_features {self.n_features}",
                  f"block_size {self.block_size}",
                  f"n_blocks {self.n_blocks}",
@@ -239,6 +262,9 @@ class DSGModel(ModelKind):
             fail(header.where["kernel_type"], f"kernel_type {kernel_type} is not a DSG kernel")
         gamma = header.number("gamma", check=_check_gamma)
         seed = header.integer("seed", low=0, high=2 ** 64 - 1)
+        # absent in files before it existed and in double-precision models
+        precision = (header.word("precision", ("double", "single"))
+                     if "precision" in header else "double")
         n_features = header.integer("n_features", low=1, high=MAX_INDEX)
         block_size = header.integer("block_size", low=1)
         n_blocks = header.integer("n_blocks", low=0)
@@ -267,8 +293,9 @@ class DSGModel(ModelKind):
         return cls(solver=solver, loss=loss, loss_param=loss_param, svm_type=svm_type,
                    kernel_type=kernel_type, gamma=gamma, seed=seed, n_features=n_features,
                    block_size=block_size, labels=labels,
-                   coef=coef.reshape(n_blocks, block_size, n_outputs), intercept=intercept)
+                   coef=coef.reshape(n_blocks, block_size, n_outputs), intercept=intercept,
+                   precision=precision)
 
 
 _HEADER = ("solver", "svm_type", "loss", "loss_param", "kernel_type", "gamma", "seed",
-           "n_features", "block_size", "n_blocks", "n_outputs", "labels", "intercept")
+           "precision", "n_features", "block_size", "n_blocks", "n_outputs", "labels", "intercept")

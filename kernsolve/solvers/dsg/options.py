@@ -141,7 +141,8 @@ def hyperparameters(param, n_samples, n_features, loss, gamma):
         gamma=float(gamma), seed=_uint64(param.seed, "--seed"), n_features=n_features,
         cache_mb=float(param.cache_size), solver=param.solver, svm_type=int(param.svm_type),
         lam=lam, new_blocks=new_blocks, old_blocks=old_blocks, max_step_ratio=ratio,
-        step_rule=opts["step_rule"], ridge=0.0 if opts["ridge"] is None else opts["ridge"])
+        step_rule=opts["step_rule"], ridge=0.0 if opts["ridge"] is None else opts["ridge"],
+        precision=opts["precision"])
 
 
 def resolve_gamma(param, X):

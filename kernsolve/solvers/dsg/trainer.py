@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from . import _dsg as _c
-from .model import DSGModel, check_directions
+from .model import DSGModel, check_directions, check_single_range
 from ..._kernels import as_canonical
 from ..._random import permutation, stream_key
 from ..._threads import resolve_n_jobs
@@ -101,6 +101,7 @@ class DSGTrainer:
         if X.shape[1] != self.h["n_features"]:
             raise ValueError(f"X has {X.shape[1]} features; this model was started with "
                              f"{self.h['n_features']}")
+        check_single_range(X, self.h["precision"], "training with --precision single")
         targets = self.targets.encode(y)
         if self.targets.single_label:       # nothing to learn: the model predicts the label
             self.n_seen += X.shape[0] if n_rows_used is None else n_rows_used
@@ -166,7 +167,8 @@ class DSGTrainer:
                         kernel_type=self.h["kernel_type"], gamma=self.h["gamma"],
                         seed=self.h["seed"], n_features=self.h["n_features"],
                         block_size=self.h["block_size"], labels=self.targets.labels,
-                        coef=coef, intercept=intercept, stats=stats)
+                        coef=coef, intercept=intercept, stats=stats,
+                        precision=self.h["precision"])
 
 
 def _grown(arr, rows):
