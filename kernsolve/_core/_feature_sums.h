@@ -187,8 +187,8 @@ static inline void ks_widen8(__m256 a, double *out)
     _mm256_storeu_pd(out + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)));
 }
 
-/* Eight registers of eight floats (64 features), then one register, then
-   one feature at a time; row j of omega at omega + j * ld. */
+/* Eight registers of eight floats (64 features), then four (32), then one,
+   then one feature at a time; row j of omega at omega + j * ld. */
 __attribute__((target("avx2")))
 static void ks_feature_sums_f32_avx2(const float *omega, ptrdiff_t ld, ptrdiff_t count,
                                      const double *v, const int32_t *ix, ptrdiff_t m,
@@ -211,6 +211,25 @@ static void ks_feature_sums_f32_avx2(const float *omega, ptrdiff_t ld, ptrdiff_t
         }
         for (q = 0; q < 8; q++)
             ks_widen8(a[q], out + f0 + 8 * q);
+    }
+    for (; f0 + 32 <= count; f0 += 32) {     /* Adult's blocks of 32 */
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (t = 0; t < m; t++) {
+            const float *w;
+            __m256 x;
+            if (v[t] == 0.0)
+                continue;
+            w = omega + (ix != NULL ? (ptrdiff_t)ix[t] : t) * ld + f0;
+            x = _mm256_set1_ps((float)v[t]);
+            a0 = _mm256_add_ps(a0, _mm256_mul_ps(x, _mm256_loadu_ps(w)));
+            a1 = _mm256_add_ps(a1, _mm256_mul_ps(x, _mm256_loadu_ps(w + 8)));
+            a2 = _mm256_add_ps(a2, _mm256_mul_ps(x, _mm256_loadu_ps(w + 16)));
+            a3 = _mm256_add_ps(a3, _mm256_mul_ps(x, _mm256_loadu_ps(w + 24)));
+        }
+        ks_widen8(a0, out + f0);
+        ks_widen8(a1, out + f0 + 8);
+        ks_widen8(a2, out + f0 + 16);
+        ks_widen8(a3, out + f0 + 24);
     }
     for (; f0 + 8 <= count; f0 += 8) {
         __m256 a0 = _mm256_setzero_ps();
