@@ -372,6 +372,88 @@ def test_single_precision_threads_file_and_the_double_model(heart, tmp_path, sol
     assert np.array_equal(est.model_.coef, one.coef)
 
 
+@pytest.mark.parametrize("solver", ["dsg", "udsg", "cdsg"])
+@pytest.mark.parametrize("classes", [2, 3])
+@pytest.mark.parametrize("epochs", [2.5, 3])
+def test_kept_row_features_are_the_computed_ones(heart, solver, classes, epochs):
+    """--precision single over several passes keeps the rows' features in -m
+    (RowFeatures): the model is the bits of the run that computes every
+    feature each time (-m too small to keep any), for 1 and 2 threads,
+    whatever the kept blocks, with a partial last pass or a whole one."""
+    y, X = heart
+    if classes == 3:        # softmax: several outputs a block
+        y = np.where(y > 0, 1.0, 0.0) + (np.asarray(X[:, 0].todense()).ravel() > 0)
+    base = (f"-q --solver {solver} -g median --epochs {epochs} --batch-size 24 "
+            f"--feature-block 8 --seed 5 --precision single")
+    computed = kernsolve.train(y, X, base + " -m 0.001 --threads 1")
+    for opts in (" --threads 1", " --threads 2", " --threads 2 -m 0.3"):
+        kept = kernsolve.train(y, X, base + opts)
+        assert np.array_equal(kept.coef, computed.coef), opts
+        assert np.array_equal(kept.intercept, computed.intercept), opts
+
+
+def test_row_features_budget_and_reuse(heart):
+    """What -m keeps: the directions first, then row slabs (one a block, as
+    many as fit); none for double precision, one pass, or a budget the
+    directions fill; after a pass the slabs hold what the next one reads."""
+    y, X = heart
+    X = X.toarray()
+    n, d = X.shape
+    targets = Targets.from_data("classification", None, y)
+    targets.loss = "hinge"
+
+    def trainer(opts=""):
+        p = kernsolve.parse_options("-q --solver dsg -g 0.1 --batch-size 30 "
+                                    "--feature-block 8" + opts)
+        t = DSGTrainer(hyperparameters(p, n, d, "hinge", 0.1), targets)
+        t.planned_iter = 3 * -(-n // 30)
+        return t
+
+    slab = _c.row_slab_bytes(n, 8)
+    assert slab == n * (8 * 4 + 1)
+    kept = trainer(" --precision single")._row_features(n, 3)
+    assert kept.capacity == 3 * -(-n // 30) and kept.n_slabs == 0
+    # the budget after the directions ((d + 1) * F doubles a block)
+    directions = 27 * (d + 1) * 8 * 8
+    mb = (directions + 5 * slab + 10) / 2**20
+    assert trainer(f" --precision single -m {mb!r}")._row_features(n, 3).capacity == 5
+    assert trainer(f" --precision single -m {directions / 2**20!r}")._row_features(n, 3) is None
+    assert trainer(" --precision single")._row_features(n, 1) is None
+    assert trainer()._row_features(n, 3) is None
+    # one pass fills slabs for every block the pass made; read_only freezes them
+    t = trainer(" --precision single")
+    rf = t._row_features(n, 3)
+    t.fit_rows(X, y, row_features=rf)
+    assert rf.n_slabs == t.n_blocks == -(-n // 30)
+    rf.read_only()
+    t.fit_rows(X, y, row_features=rf)
+    assert rf.n_slabs == rf.capacity == -(-n // 30) < t.n_blocks
+    with pytest.raises(ValueError, match="other rows"):
+        t.fit_rows(X[:100], y[:100], row_features=rf)
+
+
+@pytest.mark.parametrize("path", ["baseline", "avx2", "avx512"])
+@pytest.mark.parametrize("classes", [2, 3, 10])
+def test_prediction_sums_same_bits_on_every_path(heart, path, classes):
+    """The blocks' dot products (_block_dots.h: several outputs a register,
+    several rows at once) give the baseline's bits on each vector path the
+    CPU has, for 1, 3 and 10 outputs (masked lanes) and any row count."""
+    y, X = heart
+    y = np.arange(y.size) % classes if classes > 2 else y
+    opts = "-q --solver dsg -g median --epochs 1 --batch-size 13 --feature-block 11 --seed 2"
+    try:
+        _c._dot_paths("baseline")
+        want = kernsolve.train(y, X, opts + " --threads 2")
+        want_dec = want.decision_function(X[:37])
+        if not _c._dot_paths(path):
+            pytest.skip(f"this CPU has no {path} path")
+        got = kernsolve.train(y, X, opts + " --threads 2")
+        assert np.array_equal(got.coef, want.coef)
+        assert np.array_equal(got.decision_function(X[:37]), want_dec)
+    finally:
+        _c._dot_paths(None)
+
+
 def test_single_precision_refuses_values_beyond_the_float_range(heart):
     y, X = heart
     wide = X.toarray()

@@ -84,7 +84,8 @@ def ref_cos(a):
 def ref_features(X, kernel, gamma, seed, start, count, single=False):
     """``single``: doc/dsg.md "Single precision": the direction and each
     value rounded to float32, every product and sum a float32 operation
-    (numpy's float32 scalars round each one), the sum widened for the cosine."""
+    (numpy's float32 scalars round each one), the sum widened for the cosine,
+    the feature rounded to float32."""
     X = np.asarray(X, dtype=np.float64)
     n, d = X.shape
     out = np.empty((n, count))
@@ -100,6 +101,8 @@ def ref_features(X, kernel, gamma, seed, start, count, single=False):
                     else:
                         s = s + X[i, j] * w[j]
             out[i, f] = SQRT2 * ref_cos(float(s) + b)
+            if single:
+                out[i, f] = float(np.float32(out[i, f]))
     return out
 
 

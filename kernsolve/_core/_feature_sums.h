@@ -95,10 +95,6 @@ static void ks_feature_sums_avx2(const double *omega, ptrdiff_t ld, ptrdiff_t co
 #endif
 
 #ifdef KS_X86
-/* One product kept apart from its sum: AVX-512F has fused multiply-adds and
-   GCC would fuse a multiply with the add that follows (another rounding). */
-#define KS_UNFUSED(p) __asm__("" : "+v"(p))
-
 /* Sixteen registers of eight: a block of 128 features (DSG's softmax
    default) summed over the row in one pass, each row of omega read as one
    contiguous kilobyte. */

@@ -20,7 +20,8 @@ cdef struct FeatureMap:
     uint64_t key_omega       # rng_key(seed, STREAM_FEATURES)
     uint64_t key_phase       # rng_key(seed, STREAM_PHASES)
     bint single              # fm_block rounds omega to floats, fm_apply_row sums in
-                             # float (DSG's --precision single); fm_init sets 0
+                             # float and rounds each feature to a float (DSG's
+                             # --precision single); fm_init sets 0
 
 cdef void fm_init(FeatureMap* fm, int kernel, double gamma, Py_ssize_t n_features,
                   Py_ssize_t block_size, uint64_t seed) noexcept nogil

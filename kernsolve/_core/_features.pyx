@@ -136,13 +136,17 @@ cdef void fm_apply_row(const FeatureMap* fm, const double* omega, const double* 
                        const Rows* X, Py_ssize_t i, double* out) noexcept nogil:
     cdef const double* v
     cdef const int32_t* ix
-    cdef Py_ssize_t m
+    cdef Py_ssize_t m, f
     if not fm.single:
         fm_apply_row_n(omega, phase, fm.block_size, X, i, out)
         return
     m = row_ptr(X, i, &v, &ix)
     ks_feature_sums_f32(<const float*>omega, fm.block_size, v, ix, m, out)
     ks_cos_features(out, phase, fm.block_size)
+    # the value a float holds, so that kept values (DSG's row features) are
+    # the values computed
+    for f in range(fm.block_size):
+        out[f] = <double>(<float>out[f])
 
 
 # ------------------------------------------------------------ Python fills

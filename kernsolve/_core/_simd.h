@@ -14,6 +14,13 @@
 #define KS_X86 1
 #endif
 
+#ifdef KS_X86
+/* One product kept apart from its sum, in paths compiled for AVX-512F or
+   FMA: GCC would fuse a multiply with the add that follows (one rounding
+   instead of two, so other bits than the baseline's). */
+#define KS_UNFUSED(p) __asm__("" : "+v"(p))
+#endif
+
 /* What a path needs (combined with |). */
 #define KS_AVX2 1
 #define KS_FMA 2

@@ -42,7 +42,7 @@ gamma_t) and updates the block with the largest eta_j when it beats gamma_t;
 otherwise it creates a new block as DSG.  doc/dsg.md, "UDSG and CDSG", gives
 the formulas.
 """
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memset
 from libc.math cimport isfinite, sqrt
 from libc.stdint cimport uint64_t, int64_t
@@ -87,6 +87,145 @@ cdef inline Py_ssize_t _stride(const FeatureMap* fm) noexcept nogil:
     return (fm.n_features + 1) * fm.block_size
 
 
+# The rows' features kept between epochs (--precision single only): there a
+# feature is a float (fm_apply_row rounds it), so a kept value is the value
+# a fresh evaluation gives and the model does not depend on what is kept.
+# values[b] holds block b's F features of every row (n_rows x F floats),
+# filled[b][i] says whether row i's are there yet.
+cdef struct RowSlabs:
+    Py_ssize_t n_slabs          # blocks 0 .. n_slabs-1 have a slab
+    bint keep                   # store computed values (0: the last pass reads only)
+    float** values
+    unsigned char** filled
+# Rows ahead of the one computed whose kept features are prefetched (a slab
+# is read in the batch's random row order: each row's values are a miss).
+cdef Py_ssize_t PREFETCH_ROWS = 4
+
+
+cdef extern from *:
+    """
+    #include <stdlib.h>
+    #ifdef __linux__
+    #include <sys/mman.h>
+    #endif
+    /* n bytes on 2 MB boundaries, in huge pages where Linux gives them: a
+       slab is read one row at a time in random order, and with 4 kB pages
+       nearly every row would cost a TLB miss (and its first touch a page
+       fault). */
+    static void *ks_alloc_slab(size_t n)
+    {
+        void *p = NULL;
+        if (posix_memalign(&p, (size_t)1 << 21, n > 0 ? n : 1) != 0)
+            return NULL;
+    #if defined(__linux__) && defined(MADV_HUGEPAGE)
+        madvise(p, n, MADV_HUGEPAGE);
+    #endif
+        return p;
+    }
+    """
+    void* ks_alloc_slab(size_t n) nogil
+    void __builtin_prefetch(const void* p) nogil
+
+
+cdef class RowFeatures:
+    """Slabs of the rows' features, one a block, for blocks 0 .. capacity-1 of
+    one data set (``fit_chunk``'s ``row_features``): a row's features of a
+    block are computed the first time a batch needs them and read from the
+    slab after that.  Slabs are allocated as blocks appear; allocation stops
+    quietly at ``capacity`` or when memory runs out (later blocks are
+    computed every time, as without slabs)."""
+    cdef RowSlabs s
+    cdef readonly Py_ssize_t n_rows, block_size, capacity
+
+    def __cinit__(self, Py_ssize_t n_rows, Py_ssize_t block_size, Py_ssize_t capacity):
+        if n_rows < 0 or block_size < 1 or capacity < 0:
+            raise ValueError("RowFeatures needs n_rows >= 0, block_size >= 1, capacity >= 0")
+        self.n_rows, self.block_size, self.capacity = n_rows, block_size, capacity
+        self.s.n_slabs = 0
+        self.s.keep = 1
+        self.s.values = <float**>calloc(capacity if capacity > 0 else 1, sizeof(float*))
+        self.s.filled = <unsigned char**>calloc(capacity if capacity > 0 else 1,
+                                                 sizeof(unsigned char*))
+        if self.s.values == NULL or self.s.filled == NULL:
+            raise MemoryError("no memory for the row-feature slabs' table")
+
+    def grow(self, Py_ssize_t n_blocks):
+        """Slabs for blocks up to n_blocks - 1 (within the capacity)."""
+        cdef Py_ssize_t b = self.s.n_slabs
+        cdef float* v
+        cdef unsigned char* f
+        while b < n_blocks and b < self.capacity:
+            v = <float*>ks_alloc_slab(self.n_rows * self.block_size * sizeof(float))
+            f = <unsigned char*>calloc(max(self.n_rows, 1), 1)
+            if v == NULL or f == NULL:
+                free(v)
+                free(f)
+                self.capacity = b
+                break
+            self.s.values[b] = v
+            self.s.filled[b] = f
+            b += 1
+        self.s.n_slabs = b
+
+    @property
+    def n_slabs(self):
+        return self.s.n_slabs
+
+    def read_only(self):
+        """From now on only read the kept values (the last pass: what it
+        would keep is never read again); no more slabs are made."""
+        self.s.keep = 0
+        self.capacity = self.s.n_slabs
+
+    def __dealloc__(self):
+        cdef Py_ssize_t b
+        if self.s.values != NULL:
+            for b in range(self.s.n_slabs):
+                free(self.s.values[b])
+                free(self.s.filled[b])
+        free(self.s.values)
+        free(self.s.filled)
+
+
+def row_slab_bytes(Py_ssize_t n_rows, Py_ssize_t block_size):
+    """Bytes of one block's slab in :class:`RowFeatures`."""
+    return n_rows * (block_size * sizeof(float) + 1)
+
+
+cdef inline void _row_features(const FeatureMap* fm, const double* blk, const Rows* X,
+                               Py_ssize_t i, Py_ssize_t block, const RowSlabs* slabs,
+                               double* z) noexcept nogil:
+    """z = phi(x_i) for one block (directions blk): from the block's slab when
+    row i's values are there, else computed (and kept when the block has a
+    slab).  Rows of one batch are distinct, so threads never share a row."""
+    cdef Py_ssize_t f, F = fm.block_size
+    cdef float* v
+    if slabs == NULL or block >= slabs.n_slabs:
+        fm_apply_row(fm, blk, blk + fm.n_features * F, X, i, z)
+        return
+    v = slabs.values[block] + i * F
+    if slabs.filled[block][i]:
+        for f in range(F):
+            z[f] = v[f]
+        return
+    fm_apply_row(fm, blk, blk + fm.n_features * F, X, i, z)
+    if slabs.keep:
+        for f in range(F):
+            v[f] = <float>z[f]
+        slabs.filled[block][i] = 1
+
+
+cdef inline void _prefetch_row(const RowSlabs* slabs, Py_ssize_t block, Py_ssize_t i,
+                               Py_ssize_t F) noexcept nogil:
+    """Ask for row i's kept values of a block ahead of their use."""
+    cdef Py_ssize_t off
+    if slabs == NULL or block >= slabs.n_slabs:
+        return
+    __builtin_prefetch(slabs.filled[block] + i)
+    for off in range(0, F * <Py_ssize_t>sizeof(float), 64):
+        __builtin_prefetch(<char*>(slabs.values[block] + i * F) + off)
+
+
 cdef void _make_blocks(const FeatureMap* fm, Py_ssize_t first, Py_ssize_t count,
                        double* out, int n_threads) noexcept nogil:
     """Generate blocks first .. first+count-1 into out (one stride each)."""
@@ -100,58 +239,62 @@ cdef void _make_blocks(const FeatureMap* fm, Py_ssize_t first, Py_ssize_t count,
             fm_block(fm, first + b, out + b * stride, out + b * stride + d_f)
 
 
-cdef inline void _block_dot(const double* z, const double* coef, Py_ssize_t F,
-                            Py_ssize_t K, double* acc, double* out) noexcept nogil:
-    """out[k] += sum_f z[f] coef[f, k], each sum adding its terms in f order:
-    the one order every prediction uses (_add_group, _add_block).  The
-    outputs' sums run side by side (acc: K doubles of scratch), so the inner
-    loop over k vectorises."""
-    cdef Py_ssize_t f, k
-    cdef double zf, s
-    if K == 1:
-        # the same order in a register (acc might alias z or coef for the
-        # compiler, so it would go through memory at every term)
-        s = 0.0
-        for f in range(F):
-            s = s + z[f] * coef[f]
-        out[0] += s
-        return
-    for k in range(K):
-        acc[k] = 0.0
-    for f in range(F):
-        zf = z[f]
-        for k in range(K):
-            acc[k] = acc[k] + zf * coef[f * K + k]
-    for k in range(K):
-        out[k] += acc[k]
+cdef extern from "_block_dots.h" nogil:
+    # out[r, :] += z[r, :] . coef for one block's features of n rows: the one
+    # order every prediction uses (_add_group, _add_block); acc: K doubles
+    void ks_block_dots(const double* z, Py_ssize_t n, Py_ssize_t F, Py_ssize_t K,
+                       const double* coef, double* acc, double* out)
+
+# Which vector paths the CPU takes (_simd.h); the tests hold them off.
+cdef extern from "_simd.h" nogil:
+    int KS_AVX2
+    int KS_AVX512
+    int ks_simd(int need)
+    void ks_simd_allow(int mask)
+
+
+DOT_PATHS = {"baseline": 0, "avx2": KS_AVX2, "avx512": KS_AVX2 | KS_AVX512}
+
+
+def _dot_paths(str name=None):
+    """Hold the predictions' sums (_block_dots.h) to one path of DOT_PATHS
+    (None: the CPU chooses).  Returns whether the CPU has that path: the
+    tests compare every path it has."""
+    ks_simd_allow(-1)
+    if name is None:
+        return True
+    cdef int mask = DOT_PATHS[name]
+    cdef bint has = ks_simd(mask)
+    ks_simd_allow(mask)
+    return has
 
 
 cdef int _add_group(const FeatureMap* fm, const Rows* X, const int64_t* rows,
-                    Py_ssize_t n_rows, const double* blocks, Py_ssize_t n_group,
-                    const double* coef, Py_ssize_t n_outputs, double* out,
-                    int n_threads) noexcept nogil:
+                    Py_ssize_t n_rows, const double* blocks, Py_ssize_t first_block,
+                    Py_ssize_t n_group, const double* coef, Py_ssize_t n_outputs,
+                    const RowSlabs* slabs, double* out, int n_threads) noexcept nogil:
     """out[r, :] += sum over the n_group blocks of coef[b, f, :] phi_{b,f}(x_rows[r]).
 
-    ``blocks`` holds the group's directions (one stride each), ``coef`` its
-    coefficients; rows NULL means rows 0 .. n_rows-1.  Returns -1 if scratch
-    memory cannot be had.
+    ``blocks`` holds the group's directions (one stride each; blocks
+    first_block, first_block + 1, ...), ``coef`` its coefficients; rows NULL
+    means rows 0 .. n_rows-1; ``slabs`` (or NULL) the rows' kept features.
+    Returns -1 if scratch memory cannot be had.
     """
     cdef Py_ssize_t F = fm.block_size, K = n_outputs, stride = _stride(fm)
-    cdef Py_ssize_t d_f = fm.n_features * F
     cdef Py_ssize_t tile_rows = (n_rows + n_threads - 1) // n_threads
     if tile_rows < ROW_TILE_MIN:
         tile_rows = ROW_TILE_MIN
     if tile_rows > ROW_TILE_MAX:
         tile_rows = ROW_TILE_MAX
     cdef Py_ssize_t n_tiles = (n_rows + tile_rows - 1) // tile_rows
-    cdef Py_ssize_t tile, r, r_end, i, b
+    cdef Py_ssize_t tile, r, r0, r_end, i, b
     cdef double* z
     # Written through a pointer: a plain assignment inside the parallel
     # block would make the flag thread-private.
     cdef int failed = 0
     cdef int* failed_ptr = &failed
     with parallel(num_threads=n_threads):
-        z = <double*>malloc((F + K) * sizeof(double))
+        z = <double*>malloc((tile_rows * F + K) * sizeof(double))
         if z == NULL:
             failed_ptr[0] = 1
         else:
@@ -159,15 +302,21 @@ cdef int _add_group(const FeatureMap* fm, const Rows* X, const int64_t* rows,
             # directions stay in cache for tile_rows rows; every row still adds
             # its blocks in block order (the bits do not depend on tiling).
             for tile in prange(n_tiles, schedule="static"):
-                r_end = tile * tile_rows + tile_rows
+                r0 = tile * tile_rows
+                r_end = r0 + tile_rows
                 if r_end > n_rows:
                     r_end = n_rows
                 for b in range(n_group):
-                    for r in range(tile * tile_rows, r_end):
+                    for r in range(r0, r_end):
+                        if r + PREFETCH_ROWS < r_end:
+                            _prefetch_row(slabs, first_block + b,
+                                          rows[r + PREFETCH_ROWS] if rows != NULL
+                                          else r + PREFETCH_ROWS, F)
                         i = rows[r] if rows != NULL else r
-                        fm_apply_row(fm, blocks + b * stride, blocks + b * stride + d_f,
-                                     X, i, z)
-                        _block_dot(z, coef + b * F * K, F, K, z + F, out + r * K)
+                        _row_features(fm, blocks + b * stride, X, i, first_block + b,
+                                      slabs, z + (r - r0) * F)
+                    ks_block_dots(z, r_end - r0, F, K, coef + b * F * K,
+                                  z + tile_rows * F, out + r0 * K)
             free(z)
     return -1 if failed else 0
 
@@ -175,17 +324,18 @@ cdef int _add_group(const FeatureMap* fm, const Rows* X, const int64_t* rows,
 cdef int _evaluate(const FeatureMap* fm, const Rows* X, const int64_t* rows,
                    Py_ssize_t n_rows, Py_ssize_t n_blocks, const double* coef,
                    Py_ssize_t n_outputs, const double* cache, Py_ssize_t n_cached,
-                   double* scratch, Py_ssize_t scratch_blocks, double* out,
-                   int n_threads) noexcept nogil:
+                   double* scratch, Py_ssize_t scratch_blocks, const RowSlabs* slabs,
+                   double* out, int n_threads) noexcept nogil:
     """out[r, :] += sum_{b < n_blocks} ... : cached blocks first, then the rest
-    regenerated scratch_blocks at a time (Algorithm 2)."""
+    regenerated scratch_blocks at a time (Algorithm 2); ``slabs`` (or NULL)
+    the rows' kept features."""
     cdef Py_ssize_t stride = _stride(fm), per_block = fm.block_size * n_outputs
     cdef Py_ssize_t b0 = 0, g
     if n_cached > n_blocks:
         n_cached = n_blocks
     if n_cached > 0:
-        if _add_group(fm, X, rows, n_rows, cache, n_cached, coef, n_outputs, out,
-                      n_threads) != 0:
+        if _add_group(fm, X, rows, n_rows, cache, 0, n_cached, coef, n_outputs, slabs,
+                      out, n_threads) != 0:
             return -1
         b0 = n_cached
     while b0 < n_blocks:
@@ -193,8 +343,8 @@ cdef int _evaluate(const FeatureMap* fm, const Rows* X, const int64_t* rows,
         if g > scratch_blocks:
             g = scratch_blocks
         _make_blocks(fm, b0, g, scratch, n_threads)
-        if _add_group(fm, X, rows, n_rows, scratch, g, coef + b0 * per_block,
-                      n_outputs, out, n_threads) != 0:
+        if _add_group(fm, X, rows, n_rows, scratch, b0, g, coef + b0 * per_block,
+                      n_outputs, slabs, out, n_threads) != 0:
             return -1
         b0 += g
     return 0
@@ -238,7 +388,7 @@ def decision_function(X, const double[:, :, ::1] coef, const double[::1] interce
         if R.n_rows > 0 and n_blocks > 0:
             with nogil:
                 status = _evaluate(&fm, &R, NULL, R.n_rows, n_blocks, &coef[0, 0, 0], K,
-                                   NULL, 0, scratch, nb, &o[0, 0], n_threads)
+                                   NULL, 0, scratch, nb, NULL, &o[0, 0], n_threads)
     finally:
         free(scratch)
     if status != 0:
@@ -254,7 +404,8 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
               double[::1] cache, Py_ssize_t cache_blocks,
               double[:, :, ::1] avg_coef, double[::1] avg_intercept,
               Py_ssize_t n_blocks, long long n_iter, int n_threads=1,
-              double[:, ::1] beta=None, double[::1] ridge_state=None):
+              double[:, ::1] beta=None, double[::1] ridge_state=None,
+              RowFeatures row_features=None):
     """Run Algorithm 1 (DSG), 3 (UDSG) or 4 (CDSG) -- ``h["solver"]`` -- over
     the rows ``order`` (consecutive batches of ``h["batch_size"]``),
     continuing from ``n_blocks`` blocks and ``n_iter`` iterations.
@@ -277,7 +428,9 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
     "fit-gcv"; ``h["ridge"]`` > 0 fixes the ridge, 0 chooses it: by the next
     batch's loss with "fit", ``ridge_state`` (``ridge_state_size`` doubles,
     zeros at the start of a run) carrying the evidence between calls; by GCV
-    per batch with "fit-gcv").
+    per batch with "fit-gcv").  ``row_features`` (``h["precision"]``
+    "single" only; made for X's rows and the block size) keeps the rows'
+    features between calls: a row's features of a block are computed once.
     """
     cdef Rows R
     keep = as_rows(X, &R)
@@ -325,6 +478,14 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
         raise ValueError("coef has no room for the new blocks")
     if cache_blocks > 0 and cache.shape[0] < cache_blocks * stride:
         raise ValueError("cache is smaller than cache_blocks blocks")
+    cdef const RowSlabs* slabs = NULL
+    if row_features is not None:
+        if not fm.single:
+            raise ValueError("row_features keeps floats: only for precision single")
+        if row_features.n_rows != R.n_rows or row_features.block_size != F:
+            raise ValueError("row_features was made for other rows or another block size")
+        row_features.grow(n_blocks + n_new)
+        slabs = &row_features.s
     cdef Py_ssize_t nb = _scratch_blocks(&fm, n_blocks + n_new)
     # A batch never holds more rows than the chunk has (nr below), so the
     # scratch is sized by those, not by a --batch-size larger than the data.
@@ -372,12 +533,14 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
                 n_before = n_blocks - 1 if progressive and n_blocks > 0 else n_blocks
                 if n_before > 0:
                     if _evaluate(&fm, &R, rows, nr, n_before, &coef[0, 0, 0], K,
-                                 cache_ptr, n_cached, scratch, nb, U, n_threads) != 0:
+                                 cache_ptr, n_cached, scratch, nb, slabs, U,
+                                 n_threads) != 0:
                         status = -1
                         break
                 if n_before < n_blocks:
                     blk = _block_ptr(&fm, n_before, cache_ptr, n_cached, fresh)
-                    _features_of_rows(&fm, &R, rows, nr, blk, newest, n_threads)
+                    _features_of_rows(&fm, &R, rows, nr, blk, n_before, slabs, newest,
+                                      n_threads)
                     if _add_block(newest, nr, F, K, &coef[n_before, 0, 0], U,
                                   n_threads) != 0:
                         status = -1
@@ -418,7 +581,8 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
                         gbar[k] = s / nr
                     # sigma^2 from the newest block's features on this batch
                     blk = _block_ptr(&fm, n_blocks - 1, cache_ptr, n_cached, fresh)
-                    _features_of_rows(&fm, &R, rows, nr, blk, PHI, n_threads)
+                    _features_of_rows(&fm, &R, rows, nr, blk, n_blocks - 1, slabs, PHI,
+                                      n_threads)
                     feature_evals += nr * F
                     phi_block = n_blocks - 1
                     gamma_t = step
@@ -433,13 +597,15 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
                     else:
                         blk = fresh
                     fm_block(&fm, n_blocks, blk, blk + d_f)
-                    _features_of_rows(&fm, &R, rows, nr, blk, PHI, n_threads)
+                    _features_of_rows(&fm, &R, rows, nr, blk, n_blocks, slabs, PHI,
+                                      n_threads)
                     feature_evals += nr * F
                 else:
                     n_old += 1
                     if target != phi_block:
                         blk = _block_ptr(&fm, target, cache_ptr, n_cached, fresh)
-                        _features_of_rows(&fm, &R, rows, nr, blk, PHI, n_threads)
+                        _features_of_rows(&fm, &R, rows, nr, blk, target, slabs, PHI,
+                                          n_threads)
                         feature_evals += nr * F
                 # step, lazy decay of the old coefficients, the new ones
                 decay = 1.0 - step * lam
@@ -457,7 +623,8 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
                             P = newest
                         else:
                             blk = _block_ptr(&fm, last_target, cache_ptr, n_cached, fresh)
-                            _features_of_rows(&fm, &R, rows, nr, blk, prev_phi, n_threads)
+                            _features_of_rows(&fm, &R, rows, nr, blk, last_target, slabs,
+                                              prev_phi, n_threads)
                             feature_evals += nr * F
                             P = prev_phi
                         if _judge_candidates(U, P, rows, tg, tcols, nr, F, K, loss,
@@ -922,24 +1089,26 @@ cdef Py_ssize_t _cdsg_choose(const double* beta, Py_ssize_t n_blocks, Py_ssize_t
 
 
 cdef void _features_of_rows(const FeatureMap* fm, const Rows* X, const int64_t* rows,
-                            Py_ssize_t n_rows, const double* blk, double* out,
+                            Py_ssize_t n_rows, const double* blk, Py_ssize_t block,
+                            const RowSlabs* slabs, double* out,
                             int n_threads) noexcept nogil:
-    """out[r, :] = phi(x_rows[r]) for one block (rows in parallel)."""
-    cdef Py_ssize_t r, F = fm.block_size, d_f = fm.n_features * fm.block_size
+    """out[r, :] = phi(x_rows[r]) for one block (directions blk; rows in
+    parallel); ``slabs`` (or NULL) the rows' kept features."""
+    cdef Py_ssize_t r, F = fm.block_size
     if n_threads == 1 or n_rows < 8:
         for r in range(n_rows):
-            fm_apply_row(fm, blk, blk + d_f, X, rows[r], out + r * F)
+            _row_features(fm, blk, X, rows[r], block, slabs, out + r * F)
     else:
         for r in prange(n_rows, schedule="static", num_threads=n_threads):
-            fm_apply_row(fm, blk, blk + d_f, X, rows[r], out + r * F)
+            _row_features(fm, blk, X, rows[r], block, slabs, out + r * F)
 
 
 cdef int _add_block(const double* Z, Py_ssize_t nr, Py_ssize_t F, Py_ssize_t K,
                     const double* coef, double* out, int n_threads) noexcept nogil:
     """out[r, :] += Z[r, :] . coef (one block's features Z, nr x F, and its
-    coefficients, F x K): the sums of _add_group (_block_dot).  Returns -1 if
-    scratch memory cannot be had."""
-    cdef Py_ssize_t r
+    coefficients, F x K): the sums of _add_group (ks_block_dots), rows
+    shared out in slices.  Returns -1 if scratch memory cannot be had."""
+    cdef Py_ssize_t s, r0, n, n_slices = (nr + ROW_TILE_MIN - 1) // ROW_TILE_MIN
     cdef double* acc
     cdef int failed = 0
     cdef int* failed_ptr = &failed
@@ -948,8 +1117,10 @@ cdef int _add_block(const double* Z, Py_ssize_t nr, Py_ssize_t F, Py_ssize_t K,
         if acc == NULL:
             failed_ptr[0] = 1
         else:
-            for r in prange(nr, schedule="static"):
-                _block_dot(Z + r * F, coef, F, K, acc, out + r * K)
+            for s in prange(n_slices, schedule="static"):
+                r0 = s * ROW_TILE_MIN
+                n = nr - r0 if nr - r0 < ROW_TILE_MIN else ROW_TILE_MIN
+                ks_block_dots(Z + r0 * F, n, F, K, coef, acc, out + r0 * K)
             free(acc)
     return -1 if failed else 0
 

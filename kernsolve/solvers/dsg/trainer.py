@@ -88,14 +88,34 @@ class DSGTrainer:
         n_part = max(1, int(round(part * X.shape[0]))) if part > 0 else 0
         self.planned_iter = self.n_iter + -(-(full * X.shape[0] + n_part)
                                             // self.h["batch_size"])
-        for _ in range(full):
-            self.fit_rows(X, y, n_jobs=n_jobs)
+        X = as_canonical(X)
+        kept = self._row_features(X.shape[0], epochs)
+        for e in range(full):
+            if kept is not None and e == full - 1 and not n_part:
+                kept.read_only()
+            self.fit_rows(X, y, n_jobs=n_jobs, row_features=kept)
         if n_part:
-            self.fit_rows(X, y, n_rows_used=n_part, n_jobs=n_jobs)
+            if kept is not None:
+                kept.read_only()
+            self.fit_rows(X, y, n_rows_used=n_part, n_jobs=n_jobs, row_features=kept)
         return max(1, full + (n_part > 0))
 
-    def fit_rows(self, X, y, n_rows_used=None, n_jobs=None):
-        """One visit of (a prefix of a seeded permutation of) the rows of X."""
+    def _row_features(self, n_rows, epochs):
+        """The rows' features kept from pass to pass (``--precision single``
+        over more than one pass), in what ``-m`` leaves after the cache of
+        directions; None when nothing would be read back or nothing fits."""
+        if self.h["precision"] != "single" or epochs <= 1 or n_rows == 0:
+            return None
+        planned_blocks = self.n_blocks + (self.planned_iter - self.n_iter)
+        directions = min(self.cache_capacity, planned_blocks) * self.stride * 8
+        left = self.h["cache_mb"] * 2**20 - directions
+        capacity = min(int(left // _c.row_slab_bytes(n_rows, self.h["block_size"])),
+                       planned_blocks)
+        return _c.RowFeatures(n_rows, self.h["block_size"], capacity) if capacity > 0 else None
+
+    def fit_rows(self, X, y, n_rows_used=None, n_jobs=None, row_features=None):
+        """One visit of (a prefix of a seeded permutation of) the rows of X;
+        ``row_features`` (:meth:`fit_epochs`) keeps their features between visits."""
         t = time.perf_counter()
         X = as_canonical(X)
         if X.shape[1] != self.h["n_features"]:
@@ -122,7 +142,7 @@ class DSGTrainer:
                 X, targets, order[start:start + step], self.h, self.coef, self.intercept,
                 self.scalars, self.cache if cached else np.zeros(1), cached,
                 self.avg_coef, self.avg_intercept, self.n_blocks, self.n_iter,
-                resolve_n_jobs(n_jobs), self.beta, self.ridge_state)
+                resolve_n_jobs(n_jobs), self.beta, self.ridge_state, row_features)
             if status == 1:
                 raise ValueError(f"DSG diverged at iteration {n_iter} (a prediction became "
                                  f"infinite or NaN); use a smaller --step than "
