@@ -17,6 +17,7 @@ from kernsolve.solvers.dsg.model import DSGModel
 from kernsolve.solvers.dsg.options import LOSSES, _TASKS, hyperparameters
 from kernsolve.solvers.dsg.targets import Targets
 from kernsolve.solvers.dsg.trainer import DSGTrainer
+from kernsolve.solvers.dsg import trainer as trainer_module
 from kernsolve.solvers.dsg import _dsg as _c
 from kernsolve._features import random_features
 from kernsolve._random import permutation, stream_key
@@ -375,11 +376,13 @@ def test_single_precision_threads_file_and_the_double_model(heart, tmp_path, sol
 @pytest.mark.parametrize("solver", ["dsg", "udsg", "cdsg"])
 @pytest.mark.parametrize("classes", [2, 3])
 @pytest.mark.parametrize("epochs", [2.5, 3])
-def test_kept_row_features_are_the_computed_ones(heart, solver, classes, epochs):
+def test_kept_row_features_are_the_computed_ones(heart, solver, classes, epochs,
+                                                 monkeypatch):
     """--precision single over several passes keeps the rows' features in -m
     (RowFeatures): the model is the bits of the run that computes every
     feature each time (-m too small to keep any), for 1 and 2 threads,
     whatever the kept blocks, with a partial last pass or a whole one."""
+    monkeypatch.setattr(trainer_module, "KEEP_MIN_NONZEROS", 0)    # heart's 13 columns
     y, X = heart
     if classes == 3:        # softmax: several outputs a block
         y = np.where(y > 0, 1.0, 0.0) + (np.asarray(X[:, 0].todense()).ravel() > 0)
@@ -392,13 +395,15 @@ def test_kept_row_features_are_the_computed_ones(heart, solver, classes, epochs)
         assert np.array_equal(kept.intercept, computed.intercept), opts
 
 
-def test_row_features_budget_and_reuse(heart):
+def test_row_features_budget_and_reuse(heart, monkeypatch):
     """What -m keeps: the directions first, then row slabs (one a block, as
-    many as fit); none for double precision, one pass, or a budget the
-    directions fill; after a pass the slabs hold what the next one reads."""
+    many as fit); none for double precision, one pass, rows of fewer than
+    KEEP_MIN_NONZEROS nonzeros on average, or a budget the directions fill;
+    after a pass the slabs hold what the next one reads."""
     y, X = heart
     X = X.toarray()
     n, d = X.shape
+    monkeypatch.setattr(trainer_module, "KEEP_MIN_NONZEROS", np.count_nonzero(X) / n)
     targets = Targets.from_data("classification", None, y)
     targets.loss = "hinge"
 
@@ -411,18 +416,21 @@ def test_row_features_budget_and_reuse(heart):
 
     slab = _c.row_slab_bytes(n, 8)
     assert slab == n * (8 * 4 + 1)
-    kept = trainer(" --precision single")._row_features(n, 3)
+    kept = trainer(" --precision single")._row_features(X, 3)
     assert kept.capacity == 3 * -(-n // 30) and kept.n_slabs == 0
     # the budget after the directions ((d + 1) * F doubles a block)
     directions = 27 * (d + 1) * 8 * 8
     mb = (directions + 5 * slab + 10) / 2**20
-    assert trainer(f" --precision single -m {mb!r}")._row_features(n, 3).capacity == 5
-    assert trainer(f" --precision single -m {directions / 2**20!r}")._row_features(n, 3) is None
-    assert trainer(" --precision single")._row_features(n, 1) is None
-    assert trainer()._row_features(n, 3) is None
+    assert trainer(f" --precision single -m {mb!r}")._row_features(X, 3).capacity == 5
+    assert trainer(f" --precision single -m {directions / 2**20!r}")._row_features(X, 3) is None
+    assert trainer(" --precision single")._row_features(X, 1) is None
+    assert trainer()._row_features(X, 3) is None
+    monkeypatch.setattr(trainer_module, "KEEP_MIN_NONZEROS", np.count_nonzero(X) / n + 0.01)
+    assert trainer(" --precision single")._row_features(X, 3) is None
+    monkeypatch.setattr(trainer_module, "KEEP_MIN_NONZEROS", 0)
     # one pass fills slabs for every block the pass made; read_only freezes them
     t = trainer(" --precision single")
-    rf = t._row_features(n, 3)
+    rf = t._row_features(X, 3)
     t.fit_rows(X, y, row_features=rf)
     assert rf.n_slabs == t.n_blocks == -(-n // 30)
     rf.read_only()
