@@ -4,8 +4,9 @@
  * rows' outputs (n x K).  Every sum starts from 0, adds its F products in f
  * order, each a multiply then an add (never fused), and is then added to
  * out[r, k]: the same bits on every path (tests/test_dsg.py compares them).
- * The vector paths run several outputs in a register and four rows at once,
- * so that one load of coef serves four rows and eight sums are in flight.
+ * The vector paths run several outputs in a register and several rows at
+ * once (eight with AVX-512, four with AVX2), so that one load of coef serves
+ * them all and their sums' adds overlap.
  */
 #ifndef KS_BLOCK_DOTS_H
 #define KS_BLOCK_DOTS_H

@@ -13,6 +13,7 @@ from . import _dsg as _c
 from .model import DSGModel, check_directions, check_single_range
 from ..._kernels import as_canonical
 from ..._random import permutation, stream_key
+from ..._sparse import issparse
 from ..._threads import resolve_n_jobs
 from ..._validation import ONE_CLASS_INFO, warn_one_class
 
@@ -113,7 +114,7 @@ class DSGTrainer:
         n_rows = X.shape[0]
         if self.h["precision"] != "single" or epochs <= 1 or n_rows == 0:
             return None
-        nonzeros = X.nnz if hasattr(X, "nnz") else np.count_nonzero(X)
+        nonzeros = X.nnz if issparse(X) else np.count_nonzero(X)
         if nonzeros < KEEP_MIN_NONZEROS * n_rows:
             return None
         planned_blocks = self.n_blocks + (self.planned_iter - self.n_iter)
