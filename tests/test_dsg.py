@@ -9,6 +9,8 @@
   the closed-form solution with error O(1/t).
 * Save/load exact, thread count and cache size do not change a bit.
 """
+import re
+
 import numpy as np
 import pytest
 
@@ -416,12 +418,21 @@ def test_row_features_budget_and_reuse(heart, monkeypatch):
 
     slab = _c.row_slab_bytes(n, 8)
     assert slab == n * (8 * 4 + 1)
-    kept = trainer(" --precision single")._row_features(X, 3)
-    assert kept.capacity == 3 * -(-n // 30) and kept.n_slabs == 0
-    # the budget after the directions ((d + 1) * F doubles a block)
+    t = trainer(" --precision single")
+    kept = t._row_features(X, 3)
+    # the blocks made before the last pass: two passes' batches
+    assert kept.capacity == -(-2 * n // 30) and kept.n_slabs == 0 and t.kept_note is None
+    assert trainer(" --precision single")._row_features(X, 2.5).capacity == -(-2 * n // 30)
+    # the budget after the directions ((d + 1) * F doubles a block, all 27 planned)
     directions = 27 * (d + 1) * 8 * 8
     mb = (directions + 5 * slab + 10) / 2**20
-    assert trainer(f" --precision single -m {mb!r}")._row_features(X, 3).capacity == 5
+    t = trainer(f" --precision single -m {mb!r}")
+    assert t._row_features(X, 3).capacity == 5
+    # the note names a budget that keeps them all, and it does
+    suggested = float(re.search(r"for 5 of up to 18 blocks; -m (\d+) would keep them all",
+                                t.kept_note).group(1))
+    t = trainer(f" --precision single -m {suggested!r}")
+    assert t._row_features(X, 3).capacity == 18 and t.kept_note is None
     assert trainer(f" --precision single -m {directions / 2**20!r}")._row_features(X, 3) is None
     assert trainer(" --precision single")._row_features(X, 1) is None
     assert trainer()._row_features(X, 3) is None
@@ -438,6 +449,31 @@ def test_row_features_budget_and_reuse(heart, monkeypatch):
     assert rf.n_slabs == rf.capacity == -(-n // 30) < t.n_blocks
     with pytest.raises(ValueError, match="other rows"):
         t.fit_rows(X[:100], y[:100], row_features=rf)
+
+
+@pytest.mark.parametrize("epochs", [1, 2, 2.5, 3.01])
+def test_planned_iterations_are_the_iterations_run(heart, epochs):
+    """The progress line's total: each pass is its own batches (the last one
+    short), so 270 rows in batches of 32 are 9 iterations a pass, not 8.44."""
+    y, X = heart
+    p = kernsolve.parse_options(f"-q --solver dsg -g 0.1 --batch-size 32")
+    targets = Targets.from_data("classification", None, y)
+    targets.loss = "hinge"
+    t = DSGTrainer(hyperparameters(p, X.shape[0], X.shape[1], "hinge", 0.1), targets)
+    t.fit_epochs(X, y, epochs)
+    assert t.n_iter == t.planned_iter
+
+
+def test_training_summary_says_what_m_keeps_all_rows_features(heart, capsys, monkeypatch):
+    monkeypatch.setattr(trainer_module, "KEEP_MIN_NONZEROS", 0)
+    y, X = heart
+    opts = "--solver dsg -g 0.1 --precision single --epochs 3 --feature-block 8"
+    kernsolve.train(y, X, opts + " -m 0.01")
+    note = re.search(r"rows' features kept between passes for 0 of up to (\d+) blocks; "
+                     r"-m (\d+) would keep them all", capsys.readouterr().out)
+    assert note is not None
+    kernsolve.train(y, X, opts + f" -m {note.group(2)}")
+    assert "rows' features kept" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("path", ["baseline", "avx2", "avx512"])

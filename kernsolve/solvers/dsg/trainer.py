@@ -68,6 +68,7 @@ class DSGTrainer:
         self.sampling_key = stream_key(hyper["seed"], "sampling")
         self.progress = None        # kernsolve._progress.Progress, or None
         self.planned_iter = None    # iterations of the whole run, when known
+        self.kept_note = None       # what -m would keep all rows' features (fit_epochs)
 
     def _reserve(self, n_new):
         need = self.n_blocks + n_new
@@ -92,8 +93,9 @@ class DSGTrainer:
         number of passes begun."""
         full, part = int(epochs), epochs - int(epochs)
         n_part = max(1, int(round(part * X.shape[0]))) if part > 0 else 0
-        self.planned_iter = self.n_iter + -(-(full * X.shape[0] + n_part)
-                                            // self.h["batch_size"])
+        B = self.h["batch_size"]
+        # each pass is its own batches (the last one of a pass can be short)
+        self.planned_iter = self.n_iter + full * -(-X.shape[0] // B) + -(-n_part // B)
         X = as_canonical(X)
         kept = self._row_features(X, epochs)
         for e in range(full):
@@ -109,19 +111,27 @@ class DSGTrainer:
     def _row_features(self, X, epochs):
         """The rows' features kept from pass to pass (``--precision single``
         over more than one pass, rows of KEEP_MIN_NONZEROS nonzeros or more
-        on average), in what ``-m`` leaves after the cache of directions;
-        None when nothing would be read back, it would not pay, or nothing fits."""
+        on average), in what ``-m`` leaves after the cache of directions, for
+        the blocks made before the last pass (the ones a later pass reads);
+        None when nothing would be read back, it would not pay, or nothing
+        fits.  When not all fit, ``kept_note`` says what -m would hold them."""
         n_rows = X.shape[0]
-        if self.h["precision"] != "single" or epochs <= 1 or n_rows == 0:
+        full = int(epochs)
+        passes_before_last = full if epochs > full else full - 1
+        if self.h["precision"] != "single" or passes_before_last <= 0 or n_rows == 0:
             return None
         nonzeros = X.nnz if issparse(X) else np.count_nonzero(X)
         if nonzeros < KEEP_MIN_NONZEROS * n_rows:
             return None
         planned_blocks = self.n_blocks + (self.planned_iter - self.n_iter)
+        wanted = self.n_blocks + passes_before_last * -(-n_rows // self.h["batch_size"])
         directions = min(self.cache_capacity, planned_blocks) * self.stride * 8
-        left = self.h["cache_mb"] * 2**20 - directions
-        capacity = min(int(left // _c.row_slab_bytes(n_rows, self.h["block_size"])),
-                       planned_blocks)
+        slab = _c.row_slab_bytes(n_rows, self.h["block_size"])
+        capacity = max(0, min(int((self.h["cache_mb"] * 2**20 - directions) // slab), wanted))
+        if capacity < wanted:
+            self.kept_note = (f"rows' features kept between passes for {capacity} of up to "
+                              f"{wanted} blocks; -m {-(-(directions + wanted * slab) // 2**20)} "
+                              f"would keep them all\n")
         return _c.RowFeatures(n_rows, self.h["block_size"], capacity) if capacity > 0 else None
 
     def fit_rows(self, X, y, n_rows_used=None, n_jobs=None, row_features=None):
