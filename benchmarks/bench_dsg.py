@@ -221,8 +221,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("section", choices=list(SECTIONS) + ["all"])
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--dsg-options", default="--step 5000 --t0 2000",
-                   help="extra options for every DSG run")
+    p.add_argument("--dsg-options", default="",
+                   help="extra options for every DSG run (default none: the solvers' "
+                        "own defaults)")
     p.add_argument("--solvers", type=lambda s: s.split(","), default=["dsg", "cdsg"],
                    help="adult, fashion: solvers to run")
     p.add_argument("--seeds", type=lambda s: [int(v) for v in s.split(",")], default=[0, 1, 2],
