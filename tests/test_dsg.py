@@ -464,6 +464,28 @@ def test_planned_iterations_are_the_iterations_run(heart, epochs):
     assert t.n_iter == t.planned_iter
 
 
+@pytest.mark.parametrize("solver,options", [("dsg", ""), ("udsg", ""),
+                                            ("udsg", " --new-blocks 3 --old-blocks 2")])
+def test_row_features_are_wanted_for_the_blocks_before_the_last_pass(heart, solver, options,
+                                                                     monkeypatch):
+    """The slabs asked for are the blocks the passes before the last one make
+    (UDSG: its fixed schedule of new and old blocks), no more."""
+    monkeypatch.setattr(trainer_module, "KEEP_MIN_NONZEROS", 0)
+    y, X = heart
+    n, d = X.shape
+    p = kernsolve.parse_options(f"-q --solver {solver} -g 0.1 --batch-size 32 "
+                                f"--precision single{options}")
+    targets = Targets.from_data("classification", None, y)
+    targets.loss = "hinge"
+    t = DSGTrainer(hyperparameters(p, n, d, "hinge", 0.1), targets)
+    t.planned_iter = 3 * -(-n // 32)
+    rf = t._row_features(X, 3)
+    assert t.kept_note is None
+    t.fit_rows(X, y, row_features=rf)
+    t.fit_rows(X, y, row_features=rf)
+    assert rf.capacity == rf.n_slabs == t.n_blocks
+
+
 def test_training_summary_says_what_m_keeps_all_rows_features(heart, capsys, monkeypatch):
     monkeypatch.setattr(trainer_module, "KEEP_MIN_NONZEROS", 0)
     y, X = heart

@@ -108,14 +108,18 @@ cdef extern from *:
     #ifdef __linux__
     #include <sys/mman.h>
     #endif
-    /* n bytes on 2 MB boundaries, in huge pages where Linux gives them: a
-       slab is read one row at a time in random order, and with 4 kB pages
-       nearly every row would cost a TLB miss (and its first touch a page
-       fault). */
+    /* n bytes; from 2 MB on, on 2 MB boundaries, in huge pages where Linux
+       gives them: a slab is read one row at a time in random order, and with
+       4 kB pages nearly every row would cost a TLB miss (and its first touch
+       a page fault).  Smaller slabs as malloc gives them (an aligned
+       allocation would take a mapping of n + 2 MB each). */
     static void *ks_alloc_slab(size_t n)
     {
         void *p = NULL;
-        if (posix_memalign(&p, (size_t)1 << 21, n > 0 ? n : 1) != 0)
+        const size_t huge = (size_t)1 << 21;
+        if (n < huge)
+            return malloc(n > 0 ? n : 1);
+        if (posix_memalign(&p, huge, n) != 0)
             return NULL;
     #if defined(__linux__) && defined(MADV_HUGEPAGE)
         madvise(p, n, MADV_HUGEPAGE);

@@ -22,9 +22,8 @@ __all__ = ["DSGTrainer"]
 _MIN_CAPACITY = 64      # blocks allocated at first
 _SLICE_BATCHES = 16     # batches per compiled call (progress and Ctrl-C between)
 # Rows' features are kept between passes (--precision single) only when a
-# feature's sum costs more than reading it back from memory: Fashion-MNIST's
-# columns thinned to 65 nonzeros a row, UDSG 3 passes at 2 threads, 5.3 ->
-# 4.6 s kept; to 32 nonzeros 3.7 -> 4.8 s; a9a (14) 2.7 -> 4.8 s.
+# feature's sum costs more than reading it back from memory: measured between
+# 32 and 65 nonzeros a row (benchmarks/RESULTS.md, session 13).
 KEEP_MIN_NONZEROS = 64
 
 
@@ -115,6 +114,7 @@ class DSGTrainer:
         the blocks made before the last pass (the ones a later pass reads);
         None when nothing would be read back, it would not pay, or nothing
         fits.  When not all fit, ``kept_note`` says what -m would hold them."""
+        self.kept_note = None
         n_rows = X.shape[0]
         full = int(epochs)
         passes_before_last = full if epochs > full else full - 1
@@ -123,16 +123,30 @@ class DSGTrainer:
         nonzeros = X.nnz if issparse(X) else np.count_nonzero(X)
         if nonzeros < KEEP_MIN_NONZEROS * n_rows:
             return None
-        planned_blocks = self.n_blocks + (self.planned_iter - self.n_iter)
-        wanted = self.n_blocks + passes_before_last * -(-n_rows // self.h["batch_size"])
-        directions = min(self.cache_capacity, planned_blocks) * self.stride * 8
+        planned_blocks = self._new_blocks(self.planned_iter - self.n_iter)
+        wanted = self._new_blocks(passes_before_last * -(-n_rows // self.h["batch_size"]))
+        stride_bytes = self.stride * 8
+        directions = min(self.cache_capacity, planned_blocks) * stride_bytes
         slab = _c.row_slab_bytes(n_rows, self.h["block_size"])
         capacity = max(0, min(int((self.h["cache_mb"] * 2**20 - directions) // slab), wanted))
         if capacity < wanted:
+            # a larger -m caches every block's directions first
+            need = -(-(planned_blocks * stride_bytes + wanted * slab) // 2**20)
             self.kept_note = (f"rows' features kept between passes for {capacity} of up to "
-                              f"{wanted} blocks; -m {-(-(directions + wanted * slab) // 2**20)} "
-                              f"would keep them all\n")
+                              f"{wanted} blocks; -m {need} would keep them all\n")
         return _c.RowFeatures(n_rows, self.h["block_size"], capacity) if capacity > 0 else None
+
+    def _new_blocks(self, n_iterations):
+        """The blocks there will be after n_iterations more: one a DSG
+        iteration, UDSG's G of each period of G + U (its fixed schedule), at
+        most one a CDSG iteration."""
+        if self.h["solver"] != "udsg":
+            return self.n_blocks + n_iterations
+        G, P = self.h["new_blocks"], self.h["new_blocks"] + self.h["old_blocks"]
+
+        def made(m):        # iterations t <= m with (t - 1) % P < G
+            return (m // P) * G + min(m % P, G)
+        return self.n_blocks + made(self.n_iter + n_iterations) - made(self.n_iter)
 
     def fit_rows(self, X, y, n_rows_used=None, n_jobs=None, row_features=None):
         """One visit of (a prefix of a seeded permutation of) the rows of X;
