@@ -421,7 +421,7 @@ def test_row_features_budget_and_reuse(heart, monkeypatch):
     t = trainer(" --precision single")
     kept = t._row_features(X, 3)
     # the blocks made before the last pass: two passes' batches
-    assert kept.capacity == -(-2 * n // 30) and kept.n_slabs == 0 and t.kept_note is None
+    assert kept.capacity == -(-2 * n // 30) and kept.n_slabs == 0 and t.kept_shortfall is None
     assert trainer(" --precision single")._row_features(X, 2.5).capacity == -(-2 * n // 30)
     # the budget after the directions ((d + 1) * F doubles a block, all 27 planned)
     directions = 27 * (d + 1) * 8 * 8
@@ -430,9 +430,9 @@ def test_row_features_budget_and_reuse(heart, monkeypatch):
     assert t._row_features(X, 3).capacity == 5
     # the note names a budget that keeps them all, and it does
     suggested = float(re.search(r"for 5 of up to 18 blocks; -m (\d+) would keep them all",
-                                t.kept_note).group(1))
+                                t.kept_note("-m ")).group(1))
     t = trainer(f" --precision single -m {suggested!r}")
-    assert t._row_features(X, 3).capacity == 18 and t.kept_note is None
+    assert t._row_features(X, 3).capacity == 18 and t.kept_note("-m ") == ""
     assert trainer(f" --precision single -m {directions / 2**20!r}")._row_features(X, 3) is None
     assert trainer(" --precision single")._row_features(X, 1) is None
     assert trainer()._row_features(X, 3) is None
@@ -480,7 +480,7 @@ def test_row_features_are_wanted_for_the_blocks_before_the_last_pass(heart, solv
     t = DSGTrainer(hyperparameters(p, n, d, "hinge", 0.1), targets)
     t.planned_iter = 3 * -(-n // 32)
     rf = t._row_features(X, 3)
-    assert t.kept_note is None
+    assert t.kept_shortfall is None
     t.fit_rows(X, y, row_features=rf)
     t.fit_rows(X, y, row_features=rf)
     assert rf.capacity == rf.n_slabs == t.n_blocks
@@ -495,6 +495,14 @@ def test_training_summary_says_what_m_keeps_all_rows_features(heart, capsys, mon
                      r"-m (\d+) would keep them all", capsys.readouterr().out)
     assert note is not None
     kernsolve.train(y, X, opts + f" -m {note.group(2)}")
+    assert "rows' features kept" not in capsys.readouterr().out
+    # the estimators say it with verbose, in their own words
+    est = kernsolve.DSGClassifier(gamma=0.1, max_iter=3, precision="single", cache_size=0.01,
+                                  feature_block=8, verbose=True).fit(X, y)
+    out = capsys.readouterr().out
+    assert f"-- rows' features kept between passes for 0 of up to {note.group(1)} blocks; " \
+           f"cache_size={note.group(2)} would keep them all\n" in out
+    est.set_params(cache_size=float(note.group(2))).fit(X, y)
     assert "rows' features kept" not in capsys.readouterr().out
 
 

@@ -199,7 +199,10 @@ class _BaseDSG(BaseEstimator):
 
     def _run(self, trainer, X, y_codes, epochs, n_jobs):
         """``epochs`` passes (the last one partial when fractional), as ``_dsg.train``."""
-        return trainer.fit_epochs(X, y_codes, epochs, n_jobs=n_jobs)
+        passes = trainer.fit_epochs(X, y_codes, epochs, n_jobs=n_jobs)
+        if self.verbose and trainer.kept_note("cache_size="):
+            print("-- " + trainer.kept_note("cache_size="), end="")
+        return passes
 
     def _publish(self, passes):
         """Fitted attributes from the trainer's current state."""

@@ -68,7 +68,7 @@ def train(y, X, options="", n_jobs=None):
                  f"features, gamma = {h['gamma']:g}, lambda = {h['lam']:g}, "
                  f"mean training loss = {model.stats['mean_loss']:g}"
                  + (f", {trainer.n_old_updates} old-block updates" if param.solver != "dsg"
-                    else "") + "\n" + (trainer.kept_note or ""))
+                    else "") + "\n" + trainer.kept_note("-m "))
     return model
 
 

@@ -67,7 +67,8 @@ class DSGTrainer:
         self.sampling_key = stream_key(hyper["seed"], "sampling")
         self.progress = None        # kernsolve._progress.Progress, or None
         self.planned_iter = None    # iterations of the whole run, when known
-        self.kept_note = None       # what -m would keep all rows' features (fit_epochs)
+        # (kept, wanted, MB that keep all): the rows' features -m could not keep
+        self.kept_shortfall = None
 
     def _reserve(self, n_new):
         need = self.n_blocks + n_new
@@ -113,8 +114,8 @@ class DSGTrainer:
         on average), in what ``-m`` leaves after the cache of directions, for
         the blocks made before the last pass (the ones a later pass reads);
         None when nothing would be read back, it would not pay, or nothing
-        fits.  When not all fit, ``kept_note`` says what -m would hold them."""
-        self.kept_note = None
+        fits.  When not all fit, ``kept_shortfall`` says what -m would hold them."""
+        self.kept_shortfall = None
         n_rows = X.shape[0]
         full = int(epochs)
         passes_before_last = full if epochs > full else full - 1
@@ -132,9 +133,17 @@ class DSGTrainer:
         if capacity < wanted:
             # a larger -m caches every block's directions first
             need = -(-(planned_blocks * stride_bytes + wanted * slab) // 2**20)
-            self.kept_note = (f"rows' features kept between passes for {capacity} of up to "
-                              f"{wanted} blocks; -m {need} would keep them all\n")
+            self.kept_shortfall = (capacity, wanted, need)
         return _c.RowFeatures(n_rows, self.h["block_size"], capacity) if capacity > 0 else None
+
+    def kept_note(self, budget):
+        """The line that says what budget (``"-m "``, ``"cache_size="``) would
+        keep every row's features of the last :meth:`fit_epochs`, or ""."""
+        if self.kept_shortfall is None:
+            return ""
+        kept, wanted, need = self.kept_shortfall
+        return (f"rows' features kept between passes for {kept} of up to {wanted} "
+                f"blocks; {budget}{need} would keep them all\n")
 
     def _new_blocks(self, n_iterations):
         """The blocks there will be after n_iterations more: one a DSG
