@@ -200,8 +200,9 @@ class _BaseDSG(BaseEstimator):
     def _run(self, trainer, X, y_codes, epochs, n_jobs):
         """``epochs`` passes (the last one partial when fractional), as ``_dsg.train``."""
         passes = trainer.fit_epochs(X, y_codes, epochs, n_jobs=n_jobs)
-        if self.verbose and trainer.kept_note("cache_size="):
-            print("-- " + trainer.kept_note("cache_size="), end="")
+        note = trainer.kept_note("cache_size=")
+        if self.verbose and note:
+            print("-- " + note, end="")
         return passes
 
     def _publish(self, passes):

@@ -96,7 +96,6 @@ class DSGTrainer:
         B = self.h["batch_size"]
         # each pass is its own batches (the last one of a pass can be short)
         self.planned_iter = self.n_iter + full * -(-X.shape[0] // B) + -(-n_part // B)
-        X = as_canonical(X)
         kept = self._row_features(X, epochs)
         for e in range(full):
             if kept is not None and e == full - 1 and not n_part:
