@@ -139,19 +139,34 @@ def _gcv_direction(phi, G):
     return best[1]
 
 
+def _t84(df):
+    """Student's t quantile at Phi(1), as doc/dsg.md writes it: a table to 5
+    degrees of freedom, then 1 + 1/(2 df) + 1/(4 df^2)."""
+    table = {1: 1.8373, 2: 1.3213, 3: 1.1969, 4: 1.1416, 5: 1.1105}
+    return table.get(df, 1.0 + 0.5 / df + 0.25 / df ** 2)
+
+
 def _one_se_ridge(scores, pairs, n):
     """fit's choice after n judging batches: the largest ridge whose total is
     within one standard error of the smallest total (the sum of n paired
-    per-batch differences: sqrt(n) times their sample deviation)."""
-    best = int(np.argmin(scores))
+    per-batch differences: sqrt(n) times their sample deviation), widened by
+    Student's t; the largest ridge after one batch."""
     if n < 2:
-        return best
+        return len(scores) - 1
+    best = int(np.argmin(scores))
     for i in range(len(scores) - 1, best, -1):
         diff = scores[i] - scores[best]
         var = (n * (pairs[i, i] - 2 * pairs[i, best] + pairs[best, best]) - diff ** 2) / (n - 1)
-        if diff <= np.sqrt(max(var, 0.0)):
+        if diff <= _t84(n - 1) * np.sqrt(max(var, 0.0)):
             return i
     return best
+
+
+def test_t_quantiles_of_the_ridge_rule_match_scipy():
+    """The written constants are Student's t at Phi(1) to 4e-4 (scipy the oracle)."""
+    from scipy.stats import norm, t
+    for df in range(1, 200):
+        assert abs(_t84(df) - t.ppf(norm.cdf(1.0), df)) < 4e-4, df
 
 
 def _row_losses(loss, U, T, param):
@@ -205,8 +220,8 @@ def _reference_dsg(X, targets, K, loss, param, *, lam, step, t0, B, F, gamma, se
                 new = -g * _gcv_direction(phi, G)
             else:
                 # judge the last step's candidates on this batch (if that
-                # step's batch was whole), then take the ridge with the
-                # smallest total so far (ridge 1 before any judgement)
+                # step's batch was whole), then take the one-SE ridge of the
+                # totals so far (ridge 1 before any judgement)
                 if last is not None:
                     g_past, block, chosen, cands, whole = last
                     if whole:
