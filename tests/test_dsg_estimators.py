@@ -40,24 +40,12 @@ def _housing(shared, n=300):
 # scikit-learn's estimator checks
 # --------------------------------------------------------------------------
 
-_WEAK = ("with DSG's default schedule (one pass of batch 64, step about 1) the "
-         "200-row regression of check_regressors_train gets 4 iterations, too few "
-         "for R^2 >= 0.5; the tuned instance below passes it")
-
-
-def _expected_failures(est):
-    if isinstance(est, DSGRegressor) and est.step is None:
-        return {"check_regressors_train": _WEAK}
-    return {}
-
-
 @parametrize_with_checks(
     [DSGClassifier(n_jobs=1),
      DSGClassifier(loss="logistic", n_jobs=1),
      DSGClassifier(loss="softmax", kernel="laplacian", average=False, n_jobs=1),
      DSGRegressor(n_jobs=1),
-     DSGRegressor(step=10, t0=10, max_iter=8, batch_size=16, n_jobs=1)],
-    expected_failed_checks=_expected_failures)
+     DSGRegressor(step=10, t0=10, max_iter=8, batch_size=16, n_jobs=1)])
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 

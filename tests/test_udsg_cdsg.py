@@ -59,6 +59,8 @@ def _reference(X, t_enc, solver, *, lam, step, t0, B, F, gamma, seed, epochs,
             u = b0 + Z @ coef.ravel()
             g = _hinge_grad(u, t_enc[rows, 0])
             gamma_t = step / (t0 + t)
+            if len(rows) < min(B, n):
+                gamma_t = gamma_t * len(rows) / min(B, n)     # a short batch: its share
             eta, target = gamma_t, m
             if solver == "udsg" and m > 0 and (t - 1) % (G_new + U_old) >= G_new:
                 # the documented rule: integer(key(key(seed, sampling), 2**64-1), t, m)
