@@ -73,12 +73,14 @@ def _windows(path, chunk, n_features):
             yield y, X
 
 
-@pytest.mark.parametrize("precision", ["double", "single"])
+@pytest.mark.parametrize("precision, batch", [("double", "16"), ("single", "16"),
+                                              ("double", "1000")])   # 600 rows: one batch
 @pytest.mark.parametrize("solver", sorted(VARIANTS))
-def test_stream_one_window_is_the_in_memory_model_file(a9a, tmp_path, solver, precision):
+def test_stream_one_window_is_the_in_memory_model_file(a9a, tmp_path, solver, precision,
+                                                       batch):
     memory, streamed = tmp_path / "mem.model", tmp_path / "stream.model"
     args = ["-q", "--solver", solver, *VARIANTS[solver][0], "-g", "median", "--epochs", "2",
-            "--batch-size", "16", "--feature-block", "8", "--precision", precision]
+            "--batch-size", batch, "--feature-block", "8", "--precision", precision]
     assert run_inproc("train", *args, a9a, memory).returncode == 0
     proc = run_inproc("train", *args, "--stream", a9a, streamed)
     assert proc.returncode == 0, proc.stderr

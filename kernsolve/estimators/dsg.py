@@ -22,7 +22,9 @@ the seeded order ``permutation(n_rows, stream_key(seed, "sampling"), k)``, so
 
 * ``fit(X, y)`` with ``max_iter=E`` (an integer) equals ``E`` calls
   ``partial_fit(X, y)`` on a fresh estimator, bit for bit (with ``alpha``
-  given, or with ``C`` since both map ``C`` with the same ``n_samples``);
+  given, or with ``C`` since both map ``C`` with the same ``n_samples``),
+  when X has at least ``batch_size`` rows (with fewer, ``fit`` takes them
+  as one whole batch, ``partial_fit`` as a short one);
 * ``partial_fit`` over the chunks ``X_1, X_2, ...`` equals
   :func:`kernsolve.solvers.dsg.stream.train_file` reading a file whose windows hold those
   chunks (same ``alpha`` (``--lambda``), numeric ``gamma``, seed and

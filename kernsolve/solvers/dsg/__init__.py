@@ -24,7 +24,7 @@ SPEC = SolverSpec(
                        "the logistic loss)", default=1000.0, low=0, low_open=True),
         "t0": Option("step size offset", default=1000.0, low=0),
         "step-rule": Option("fit (the new block fits the batch's loss derivatives; the "
-                            "largest ridge within one standard error of the best on the "
+                            "largest ridge within one (t-widened) standard error of the best on the "
                             "following batches), fit-gcv (the "
                             "ridge by cross-validation on each batch) or gradient "
                             "(Algorithm 1's functional gradient step)",

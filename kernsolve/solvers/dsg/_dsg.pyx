@@ -631,7 +631,7 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
                     # first, if it was fitted on a whole batch (the short last
                     # batch of a chunk, fitted closely by small ridges, would
                     # count against them far beyond its size)
-                    if rs[RS_HAVE] != 0.0 and rs[RS_ROWS] >= B:
+                    if rs[RS_HAVE] != 0.0 and rs[RS_WHOLE] != 0.0:
                         last_target = <Py_ssize_t>rs[RS_TARGET]
                         if last_target == n_before and n_before < n_blocks:
                             P = newest
@@ -655,7 +655,7 @@ def fit_chunk(X, const double[:, ::1] targets, const int64_t[::1] order, dict h,
                     rs[RS_STEP] = step
                     rs[RS_TARGET] = <double>target
                     rs[RS_CHOSEN] = <double>chosen
-                    rs[RS_ROWS] = <double>nr
+                    rs[RS_WHOLE] = 1.0 if nr >= whole else 0.0
                 elif fitted:
                     # the ridge given, or GCV's choice on this batch
                     ridge_sum += _fit_block(PHI, G, nr, F, K, ridge, work, fit)
@@ -732,7 +732,7 @@ cdef enum:
     RS_STEP = 1         # its step
     RS_TARGET = 2       # the block it set or updated
     RS_CHOSEN = 3       # the grid index of its ridge
-    RS_ROWS = 4         # the rows of its batch
+    RS_WHOLE = 4        # 1 if its batch was whole (not a short one)
     RS_JUDGED = 5       # the number of batches that have judged a step
     RS_SCORES = 6       # N_RIDGES judged losses, one per ridge
     # sum over the judging batches of L_b(i) L_b(j), the batch's judged losses
@@ -745,6 +745,12 @@ cdef double RIDGE_RATIO = 3.1622776601683795      # sqrt(10)
 
 cdef inline double _grid_ridge(Py_ssize_t i) noexcept nogil:
     return RIDGE_LOW * RIDGE_RATIO ** i
+
+
+def t84(double df):
+    """The width of the ridge rule's one-SE test, in standard errors, with
+    ``df`` degrees of freedom (``_t84``; for the tests)."""
+    return _t84(df)
 
 
 def ridge_grid():

@@ -33,7 +33,8 @@ class DSGTrainer:
     Each call of :meth:`fit_rows` visits the given rows once in a seeded
     random order: chunk ``c`` (counting every call, from 0) is ordered by
     ``permutation(n_rows, seed=stream_key(seed, "sampling"), stream=c)``, so
-    ``fit`` with E epochs equals E calls on the whole data.
+    ``fit`` with E epochs equals E calls on the whole data (when it has at
+    least a batch of rows: ``fit_epochs`` takes fewer as one whole batch).
     """
 
     def __init__(self, hyper, targets):
