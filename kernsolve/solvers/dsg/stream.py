@@ -138,10 +138,8 @@ def train_file(path, options="", *, chunk_bytes=64 << 20, n_features=None, n_job
                 gamma = resolve_gamma(param, X)
                 trainer = DSGTrainer(hyperparameters(param, n_rows or y.shape[0], n_features,
                                                      loss, gamma), targets)
-            # one window is the whole data (train's rule: data smaller than
-            # a batch is one whole batch); a window of several is not
-            whole = min(trainer.h["batch_size"], y.shape[0]) if len(windows) == 1 else None
-            trainer.fit_rows(X, y, n_jobs=n_jobs, whole_batch=whole)
+            # one window is the whole data, as in train; one of several is not
+            trainer.fit_rows(X, y, n_jobs=n_jobs, whole_data=len(windows) == 1)
             # Drop the window before reading the next one: ``y, X = read_problem(...)``
             # rebinds only once the next window is parsed, so keeping the
             # names would hold two windows at the peak instead of one.

@@ -98,17 +98,15 @@ class DSGTrainer:
         # each pass is its own batches (the last one of a pass can be short)
         self.planned_iter = self.n_iter + full * -(-X.shape[0] // B) + -(-n_part // B)
         kept = self._row_features(X, epochs)
-        # data smaller than a batch is one whole batch
-        whole = min(B, X.shape[0])
         for e in range(full):
             if kept is not None and e == full - 1 and not n_part:
                 kept.read_only()
-            self.fit_rows(X, y, n_jobs=n_jobs, row_features=kept, whole_batch=whole)
+            self.fit_rows(X, y, n_jobs=n_jobs, row_features=kept, whole_data=True)
         if n_part:
             if kept is not None:
                 kept.read_only()
             self.fit_rows(X, y, n_rows_used=n_part, n_jobs=n_jobs, row_features=kept,
-                          whole_batch=whole)
+                          whole_data=True)
         return max(1, full + (n_part > 0))
 
     def _row_features(self, X, epochs):
@@ -161,12 +159,13 @@ class DSGTrainer:
         return self.n_blocks + made(self.n_iter + n_iterations) - made(self.n_iter)
 
     def fit_rows(self, X, y, n_rows_used=None, n_jobs=None, row_features=None,
-                 whole_batch=None):
+                 whole_data=False):
         """One visit of (a prefix of a seeded permutation of) the rows of X;
         ``row_features`` (:meth:`fit_epochs`) keeps their features between visits.
-        A batch shorter than ``whole_batch`` rows (default: the batch size; a
-        chunk of partial_fit or of a stream is not the whole data) takes its
-        share of a step."""
+        A batch of fewer rows than the batch size takes its share of a step,
+        unless X is ``whole_data`` (train, fit, a stream read in one window)
+        with fewer rows than a batch: they make one whole batch.  A chunk of
+        partial_fit or a window of a longer stream is not the whole data."""
         t = time.perf_counter()
         X = as_canonical(X)
         if X.shape[1] != self.h["n_features"]:
@@ -182,6 +181,7 @@ class DSGTrainer:
             order = order[:n_rows_used]
         self.n_chunks += 1
         B = self.h["batch_size"]
+        whole = min(B, X.shape[0]) if whole_data else B
         self._reserve(-(-order.size // B))
         cached = min(self.cache.shape[0] // self.stride, self.cache_capacity)
         # Slices of whole batches: the loop resumes exactly where it stopped
@@ -193,8 +193,7 @@ class DSGTrainer:
                 X, targets, order[start:start + step], self.h, self.coef, self.intercept,
                 self.scalars, self.cache if cached else np.zeros(1), cached,
                 self.avg_coef, self.avg_intercept, self.n_blocks, self.n_iter,
-                resolve_n_jobs(n_jobs), self.beta, self.ridge_state, row_features,
-                whole_batch or 0)
+                resolve_n_jobs(n_jobs), self.beta, self.ridge_state, row_features, whole)
             if status == 1:
                 raise ValueError(f"DSG diverged at iteration {n_iter} (a prediction became "
                                  f"infinite or NaN); use a smaller --step than "
