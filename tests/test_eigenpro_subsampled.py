@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import kernsolve
+from kernsolve._core import _matrix
 from kernsolve.estimators.eigenpro import EigenProClassifier
 from kernsolve.solvers.eigenpro import _subsampled, nystrom
 from kernsolve.solvers.eigenpro._common import KernelBlocks
@@ -29,8 +30,13 @@ def test_preconditioner_is_the_dense_formula(monkeypatch):
     gamma, lam, p, q = 0.7, 1e-3, 70, 25
     C, XQ = X[:p], X[p:p + q]
     kern = KernelBlocks(X, 2, gamma, 3, 0.0, 1)
-    with ThreadPoolExecutor(2) as pool:
+    R = np.random.default_rng(1).normal(size=(p, 3))
+    with ThreadPoolExecutor(2) as pool:     # it is applied on the pool too
         pre = _subsampled.SubsampledPreconditioner(kern, C, XQ, lam, pool, 2)
+        got = pre(R.copy())
+    with ThreadPoolExecutor(1) as pool:
+        one = _subsampled.SubsampledPreconditioner(kern, C, XQ, lam, pool, 1)
+        assert one(R.copy()).tobytes() == got.tobytes()
     blocks = pre.blocks
     assert len(blocks) == 5 and sorted(np.concatenate(blocks)) == list(range(p))
     K_MM, K_MQ, K_QQ = _rbf(C, C, gamma), _rbf(C, XQ, gamma), _rbf(XQ, XQ, gamma)
@@ -38,9 +44,7 @@ def test_preconditioner_is_the_dense_formula(monkeypatch):
     approx = nys.copy()
     for B in blocks:
         approx[np.ix_(B, B)] = K_MM[np.ix_(B, B)]       # exact on the diagonal blocks
-    R = np.random.default_rng(1).normal(size=(p, 3))
     M = approx @ approx / p + lam * approx
-    got = pre(R.copy())
     # backward error: M got = R to rounding (M's small eigenvalues make the
     # forward error depend on the jitters)
     np.testing.assert_allclose(M @ got, R, rtol=0,
@@ -81,9 +85,33 @@ def test_half_precision_blocks_are_the_kernel_rounded():
     assert np.abs(K.astype(np.float64) - ref).max() > 1e-6       # it is rounded
 
 
+@pytest.mark.parametrize("rows, p, c", [(37, 83, 3), (8, 16, 10), (1, 7, 1), (13, 200, 6)])
+def test_half_products_are_both_products_in_float32(rows, p, c):
+    # row groups of 8 with a rest, a pair of rows and an odd one, outputs in
+    # sweeps of 5, columns past the last multiple of 8: against float64
+    # products, and the vector path against the scalar baseline bit for bit
+    rng = np.random.default_rng(rows * p)
+    H = rng.random((rows, p)).astype(np.float16)
+    u = rng.standard_normal((c, p)).astype(np.float32)
+    V = rng.standard_normal((rows, c)).astype(np.float32)
+    Hd = H.astype(np.float64)
+    for uu, VV in [(u, V), (u, None), (None, V)]:
+        t_ref = (0 if uu is None else Hd @ uu.T.astype(np.float64)) + (0 if VV is None else VV)
+        start = rng.standard_normal((c, p)).astype(np.float32)    # out is added to
+        out, out0 = start.copy(), start.copy()
+        t = _matrix.half_products(H, uu, VV, out)
+        t0 = _matrix.half_products(H, uu, VV, out0, baseline=True)
+        assert t.tobytes() == t0.tobytes() and out.tobytes() == out0.tobytes()
+        scale = np.abs(t_ref).max()
+        np.testing.assert_allclose(t, t_ref, rtol=0, atol=1e-5 * scale)
+        np.testing.assert_allclose(out, start + (Hd.T @ t_ref).T, rtol=0,
+                                   atol=1e-5 * scale * rows + 1e-6)
+        if VV is not None and uu is None:
+            assert t.tobytes() == VV.tobytes()
+
+
 def test_half_precision_is_the_closed_form_to_float16_accuracy(monkeypatch):
     monkeypatch.setattr(nystrom, "BLOCK_VALUES", 37 * 80)
-    monkeypatch.setattr(nystrom, "HALF_SUB_VALUES", 10 * 80)    # 10-row sub-blocks
     X, Y = _problem(n=400)
     n, gamma, p, lam = X.shape[0], 0.7, 80, 1e-2
     res = fit_eigenpro(X, Y, gamma=gamma, options=_opts(n, centers=p, precision="half",
@@ -102,7 +130,6 @@ def test_half_precision_is_the_closed_form_to_float16_accuracy(monkeypatch):
 @pytest.mark.parametrize("precision", ["half", "single", "double"])
 def test_same_bits_for_threads_and_cache(precision, monkeypatch):
     monkeypatch.setattr(nystrom, "BLOCK_VALUES", 60 * 80)
-    monkeypatch.setattr(nystrom, "HALF_SUB_VALUES", 7 * 80)      # and a partial one
     monkeypatch.setattr(_subsampled, "RESIDUAL_BLOCK", 16)
     y, X = _classes(1000)
     base = (f"-g 0.3 --solver eigenpro --centers 80 --subsample 30 --epochs 20 -q "

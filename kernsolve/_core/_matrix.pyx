@@ -927,3 +927,44 @@ def float_to_half(F):
     if not done:
         out[...] = F
     return out
+
+
+cdef extern from "_half_products.h" nogil:
+    void ks_half_products(const uint16_t* K, Py_ssize_t rows, Py_ssize_t p, const float* u,
+                          Py_ssize_t c, const float* v, float* out, float* t)
+    void ks_simd_baseline(int on)
+
+
+def half_products(H, u, V, out, bint baseline=False):
+    """One block's share of a pass over K(X, centres) kept in float16: ``t = H
+    u^T + V`` (u of shape (c, p), or None: t = V; V of shape (rows, c), or
+    None) and ``out += (H^T t)^T`` (out: (c, p) float32, C-contiguous), in one
+    read of H's rows without the GIL (``_half_products.h``: the same bits on
+    every CPU; ``baseline`` takes the scalar path, for the tests).  Returns
+    t, (rows, c) float32."""
+    cdef const uint16_t[:, ::1] K = np.ascontiguousarray(H).view(np.uint16)
+    cdef Py_ssize_t rows = K.shape[0], p = K.shape[1]
+    cdef float[:, ::1] o = out
+    cdef Py_ssize_t c = o.shape[0]
+    if o.shape[1] != p:
+        raise ValueError("half_products: out must be (c, p) with H's p columns")
+    if u is None and V is None:
+        raise ValueError("half_products: u or V is needed")
+    cdef const float[:, ::1] uu = u if u is not None else np.zeros((c, p), np.float32)
+    cdef const float[:, ::1] vv = V if V is not None else np.zeros((rows, c), np.float32)
+    if uu.shape[0] != c or uu.shape[1] != p or vv.shape[0] != rows or vv.shape[1] != c:
+        raise ValueError("half_products: u must be (c, p) and V (rows, c)")
+    t = np.empty((rows, c), dtype=np.float32)
+    cdef float[:, ::1] tt = t
+    cdef const float* up = &uu[0, 0] if (u is not None and p > 0) else NULL
+    cdef const float* vp = &vv[0, 0] if (V is not None and c > 0 and rows > 0) else NULL
+    if rows > 0 and p > 0 and c > 0:
+        with nogil:
+            if baseline:
+                ks_simd_baseline(1)
+            ks_half_products(&K[0, 0], rows, p, up, c, vp, &o[0, 0], &tt[0, 0])
+            if baseline:
+                ks_simd_baseline(0)
+    else:
+        t[...] = 0 if V is None else V
+    return t

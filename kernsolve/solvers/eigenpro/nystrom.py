@@ -42,7 +42,6 @@ factors' tiles are fixed by p, each block's kernel values come from one call
 of a fixed shape (the kernel engine, or one sgemm), each block's products and
 each tile run on one BLAS thread and the blocks' sums are added in row order.
 """
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from copy import copy
@@ -63,12 +62,10 @@ __all__ = ["centre_indices", "auxiliary_indices", "fit_centres", "BLOCK_VALUES",
            "PRECISIONS"]
 
 BLOCK_VALUES = 2 ** 22      # kernel values per row block of K(X, C): 32 MB in double
-# Storage of K(X, C); half (float16) is multiplied in float32, block by block.
+# Storage of K(X, C); half (float16) is multiplied in float32 (_matrix.half_products).
 PRECISIONS = {"double": np.float64, "single": np.float32, "half": np.float16}
 # float16 holds values up to 65504 with 11 significant bits: kernels bounded by 1 only
 HALF_KERNELS = (RBF, LAPLACIAN)
-# float16 blocks are multiplied HALF_SUB_VALUES values (2 MB in float32) at a time
-HALF_SUB_VALUES = 2 ** 19
 
 
 def centre_indices(n, p, seed):
@@ -126,8 +123,8 @@ class _RowBlocks:
     memory, computes them by :class:`_SingleKernel` where it applies (else by
     the engine, rounded) and runs the products in float32; float16
     (``--precision half``) stores those float32 values rounded to float16 and
-    turns each block back into float32 for its products.  The blocks' sums
-    are added in float64.
+    makes a block's two products in float32 in one read of each row
+    (``_matrix.half_products``).  The blocks' sums are added in float64.
 
     ``rows_at`` (sorted row indices, optional): ``apply`` also returns
     ``K(X, C) u`` at those rows (with the centres, ``K_MM u`` for free)."""
@@ -142,7 +139,6 @@ class _RowBlocks:
         if self.work == np.float32 and _SingleKernel.applies(kern):
             self.single = _SingleKernel(self.kern, C)
         self.rows_at = rows_at
-        self._local = threading.local()      # each thread's float32 buffer (half)
         self.n, self.p = kern.n_rows, C.shape[0]
         self.rows = max(1, BLOCK_VALUES // self.p)
         self.starts = list(range(0, self.n, self.rows))
@@ -168,49 +164,36 @@ class _RowBlocks:
                 self.cache[i] = K
         return K
 
-    def _working(self, K):
-        """K in the products' precision (float16: into this thread's buffer)."""
-        if K.dtype != np.float16:
-            return K
-        buf = getattr(self._local, "buf", None)
-        if buf is None or buf.size < K.size:
-            buf = self._local.buf = np.empty(max(K.size, HALF_SUB_VALUES), dtype=np.float32)
-        return _matrix.half_to_float(K, buf[:K.size].reshape(K.shape))
-
     def apply(self, u, V):
         """``sum_b K_b^T (K_b u + V_b)`` over the row blocks b (u or V may be None);
         with ``rows_at``, also ``(K u)[rows_at]`` (u given): a pair."""
         if u is not None:
             u = u.astype(self.work, copy=False)
         gather = u is not None and self.rows_at is not None
-
-        def products(K, start):
-            with one_blas_thread():
-                if u is None:
-                    return K.T @ V[start:start + K.shape[0]].astype(self.work, copy=False), None
-                t = K @ u
-                at = None
-                if gather:
-                    lo, hi = np.searchsorted(self.rows_at, [start, start + K.shape[0]])
-                    at = t[self.rows_at[lo:hi] - start]
-                if V is not None:
-                    t += V[start:start + K.shape[0]]
-                return K.T @ t, at
+        # float16 blocks: both products in one read of each row (_half_products.h)
+        u_rows = None if u is None or self.dtype != np.float16 else np.ascontiguousarray(u.T)
 
         def one(i):
-            # float16 blocks go through float32 a sub-block at a time, so the
-            # converted rows are still in cache for the second product
             K, start = self._block(i), self.starts[i]
-            step = max(1, HALF_SUB_VALUES // self.p) if K.dtype == np.float16 else K.shape[0]
-            acc, ats = None, []
-            for s in range(0, K.shape[0], step):
-                part, at = products(self._working(K[s:s + step]), start + s)
-                if acc is None:
-                    acc = part
-                else:
-                    acc += part
-                ats.append(at)
-            return (acc, np.concatenate(ats)) if gather else acc
+            stop = start + K.shape[0]
+            Vb = None if V is None else V[start:stop]
+            if K.dtype == np.float16:
+                out = np.zeros((V.shape[1] if u is None else u.shape[1], self.p), np.float32)
+                t = _matrix.half_products(K, u_rows, None if Vb is None else
+                                          np.ascontiguousarray(Vb, dtype=np.float32), out)
+                part = out.T
+            else:
+                with one_blas_thread():
+                    if u is None:
+                        return K.T @ Vb.astype(self.work, copy=False)
+                    t = K @ u
+                    if Vb is not None:
+                        t += Vb
+                    part = K.T @ t
+            if not gather:
+                return part
+            lo, hi = np.searchsorted(self.rows_at, [start, stop])
+            return part, t[self.rows_at[lo:hi] - start]
 
         computed = sum(min(self.rows, self.n - self.starts[i]) for i in range(len(self.starts))
                        if i not in self.cache)
