@@ -68,6 +68,13 @@ CONFIGS = {
     "eigenpro-multi": ("fashion", "--solver eigenpro -g 0.02 --epochs 2"),
     "eigenpro-svr": ("housing", "-s 3 --solver eigenpro --epochs 2"),
     "eigenpro-seed": ("heart", "--solver eigenpro -g 0.1 --seed 3"),
+    # the model on p centres (FALKON): exact factors in single precision, and
+    # the subsampled preconditioner over float16 blocks (small blocks: -m 1)
+    "eigenpro-centers": ("fashion", "--solver eigenpro -g 0.02 --centers 120 --lambda 1e-5 "
+                                    "--epochs 8 --precision single"),
+    "eigenpro-centers-half": ("fashion", "--solver eigenpro -g 0.02 --centers 150 "
+                                         "--subsample 60 --lambda 1e-5 --epochs 12 "
+                                         "--precision half -m 1"),
 }
 
 

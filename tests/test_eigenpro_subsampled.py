@@ -169,17 +169,18 @@ def test_float16_conversions_are_numpys_bits():
     from kernsolve._core import _matrix
     every = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
     finite = np.isfinite(every)
-    wide = _matrix.half_to_float(every)
-    assert wide.dtype == np.float32
-    assert wide[finite].tobytes() == every[finite].astype(np.float32).tobytes()
-    out = np.empty((3, 5), dtype=np.float32)
-    assert _matrix.half_to_float(every[:15].reshape(3, 5), out) is out
-    with pytest.raises(ValueError, match="out must be C-contiguous float32"):
-        _matrix.half_to_float(every[:15].reshape(3, 5), np.empty((5, 3), np.float32))
+    wide = every[finite].astype(np.float32)
+    # half_products' conversions (vector and scalar) of every finite float16:
+    # one row times t = 1 added to zeros is the row itself (-0.0 becomes 0.0)
+    for baseline in (False, True):
+        out = np.zeros((1, wide.size), dtype=np.float32)
+        _matrix.half_products(every[finite][None, :], None, np.ones((1, 1), np.float32),
+                              out, baseline=baseline)
+        assert out[0].tobytes() == (wide + np.float32(0)).tobytes()
     # rounding to nearest even: values around every float16, subnormals, the
     # overflow threshold, and odd lengths (the vector loop's tail)
     rng = np.random.default_rng(0)
-    x = np.concatenate([rng.random(10001, dtype=np.float32), wide[finite],
+    x = np.concatenate([rng.random(10001, dtype=np.float32), wide,
                         (rng.normal(size=5003) * np.exp(rng.uniform(-20, 11, 5003)))
                         .astype(np.float32), np.float32([65519, 65520, -65520, 0.0, -0.0])])
     x = np.concatenate([x, np.nextafter(x, np.float32(np.inf)),

@@ -1,10 +1,10 @@
-/* float16 <-> float32 conversion of whole arrays with F16C, 8 values an
- * instruction, for K(X, centres) stored in float16 (--precision half): numpy's
- * casts take 1.5 ns (to float32) and 4.4 ns (to float16) a value here, more
- * than the products they feed.  float16 -> float32 is exact and the other way
- * rounds to nearest even, as numpy's casts do, so the bits are numpy's
+/* float32 -> float16 of whole arrays with F16C, 8 values an instruction, for
+ * K(X, centres) stored in float16 (--precision half): numpy's cast takes
+ * 4.4 ns a value here, more than the products it feeds.  It rounds to nearest
+ * even, as numpy's cast does, so the bits are numpy's
  * (tests/test_eigenpro_subsampled.py compares them).  Without F16C the
- * functions return 0 and the caller casts with numpy.
+ * function returns 0 and the caller casts with numpy.  The way back, float16
+ * -> float32, is made inside the products (_half_products.h).
  */
 #ifndef KS_HALF_H
 #define KS_HALF_H
@@ -14,16 +14,6 @@
 #include "_simd.h"
 
 #ifdef KS_X86
-__attribute__((target("avx,f16c")))
-static void ks_half_to_float_f16c(const uint16_t* src, float* dst, ptrdiff_t n)
-{
-    ptrdiff_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(src + i))));
-    for (; i < n; i++)
-        dst[i] = _cvtsh_ss(src[i]);
-}
-
 __attribute__((target("avx,f16c")))
 static void ks_float_to_half_f16c(const float* src, uint16_t* dst, ptrdiff_t n)
 {
@@ -37,17 +27,6 @@ static void ks_float_to_half_f16c(const float* src, uint16_t* dst, ptrdiff_t n)
 #endif
 
 /* 1 when converted, 0 when the CPU has no F16C (nothing written). */
-static inline int ks_half_to_float(const uint16_t* src, float* dst, ptrdiff_t n)
-{
-#ifdef KS_X86
-    if (ks_simd(KS_F16C)) {
-        ks_half_to_float_f16c(src, dst, n);
-        return 1;
-    }
-#endif
-    return 0;
-}
-
 static inline int ks_float_to_half(const float* src, uint16_t* dst, ptrdiff_t n)
 {
 #ifdef KS_X86

@@ -889,29 +889,9 @@ def decision_sums(X, Y, int kernel_type, int degree, double gamma, double coef0,
         raise MemoryError("decision_sums: cannot allocate a task's buffers")
 
 
-# float16 <-> float32 for K(X, centres) stored in float16 (--precision half).
+# float32 -> float16 for K(X, centres) stored in float16 (--precision half).
 cdef extern from "_half.h" nogil:
-    int ks_half_to_float(const uint16_t* src, float* dst, Py_ssize_t n)
     int ks_float_to_half(const float* src, uint16_t* dst, Py_ssize_t n)
-
-
-def half_to_float(H, out=None):
-    """float16 array -> float32 array of its shape (``out``, C-contiguous, or a
-    new one): F16C without the GIL where the CPU has it, else numpy's cast (the
-    same bits: the conversion is exact)."""
-    if out is None:
-        out = np.empty(H.shape, dtype=np.float32)
-    elif out.shape != H.shape or out.dtype != np.float32 or not out.flags.c_contiguous:
-        raise ValueError("half_to_float: out must be C-contiguous float32 of H's shape")
-    cdef const uint16_t[::1] src = np.ascontiguousarray(H).reshape(-1).view(np.uint16)
-    cdef float[::1] dst = out.reshape(-1)
-    cdef int done = 0
-    if src.shape[0]:
-        with nogil:
-            done = ks_half_to_float(&src[0], &dst[0], src.shape[0])
-    if not done:
-        out[...] = H
-    return out
 
 
 def float_to_half(F):

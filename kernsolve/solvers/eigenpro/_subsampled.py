@@ -114,7 +114,7 @@ class SubsampledPreconditioner:
                 for B, F in zip(self.blocks, self.G[i]):
                     W = scipy.linalg.solve_triangular(F[0], L[B], trans="T", lower=False,
                                                       check_finite=False)
-                    S = scipy.linalg.blas.dsyrk(1.0, W.T, beta=1.0, c=S, trans=0, lower=0,
+                    S = scipy.linalg.blas.dsyrk(1.0, W, beta=1.0, c=S, trans=1, lower=0,
                                                 overwrite_c=1)
                 return scipy.linalg.cho_factor(S, lower=False, overwrite_a=True,
                                                check_finite=False)
