@@ -8,6 +8,7 @@ checked against the written spec in test_features.py) and numpy's sigmoid /
 softmax; scipy-free closed forms for R^2 and accuracy.
 """
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -164,6 +165,24 @@ def test_partial_fit_needs_classes_and_checks_chunks(shared, tmp_path):
     assert est.coef_.shape[0] > before.shape[0] and est.n_iter_ == 2
     # a chunk with one class is fine once the classes are known
     est.partial_fit(X[y > 0], y[y > 0])
+
+
+def test_partial_fit_without_alpha_warns_that_lambda_is_the_first_chunks(shared, tmp_path):
+    # lambda = 1 / (C n) of the first chunk, not of the stream: a silent loss of
+    # accuracy unless the user is told (a9a in chunks of 64: 21.4% against 15.6%)
+    _, X, y = _a9a(shared, tmp_path, 200)
+    for est, args in [(DSGClassifier(gamma=0.05, C=2.0, n_jobs=1), {"classes": [-1, 1]}),
+                      (kernsolve.DSGRegressor(gamma=0.05, C=2.0, n_jobs=1), {})]:
+        with pytest.warns(UserWarning, match=r"alpha=None takes lambda = 1 / \(C \* 80\) "
+                                             r"from the first chunk's 80 rows"):
+            est.partial_fit(X[:80], y[:80], **args)
+        assert est.lambda_ == pytest.approx(1 / (2.0 * 80))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            est.partial_fit(X[80:], y[80:])                 # only the first call
+            est.set_params(alpha=1e-3).fit(X, y)             # fit: lambda from all of X
+            type(est)(gamma=0.05, alpha=1e-3, n_jobs=1).partial_fit(X[:80], y[:80], **args)
+        assert est.lambda_ == 1e-3
 
 
 # --------------------------------------------------------------------------

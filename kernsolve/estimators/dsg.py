@@ -30,6 +30,7 @@ the seeded order ``permutation(n_rows, stream_key(seed, "sampling"), k)``, so
   chunks (same ``alpha`` (``--lambda``), numeric ``gamma``, seed and
   ``n_features``; for a binary problem whose labels are -1/+1).
 """
+import warnings
 from numbers import Integral, Real
 from typing import Any, Literal
 
@@ -164,9 +165,18 @@ class _BaseDSG(BaseEstimator):
 
     # ------------------------------------------------------------ training
 
-    def _new_trainer(self, param, X, targets):
-        """A fresh DSGTrainer for data like X (gamma, lambda and width from X)."""
+    def _new_trainer(self, param, X, targets, first_chunk=False):
+        """A fresh DSGTrainer for data like X (gamma, lambda and width from X);
+        ``first_chunk``: X is partial_fit's first chunk of a longer stream."""
         name = type(self).__name__
+        if first_chunk and self.alpha is None:
+            # 1 / (C n) of a chunk is the stream's lambda times its number of
+            # chunks: a9a in chunks of 64 rows, 21.4% test error against 15.6%
+            warnings.warn(f"{name}.partial_fit: alpha=None takes lambda = 1 / (C * "
+                          f"{X.shape[0]}) from the first chunk's {X.shape[0]} rows, not from "
+                          f"the whole stream's; pass alpha (1 / (C * rows of the stream)) "
+                          f"when the chunks are parts of a larger data set",
+                          UserWarning, stacklevel=3)
         if param.gamma == "median" and X.shape[0] < 2:
             raise ValueError(f"{name}: gamma='median' needs at least 2 samples to measure "
                              f"distances, got {X.shape[0]} sample; give a float gamma")
@@ -297,7 +307,7 @@ class DSGClassifier(_BaseDSG):
     alpha : float or None, default=None
         Regularisation lambda (``--lambda``).  None: ``1 / (C * n_samples)``
         with ``n_samples`` of ``fit``'s data (of the first chunk for
-        ``partial_fit``; give ``alpha`` when streaming).
+        ``partial_fit``, which warns: give ``alpha`` when streaming).
     C : float, default=1.0
         Cost, used when ``alpha`` is None (``-c``).
     batch_size : int or None, default=None
@@ -474,7 +484,8 @@ class DSGClassifier(_BaseDSG):
             codes = self._codes(y)
             check_lengths(X, codes)
             loss = self._loss_for(param, len(all_classes))
-            self._trainer = self._new_trainer(param, X, self._targets(loss, len(all_classes)))
+            self._trainer = self._new_trainer(param, X, self._targets(loss, len(all_classes)),
+                                              first_chunk=True)
             self._passes = 0
         else:
             if classes is not None:
@@ -620,7 +631,8 @@ class DSGRegressor(_BaseDSG):
         check_lengths(X, y)
         if first:
             self._trainer = self._new_trainer(param, X,
-                                              Targets("regression", param.extra["loss"]))
+                                              Targets("regression", param.extra["loss"]),
+                                              first_chunk=True)
             self._passes = 0
         self._trainer.fit_rows(X, y, n_jobs=self.n_jobs)
         self._passes += 1
