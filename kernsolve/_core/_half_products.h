@@ -62,16 +62,13 @@ static void ks_hp_baseline(const uint16_t* K, ptrdiff_t rows, ptrdiff_t p, const
                     t[r * c + k] = v[r * c + k];
                     continue;
                 }
-                float s = 0.0f;
-                {
-                    const float* uk = u + k * p;
-                    float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-                    for (ptrdiff_t j = 0; j < p8; j++)
-                        lane[j % 8] = fmaf(ks_half_value(Kr[j]), uk[j], lane[j % 8]);
-                    s = ks_hp_lanes(lane);
-                    for (ptrdiff_t j = p8; j < p; j++)
-                        s = fmaf(ks_half_value(Kr[j]), uk[j], s);
-                }
+                const float* uk = u + k * p;
+                float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+                for (ptrdiff_t j = 0; j < p8; j++)
+                    lane[j % 8] = fmaf(ks_half_value(Kr[j]), uk[j], lane[j % 8]);
+                float s = ks_hp_lanes(lane);
+                for (ptrdiff_t j = p8; j < p; j++)
+                    s = fmaf(ks_half_value(Kr[j]), uk[j], s);
                 t[r * c + k] = v != NULL ? s + v[r * c + k] : s;
             }
         }
