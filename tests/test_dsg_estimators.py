@@ -185,6 +185,25 @@ def test_partial_fit_without_alpha_warns_that_lambda_is_the_first_chunks(shared,
         assert est.lambda_ == 1e-3
 
 
+def test_partial_fit_warns_once_about_chunks_smaller_than_a_batch(shared, tmp_path):
+    _, X, y = _a9a(shared, tmp_path, 200)
+    est = DSGClassifier(gamma=0.05, alpha=1e-3, batch_size=32, n_jobs=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est.partial_fit(X[:32], y[:32], classes=[-1, 1])      # a whole batch: quiet
+    with pytest.warns(UserWarning, match=r"a chunk of 5 rows is less than a batch \(32 rows\) "
+                                         r"but takes an iteration of its own"):
+        est.partial_fit(X[32:37], y[32:37])
+    assert est.t_ == 2                                         # one iteration each
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est.partial_fit(X[37:40], y[37:40])                   # said once
+    # pickled and restored, the estimator remembers it said so
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pickle.loads(pickle.dumps(est)).partial_fit(X[40:43], y[40:43])
+
+
 # --------------------------------------------------------------------------
 # prediction against materialised random features
 # --------------------------------------------------------------------------

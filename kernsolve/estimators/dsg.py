@@ -187,6 +187,25 @@ class _BaseDSG(BaseEstimator):
             raise ValueError(f"{name}: {_renamed(str(exc))}") from None
         return DSGTrainer(hyper, targets)
 
+    def _fit_chunk(self, X, y):
+        """partial_fit's pass over one chunk, then the fitted attributes."""
+        B = self._trainer.h["batch_size"]
+        if X.shape[0] < B and not getattr(self, "_warned_small_chunk", False):
+            # every call is an iteration (DSG: a block): a9a in chunks of 16 rows
+            # made 2036 blocks in 8 times fit's time, in chunks of 4 8141
+            # blocks in 330 times (the blocks beyond the cache regenerated)
+            self._warned_small_chunk = True
+            warnings.warn(f"{type(self).__name__}.partial_fit: a chunk of {X.shape[0]} rows "
+                          f"is less than a batch ({B} rows) but takes an iteration of its "
+                          f"own, which adds up to a block of {self._trainer.h['block_size']} "
+                          f"random features: many such chunks make a large model, slow to "
+                          f"train and to predict; "
+                          f"pass chunks of batch_size rows or more", UserWarning, stacklevel=3)
+        self._trainer.fit_rows(X, y, n_jobs=self.n_jobs)
+        self._passes += 1
+        self._publish(self._passes)
+        return self
+
     def _fit_X(self, X, reset):
         """Validated X; at ``reset`` remember its width and feature names."""
         name = type(self).__name__
@@ -497,10 +516,7 @@ class DSGClassifier(_BaseDSG):
             X = self._fit_X(X, reset=False)
             codes = self._codes(y)
             check_lengths(X, codes)
-        self._trainer.fit_rows(X, codes, n_jobs=self.n_jobs)
-        self._passes += 1
-        self._publish(self._passes)
-        return self
+        return self._fit_chunk(X, codes)
 
     # -- prediction
     def decision_function(self, X):
@@ -634,10 +650,7 @@ class DSGRegressor(_BaseDSG):
                                               Targets("regression", param.extra["loss"]),
                                               first_chunk=True)
             self._passes = 0
-        self._trainer.fit_rows(X, y, n_jobs=self.n_jobs)
-        self._passes += 1
-        self._publish(self._passes)
-        return self
+        return self._fit_chunk(X, y)
 
     def predict(self, X):
         """Predicted targets."""
