@@ -948,3 +948,71 @@ def half_products(H, u, V, out, bint baseline=False):
     else:
         t[...] = 0 if V is None else V
     return t
+
+
+# scipy's dtrsm and dsyrk without the GIL, for the tasks of a thread pool:
+# scipy.linalg's own wrappers (solve_triangular, blas.dsyrk, ...) hold the GIL
+# through the call, so two tasks on the pool ran one after the other (two
+# dsyrk of 512 x 3000 at once took twice one's time; numpy's matmul, which
+# releases it, took the same).  Fetched at first use, as dgemm above.
+ctypedef void (*dtrsm_t)(char* side, char* uplo, char* transa, char* diag, int* m, int* n,
+                         double* alpha, double* a, int* lda, double* b,
+                         int* ldb) noexcept nogil
+ctypedef void (*dsyrk_t)(char* uplo, char* trans, int* n, int* k, double* alpha, double* a,
+                         int* lda, double* beta, double* c, int* ldc) noexcept nogil
+cdef dtrsm_t dtrsm = NULL
+cdef dsyrk_t dsyrk = NULL
+
+
+cdef int _load_level3() except -1:
+    global dtrsm, dsyrk
+    if dtrsm is NULL or dsyrk is NULL:
+        from scipy.linalg import cython_blas
+        capsule = cython_blas.__pyx_capi__["dtrsm"]
+        dtrsm = <dtrsm_t>PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule))
+        capsule = cython_blas.__pyx_capi__["dsyrk"]
+        dsyrk = <dsyrk_t>PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule))
+    return 0
+
+
+def solve_upper(U, B, bint transpose=False):
+    """X with ``U X = B`` (or ``U^T X = B``) for U upper triangular (n x n,
+    float64, C or Fortran order; its upper triangle is read) and B (n x m):
+    BLAS dtrsm without the GIL.  Returns X, a new Fortran-ordered array."""
+    _load_level3()
+    cdef bint fortran = U.flags.f_contiguous
+    if not (fortran or U.flags.c_contiguous) or U.dtype != np.float64 or U.ndim != 2 \
+            or U.shape[0] != U.shape[1] or B.shape[0] != U.shape[0]:
+        raise ValueError("solve_upper: U must be a contiguous square float64 array with "
+                         "B's rows")
+    X = np.array(B, dtype=np.float64, order="F", copy=True)
+    cdef double[::1, :] x = X
+    cdef const double[:, :] u = U
+    cdef int n = X.shape[0], m = X.shape[1]
+    cdef double one = 1.0
+    # in C order the memory of U is U^T in Fortran order: lower triangular
+    cdef char side = b'L', diag = b'N'
+    cdef char uplo = b'U' if fortran else b'L'
+    cdef char trans = (b'T' if transpose else b'N') if fortran else \
+        (b'N' if transpose else b'T')
+    if n > 0 and m > 0:
+        with nogil:
+            dtrsm(&side, &uplo, &trans, &diag, &n, &m, &one, <double*>&u[0, 0], &n,
+                  &x[0, 0], &n)
+    return X
+
+
+def add_gram_upper(S, W):
+    """``S += W^T W`` in S's upper triangle (S: q x q Fortran-ordered float64,
+    in place; W: k x q, Fortran-ordered float64): BLAS dsyrk without the GIL."""
+    _load_level3()
+    cdef double[::1, :] s = S
+    cdef const double[::1, :] w = W
+    if s.shape[0] != s.shape[1] or w.shape[1] != s.shape[0]:
+        raise ValueError("add_gram_upper: S must be q x q and W k x q")
+    cdef int q = s.shape[0], k = w.shape[0]
+    cdef double one = 1.0
+    cdef char uplo = b'U', trans = b'T'
+    if q > 0 and k > 0:
+        with nogil:
+            dsyrk(&uplo, &trans, &q, &k, &one, <double*>&w[0, 0], &k, &one, &s[0, 0], &q)

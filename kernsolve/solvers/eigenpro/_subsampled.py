@@ -35,9 +35,9 @@ tile of L's rows) runs on one BLAS thread and L^T's tiles are added in order.
 """
 import numpy as np
 import scipy.linalg
-import scipy.linalg.blas
 
 from ._tiled_cholesky import cholesky_upper
+from ..._core import _matrix
 from ..._kernels import one_blas_thread
 
 __all__ = ["SubsampledPreconditioner", "RESIDUAL_BLOCK"]
@@ -77,8 +77,7 @@ class SubsampledPreconditioner:
             K = kern.block(C[s0:s1], XQ)
             nearest[s0:s1] = np.argmax(K, axis=1)
             with one_blas_thread():
-                L[s0:s1] = scipy.linalg.solve_triangular(R, K.T, trans="T", lower=False,
-                                                         check_finite=False).T
+                L[s0:s1] = _matrix.solve_upper(R, K.T, transpose=True).T
 
         list(pool.map(tile, tiles))
         del K_QQ, R
@@ -108,14 +107,12 @@ class SubsampledPreconditioner:
             """Factor of ``I + L^T G_i^{-1} L``, the sum over the blocks of ``W^T W``,
             ``W = F^{-T} L_B`` (F^T F = the block of G_i), added in block order into
             one array (upper triangle, in place: a q x q temporary a block cost as
-            much in page faults as the product)."""
+            much in page faults as the product; both without the GIL, which
+            scipy's own wrappers hold: the two tasks ran one after the other)."""
             S = np.eye(q, order="F")
             with one_blas_thread():
                 for B, F in zip(self.blocks, self.G[i]):
-                    W = scipy.linalg.solve_triangular(F[0], L[B], trans="T", lower=False,
-                                                      check_finite=False)
-                    S = scipy.linalg.blas.dsyrk(1.0, W, beta=1.0, c=S, trans=1, lower=0,
-                                                overwrite_c=1)
+                    _matrix.add_gram_upper(S, _matrix.solve_upper(F[0], L[B], transpose=True))
                 return scipy.linalg.cho_factor(S, lower=False, overwrite_a=True,
                                                check_finite=False)
 
@@ -124,10 +121,11 @@ class SubsampledPreconditioner:
     def _block_solve(self, i, r):
         out = np.empty_like(r)
 
-        def one(b):
+        def one(b):                 # cho_solve's two triangular solves, without the GIL
+            F = self.G[i][b][0]
             with one_blas_thread():
-                out[self.blocks[b]] = scipy.linalg.cho_solve(self.G[i][b], r[self.blocks[b]],
-                                                             check_finite=False)
+                out[self.blocks[b]] = _matrix.solve_upper(
+                    F, _matrix.solve_upper(F, r[self.blocks[b]], transpose=True))
 
         list(self.pool.map(one, range(len(self.blocks))))
         return out

@@ -9,9 +9,9 @@ or N threads.  With 2 threads it takes about half of LAPACK's one-thread time
 (``dpotrf``/``dlauum``), which for p = 10000 is most of the setup.
 """
 import numpy as np
-import scipy.linalg
 import scipy.linalg.lapack as lapack
 
+from ..._core import _matrix
 from ..._kernels import one_blas_thread
 
 __all__ = ["cholesky_upper", "upper_times_transpose", "TILE"]
@@ -54,8 +54,9 @@ def cholesky_upper(A, pool=None):
         def panel(tile):            # U_kj = U_kk^{-T} A_kj
             c0, c1 = tile
             with one_blas_thread():
-                A[k0:k1, c0:c1] = scipy.linalg.solve_triangular(
-                    U, A[k0:k1, c0:c1], trans="T", lower=False, check_finite=False)
+                # without the GIL (scipy's solve_triangular holds it: the
+                # panels ran one at a time whatever the threads)
+                A[k0:k1, c0:c1] = _matrix.solve_upper(U, A[k0:k1, c0:c1], transpose=True)
 
         def update(tile):           # A_ij -= U_ki^T U_kj for the rows i <= j of tile j
             c0, c1 = tile
