@@ -107,6 +107,8 @@ def test_regressor_equals_train_with_the_same_options(shared, loss, extra, optio
 # partial_fit
 # --------------------------------------------------------------------------
 
+# partial_fit over the whole data each time: lambda from its first "chunk" is fit's
+@pytest.mark.filterwarnings("ignore:.*alpha=None takes lambda:UserWarning")
 def test_fit_with_E_passes_equals_E_partial_fits(shared, tmp_path):
     """What holds: pass k of a trainer uses the seeded order k, whoever calls it."""
     _, X, y = _a9a(shared, tmp_path, 300)
