@@ -32,10 +32,10 @@ def test_preconditioner_is_the_dense_formula(monkeypatch):
     kern = KernelBlocks(X, 2, gamma, 3, 0.0, 1)
     R = np.random.default_rng(1).normal(size=(p, 3))
     with ThreadPoolExecutor(2) as pool:     # it is applied on the pool too
-        pre = _subsampled.SubsampledPreconditioner(kern, C, XQ, lam, pool, 2)
+        pre = _subsampled.SubsampledPreconditioner(kern, C, XQ, lam, pool)
         got = pre(R.copy())
     with ThreadPoolExecutor(1) as pool:
-        one = _subsampled.SubsampledPreconditioner(kern, C, XQ, lam, pool, 1)
+        one = _subsampled.SubsampledPreconditioner(kern, C, XQ, lam, pool)
         assert one(R.copy()).tobytes() == got.tobytes()
     blocks = pre.blocks
     assert len(blocks) == 5 and sorted(np.concatenate(blocks)) == list(range(p))

@@ -55,11 +55,12 @@ def _jittered(K, p):
 class SubsampledPreconditioner:
     """``r -> M^{-1} r`` for the centres C (p rows) from the auxiliary rows XQ.
 
-    ``kern`` is a one-thread engine (the pool's); ``pool`` (of ``n_threads``)
-    runs the row tiles and the blocks.
+    ``kern`` is a one-thread engine (the pool's); ``pool`` runs the row tiles
+    and the blocks, here and each time the preconditioner is applied (it must
+    outlive the object's use).
     """
 
-    def __init__(self, kern, C, XQ, lam, pool, n_threads=1):
+    def __init__(self, kern, C, XQ, lam, pool):
         p, q = C.shape[0], XQ.shape[0]
         self.p, self.lam, self.pool = p, float(lam), pool
         K_QQ = _jittered(kern.block(XQ, XQ), p)
@@ -170,7 +171,7 @@ class SubsampledPreconditioner:
         """``M^{-1} r = p (K~ + p lam I)^{-1} K~^{-1} r`` for r of shape (p, c);
         L's products and the blocks' solves run on the pool (the application
         read the p x q matrix L four times on one thread: 0.37 s at p = 15000,
-        q = 3000, more than the pass over K(X, C))."""
+        q = 3000, more than the pass over K(X, C) in float16 takes)."""
         z = self._solve(1, self._solve(0, r))
         z *= self.p
         return z

@@ -351,7 +351,7 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
             one = copy(kern)
             one.n_threads = 1
             pre = SubsampledPreconditioner(one, C, kern.rows(
-                auxiliary_indices(n, p, subsample, seed)), lam, pool, n_threads)
+                auxiliary_indices(n, p, subsample, seed)), lam, pool)
             blocks = _RowBlocks(kern, C, cache_mb * 2 ** 20, pool, PRECISIONS[precision],
                                 rows_at=S)
         t_setup = time.perf_counter() - t0
