@@ -165,8 +165,33 @@ def test_bad_options(options, message):
         kernsolve.train(y, X, "--solver eigenpro -q " + options)
 
 
+def test_solves_and_gram_without_the_gil_are_scipys_bits():
+    # the same dtrsm / dsyrk as scipy.linalg's wrappers (which hold the GIL)
+    import scipy.linalg
+    import scipy.linalg.blas
+    rng = np.random.default_rng(3)
+    A = rng.random((40, 40))
+    U = np.linalg.cholesky(A @ A.T + 40 * np.eye(40)).T.copy()
+    B = rng.random((40, 9))[:, ::2]                       # not contiguous
+    for order in ("C", "F"):
+        Uo = np.asarray(U, order=order)
+        for transpose in (False, True):
+            ref = scipy.linalg.solve_triangular(U, B, trans="T" if transpose else "N",
+                                                lower=False, check_finite=False)
+            got = _matrix.solve_upper(Uo, B, transpose=transpose)
+            assert np.asfortranarray(ref).tobytes() == got.tobytes()
+    W = np.asfortranarray(rng.random((7, 40)))
+    S = np.asfortranarray(np.eye(40))
+    _matrix.add_gram_upper(S, W)
+    ref = scipy.linalg.blas.dsyrk(1.0, W, beta=1.0, c=np.asfortranarray(np.eye(40)), trans=1,
+                                  lower=0)
+    assert np.triu(S).tobytes() == np.triu(ref).tobytes()
+    np.testing.assert_allclose(np.triu(S), np.triu(np.eye(40) + W.T @ W), rtol=1e-13)
+    with pytest.raises(ValueError, match="solve_upper: U must be a contiguous square"):
+        _matrix.solve_upper(U[:, :30], B)
+
+
 def test_float16_conversions_are_numpys_bits():
-    from kernsolve._core import _matrix
     every = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
     finite = np.isfinite(every)
     wide = every[finite].astype(np.float32)
