@@ -107,7 +107,10 @@ def main(argv=None):
           f"{st['setup_seconds']:.1f} s, CG {st['seconds'] - st['setup_seconds']:.1f} s of which "
           f"first pass {st['first_pass_seconds']:.1f} s, "
           f"{st['n_iter']} iterations, {st['cached_blocks']}/{st['row_blocks']} row blocks "
-          f"cached, relative residual {st['relative_residual']:.3g})  predict {pwall:.1f} s  "
+          f"cached, relative residual {st['relative_residual']:.3g}"
+          + (f", drift {st['drift']:.2g}" if "drift" in st else "")
+          + (f", refitted from {st['refitted_from']}" if "refitted_from" in st else "")
+          + f")  predict {pwall:.1f} s  "
           f"peak RSS {train_rss:.0f} MB after training, {peak_rss_mb():.0f} MB after prediction",
           flush=True)
     if args.smo:

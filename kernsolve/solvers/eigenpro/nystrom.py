@@ -43,6 +43,7 @@ of a fixed shape (the kernel engine, or one sgemm), each block's products and
 each tile run on one BLAS thread and the blocks' sums are added in row order.
 """
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from copy import copy
 
@@ -64,6 +65,22 @@ __all__ = ["centre_indices", "auxiliary_indices", "fit_centres", "BLOCK_VALUES",
 BLOCK_VALUES = 2 ** 22      # kernel values per row block of K(X, C): 32 MB in double
 # Storage of K(X, C); half (float16) is multiplied in float32 (_matrix.half_products).
 PRECISIONS = {"double": np.float64, "single": np.float32, "half": np.float16}
+# A low precision is refitted in the next one up (FALLBACK) when its conjugate
+# gradient breaks down or when the fitted values it computed on the first row
+# block differ from the double kernel's by more than DRIFT_TOL of the targets'
+# spread.  Measured (benchmarks/RESULTS.md, session 16): float16 on Fashion-MNIST
+# 0.01-0.035; on ijcnn1, housing, phishing, w8a, australian, abalone 0.44-4.8 with
+# the model's test error or MSE far from double's; a9a, mushrooms, german 0.10-0.13
+# with double's accuracy.
+DRIFT_TOL = 0.1
+FALLBACK = {"half": "single", "single": "double"}
+# Conjugate gradient has broken down when a relative residual grows past GROWTH
+# (preconditioned CG's residual is not monotone: it rose to 1.3 on housing, and
+# 10x over a few iterations near 1e-3, in double) or the operator is not positive
+# definite on a direction while the residual is above the rounding level of the
+# products (BREAKDOWN_FLOOR, by their dtype).
+GROWTH = 10.0
+BREAKDOWN_FLOOR = {np.dtype(np.float64): 1e-6, np.dtype(np.float32): 1e-3}
 # float16 holds values up to 65504 with 11 significant bits: kernels bounded by 1 only
 HALF_KERNELS = (RBF, LAPLACIAN)
 
@@ -164,6 +181,18 @@ class _RowBlocks:
                 self.cache[i] = K
         return K
 
+    def values(self, i, u):
+        """``K_i u`` for block i as the passes compute it (float64 result)."""
+        K = self._block(i)
+        u = u.astype(self.work, copy=False)
+        if K.dtype == np.float16:
+            out = np.zeros((u.shape[1], self.p), np.float32)
+            t = _matrix.half_products(K, np.ascontiguousarray(u.T), None, out)
+        else:
+            with one_blas_thread():
+                t = K @ u
+        return t.astype(np.float64)
+
     def apply(self, u, V):
         """``sum_b K_b^T (K_b u + V_b)`` over the row blocks b (u or V may be None);
         with ``rows_at``, also ``(K u)[rows_at]`` (u given): a pair."""
@@ -263,22 +292,32 @@ class _Factors:
             return self._tri(u, True, "N") / self.dA[:, None]
 
 
-def _conjugate_gradient(op, r, iterations, user, coef, precondition=None):
+def _conjugate_gradient(op, r, iterations, user, coef, precondition=None, floor=1e-6):
     """Conjugate gradient on ``op(x) = r`` from x = 0, one independent
     recurrence per column of r (overwritten: the residual); ``precondition``
     applies M^{-1} (None: the identity).  ``user.stop(done, coef(x))`` after
-    each iteration.  Returns x, the relative (preconditioned) residual norm and
-    the iterations run."""
+    each iteration.
+
+    Returns x, the relative (preconditioned) residual norm (a column that
+    stopped keeps its last residual), the iterations run and ``breakdown``:
+    None, or why the recurrence stopped making sense (the operator not
+    positive definite on a direction while the residual is above ``floor``, or
+    a residual above GROWTH), in which case the loop stops there.
+    """
     x = np.zeros_like(r)
     z = r if precondition is None else precondition(r)
     P = z.copy()
     rz = np.einsum("ij,ij->j", r, z)
-    rz0 = rz.copy()
-    done = 0
+    rz0 = np.where(rz > 0, rz, 1.0)
+    last = np.where(rz > 0, 1.0, 0.0)    # each column's relative residual squared
+    done, breakdown = 0, None
     for it in range(iterations):
         live = rz > 0
         AP = op(P)
         pAp = np.einsum("ij,ij->j", P, AP)
+        if np.any(live & ~(pAp > 0) & (last > floor ** 2)):
+            breakdown = f"the operator is not positive definite at iteration {it + 1}"
+            break
         live &= pAp > 0
         a = np.where(live, rz / np.where(live, pAp, 1.0), 0.0)
         x += a * P
@@ -286,12 +325,17 @@ def _conjugate_gradient(op, r, iterations, user, coef, precondition=None):
         z = r if precondition is None else precondition(r)
         rz_new = np.einsum("ij,ij->j", r, z)
         P = z + np.where(live, rz_new / np.where(live, rz, 1.0), 0.0) * P
+        last = np.where(live, np.abs(rz_new) / rz0, last)
         rz = np.where(live, rz_new, 0.0)
         done = it + 1
+        if not np.all(last <= GROWTH ** 2):          # (NaN included)
+            breakdown = (f"the relative residual grew to {np.sqrt(np.max(last)):.3g} at "
+                         f"iteration {done}")
+            break
         if user.stop(done, lambda: coef(x)):
             break
-    residual = float(np.sqrt(np.max(rz / np.where(rz0 > 0, rz0, 1.0)))) if rz.size else 0.0
-    return x, residual, done
+    residual = float(np.sqrt(np.max(last))) if last.size else 0.0
+    return x, residual, done, breakdown
 
 
 def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_threads=1,
@@ -313,7 +357,13 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
         Budget of the cached row blocks of K(X, C), MB.
     precision : "double", "single" or "half"
         Storage and products of K(X, C) (``--precision``); the preconditioner
-        and the conjugate-gradient recurrences are in double either way.
+        and the conjugate-gradient recurrences are in double either way.  A
+        low precision that does not hold for this problem (conjugate gradient
+        breaks down, or the fitted values on the first row block move by more
+        than DRIFT_TOL of the targets' spread when the kernel values are
+        computed in double) is refitted in the next precision up with a
+        warning (``stats["refitted_from"]``); in double, a breakdown raises
+        ValueError.
     subsample : int, optional
         q: FALKON's preconditioner with ``K_MM`` approximated through q
         auxiliary rows (``_subsampled``, no ``p^3``); None: the exact factors.
@@ -339,59 +389,101 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
     C = kern.rows(S)
     user = UntimedCallback(callback)
     with ThreadPoolExecutor(max_workers=n_threads) as pool:
-        if subsample is None:
-            K_MM = kern.block(C, C)
-            if not np.all(np.isfinite(K_MM)):
-                raise ValueError("the kernel matrix of the centres has non-finite values "
-                                 "(gamma too large for the data?)")
-            fac = _Factors(K_MM, lam, pool)
-            del K_MM
-            blocks = _RowBlocks(kern, C, cache_mb * 2 ** 20, pool, PRECISIONS[precision])
-        else:
-            one = copy(kern)
-            one.n_threads = 1
-            pre = SubsampledPreconditioner(one, C, kern.rows(
-                auxiliary_indices(n, p, subsample, seed)), lam, pool)
-            blocks = _RowBlocks(kern, C, cache_mb * 2 ** 20, pool, PRECISIONS[precision],
-                                rows_at=S)
-        t_setup = time.perf_counter() - t0
-        r = blocks.apply(None, Y) / n
-        if not np.all(np.isfinite(r)):
-            raise ValueError("the kernel values of the rows and the centres are not "
-                             "finite (gamma too large for the data?)")
-        if subsample is None:
-            # CG on B^T H B beta = B^T K_nM^T Y / n, alpha = B beta (B = T^{-1} A^{-1})
-            def B(u):                        # T^{-1} A^{-1} u
-                return fac.solve_T(fac.solve_A(u))
-
-            def BHB(u):
-                v = fac.solve_A(u)
-                z = blocks.apply(fac.solve_T(v), None)
-                z /= n
-                return fac.solve_At(fac.solve_T(z, "T") + lam * v)
-
-            r = fac.solve_At(fac.solve_T(r, "T"))
-            t_first = time.perf_counter() - t0 - t_setup     # the blocks that are kept
-            beta, residual, done = _conjugate_gradient(BHB, r, iterations, user, B)
-            alpha = B(beta)
-        else:
-            # preconditioned CG on H alpha = K_nM^T Y / n; K_MM u is (K_nM u) at the centres
-            def H(u):
-                z, at = blocks.apply(u, None)
-                z /= n
-                z += lam * at
-                return z
-
-            t_first = time.perf_counter() - t0 - t_setup
-            alpha, residual, done = _conjugate_gradient(H, r, iterations, user,
-                                                        lambda a: a, pre)
-    stats = {
-        "n_iter": done,
-        "epochs": done,
+        fitted = precision
+        while True:
+            alpha, stats = _solve(kern, Y, S, C, lam, iterations, cache_mb, pool, fitted,
+                                  subsample, seed, user)
+            blocks = stats.pop("blocks")
+            if fitted == "double":
+                break
+            why = stats["breakdown"]
+            if why is None:
+                stats["drift"] = drift = _drift(kern, C, Y, alpha, blocks)
+                if drift > DRIFT_TOL:
+                    why = (f"the fitted values move by {drift:.2g} of the targets' spread "
+                           "with the kernel in double")
+            if why is None:
+                break
+            fitted = FALLBACK[fitted]
+            warnings.warn(f"EigenPro --centers: --precision {stats['precision']} does not "
+                          f"hold here ({why}); refitting in {fitted} precision (a larger "
+                          "--lambda keeps low precisions usable)", stacklevel=3)
+        del blocks
+        if fitted != precision:
+            stats["refitted_from"] = precision
+        if stats["breakdown"] is not None:
+            raise ValueError(f"EigenPro --centers: conjugate gradient broke down "
+                             f"({stats['breakdown']}): the system is numerically singular "
+                             f"at --lambda {lam:g}; use a larger --lambda or fewer centres")
+    stats.update({
         "centers": p,
         "lambda": float(lam),
         "subsample": subsample,
+        "seconds": time.perf_counter() - t0 - user.seconds,
+        "n_threads": n_threads,
+        "gamma": kern.gamma,
+    })
+    return alpha, S, stats
+
+
+def _solve(kern, Y, S, C, lam, iterations, cache_mb, pool, precision, subsample, seed, user):
+    """One FALKON solve in the given precision: alpha and the stats (with the
+    row blocks, for the drift check, and the CG breakdown, if any)."""
+    t0 = time.perf_counter()
+    n, p = kern.n_rows, C.shape[0]
+    if subsample is None:
+        K_MM = kern.block(C, C)
+        if not np.all(np.isfinite(K_MM)):
+            raise ValueError("the kernel matrix of the centres has non-finite values "
+                             "(gamma too large for the data?)")
+        fac = _Factors(K_MM, lam, pool)
+        del K_MM
+        blocks = _RowBlocks(kern, C, cache_mb * 2 ** 20, pool, PRECISIONS[precision])
+    else:
+        one = copy(kern)
+        one.n_threads = 1
+        pre = SubsampledPreconditioner(one, C, kern.rows(
+            auxiliary_indices(n, p, subsample, seed)), lam, pool)
+        blocks = _RowBlocks(kern, C, cache_mb * 2 ** 20, pool, PRECISIONS[precision],
+                            rows_at=S)
+    t_setup = time.perf_counter() - t0
+    floor = BREAKDOWN_FLOOR[blocks.work]
+    r = blocks.apply(None, Y) / n
+    if not np.all(np.isfinite(r)):
+        raise ValueError("the kernel values of the rows and the centres are not "
+                         "finite (gamma too large for the data?)")
+    if subsample is None:
+        # CG on B^T H B beta = B^T K_nM^T Y / n, alpha = B beta (B = T^{-1} A^{-1})
+        def B(u):                        # T^{-1} A^{-1} u
+            return fac.solve_T(fac.solve_A(u))
+
+        def BHB(u):
+            v = fac.solve_A(u)
+            z = blocks.apply(fac.solve_T(v), None)
+            z /= n
+            return fac.solve_At(fac.solve_T(z, "T") + lam * v)
+
+        r = fac.solve_At(fac.solve_T(r, "T"))
+        t_first = time.perf_counter() - t0 - t_setup     # the blocks that are kept
+        beta, residual, done, breakdown = _conjugate_gradient(BHB, r, iterations, user, B,
+                                                              floor=floor)
+        alpha = B(beta)
+    else:
+        # preconditioned CG on H alpha = K_nM^T Y / n; K_MM u is (K_nM u) at the centres
+        def H(u):
+            z, at = blocks.apply(u, None)
+            z /= n
+            z += lam * at
+            return z
+
+        t_first = time.perf_counter() - t0 - t_setup
+        alpha, residual, done, breakdown = _conjugate_gradient(H, r, iterations, user,
+                                                               lambda a: a, pre, floor)
+    return alpha, {
+        "n_iter": done,
+        "epochs": done,
         "relative_residual": residual,
+        "breakdown": breakdown,
         "cached_blocks": blocks.keep,
         "row_blocks": len(blocks.starts),
         "n_kernel_evals": int(blocks.n_evals + (p * p if subsample is None else
@@ -399,9 +491,19 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
                                                  + p * RESIDUAL_BLOCK)),
         "setup_seconds": t_setup,
         "first_pass_seconds": t_first,
-        "seconds": time.perf_counter() - t0 - user.seconds,
-        "n_threads": n_threads,
         "precision": precision,
-        "gamma": kern.gamma,
+        "blocks": blocks,
     }
-    return alpha, S, stats
+
+
+def _drift(kern, C, Y, alpha, blocks):
+    """How far the low precision moved the fit: on the first row block, the
+    largest over outputs of rms(K alpha - K~ alpha) / the target's spread,
+    K in double from the kernel engine, K~ alpha as the passes computed it."""
+    stop = min(blocks.rows, kern.n_rows)
+    seen = blocks.values(0, alpha)
+    with one_blas_thread():
+        exact = kern.block(kern.row_range(0, stop), C) @ alpha
+    spread = np.std(Y, axis=0)
+    spread = np.where(spread > 0, spread, np.maximum(np.sqrt(np.mean(Y * Y, axis=0)), 1.0))
+    return float(np.max(np.sqrt(np.mean((exact - seen) ** 2, axis=0)) / spread))
