@@ -5,8 +5,24 @@ or None); the option parser, ``kernsolve.predict``, the estimators and
 :func:`resolve_n_jobs` call it, each with its own wording.
 """
 import os
+import warnings
 
 from ._core import _parallel
+
+# GNU OpenMP (libgomp) keeps its pool of threads with the thread that started a
+# parallel region; a child made by fork() inherits that bookkeeping but not the
+# threads, and its first parallel region of more than one thread waits for them
+# forever (a one-thread region works).  So once this process has resolved a
+# count above one, a child forked from it computes on one thread.
+_state = {"team": False, "forked": False, "warned": False}
+
+
+def _after_fork_in_child():
+    _state["forked"] = _state["team"]
+
+
+if _parallel.openmp_enabled() and _parallel.openmp_is_gnu() and hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def cpu_count():
@@ -50,16 +66,28 @@ def resolve_n_jobs(n_jobs):
 
     None means all cores (or ``OMP_NUM_THREADS`` when set); a negative count
     backs off from all cores (-1 = all, -2 = all but one); 0 is an error.
-    Without OpenMP the answer is always 1.
+    Without OpenMP the answer is always 1, and in a process forked after a
+    count above one was resolved (GNU OpenMP, above) it is 1 with a warning.
     """
     n_jobs = check_n_jobs(n_jobs)
     if not _parallel.openmp_enabled():
         return 1
     if n_jobs is None:
         env = os.environ.get("OMP_NUM_THREADS", "").strip()
-        if env.isdigit() and int(env) > 0:
-            return int(env)
-        return cpu_count()
-    if n_jobs < 0:
-        return max(1, cpu_count() + 1 + n_jobs)
-    return n_jobs
+        n = int(env) if env.isdigit() and int(env) > 0 else cpu_count()
+    elif n_jobs < 0:
+        n = max(1, cpu_count() + 1 + n_jobs)
+    else:
+        n = n_jobs
+    if n > 1 and _state["forked"]:
+        if not _state["warned"]:
+            _state["warned"] = True
+            warnings.warn("kernsolve: this process was forked from one that ran GNU OpenMP "
+                          "threads, which do not survive a fork; computing on one thread "
+                          "here (start workers with multiprocessing's 'spawn' or "
+                          "'forkserver' method to use threads in them)", RuntimeWarning,
+                          stacklevel=3)
+        return 1
+    if n > 1:
+        _state["team"] = True
+    return n

@@ -11,4 +11,10 @@ static inline int ks_openmp_enabled(void) { return 0; }
 static inline int ks_omp_max_threads(void) { return 1; }
 static inline int ks_omp_num_procs(void) { return 1; }
 #endif
+/* GNU OpenMP (libgomp), whose threads do not survive fork() (kernsolve/_threads.py). */
+#if defined(_OPENMP) && defined(__GNUC__) && !defined(__clang__)
+static inline int ks_openmp_is_gnu(void) { return 1; }
+#else
+static inline int ks_openmp_is_gnu(void) { return 0; }
+#endif
 #endif

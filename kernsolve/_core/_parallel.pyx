@@ -14,3 +14,8 @@ def max_threads():
 def num_procs():
     """Processors OpenMP sees; 1 without OpenMP."""
     return ks_omp_num_procs()
+
+
+def openmp_is_gnu():
+    """True when the OpenMP runtime is GCC's libgomp (its threads do not survive fork)."""
+    return bool(ks_openmp_is_gnu())
