@@ -47,6 +47,9 @@ __all__ = ["LibsvmPartitions", "read_partitions", "dask_predict", "dask_partial_
 # Default partition size of read_partitions: big enough that a task's overhead
 # is small, small enough that a worker holds a few partitions at once.
 DEFAULT_BLOCKSIZE = 64 << 20
+# Below this a partition is read faster than Dask schedules its task (about a
+# millisecond): blocksize=1 made one task per byte (71,556 for a 71 KB file).
+MIN_BLOCKSIZE = 64 << 10
 
 
 def _dask():
@@ -169,9 +172,9 @@ def read_partitions(path: str | os.PathLike, blocksize: int | None = None, *,
         A plain (uncompressed) LIBSVM file that the workers can open (on a
         cluster: the same path on a shared file system).
     blocksize : int, optional
-        Bytes per partition (default 64 MiB); or give ``npartitions``.
+        Bytes per partition (default 64 MiB, at least 64 KiB); or give ``npartitions``.
     npartitions : int, optional
-        Number of partitions (equal byte ranges).
+        Number of partitions (equal byte ranges), at most the file's size in bytes.
     n_features : int, optional
         The width of every partition's X; default: each partition's largest
         index (prediction pads the narrower side with zeros, as LIBSVM does).
@@ -200,9 +203,16 @@ def read_partitions(path: str | os.PathLike, blocksize: int | None = None, *,
                              f"got {value!r}")
     if not (zero_based is True or zero_based is False):
         raise ValueError(f"zero_based must be True or False, got {zero_based!r}")
+    if blocksize is not None and blocksize < MIN_BLOCKSIZE:
+        raise ValueError(f"blocksize: {blocksize} bytes per partition would make a Dask task "
+                         f"of almost no work per {blocksize} bytes; use blocksize >= "
+                         f"{MIN_BLOCKSIZE} (64 KiB), or npartitions")
     if size is None:
         size = dask.delayed(_file_size, pure=False)(path).compute()
     size = int(size)
+    if npartitions is not None and npartitions > max(size, 1):
+        raise ValueError(f"npartitions: {npartitions} partitions of a file of {size} bytes "
+                         "would be empty byte ranges; use at most one per byte")
     if npartitions is None:
         step = int(blocksize) if blocksize is not None else DEFAULT_BLOCKSIZE
     else:

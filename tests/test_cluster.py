@@ -356,6 +356,14 @@ def test_bad_arguments_get_clear_errors(data, tmp_path):
         kernsolve.read_partitions(data["path"], 100, npartitions=2)
     with pytest.raises(ValueError, match="npartitions must be an integer >= 1"):
         kernsolve.read_partitions(data["path"], npartitions=0)
+    # a task per byte (the red team's blocksize=1: 71,556 tasks, no result after minutes)
+    with pytest.raises(ValueError, match=r"blocksize: 1 bytes .* blocksize >= 65536"):
+        kernsolve.read_partitions(data["path"], 1)
+    size = os.path.getsize(data["path"])
+    with pytest.raises(ValueError, match=f"npartitions: {size + 1} partitions of a file "
+                                         f"of {size} bytes"):
+        kernsolve.read_partitions(data["path"], npartitions=size + 1)
+    assert len(kernsolve.read_partitions(data["path"], 65536).ranges) == max(1, -(-size // 65536))
     with dask.config.set(scheduler="sync"), pytest.raises(FileNotFoundError, match="nothere"):
         kernsolve.read_partitions(str(tmp_path / "nothere"))
     with pytest.raises(ValueError, match="y .* is required"):
