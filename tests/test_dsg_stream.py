@@ -329,3 +329,39 @@ def test_stream_peak_memory_is_one_window_not_the_file(generator, fm, tmp_path):
     assert memory[1] - memory[0] > 0.75 * growth, memory
     assert abs(stream[1] - stream[0]) < 0.05 * growth, stream
     assert windows < memory[0] + 0.25 * window, (windows, memory)
+
+
+@pytest.mark.parametrize("change", ["append", "truncate", "replace"])
+def test_a_file_changed_between_windows_stops_the_run_naming_it(a9a, tmp_path, monkeypatch,
+                                                               change):
+    # The red team: cut or appended to between passes, --stream trained on
+    # other rows than the first pass counted, without a word.
+    from kernsolve.solvers.dsg import stream
+    path = tmp_path / "data"
+    path.write_bytes(a9a.read_bytes())
+    reads = []
+
+    def read_then_change(*args, **kwargs):
+        out = kernsolve.read_problem(*args, **kwargs)
+        reads.append(1)
+        if len(reads) == 2:      # after the first pass's second window
+            text = path.read_bytes()
+            if change == "append":
+                path.write_bytes(text + text[:200].rsplit(b"\n", 1)[0] + b"\n")
+            elif change == "truncate":
+                path.write_bytes(text[:len(text) // 2].rsplit(b"\n", 1)[0] + b"\n")
+            else:                # same size, new inode (an editor's save)
+                other = tmp_path / "other"
+                other.write_bytes(text)
+                os.replace(other, path)
+        return out
+
+    monkeypatch.setattr(stream, "read_problem", read_then_change)
+    with pytest.raises(ValueError, match=r"data: the file changed while training read it "
+                                         r"in byte windows \(--stream\)"):
+        train_file(str(path), "--solver dsg -q --epochs 2", chunk_bytes=20000)
+    # unchanged, the same call trains
+    path.write_bytes(a9a.read_bytes())
+    reads.clear()
+    monkeypatch.setattr(stream, "read_problem", kernsolve.read_problem)
+    assert train_file(str(path), "--solver dsg -q --epochs 2", chunk_bytes=20000) is not None

@@ -42,6 +42,29 @@ def _stream_size(path):
             size += len(block)
 
 
+class _Unchanged:
+    """The file as the first pass saw it (device, inode, size, modification
+    time); :meth:`check` before each window says if it was replaced, cut or
+    appended to since, which would train on other rows than were counted."""
+
+    def __init__(self, path):
+        self.path = path
+        self.seen = self._stat()
+
+    def _stat(self):
+        st = os.stat(self.path)
+        return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+    def check(self):
+        now = self._stat()
+        if now != self.seen:
+            what = (f"its size went from {self.seen[2]} to {now[2]} bytes"
+                    if now[2] != self.seen[2] else "it was modified or replaced")
+            raise ValueError(f"{self.path}: the file changed while training read it in "
+                             f"byte windows (--stream): {what}; the passes would not "
+                             "see the same rows. Train on a copy that stays unchanged")
+
+
 class _Labels:
     """The distinct labels of the windows read so far, in order of first
     appearance: what the first pass keeps of the labels (as many numbers as
@@ -94,6 +117,7 @@ def train_file(path, options="", *, chunk_bytes=64 << 20, n_features=None, n_job
     chunk_bytes = int(chunk_bytes)
     if chunk_bytes < 1:
         raise ValueError(f"chunk_bytes must be >= 1, got {chunk_bytes}")
+    unchanged = _Unchanged(path)      # before the size: any change from here on is seen
     size = _stream_size(path)
     windows = [(o, min(chunk_bytes, size - o)) for o in range(0, max(size, 1), chunk_bytes)]
     task = _task(param)
@@ -103,6 +127,7 @@ def train_file(path, options="", *, chunk_bytes=64 << 20, n_features=None, n_job
     labels = _Labels() if task == "classification" else None
     if n_features is None or task == "classification" or "lambda" not in param.extra:
         for offset, length in windows:
+            unchanged.check()
             try:
                 y, X = read_problem(path, n_features=n_features or 2**31 - 1,
                                     zero_based=False, offset=offset, length=length,
@@ -126,6 +151,7 @@ def train_file(path, options="", *, chunk_bytes=64 << 20, n_features=None, n_job
     trainer = None
     for epoch in range(max(1, math.ceil(opts["epochs"]))):
         for offset, length in windows:
+            unchanged.check()
             try:
                 y, X = read_problem(path, n_features=n_features, zero_based=False,
                                     offset=offset, length=length, n_jobs=n_jobs)
