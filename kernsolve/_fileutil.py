@@ -98,11 +98,14 @@ def _remove_stale_temporaries(folder, base):
 
 
 @contextlib.contextmanager
-def output_file(path, binary=False):
+def output_file(path, binary=False, keep_partial=False):
     """Open ``path`` for writing; yield the file object (see the module notes).
 
     Text mode writes ASCII with ``\\n`` line ends. If the ``with`` block raises
-    (KeyboardInterrupt included), a regular target is left as it was.
+    (KeyboardInterrupt included), a regular target is left as it was; with
+    ``keep_partial`` (a log whose finished lines a later run resumes from) it is
+    replaced by what was written, unless writing itself failed (an OSError
+    naming no file or ``path``).
     """
     path = os.fspath(path)
     if isinstance(path, bytes):
@@ -110,7 +113,8 @@ def output_file(path, binary=False):
     kwargs = {} if binary else {"encoding": "ascii", "newline": "\n"}
     mode = "wb" if binary else "w"
     if _in_place(path):
-        with open(path, mode, **kwargs) as f:
+        f = open(path, mode, **kwargs)
+        with _closing(f):
             yield f
         return
     target = os.path.realpath(path)       # write where a symlink points
@@ -119,24 +123,54 @@ def output_file(path, binary=False):
     fd, tmp = tempfile.mkstemp(prefix=f".{base}.{os.getpid()}.", suffix=".tmp",
                                dir=folder)
     try:
-        with os.fdopen(fd, mode, **kwargs) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        try:
-            old = os.stat(target)
-        except FileNotFoundError:
-            os.chmod(tmp, 0o666 & ~umask())
-        else:
-            os.chmod(tmp, stat.S_IMODE(old.st_mode))
-            if (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
-                with contextlib.suppress(OSError):
-                    os.chown(tmp, old.st_uid, old.st_gid)
-        os.replace(tmp, target)
+        f = os.fdopen(fd, mode, **kwargs)
+        with _closing(f):
+            try:
+                yield f
+            except BaseException as exc:
+                if keep_partial and not _writing_failed(exc, path):
+                    _finish(f, tmp, target)
+                raise
+            _finish(f, tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _writing_failed(exc, path):
+    """An OSError naming no file or this one: writing the file itself failed."""
+    return isinstance(exc, OSError) and exc.filename in (None, path)
+
+
+@contextlib.contextmanager
+def _closing(f):
+    """Close ``f`` after the block; after an error, quietly (closing flushes
+    what a failed write left, and that second error would hide the first)."""
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(OSError):
+            f.close()
+        raise
+    f.close()
+
+
+def _finish(f, tmp, target):
+    """Flush the temporary file to disk and rename it over the target, with
+    the target's permission bits (and owner) or a new file's."""
+    f.flush()
+    os.fsync(f.fileno())
+    try:
+        old = os.stat(target)
+    except FileNotFoundError:
+        os.chmod(tmp, 0o666 & ~umask())
+    else:
+        os.chmod(tmp, stat.S_IMODE(old.st_mode))
+        if (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
+            with contextlib.suppress(OSError):
+                os.chown(tmp, old.st_uid, old.st_gid)
+    os.replace(tmp, target)
 
 
 def check_output_path(path):
@@ -149,7 +183,7 @@ def check_output_path(path):
         return os.strerror(errno.EISDIR)
     if _in_place(path):
         if os.path.exists(path) and not os.access(path, os.W_OK):
-            return os.strerror(errno.EACCES)
+            return _denied(path)
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.exists(path) and not os.path.isdir(folder):
             return os.strerror(errno.ENOENT)
@@ -158,8 +192,16 @@ def check_output_path(path):
     if not os.path.isdir(folder):
         return os.strerror(errno.ENOENT)
     if not os.access(folder, os.W_OK):
-        return os.strerror(errno.EACCES)
+        return _denied(folder)
     return None
+
+
+def _denied(path):
+    """Why ``path`` cannot be written: a read-only file system, or permissions."""
+    with contextlib.suppress(OSError, AttributeError):
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return os.strerror(errno.EROFS)
+    return os.strerror(errno.EACCES)
 
 
 # ------------------------------------------------------------ compression

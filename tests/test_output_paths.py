@@ -243,3 +243,73 @@ def test_api_refuses_wide_matrices():
         kernsolve.DSGClassifier().fit(wide, y)
     with pytest.raises(ValueError, match="32-bit"):
         kernsolve.read_problem(HEART, n_features=2**31, for_training=True)
+
+
+# ---------------------------------------------------------------- a full disk
+# /dev/full fails every write with ENOSPC: the red team's full disk said
+# "can't open: No space left on device", naming no file, and kernsolve-grid's
+# half-written results file replaced the old one.
+
+def _cli(tool, args, stdout, tmp_path, limit=None):
+    """A command in a child process; ``limit``: the largest file it may write
+    (RLIMIT_FSIZE: writing past it fails with EFBIG, as on a full quota)."""
+    def set_limit():
+        import resource
+        import signal
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return subprocess.run([sys.executable, "-m", f"kernsolve.cli.{tool}", *map(str, args)],
+                          stdout=stdout, stderr=subprocess.PIPE, text=True,
+                          cwd=str(tmp_path), env=package_env(),
+                          preexec_fn=None if limit is None else set_limit)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+@pytest.mark.parametrize("tool, args", [
+    ("scale", ["HEART"]),
+    ("train", ["HEART", "m.model"]),
+    ("predict", ["HEART", "MODEL", "out.txt"]),
+    ("grid", ["-log2c", "1,1,1", "-log2g", "-1,-1,1", "-png", "null", "-out", "g.out", "HEART"]),
+])
+def test_a_full_standard_output_is_named(tool, args, heart_model, tmp_path):
+    heart = kernsolve.dataset_path("heart_scale")
+    args = [heart if a == "HEART" else heart_model if a == "MODEL" else a for a in args]
+    with open("/dev/full", "w") as full:
+        proc = _cli(tool, args, full, tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert f"kernsolve-{tool}: can't write standard output: No space left on device" \
+        in proc.stderr, proc.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_grid_names_its_full_results_file(tmp_path):
+    heart = kernsolve.dataset_path("heart_scale")
+    proc = _cli("grid", ["-log2c", "1,1,1", "-log2g", "-1,-1,1", "-png", "null",
+                         "-out", "/dev/full", heart], subprocess.DEVNULL, tmp_path)
+    assert proc.returncode == 1
+    assert "kernsolve-grid: can't write /dev/full: No space left on device" in proc.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="RLIMIT_FSIZE needs a POSIX child")
+def test_grid_keeps_the_old_results_when_writing_them_fails(tmp_path):
+    # the results file cannot grow past 20 bytes (EFBIG): the old one stays whole
+    heart = kernsolve.dataset_path("heart_scale")
+    old = "log2c=1.0 log2g=-1.0 rate=50.0\n"
+    (tmp_path / "g.out").write_text(old)
+    proc = _cli("grid", ["-log2c", "1,2,1", "-log2g", "-1,-1,1", "-png", "null",
+                         "-out", "g.out", heart], subprocess.DEVNULL, tmp_path, limit=20)
+    assert proc.returncode == 1
+    assert "kernsolve-grid: can't write g.out: File too large" in proc.stderr, proc.stderr
+    assert (tmp_path / "g.out").read_text() == old
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+
+
+def test_a_read_only_file_system_is_named_so(tmp_path, monkeypatch):
+    # (no read-only mount here: the file system's flag is what is asked)
+    class ReadOnly:
+        f_flag = os.ST_RDONLY
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    monkeypatch.setattr(os, "statvfs", lambda path: ReadOnly)
+    assert _fileutil.check_output_path(str(tmp_path / "m.model")) == "Read-only file system"
+    monkeypatch.setattr(os, "statvfs", lambda path: type("RW", (), {"f_flag": 0}))
+    assert _fileutil.check_output_path(str(tmp_path / "m.model")) == "Permission denied"

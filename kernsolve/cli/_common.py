@@ -6,6 +6,7 @@ status 1. Ctrl-C exits with 130. No traceback reaches the user unless
 ``KERNSOLVE_DEBUG_CLI=1`` is set in the environment (for reporting a bug).
 """
 import atexit
+import contextlib
 import errno
 import os
 import stat
@@ -56,8 +57,17 @@ def _one_line(text):
     return " ".join(str(text).split()) or "unknown error"
 
 
+# errors that only writing gives (a full disk, a quota, a file too large)
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
 def os_error_message(exc, what="open"):
-    """``can't open input file NAME: No such file or directory`` for an OSError."""
+    """``can't open input file NAME: No such file or directory`` for an OSError
+    (``can't write NAME: ...`` for the errors only writing gives)."""
+    if exc.errno in _WRITE_ERRNOS:
+        what = "write"
+        if exc.filename is None:    # files are named by their writer (output_file)
+            exc.filename = "standard output"
     name = exc.filename if exc.filename is not None else ""
     reason = exc.strerror or str(exc)
     if name:
@@ -167,7 +177,22 @@ def end_process(status):
 
 
 def _flush_stdout():
-    sys.stdout.flush()
+    with writing_stdout():
+        sys.stdout.flush()
+
+
+@contextlib.contextmanager
+def writing_stdout():
+    """Errors of writing standard output (a full disk) name it, as errors of
+    writing a file name the file; a closed pipe stays a BrokenPipeError."""
+    try:
+        yield sys.stdout
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = "standard output"
+        raise
 
 
 def _flush_stdout_quietly():

@@ -11,7 +11,8 @@ import sys
 import numpy as np
 
 from ._common import (CommandError, HelpRequested, UsageError, VersionRequested,
-                      check_input_path, end_process, parse_float, parse_int, run)
+                      check_input_path, check_output_path, end_process, parse_float,
+                      parse_int, run)
 from .train import check_rows_for_folds, check_solver_options
 from .._io import read_problem
 from .._params import FLAGS, parse_options
@@ -222,6 +223,9 @@ def main(argv):
     png = settings["png"]
     if png is None and not settings["png_null"]:
         png = title + ".png"
+    for path in (out, png):     # before any work, as kernsolve-train does
+        if path is not None:
+            check_output_path(path)
     resume = settings["resume"] is not None
     if resume:
         path = settings["resume"] or out or title + ".out"

@@ -17,7 +17,8 @@ import scipy.sparse as sp
 from .._fileutil import output_file
 from .._model_text import MAX_INDEX
 from ._common import (CommandError, UsageError, check_input_path,
-                      end_process, parse_float, read_data, run, split_options)
+                      end_process, parse_float, read_data, run, split_options,
+                      writing_stdout)
 
 PROG = "kernsolve-scale"
 
@@ -316,10 +317,10 @@ def main(argv):
             raise CommandError(f"can't open file {save_path}: {exc.strerror or exc}") from None
 
     counter = [0]
-    out = sys.stdout
-    for text in iter_scaled_lines(y, X, fmin, fmax, lower, upper, y_params, counter):
-        out.write(text)
-    out.flush()
+    with writing_stdout() as out:
+        for text in iter_scaled_lines(y, X, fmin, fmax, lower, upper, y_params, counter):
+            out.write(text)
+        out.flush()
     if counter[0] > num_nonzeros:
         sys.stderr.write(
             f"WARNING: original #nonzeros {num_nonzeros}\n"

@@ -13,6 +13,7 @@ per finished cell, and a rerun with ``resume=True`` skips the cells it lists.
 The final best cell is chosen in the job order, so it is the same whatever
 order the tasks finished in.
 """
+import contextlib
 import itertools
 import math
 import os
@@ -26,6 +27,7 @@ import numpy as np
 
 from . import cv as _cv
 from .._constants import CLASSIFICATION, REGRESSION
+from .._fileutil import output_file
 from .._params import _LETTERS, _LONG, OptionsLike, parse_options
 from .._typing import ArrayLike, MatrixLike, StrPath
 from ..solvers import all_option_names
@@ -433,6 +435,19 @@ def _best_text(result):
 # the public function
 # --------------------------------------------------------------------------
 
+@contextlib.contextmanager
+def _writing(name, state):
+    """An error of writing ``name`` (a full disk) stops the run with the file
+    named, instead of passing for a worker's failure."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = name
+        state["write_error"] = exc
+        raise
+
+
 def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
                 grid: Mapping[str, Any] | None = None, n_folds: int = 5,
                 n_jobs: int | None = None, seed: int | None = None, out: StrPath | None = None,
@@ -527,10 +542,11 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
                     rec["resumed"] = True
     todo = [i for i, rec in enumerate(records) if not rec["resumed"]]
 
-    out_file = None
-    if out is not None:
-        mode = "a" if (resume and os.path.exists(out)) else "w"
-        out_file = open(out, mode, encoding="utf-8")
+    # The results file is replaced when the run ends (with the cells that
+    # finished, for -resume, also after a failure or Ctrl-C), never cut short
+    # by a write that failed (a full disk): output_file(keep_partial=True).
+    out_writer = contextlib.nullcontext() if out is None else \
+        output_file(out, keep_partial=True)
 
     tasks, owner = [], []
     for ci in todo:
@@ -565,8 +581,9 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
                        mean_squared_error=mse, squared_correlation=scc,
                        seconds=fold_seconds[ci])
             if out_file is not None:
-                out_file.write(f"{rec['label']} rate={rec['rate']!r}\n")
-                out_file.flush()
+                with _writing(out, state):
+                    out_file.write(f"{rec['label']} rate={rec['rate']!r}\n")
+                    out_file.flush()
             if _better(rec["rate"], rec["params"], state["best_rate"], state["best"],
                        minimize):
                 state["best"], state["best_rate"] = rec["params"], rec["rate"]
@@ -575,20 +592,25 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
             best = ("none yet" if state["best"] is None else
                     f"{cell_label(state['best'])} rate={state['best_rate']:.6g}")
             status = "FAILED " + errors[ci] if ci in errors and res["error"] else "done"
-            sys.stdout.write(f"[{state['done']}/{len(tasks)}] {rec['label']} fold {f + 1}/{k} "
-                             f"{status}{finished} (best: {best})\n")
-            sys.stdout.flush()
+            with _writing("standard output", state):
+                sys.stdout.write(f"[{state['done']}/{len(tasks)}] {rec['label']} fold "
+                                 f"{f + 1}/{k} {status}{finished} (best: {best})\n")
+                sys.stdout.flush()
 
     crash = None
     waves = []
-    try:
-        waves = _cv.run_tasks(_cv.fit_predict if prob_folds is None
-                              else _cv._fit_predict_prob_folds, tasks, total, backend, on_done)
-    except Exception as exc:  # a worker died: name the cells that did not finish
-        crash = exc
-    finally:
-        if out_file is not None:
-            out_file.close()
+    with out_writer as out_file:
+        if out_file is not None and resume and os.path.exists(out):
+            with open(out, encoding="utf-8") as old:    # grid.py appends to it
+                out_file.write(old.read())
+        try:
+            waves = _cv.run_tasks(_cv.fit_predict if prob_folds is None
+                                  else _cv._fit_predict_prob_folds, tasks, total, backend,
+                                  on_done)
+        except Exception as exc:  # a worker died: name the cells that did not finish
+            if "write_error" in state:      # not a worker: our own output failed
+                raise state["write_error"] from None
+            crash = exc
 
     best, best_rate = None, None
     for rec in records:   # final choice in job order: independent of finishing order
