@@ -337,3 +337,24 @@ def test_tiled_cholesky_and_product_match_numpy_with_same_bits_for_threads(p, mo
         bad = S.copy()
         bad[10, 10] = -1.0
         assert tc.cholesky_upper(bad) == 11
+
+
+def test_the_preconditioners_memory_is_checked_before_it_is_allocated(monkeypatch):
+    # The red team: --centers 30000 grew to 7.1 GB before a generic "out of
+    # memory"; the p x p factors take 16 p^2 bytes, the subsampled one
+    # 8 p (q + RESIDUAL_BLOCK).  Here the limit is set just below each.
+    from kernsolve import _validation
+    from kernsolve.solvers.eigenpro import _subsampled
+    X, Y = _problem(n=300)
+    y = np.argmax(Y, axis=1).astype(float)
+    p, q = 120, 60
+    monkeypatch.setattr(_validation, "memory_limit", lambda: 16 * p * p - 1)
+    with pytest.raises(ValueError, match=rf"--centers {p}: the preconditioner's two p x p "
+                                         r"matrices would take 225 KiB.*--subsample q"):
+        kernsolve.train(y, X, f"--solver eigenpro --centers {p} -q")
+    block = _subsampled.RESIDUAL_BLOCK
+    monkeypatch.setattr(_validation, "memory_limit", lambda: 8 * p * (q + block) - 1)
+    with pytest.raises(ValueError, match=rf"--centers {p} --subsample {q}: .* would take"):
+        kernsolve.train(y, X, f"--solver eigenpro --centers {p} --subsample {q} -q")
+    monkeypatch.setattr(_validation, "memory_limit", lambda: 8 * p * (q + block))
+    kernsolve.train(y, X, f"--solver eigenpro --centers {p} --subsample {q} -q")  # (just fits)

@@ -58,6 +58,7 @@ from ..._core import _matrix
 from ..._kernels import one_blas_thread
 from ..._random import permutation
 from ..._sparse import issparse
+from ..._validation import check_allocation
 
 __all__ = ["centre_indices", "auxiliary_indices", "fit_centres", "BLOCK_VALUES",
            "PRECISIONS"]
@@ -385,6 +386,13 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
     if subsample is not None and p + subsample > n:
         raise ValueError(f"--subsample: the q = {subsample} auxiliary rows are drawn "
                          f"besides the p = {p} centres, so p + q must be at most n = {n}")
+    if subsample is None:       # K_MM and T T^T while factoring (_Factors)
+        check_allocation(16 * p * p, f"--centers {p}: the preconditioner's two p x p "
+                         "matrices", "use fewer centres, or --subsample q (no p x p matrix)")
+    else:                       # K_MQ, and the residual's diagonal blocks (_subsampled)
+        check_allocation(8 * p * (subsample + RESIDUAL_BLOCK), f"--centers {p} --subsample "
+                         f"{subsample}: the preconditioner's p x (q + {RESIDUAL_BLOCK}) values",
+                         "use fewer centres or a smaller --subsample")
     S = centre_indices(n, p, seed)
     C = kern.rows(S)
     user = UntimedCallback(callback)
