@@ -134,17 +134,18 @@ class _KernelBlocks:
         # support vectors that stay sparse: Y^T dense, made once
         self.transposed = transposed_operand(self.SV, t) if self.l else None
 
-    def sums(self, columns, coefs, out):
-        """``expansion_sums`` of every row's kernel values into ``out``, without
-        kernel blocks (:func:`~kernsolve._kernels.sums_against_operand`, the
-        same bits); False, having done nothing, where that path does not
-        apply (then :meth:`block`)."""
+    def sums(self, start, stop, columns, coefs, out):
+        """``expansion_sums`` of the kernel values of rows ``start .. stop-1``
+        into ``out``, without kernel blocks
+        (:func:`~kernsolve._kernels.sums_against_operand`, the same bits);
+        False, having done nothing, where that path does not apply (then
+        :meth:`block`)."""
         if self.l == 0 or int(self.param.kernel_type) == PRECOMPUTED:
             return False
         p = self.param
-        return sums_against_operand(self.X, self.SV, int(p.kernel_type), self.gamma,
-                                    self.degree, self.coef0, self.n_jobs, self.transposed,
-                                    columns, coefs, out)
+        return sums_against_operand(self.X[start:stop], self.SV, int(p.kernel_type),
+                                    self.gamma, self.degree, self.coef0, self.n_jobs,
+                                    self.transposed, columns, coefs, out)
 
     def block(self, start, stop):
         Xb = self.X[start:stop]
@@ -187,13 +188,21 @@ def _expansion_terms(model, coef):
 
 
 def _decision_values(X, model, n_jobs):
-    """Decision values in LIBSVM's summation order, block of rows by block.
+    """Decision values of every row of X (see :func:`_row_values`)."""
+    return next(_row_values(X, model, n_jobs, X.shape[0]))[2]
+
+
+def _row_values(X, model, n_jobs, max_rows=None):
+    """Decision values in LIBSVM's summation order: ``(start, stop, values)``
+    for consecutive groups of at most ``max_rows`` rows (default: as many as
+    keep the values within BLOCK_BYTES), so that a caller that keeps only
+    labels holds one group's values, never rows x k(k-1)/2 of them.
 
     Each value is LIBSVM's ``sum += coef * K`` over the pair's SVs in file
     order (class i's then class j's), then ``sum -= rho``, computed by the
     compiled ``expansion_sums``: products rounded, then added one by one,
-    no BLAS product, so the bits depend neither on BLAS nor on the thread
-    count (and a precomputed kernel gives LIBSVM's own bits).
+    no BLAS product, so the bits depend neither on BLAS, nor on the thread
+    count, nor on the groups (each row's sums are its own).
     Memory: the kernel block and the sums of its rows, within BLOCK_BYTES,
     plus the model-sized placement arrays of :func:`_expansion_terms`.
     """
@@ -201,23 +210,31 @@ def _decision_values(X, model, n_jobs):
     l = model.support_vectors.shape[0]
     n_values = rho.size if int(model.param.svm_type) in CLASSIFICATION else 1
     n = X.shape[0]
+    if max_rows is None:
+        max_rows = max(1, BLOCK_BYTES // (8 * max(n_values, 1)))
+    max_rows = max(1, int(max_rows))
     if l == 0:
-        return np.tile(-rho, (n, 1))
+        for start in range(0, max(n, 1), max_rows):
+            stop = min(n, start + max_rows)
+            yield start, stop, np.tile(-rho, (stop - start, 1))
+        return
     columns, coefs = _expansion_terms(model, coef)
     if columns.size and (columns.min() < 0 or columns.max() >= n_values):
         raise ValueError("the model's support vectors do not fit its one-vs-one pairs")
-    out = np.zeros((n, n_values))
     blocks = _KernelBlocks(X, model, n_jobs)
-    if not blocks.sums(columns, coefs, out):
-        rows = block_rows(BLOCK_BYTES // (8 * (l + n_values)))
-        threads = resolve_n_jobs(n_jobs)
-        for start in range(0, n, rows):
-            stop = min(n, start + rows)
-            K = np.ascontiguousarray(blocks.block(start, stop), dtype=np.float64)
-            expansion_sums(K, columns, coefs, out[start:stop], threads)
-            del K   # before the next block is made: one block in memory, not two
-    out -= rho
-    return out
+    rows = block_rows(BLOCK_BYTES // (8 * (l + n_values)))
+    threads = resolve_n_jobs(n_jobs)
+    for first in range(0, max(n, 1), max_rows):
+        last = min(n, first + max_rows)
+        out = np.zeros((last - first, n_values))
+        if not blocks.sums(first, last, columns, coefs, out):
+            for start in range(first, last, rows):
+                stop = min(last, start + rows)
+                K = np.ascontiguousarray(blocks.block(start, stop), dtype=np.float64)
+                expansion_sums(K, columns, coefs, out[start - first:stop - first], threads)
+                del K   # before the next block is made: one block in memory, not two
+        out -= rho
+        yield first, last, out
 
 
 # ---------------------------------------------------------------- probabilities
@@ -366,16 +383,36 @@ def _check_predictable(model):
     _check_model(model)
 
 
-def _predict_arrays(X, model, probability=False, n_jobs=None):
-    """(labels, values) for canonical-able X; values as ``predict`` describes."""
+def _predict_arrays(X, model, probability=False, n_jobs=None, keep_values=True):
+    """(labels, values) for canonical-able X; values as ``predict`` describes,
+    or None with ``keep_values=False`` and no ``probability`` (labels only:
+    the decision values are made and voted a group of rows at a time)."""
     _check_predictable(model)
     Xc = _prepare_X(X, _is_precomputed(model))
-    dec = _decision_values(Xc, model, n_jobs)
+    if probability and not model.is_probability_model:
+        raise ValueError("model does not support probability estimates (train it with -b 1)")
+    n = Xc.shape[0]
+    labels, values = np.empty(n), None
+    for start, stop, dec in _row_values(Xc, model, n_jobs,
+                                        n if keep_values and not probability else None):
+        part_labels, part = _labels_and_values(dec, model, probability)
+        labels[start:stop] = part_labels
+        if keep_values or probability:
+            if values is None:
+                values = part if stop - start == n else np.empty((n, part.shape[1]))
+            if values is not part:
+                values[start:stop] = part
+    if values is None and (keep_values or probability):
+        values = np.empty((0, 0))
+    return labels, values
+
+
+def _labels_and_values(dec, model, probability):
+    """One group of rows: labels and, with ``probability``, the probabilities
+    (else the decision values themselves)."""
     s = int(model.param.svm_type)
     if not probability:
         return _labels_from_values(dec, model), dec
-    if not model.is_probability_model:
-        raise ValueError("model does not support probability estimates (train it with -b 1)")
     if s in CLASSIFICATION:
         prob = _classification_probabilities(dec, model)
         labels = np.asarray(model.labels, dtype=np.float64)[np.argmax(prob, axis=1)]
@@ -475,6 +512,14 @@ def predict(y: ArrayLike | None, X: MatrixLike | LibsvmRows, model: Model | Mode
         Decision values (see :func:`decision_function`) or, with ``-b 1``,
         probabilities (see :func:`predict_probability`).
     """
+    return predict_rows(y, X, model, options)
+
+
+def predict_rows(y, X, model, options="", keep_values=True):
+    """:func:`predict`; with ``keep_values=False`` (kernsolve-predict, which
+    writes labels only) the values are None unless ``-b 1`` asks for
+    probabilities, and the decision values are voted a group of rows at a
+    time: memory bounded for any number of classes, as svm-predict's."""
     if isinstance(model, ModelKind):
         return _predict_other_kind(y, X, model, options)
     probability, quiet, n_jobs = _parse_predict_options(options)
@@ -492,7 +537,7 @@ def predict(y: ArrayLike | None, X: MatrixLike | LibsvmRows, model: Model | Mode
                  % float(np.ravel(model.prob_a)[0]))
     elif model.is_probability_model:
         info("Model supports probability estimates, but disabled in prediction.")
-    labels, values = _predict_arrays(Xc, model, probability, n_jobs)
+    labels, values = _predict_arrays(Xc, model, probability, n_jobs, keep_values)
     if y is None:
         return labels, (float("nan"),) * 3, values
     return labels, _evaluate(y, labels, s in REGRESSION, info), values

@@ -288,3 +288,41 @@ def test_concurrent_fits_and_predictions_are_serial_bits():
             for a, b in zip(serial, together):
                 assert np.array_equal(a, b)
         assert _blas_threads() == {2}
+
+
+def test_labels_only_prediction_holds_a_group_of_rows_not_rows_times_pairs(tmp_path):
+    # The red team: an 80-class model on 8000 rows peaked at 343 MB where
+    # svm-predict takes 12 MB (the rows x k(k-1)/2 decision matrix, for labels
+    # only).  kernsolve-predict now votes a group of rows at a time.  Oracle:
+    # the labels of kernsolve.predict (which returns every value); the bound is
+    # half of what the full matrix alone takes, measured by tracemalloc (numpy
+    # reports its buffers to it), so it does not depend on the machine.
+    import tracemalloc
+    import kernsolve
+    from test_cli import run_inproc
+    rng = np.random.default_rng(0)
+    k, per_class, n_test = 80, 3, 16000
+    centres = rng.uniform(-1, 1, size=(k, 2))
+    y = np.repeat(np.arange(k), per_class).astype(float)
+    X = centres[y.astype(int)] + 0.05 * rng.standard_normal((y.size, 2))
+    model = kernsolve.train(y, X, "-c 10 -g 20 -q")
+    kernsolve.save_model(str(tmp_path / "m.model"), model)
+    Xt = rng.uniform(-1, 1, size=(n_test, 2))
+    yt = np.zeros(n_test)
+    kernsolve.write_problem(str(tmp_path / "test"), yt, Xt)
+    yt, Xt = kernsolve.read_problem(str(tmp_path / "test"))
+    expected, _, values = kernsolve.predict(yt, Xt, model, "-q")
+    full = values.nbytes
+    assert full == n_test * k * (k - 1) // 2 * 8         # 404 MB
+    del values
+    tracemalloc.start()
+    try:
+        done = run_inproc("predict", "-q", tmp_path / "test", tmp_path / "m.model",
+                          tmp_path / "out")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert done.returncode == 0, done.stderr
+    assert peak < full / 2, peak
+    got = np.loadtxt(tmp_path / "out")
+    np.testing.assert_array_equal(got, expected)

@@ -13,7 +13,7 @@ import numpy as np
 from .._constants import CLASSIFICATION, ONE_CLASS, REGRESSION
 from .._fileutil import open_read, output_file
 from .._model import is_model_start, load_model
-from .._predict import predict
+from .._predict import predict_rows
 from ._common import (CommandError, UsageError, c_divide, check_input_path,
                       check_output_path, end_process, parse_int, read_data, regression_summary,
                       run, split_options)
@@ -199,7 +199,7 @@ def main(argv):
     if threads is not None:
         predict_options += ["--threads", str(threads)]
     try:
-        labels, _, values = predict(y, X, model, predict_options)
+        labels, _, values = predict_rows(y, X, model, predict_options, keep_values=False)
     except ValueError as exc:
         if getattr(model, "param", None) is not None:
             raise
