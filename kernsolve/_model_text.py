@@ -196,6 +196,9 @@ def split_lines(text, fail):
     is refused rather than read.
     """
     lines = text.split("\n")
+    if len(lines) == 1 and "\r" in text:
+        fail(1, "the lines end with a carriage return alone (classic Mac OS line ends), "
+                "not a newline: convert them, e.g. tr '\\r' '\\n' < FILE > NEW")
     if lines[-1] != "":
         fail(len(lines), "truncated model file: the last line does not end with a newline "
                          "(kernsolve and LIBSVM end every model file with one)")

@@ -234,3 +234,17 @@ def test_eigenpro_one_class_returns_at_once_as_libsvm(capsys):
         warnings.simplefilter("ignore")
         libsvm_like = kernsolve.train(y[:50], X[:50], "-q -g 0.5")
     assert np.array_equal(model.predict(Xt), kernsolve.predict(None, Xt, libsvm_like, "-q")[0])
+
+
+@pytest.mark.parametrize("kind", ["libsvm", "dsg", "eigenpro"])
+def test_carriage_return_line_ends_are_named_not_called_truncated(models, tmp_path, kind):
+    # The red team: a model with CR-only line ends was called "truncated".
+    bad = tmp_path / "cr.model"
+    bad.write_bytes(open(models[kind], "rb").read().replace(b"\n", b"\r"))
+    with pytest.raises(ModelFormatError, match=r"cr\.model:1: the lines end with a carriage "
+                                               r"return alone .*tr '\\r' '\\n'"):
+        load_model(str(bad))
+    # CR LF (Windows) line ends still load
+    crlf = tmp_path / "crlf.model"
+    crlf.write_bytes(open(models[kind], "rb").read().replace(b"\n", b"\r\n"))
+    load_model(str(crlf))
