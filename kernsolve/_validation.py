@@ -149,7 +149,8 @@ def libsvm_rows(X, name="X", *, precomputed=False):
             raise ValueError(f"{name} row {i}: expected a dict {{index: value}} or a list "
                              f"of values (LIBSVM's rows), got {type(row).__name__}")
         for k, v in pairs:
-            if not is_number(v):
+            # a bool is 0 or 1, as libsvm's svm_problem and numpy read it
+            if not (is_number(v) or isinstance(v, (bool, np.bool_))):
                 raise ValueError(f"{name} row {i}, index {k}: value {v!r} is not a number")
             v = float(v)
             if not np.isfinite(v):

@@ -302,3 +302,18 @@ def test_altered_internal_representation_is_refused(sparse_fit):
     with pytest.raises(ValueError, match=message + r" \(model: dual_coef has shape"):
         ours.predict_proba(X6)
 
+
+
+def test_a_kernel_callable_that_returns_nan_is_blamed_not_x():
+    # The red team: a callable kernel returning NaN was reported as "X
+    # contains non-finite values"; X is the kernel's to read, not kernsolve's.
+    X, y = _iris()
+
+    def broken(A, B):
+        K = np.asarray(A) @ np.asarray(B).T
+        K[3, 5] = np.nan
+        return K
+
+    with pytest.raises(ValueError, match=r"SVC: the kernel callable returned nan for "
+                                         r"samples 3 and 5 \(and 0 more"):
+        SVC(kernel=broken).fit(X, y)

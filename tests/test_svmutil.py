@@ -416,3 +416,18 @@ def test_from_kernsolve_svmutil_import_star_has_the_svmutil_names():
     for name in ("svm_train", "svm_predict", "svm_read_problem", "svm_load_model",
                  "svm_save_model", "svm_problem", "svm_parameter", "evaluations"):
         assert name in namespace and name in svmutil.__all__
+
+
+def test_bools_in_rows_are_zeros_and_ones_as_libsvm_reads_them():
+    # The red team: svm_train refused True/False that libsvm's svm_problem and
+    # numpy take as 1/0.  Oracle: the same rows written with 1.0/0.0.
+    y = [1, -1] * 6
+    rows_bool = [{1: True, 2: 0.5}, {1: False, 2: 0.1}, {1: np.True_, 2: 0.3}] * 4
+    rows_num = [{1: 1.0, 2: 0.5}, {1: 0.0, 2: 0.1}, {1: 1.0, 2: 0.3}] * 4
+    test = [{1: 1.0, 2: 0.4}, {1: 0.0, 2: 0.2}]
+    with_bools = ks_svmutil.svm_train(y, rows_bool, "-q")
+    with_numbers = ks_svmutil.svm_train(y, rows_num, "-q")
+    assert ks_svmutil.svm_predict([1, -1], test, with_bools, "-q")[2] == \
+        ks_svmutil.svm_predict([1, -1], test, with_numbers, "-q")[2]
+    with pytest.raises(ValueError, match=r"row 1, index 1: value 'a' is not a number"):
+        ks_svmutil.svm_train([1, -1], [{1: "a"}, {1: 0.0}], "-q")

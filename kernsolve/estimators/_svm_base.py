@@ -161,6 +161,12 @@ class _BaseSVM(BaseEstimator):
             raise ValueError(f"{type(self).__name__}: the kernel callable returned a matrix "
                              f"of shape {K.shape}; expected {shape} (one row per sample "
                              f"of its first argument, one column per sample of its second)")
+        bad = np.argwhere(~np.isfinite(K))
+        if bad.size:    # the kernel's fault, not X's (X is the kernel's to read)
+            i, j = bad[0]
+            raise ValueError(f"{type(self).__name__}: the kernel callable returned "
+                             f"{float(K[i, j])} for samples {i} and {j} (and {len(bad) - 1} more "
+                             "non-finite values); a kernel's values must be finite")
         return K
 
     @staticmethod
