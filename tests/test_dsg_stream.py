@@ -365,3 +365,16 @@ def test_a_file_changed_between_windows_stops_the_run_naming_it(a9a, tmp_path, m
     reads.clear()
     monkeypatch.setattr(stream, "read_problem", kernsolve.read_problem)
     assert train_file(str(path), "--solver dsg -q --epochs 2", chunk_bytes=20000) is not None
+
+
+def test_median_gamma_on_a_one_row_first_window_names_the_window(tmp_path):
+    # The red team: "-g median" on a one-row first window named neither
+    # --chunk-mb nor the window.
+    path = tmp_path / "data"
+    path.write_text("1 1:0.5 2:0.25\n-1 1:0.1 2:0.75\n1 1:0.3 2:0.5\n")
+    with pytest.raises(ValueError, match=r"data: -g median takes the median distance of the "
+                                         r"first window of --stream that holds lines \(bytes 0 "
+                                         r"to 10; windows of --chunk-mb = 10 bytes\), and it "
+                                         r"holds 1 row"):
+        train_file(str(path), "--solver dsg -g median -q", chunk_bytes=10)
+    assert train_file(str(path), "--solver dsg -g median -q", chunk_bytes=64) is not None

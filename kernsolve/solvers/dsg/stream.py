@@ -161,6 +161,12 @@ def train_file(path, options="", *, chunk_bytes=64 << 20, n_features=None, n_job
             if y.shape[0] == 0:         # a window inside one long line
                 continue
             if trainer is None:
+                if param.gamma == "median" and y.shape[0] < 2:
+                    raise ValueError(f"{path}: -g median takes the median distance of the "
+                                     f"first window of --stream that holds lines (bytes "
+                                     f"{offset} to {offset + length}; windows of --chunk-mb "
+                                     f"= {chunk_bytes} bytes), and it holds 1 row; the median "
+                                     "needs 2: use a larger --chunk-mb or a -g value")
                 gamma = resolve_gamma(param, X)
                 trainer = DSGTrainer(hyperparameters(param, n_rows or y.shape[0], n_features,
                                                      loss, gamma), targets)
