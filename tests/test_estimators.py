@@ -5,7 +5,6 @@ LIBSVM's solver, so decision values agree to rounding and predictions are
 equal), scikit-learn's estimator checks, libsvm-official for the model file.
 scikit-learn is a test-only dependency.
 """
-import os
 import pickle
 import tempfile
 import warnings
@@ -15,7 +14,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from conftest import package_env
+from conftest import package_env, shared_path
 
 sklearn = pytest.importorskip("sklearn")
 from sklearn import svm as sk_svm  # noqa: E402
@@ -31,7 +30,6 @@ import kernsolve  # noqa: E402
 from kernsolve.estimators.svm import (SVC, SVR, ConvergenceWarning, NotFittedError,  # noqa: E402
                                    NuSVC, NuSVR, OneClassSVM)
 
-DATA = "/work/shared/data"
 ATOL = 1e-6
 
 
@@ -41,10 +39,7 @@ def _heart():
 
 
 def _housing():
-    path = os.path.join(DATA, "housing_scale.xz")
-    if not os.path.exists(path):
-        pytest.skip("housing_scale not available")
-    y, X = kernsolve.read_problem(path)
+    y, X = kernsolve.read_problem(shared_path("housing_scale"))
     return X[:250], y[:250]
 
 
