@@ -4,8 +4,7 @@ import sys
 
 from . import __version__
 from ._core import _parallel
-from ._threads import cpu_count, resolve_n_jobs
-from ._wait_policy import applied as wait_policy
+from ._threads import cpu_count, resolve_n_jobs, wait_policy
 
 try:  # written by setup.py when it builds the core
     from . import _build_config as _build

@@ -5,16 +5,14 @@ the row cache in ``_kernel.pyx``); this module turns user input into what they
 expect (dense C-order float64 or CSR with sorted int32 indices and int64 row
 pointers) and checks kernel parameters with one message style.
 """
-import contextlib
 import numbers
-import threading
 
 import numpy as np
 
 from ._constants import KERNEL_CODES, KERNEL_NAMES, LAPLACIAN, POLY, PRECOMPUTED
 from ._core import _kernel, _matrix
 from ._sparse import as_csr, dense_transpose, is_scipy_sparse, issparse, make_csr
-from ._threads import resolve_n_jobs
+from ._threads import one_blas_thread, resolve_n_jobs
 
 _INT32_MAX = 2**31 - 1
 
@@ -436,98 +434,6 @@ def worth_densifying(X, Y):
                 return False
             size += 8 * M.shape[0] * M.shape[1]
     return size <= _DENSIFY_MAX_BYTES
-
-
-class _BlasLimit:
-    """The one owner of the process's BLAS thread count (see :func:`one_blas_thread`).
-
-    threadpoolctl sets a library-wide count and restores, on exit, the count it
-    saw on entry; two such limits in two Python threads that interleave (A
-    enters, B enters and saves A's 1, A exits, B exits and restores 1) would
-    leave the process at one BLAS thread.  Here the first holder sets the
-    limit and the last one restores the count the first one saw.
-
-    threadpoolctl (>= 3.7) also lets only one "controlling" Python thread
-    change a process-wide OpenBLAS pool and silently ignores the others; the
-    owner hands that role back after each change, so a limit set or restored
-    here takes effect from whichever thread holds it, and the user's own
-    ``threadpool_limits`` keeps working.
-    """
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.controller = None      # made at first use (see _blas_controller)
-        self.holders = 0
-        self.limiter = None
-
-    @staticmethod
-    def _free_control():
-        # imported at first use: threadpoolctl is for the dense BLAS paths only
-        from threadpoolctl import OpenBLASController
-        clear = getattr(OpenBLASController, "clear_controlling_thread", None)
-        if clear is not None:
-            clear(force=True)
-
-    def enter(self):
-        with self.lock:
-            if self.holders == 0:
-                self._free_control()
-                try:
-                    self.limiter = _blas_controller_locked().limit(limits=1, user_api="blas")
-                finally:
-                    self._free_control()
-            self.holders += 1
-
-    def exit(self):
-        with self.lock:
-            self.holders -= 1
-            if self.holders == 0:
-                limiter, self.limiter = self.limiter, None
-                self._free_control()
-                try:
-                    limiter.restore_original_limits()
-                finally:
-                    self._free_control()
-
-
-_BLAS = _BlasLimit()
-
-
-def _blas_controller_locked():
-    """The threadpoolctl controller (``_BLAS.lock`` held), made at first use.
-
-    Made at first use, not at import: it lists the BLAS libraries loaded when
-    it is made (numpy's, and scipy's, which ``_core._matrix.load_blas`` loads
-    first: scipy is not imported before its dgemm is needed), and making it
-    scans the process's libraries, which ``import kernsolve`` should not pay for.
-    """
-    if _BLAS.controller is None:
-        _matrix.load_blas()
-        from threadpoolctl import ThreadpoolController    # at first use, as the controller
-        _BLAS.controller = ThreadpoolController()
-    return _BLAS.controller
-
-
-def _blas_controller():
-    """The threadpoolctl controller, made at first use and cached."""
-    with _BLAS.lock:
-        return _blas_controller_locked()
-
-
-@contextlib.contextmanager
-def one_blas_thread():
-    """A context that keeps numpy's and scipy's BLAS on one thread.
-
-    Our own threads run the tiles (or there is one small product): one BLAS
-    thread per call makes the bits independent of the thread count.  Safe
-    under Python threads: while any thread is inside, BLAS runs on one
-    thread; when the last one leaves, the count the first one found is back.
-    """
-    _BLAS.enter()
-    try:
-        yield
-    finally:
-        _BLAS.exit()
 
 
 def kernel_rows(X, kernel="rbf", gamma=None, degree=3, coef0=0.0, cache_mb=100.0,

@@ -1,13 +1,28 @@
-"""Thread-count rule shared by every solver (scikit-learn's ``n_jobs`` convention).
+"""Parallel execution: the one owner of kernsolve's threads (doc/threads.md).
 
-:func:`check_n_jobs` is the one check of a thread count (an integer, not 0,
-or None); the option parser, ``kernsolve.predict``, the estimators and
-:func:`resolve_n_jobs` call it, each with its own wording.
+* thread counts: :func:`check_n_jobs` is the one check of a thread count (an
+  integer, not 0, or None; the option parser, ``kernsolve.predict``, the
+  estimators and :func:`resolve_n_jobs` call it, each with its own wording),
+  :func:`resolve_n_jobs` turns it into a count (scikit-learn's ``n_jobs``
+  convention), with the at-fork rule below;
+* the wait policy of OpenMP's threads: applied by ``_wait_policy`` (this
+  module's private part, which must run before the compiled core loads),
+  reported by :func:`wait_policy`;
+* the BLAS limit: :func:`one_blas_thread`;
+* Python worker threads: :func:`worker_pool` (EigenPro on centres) and
+  :func:`shared_pool` (the reader), and the reader's runtime switch
+  :data:`READER_RUNTIME`.
+
+The compiled layer's own thresholds (when a loop is worth threads) stay
+beside their loops; doc/threads.md lists them all.
 """
+import contextlib
 import os
+import threading
 import warnings
 
-from ._core import _parallel
+from . import _wait_policy
+from ._core import _matrix, _parallel
 
 # GNU OpenMP (libgomp) keeps its pool of threads with the thread that started a
 # parallel region; a child made by fork() inherits that bookkeeping but not the
@@ -91,3 +106,154 @@ def resolve_n_jobs(n_jobs):
     if n > 1:
         _state["team"] = True
     return n
+
+
+def wait_policy():
+    """How OpenMP's idle threads wait, for ``kernsolve.show_config()``."""
+    return _wait_policy.applied()
+
+
+# ------------------------------------------------------------- the BLAS limit
+
+class _BlasLimit:
+    """The one owner of the process's BLAS thread count (see :func:`one_blas_thread`).
+
+    threadpoolctl sets a library-wide count and restores, on exit, the count it
+    saw on entry; two such limits in two Python threads that interleave (A
+    enters, B enters and saves A's 1, A exits, B exits and restores 1) would
+    leave the process at one BLAS thread.  Here the first holder sets the
+    limit and the last one restores the count the first one saw.
+
+    threadpoolctl (>= 3.7) also lets only one "controlling" Python thread
+    change a process-wide OpenBLAS pool and silently ignores the others; the
+    owner hands that role back after each change, so a limit set or restored
+    here takes effect from whichever thread holds it, and the user's own
+    ``threadpool_limits`` keeps working.
+    """
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.controller = None      # made at first use (see _blas_controller)
+        self.holders = 0
+        self.limiter = None
+
+    @staticmethod
+    def _free_control():
+        # imported at first use: threadpoolctl is for the dense BLAS paths only
+        from threadpoolctl import OpenBLASController
+        clear = getattr(OpenBLASController, "clear_controlling_thread", None)
+        if clear is not None:
+            clear(force=True)
+
+    def enter(self):
+        with self.lock:
+            if self.holders == 0:
+                self._free_control()
+                try:
+                    self.limiter = _blas_controller_locked().limit(limits=1, user_api="blas")
+                finally:
+                    self._free_control()
+            self.holders += 1
+
+    def exit(self):
+        with self.lock:
+            self.holders -= 1
+            if self.holders == 0:
+                limiter, self.limiter = self.limiter, None
+                self._free_control()
+                try:
+                    limiter.restore_original_limits()
+                finally:
+                    self._free_control()
+
+
+_BLAS = _BlasLimit()
+
+
+def _blas_controller_locked():
+    """The threadpoolctl controller (``_BLAS.lock`` held), made at first use.
+
+    Made at first use, not at import: it lists the BLAS libraries loaded when
+    it is made (numpy's, and scipy's, which ``_core._matrix.load_blas`` loads
+    first: scipy is not imported before its dgemm is needed), and making it
+    scans the process's libraries, which ``import kernsolve`` should not pay for.
+    """
+    if _BLAS.controller is None:
+        _matrix.load_blas()
+        from threadpoolctl import ThreadpoolController    # at first use, as the controller
+        _BLAS.controller = ThreadpoolController()
+    return _BLAS.controller
+
+
+def _blas_controller():
+    """The threadpoolctl controller, made at first use and cached."""
+    with _BLAS.lock:
+        return _blas_controller_locked()
+
+
+@contextlib.contextmanager
+def one_blas_thread():
+    """A context that keeps numpy's and scipy's BLAS on one thread.
+
+    Our own threads run the tiles (or there is one small product): one BLAS
+    thread per call makes the bits independent of the thread count.  Safe
+    under Python threads: while any thread is inside, BLAS runs on one
+    thread; when the last one leaves, the count the first one found is back.
+    """
+    _BLAS.enter()
+    try:
+        yield
+    finally:
+        _BLAS.exit()
+
+
+# --------------------------------------------------------- Python worker threads
+
+def worker_pool(n_threads, name="worker"):
+    """A new pool of ``n_threads`` Python threads (a ``ThreadPoolExecutor``).
+
+    For work whose tasks release the GIL in compiled code and are handed out
+    from Python (EigenPro's row blocks and Cholesky tiles): idle workers block
+    on a lock, they never spin.  Use it as a context manager, so its threads
+    end with the work.
+    """
+    # imported at first use: concurrent.futures imports logging, which a
+    # reader of one chunk never needs (doc/cli.md, "Start-up time")
+    from concurrent.futures import ThreadPoolExecutor
+    return ThreadPoolExecutor(max_workers=n_threads, thread_name_prefix=f"kernsolve-{name}")
+
+
+_SHARED_POOLS = {}
+
+
+def shared_pool(n_threads, name="reader"):
+    """A persistent :func:`worker_pool` of ``n_threads`` threads, one per name and count.
+
+    For work that comes in many short calls (the reader's blocks), which would
+    otherwise start threads for each.  A forked child inherits the pool object
+    but not its threads: keyed by pid, so a child makes its own instead of
+    queueing work nobody runs.
+    """
+    key = (os.getpid(), name, n_threads)
+    pool = _SHARED_POOLS.get(key)
+    if pool is None:
+        pool = _SHARED_POOLS[key] = worker_pool(n_threads, name)
+    return pool
+
+
+# Which runtime parses the reader's chunks when it has more than one thread:
+# "pool" (shared_pool: idle threads block) or "openmp" (a prange under the
+# wait policy).  A switch for the measurement of benchmarks/bench_reader.py
+# --runtimes, set by the environment variable KERNSOLVE_READER_RUNTIME when
+# this module loads, or by assigning it; both give the same arrays.
+READER_RUNTIMES = ("pool", "openmp")
+READER_RUNTIME = os.environ.get("KERNSOLVE_READER_RUNTIME", "pool").strip().lower()
+
+
+def reader_pools():
+    """What the reader's ``Builder.feed`` takes as ``pools``: :func:`shared_pool`
+    (a pool of n threads for n), or None for OpenMP's threads."""
+    if READER_RUNTIME not in READER_RUNTIMES:
+        raise ValueError(f"KERNSOLVE_READER_RUNTIME={READER_RUNTIME!r}: expected one of "
+                         + ", ".join(READER_RUNTIMES))
+    return shared_pool if READER_RUNTIME == "pool" else None

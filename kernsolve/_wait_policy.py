@@ -1,19 +1,14 @@
-"""How kernsolve's OpenMP threads wait between parallel regions (issue 12, item 3).
+"""How kernsolve's OpenMP threads wait between parallel regions: the private
+part of ``kernsolve._threads`` that must run before the compiled core loads.
 
-libgomp's default lets a thread that has finished its share spin for a while
-(``GOMP_SPINCOUNT``, 300000 turns) before it sleeps.  On an idle machine that
-saves a wake-up; beside another busy process it is ruinous: the spinning
-threads take the core from the one thread with work left, and every fork/join
-of the solvers waits a scheduler time slice.  Measured on 2 cores with one
-competing process, default threads ran 1.4 to 26 times slower than
-``--threads 1`` (benchmarks/RESULTS.md, "Threads on a busy machine").
-
-So kernsolve asks for the passive policy (threads sleep at once) while its
-compiled core loads OpenMP, unless the user chose a policy: libgomp reads its
-environment once, when it is loaded, and it is loaded by kernsolve's first
-compiled module.  The variable is removed again afterwards, so other libraries
-loaded later and child processes see the user's environment unchanged.  This
-only changes speed: results are the same bits under any policy.
+Why the passive policy (threads sleep at once): doc/threads.md, "Idle threads
+on a busy machine".  libgomp reads its environment once, when it is loaded,
+and it is loaded by kernsolve's first compiled module; so ``kernsolve/__init__``
+imports that module inside :func:`openmp_loading`, which sets
+``OMP_WAIT_POLICY`` unless the user chose a policy and removes it again
+afterwards, so other libraries loaded later and child processes see the
+user's environment unchanged.  This only changes speed: results are the same
+bits under any policy.
 """
 import contextlib
 import os

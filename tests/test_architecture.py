@@ -2,11 +2,14 @@
 
 Oracle: the package's own source, parsed (nothing is imported or run): the
 import graph between kernsolve's modules has no cycle, no module imports
-kernsolve's modules from inside a function, and no module outside
-``kernsolve/solvers/`` names a solver: they read the registry.
+kernsolve's modules from inside a function, no module outside
+``kernsolve/solvers/`` names a solver (they read the registry), and thread
+machinery (threadpoolctl, Python thread pools, the OMP_ variables, joblib)
+stands only in the modules that own it.
 """
 import ast
 import os
+import re
 
 import pytest
 
@@ -110,3 +113,88 @@ def test_no_solver_named_outside_the_registry():
             if isinstance(node, ast.Constant) and node.value in names:
                 found.append(f"{module}:{node.lineno}: {node.value!r}")
     assert found == []
+
+
+# Thread machinery and the modules allowed to hold it (doc/threads.md, "One
+# owner"): kernsolve._threads owns parallel execution, _wait_policy is its
+# private part that runs before the compiled core loads, and joblib runs the
+# tasks of model selection.
+THREAD_OWNERS = {
+    "threadpoolctl": {"kernsolve._threads"},
+    "concurrent.futures": {"kernsolve._threads"},
+    "ThreadPoolExecutor": {"kernsolve._threads"},
+    "an OMP_ variable": {"kernsolve._threads", "kernsolve._wait_policy"},
+    "joblib": {"kernsolve.model_selection.cv"},
+}
+_OMP_NAME = re.compile(r"G?OMP_[A-Z_]+\Z")
+# the same in compiled sources (.pyx, .pxd, .h), line by line
+_COMPILED_THREADS = [
+    ("threadpoolctl", re.compile(r"^\s*(from|import|cimport)\s+threadpoolctl\b")),
+    ("concurrent.futures", re.compile(r"^\s*(from|import)\s+concurrent\b")),
+    ("ThreadPoolExecutor", re.compile(r"ThreadPoolExecutor\s*\(")),
+    ("an OMP_ variable", re.compile(r"""["']G?OMP_[A-Z_]+["']|getenv\(\s*"G?OMP_""")),
+    ("joblib", re.compile(r"^\s*(from|import)\s+joblib\b")),
+]
+
+
+def _thread_machinery(path):
+    """(what, line) for each piece of THREAD_OWNERS in a Python module."""
+    found = []
+    for node in ast.walk(ast.parse(open(path).read(), path)):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""] + [a.name for a in node.names]
+        elif isinstance(node, ast.Name):
+            names = [node.id]
+        elif isinstance(node, ast.Attribute):
+            names = [node.attr]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and _OMP_NAME.match(node.value):
+            found.append(("an OMP_ variable", node.lineno))
+        for name in names:
+            top = name.split(".")[0]
+            what = {"threadpoolctl": "threadpoolctl", "joblib": "joblib",
+                    "concurrent": "concurrent.futures"}.get(top)
+            if name == "ThreadPoolExecutor":
+                what = "ThreadPoolExecutor"
+            if what:
+                found.append((what, node.lineno))
+    return found
+
+
+def _compiled_sources():
+    for folder, _, files in os.walk(PACKAGE):
+        for name in sorted(files):
+            if name.endswith((".pyx", ".pxd", ".h")):
+                yield os.path.join(folder, name)
+
+
+def test_thread_machinery_only_in_its_owner():
+    misplaced, seen = [], set()
+    for module, (path, _) in MODULES.items():
+        for what, line in _thread_machinery(path):
+            seen.add((what, module))
+            if module not in THREAD_OWNERS[what]:
+                misplaced.append(f"{module}:{line}: {what}")
+    for path in _compiled_sources():
+        for number, text in enumerate(open(path), 1):
+            for what, pattern in _COMPILED_THREADS:
+                if pattern.search(text):
+                    misplaced.append(f"{os.path.relpath(path, PACKAGE)}:{number}: {what}")
+    assert misplaced == [], "thread machinery outside kernsolve._threads (doc/threads.md)"
+    # the scan sees the owners' own uses, so a rule that finds nothing is not blind
+    for what, owners in THREAD_OWNERS.items():
+        assert seen & {(what, m) for m in owners}, what
+
+
+def test_thread_scan_on_a_sample(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("import os\nfrom concurrent.futures import ThreadPoolExecutor\n"
+                      "os.environ['OMP_NUM_THREADS'] = '1'\n"
+                      "def f():\n    import threadpoolctl\n    return joblib.Parallel\n"
+                      "'''OMP_WAIT_POLICY in prose is fine'''\n")
+    assert sorted(_thread_machinery(str(sample))) == [
+        ("ThreadPoolExecutor", 2), ("an OMP_ variable", 3), ("concurrent.futures", 2),
+        ("joblib", 6), ("threadpoolctl", 5)]

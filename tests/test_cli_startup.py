@@ -282,7 +282,7 @@ def test_one_blas_thread_reaches_scipys_blas_loaded_late(tmp_path):
     # run on many threads and its bits follow the machine (EigenPro's models).
     code = textwrap.dedent("""\
         import sys
-        from kernsolve._kernels import one_blas_thread
+        from kernsolve._threads import one_blas_thread
         assert "scipy" not in sys.modules
         with one_blas_thread():
             from threadpoolctl import threadpool_info

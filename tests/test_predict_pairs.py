@@ -20,9 +20,10 @@ import threadpoolctl
 
 import kernsolve
 from kernsolve import _predict
-from kernsolve._kernels import kernel_matrix, one_blas_thread
+from kernsolve._kernels import kernel_matrix
 from kernsolve._model import Model
 from kernsolve._params import Parameters
+from kernsolve._threads import one_blas_thread
 
 from test_model_io import libsvm_predict
 

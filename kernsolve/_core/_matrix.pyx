@@ -53,7 +53,7 @@ cdef int _load_dgemm() except -1:
 
 def load_blas():
     """Load scipy's BLAS (and fetch its dgemm) now: before a BLAS thread limit
-    is set (kernsolve._kernels.one_blas_thread), which reaches only the BLAS
+    is set (kernsolve._threads.one_blas_thread), which reaches only the BLAS
     libraries loaded when it is made."""
     _load_dgemm()
 

@@ -8,8 +8,10 @@ the output arrays (the per-chunk tokeniser is ``_tokenizer.pyx``):
 1. a cheap counting pass gives every chunk an upper bound on its rows (newlines
    + 1) and entries (':' characters), so each chunk knows where to write before
    any parsing has happened;
-2. the chunks are parsed by a pool of threads, each chunk into its own slice
-   with the GIL released;
+2. the chunks are parsed in parallel, each into its own slice with the GIL
+   released, by the caller's pool of Python threads (``pools``) or, without
+   one, by OpenMP's threads: kernsolve._threads.READER_RUNTIME chooses
+   (doc/threads.md, "The reader");
 3. the slices are compacted in order (a no-op unless comments, blank lines or
    ``qid:`` fields made the bounds loose).
 
@@ -19,6 +21,7 @@ the line counted inside the chunk; the first failing chunk wins, which is the
 error a serial parse would meet first.
 """
 from cython cimport view
+from cython.parallel cimport prange
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memchr, memmove
@@ -39,29 +42,6 @@ STATUS = {
     "qid_pos": ST_QID_POS, "qid_missing": ST_QID_MISSING,
     "value_empty": ST_VALUE_EMPTY, "locale": ST_LOCALE,
 }
-
-
-_POOLS = {}
-
-
-def _pool(int n_threads):
-    """A persistent pool of worker threads for the chunks of a block.
-
-    Plain threads rather than an OpenMP team: idle workers block instead of
-    spinning, which on a loaded machine (other processes, joblib workers)
-    made OpenMP's 2-thread parse about twice as slow as its 1-thread parse.
-    Each task releases the GIL for the whole chunk.
-    """
-    import os
-    from concurrent.futures import ThreadPoolExecutor
-    # A forked child inherits the pool object but not its threads: keyed by
-    # pid, so a child makes its own instead of queueing work nobody runs.
-    key = (os.getpid(), n_threads)
-    pool = _POOLS.get(key)
-    if pool is None:
-        pool = _POOLS[key] = ThreadPoolExecutor(
-            max_workers=n_threads, thread_name_prefix="kernsolve-reader")
-    return pool
 
 
 cdef object _wrap(void* ptr, Py_ssize_t n, Py_ssize_t itemsize, str fmt):
@@ -194,13 +174,15 @@ cdef class Builder:
         return 0
 
     def feed(self, unsigned char[::1] buf, Py_ssize_t n, int n_threads,
-             Py_ssize_t min_chunk, int64_t bytes_left=0):
+             Py_ssize_t min_chunk, int64_t bytes_left=0, *, pools):
         """Parse ``buf[:n]``, which holds whole lines (the last may lack '\\n').
 
         Unless ``buf[n - 1]`` is a newline, ``buf[n]`` must exist: a NUL is
         written there so the scanning loops and strtod stop at the end.
         ``bytes_left`` (optional) is how many input bytes remain, this block
         included; it lets the first block size the output for the whole file.
+        ``pools(k)`` gives a pool of k Python threads (an executor: ``map``)
+        for the chunks; ``pools`` None runs them on OpenMP's threads.
         Returns None, or ``(status, line, token, a, b)`` for the first error
         (``line`` 1-based, counted from the first fed byte).
         """
@@ -246,11 +228,7 @@ cdef class Builder:
             nt = <int>min(<Py_ssize_t>n_threads, n_chunks)
 
             self._ch = ch
-            if nt > 1:
-                list(_pool(nt).map(self._count_one, range(n_chunks)))
-            else:
-                with nogil:
-                    count_chunk(&ch[0])
+            self._on_chunks(False, n_chunks, nt, pools)
             rows_at = self.n_rows
             nnz_at = self.nnz
             for i in range(n_chunks):
@@ -269,11 +247,7 @@ cdef class Builder:
                 self._grow(rows_at, nnz_at)
 
             while True:
-                if nt > 1:
-                    list(_pool(nt).map(self._parse_one, range(n_chunks)))
-                else:
-                    with nogil:
-                        parse_chunk(&ch[0], &self.st, &self.o)
+                self._on_chunks(True, n_chunks, nt, pools)
                 lines = 0
                 for i in range(n_chunks):
                     if ch[i].status != ST_OK:
@@ -340,6 +314,26 @@ cdef class Builder:
         finally:
             self._ch = NULL
             free(ch)
+
+    cdef int _on_chunks(self, bint parse, Py_ssize_t n_chunks, int nt, pools) except -1:
+        """Count (``parse`` False) or parse every chunk of ``self._ch`` on ``nt``
+        threads: those of ``pools(nt)``, or OpenMP's when ``pools`` is None.
+        Each chunk writes only its own slice, so the runtime changes no bit."""
+        cdef Py_ssize_t i
+        cdef Chunk* ch = self._ch
+        cdef Settings* st = &self.st
+        cdef Out* o = &self.o
+        if nt > 1 and pools is not None:
+            list(pools(nt).map(self._parse_one if parse else self._count_one,
+                               range(n_chunks)))
+            return 0
+        with nogil:     # nt 1: a region of one thread, the calling one
+            for i in prange(n_chunks, num_threads=nt, schedule="dynamic", chunksize=1):
+                if parse:
+                    parse_chunk(&ch[i], st, o)
+                else:
+                    count_chunk(&ch[i])
+        return 0
 
     def _count_one(self, Py_ssize_t i):
         with nogil:

@@ -3,10 +3,10 @@
  * Why not OpenMP there: on a 2-core VM one fork/join of libgomp's threads
  * costs ~37 us under the passive wait policy (a sleeping thread is woken
  * through the hypervisor) and ~0.8 us when they spin, and an SMO step makes
- * two or three of them in ~80 us.  Spinning threads, though, take the CPU
- * from the solver's own master thread when another process is busy
- * (benchmarks/RESULTS.md, "SMO speed, session 6").  This team spins only
- * while the machine has room for it:
+ * two or three of them in ~80 us.  Threads that spin while another process
+ * is busy take the CPU from the solver's own master thread (doc/threads.md,
+ * "Idle threads on a busy machine").  This team spins only while the machine
+ * has room for it:
  *
  *  - Workers live for one solve (ks_team_start .. ks_team_stop).  Between two
  *    jobs an idle worker spins for at most spin_ns, then sleeps on a futex.

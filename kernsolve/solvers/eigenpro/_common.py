@@ -15,9 +15,10 @@ import scipy.sparse as sp
 
 from ..._constants import FOURIER_KERNELS, LAPLACIAN, LINEAR
 from ..._core import _matrix
-from ..._kernels import as_canonical, one_blas_thread, worth_densifying
+from ..._kernels import as_canonical, worth_densifying
 from ..._random import normal, random_u64
 from ..._sparse import issparse
+from ..._threads import one_blas_thread
 
 __all__ = ["KernelBlocks", "top_eigensystem", "step_size", "epoch_order", "check_diverged",
            "RANK_RTOL", "AUTO_RTOL"]

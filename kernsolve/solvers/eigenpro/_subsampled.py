@@ -38,7 +38,7 @@ import scipy.linalg
 
 from ._tiled_cholesky import cholesky_upper
 from ..._core import _matrix
-from ..._kernels import one_blas_thread
+from ..._threads import one_blas_thread
 
 __all__ = ["SubsampledPreconditioner", "RESIDUAL_BLOCK"]
 

@@ -12,7 +12,7 @@ import numpy as np
 import scipy.linalg.lapack as lapack
 
 from ..._core import _matrix
-from ..._kernels import one_blas_thread
+from ..._threads import one_blas_thread
 
 __all__ = ["cholesky_upper", "upper_times_transpose", "TILE"]
 

@@ -25,9 +25,10 @@ from ._common import (AUTO_RTOL, RANK_RTOL, check_diverged, epoch_order, step_si
                       top_eigensystem, UntimedCallback)
 from ..._constants import FOURIER_KERNELS
 from ..._features import feature_directions
-from ..._kernels import as_canonical, one_blas_thread, tiled_product
+from ..._kernels import as_canonical, tiled_product
 from ..._random import permutation
 from ..._sparse import issparse
+from ..._threads import one_blas_thread
 
 __all__ = ["fit_features", "feature_values"]
 

@@ -44,7 +44,6 @@ each tile run on one BLAS thread and the blocks' sums are added in row order.
 """
 import time
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from copy import copy
 
 import numpy as np
@@ -55,9 +54,9 @@ from ._subsampled import RESIDUAL_BLOCK, SubsampledPreconditioner
 from ._tiled_cholesky import TILE, cholesky_upper, upper_times_transpose
 from ..._constants import LAPLACIAN, LINEAR, POLY, RBF
 from ..._core import _matrix
-from ..._kernels import one_blas_thread
 from ..._random import permutation
 from ..._sparse import issparse
+from ..._threads import one_blas_thread, worker_pool
 from ..._validation import check_allocation
 
 __all__ = ["centre_indices", "auxiliary_indices", "fit_centres", "BLOCK_VALUES",
@@ -396,7 +395,7 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
     S = centre_indices(n, p, seed)
     C = kern.rows(S)
     user = UntimedCallback(callback)
-    with ThreadPoolExecutor(max_workers=n_threads) as pool:
+    with worker_pool(n_threads, "eigenpro") as pool:
         fitted = precision
         while True:
             alpha, stats = _solve(kern, Y, S, C, lam, iterations, cache_mb, pool, fitted,

@@ -62,11 +62,11 @@ from .features import fit_features
 from .model import EigenProModel
 from .nystrom import fit_centres
 from ..._constants import C_SVC, EPSILON_SVR, POLY, PRECOMPUTED, PSD_KERNELS, SIGMOID
-from ..._kernels import check_kernel_params, one_blas_thread
+from ..._kernels import check_kernel_params
 from ..._model import Model
 from ..._params import Parameters, option_key, option_name
 from ..._random import permutation
-from ..._threads import resolve_n_jobs
+from ..._threads import one_blas_thread, resolve_n_jobs
 from ..._validation import ONE_CLASS_INFO, check_targets, check_X, class_index, warn_one_class
 
 __all__ = ["eigenpro_options", "fit_eigenpro", "exact_kernel_ridge", "train_eigenpro"]
