@@ -289,12 +289,19 @@ class BuildExt(build_ext):
         self._say(f"built {n} modules in {time.perf_counter() - start:.0f} s")
 
 
+# Every hand-written header and declaration file: a change to one rebuilds the
+# modules (setuptools compares only the sources with the built module otherwise,
+# so an edited header left the old code in place).
+_HEADERS = sorted(glob.glob(os.path.join("kernsolve", "**", "*.h"), recursive=True)
+                  + glob.glob(os.path.join("kernsolve", "**", "*.pxd"), recursive=True))
+
 extensions = [
     Extension(
         _module_name(path),
         [path],
         include_dirs=[numpy.get_include(), "kernsolve/_core"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        depends=_HEADERS,
     )
     # the shared engines in _core/, and each solver's loops beside its Python
     for path in sorted(glob.glob(os.path.join("kernsolve", "**", "*.pyx"), recursive=True))

@@ -334,6 +334,8 @@ static KS_UNUSED unsigned ks_team_next(ks_team* t, unsigned seen)
     }
 }
 
+#define KS_TEAM_THREAD_NAME "kernsolve-team"   /* at most 15 characters */
+
 static KS_UNUSED void* ks_team_main(void* arg)
 {
     ks_worker* me = (ks_worker*)arg;
@@ -533,6 +535,9 @@ static inline ks_team* ks_team_start(int n, long long spin_ns, int adaptive)
     for (i = 1; i < n; i++) {
         if (pthread_create(&t->w[i].thread, NULL, ks_team_main, &t->w[i]) != 0)
             break;
+        /* a name of its own from birth, so that a count of the team's threads
+           (tests, ps -L) is not a count of whatever else the process runs */
+        pthread_setname_np(t->w[i].thread, KS_TEAM_THREAD_NAME);
         started++;
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
