@@ -28,7 +28,6 @@ Usage::
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,6 +35,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bench_smo  # noqa: E402  (the problems and their data files)
+from benchlib import median  # noqa: E402
 
 CHILD = r"""
 import json, os, sys, time
@@ -105,17 +105,17 @@ def main(argv=None):
                 pairs.extend(finish(c) for c in both)
         answers = {(r["n_iter"], r["rho"], r["n_sv"]) for rs in got.values() for r in rs}
         assert len(answers) == 1, f"{cfg['name']}: different answers {answers}"
-        one = statistics.median(r["wall"] for r in got[settings[0]])
+        one = median(r["wall"] for r in got[settings[0]])
         for s in settings:
-            wall = statistics.median(r["wall"] for r in got[s])
-            cpu = statistics.median(r["cpu"] for r in got[s])
+            wall = median(r["wall"] for r in got[s])
+            cpu = median(r["cpu"] for r in got[s])
             load = max(r["load"] for r in got[s])
             label = "-" if s[0] == 1 else f"{s[1]} : {s[2]:g}"
             print(f"| {cfg['name']} | {s[0]} | {label} | {wall:.2f} | {cpu:.2f} | "
                   f"{one / wall:.2f}x | {load:.1f} |", flush=True)
         if pairs:
-            wall = statistics.median(r["wall"] for r in pairs)
-            cpu = statistics.median(r["cpu"] for r in pairs)
+            wall = median(r["wall"] for r in pairs)
+            cpu = median(r["cpu"] for r in pairs)
             print(f"| {cfg['name']} | 1 + 1 | two one-thread solves at once (ceiling) | "
                   f"{wall:.2f} each | {cpu:.2f} | {2 * one / wall:.2f}x | "
                   f"{max(r['load'] for r in pairs):.1f} |", flush=True)
