@@ -71,7 +71,7 @@ test rows with small budgets, in seconds per method.
 ``--dense`` gives every tool the rows as a dense numpy array (the files read
 as usual, then ``toarray()``, counted in ``read_s``): what a user holding
 numpy arrays has, and for scikit-learn's feature maps a BLAS product instead
-of a sparse one (RESULTS.md, session 11).  The rows' data name gets
+of a sparse one (benchmarks/history/RESULTS.md, session 11).  The rows' data name gets
 ``+dense``; libsvm-official takes its own sparse rows only, so it is refused.
 
 Usage::
