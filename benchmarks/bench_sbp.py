@@ -35,6 +35,7 @@ import tempfile
 import time
 
 from benchlib import DATA, tree_env
+
 GAMMA = 0.005
 C = 100.0
 NU = 0.00137
