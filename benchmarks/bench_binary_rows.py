@@ -20,7 +20,6 @@ Usage::
 import argparse
 import hashlib
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -28,7 +27,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bench_smo  # noqa: E402  (the problems and their data files)
-from benchlib import prepare  # noqa: E402
+from benchlib import median, prepare  # noqa: E402
 
 
 def run(cfg, train_path, threads, rounds, workdir, switch="bits"):
@@ -62,7 +61,7 @@ def run(cfg, train_path, threads, rounds, workdir, switch="bits"):
         setting(before)
     if len(digests) != 1:
         raise SystemExit(f"{cfg['name']}: --switch {switch} changed the model file")
-    return statistics.median(times[True]), statistics.median(times[False])
+    return median(times[True]), median(times[False])
 
 
 def main():

@@ -34,7 +34,9 @@ from kernsolve.solvers.eigenpro._common import KernelBlocks
 from kernsolve.solvers.eigenpro.nystrom import centre_indices
 from kernsolve.solvers.eigenpro.train import train_eigenpro
 
-from bench_eigenpro import DATA, load     # the same rows (seeded draw) and densified arrays
+from bench_eigenpro import load     # the same rows (seeded draw) and densified arrays
+from benchlib import DATA
+
 
 def peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0

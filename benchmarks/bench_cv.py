@@ -37,9 +37,7 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-DATA = os.environ.get("KERNSOLVE_SHARED_DATA", os.path.join(REPO, "..", "shared", "data"))
+from benchlib import DATA, load_average
 
 CV_OPTIONS = "-c 1 -g 0.05"
 GRID_LOG2C = [-1.0, 0.0, 1.0]
@@ -51,17 +49,10 @@ def _cpu():
     return r.ru_utime + r.ru_stime
 
 
-def _load():
-    try:
-        return os.getloadavg()[0]
-    except OSError:
-        return float("nan")
-
-
 # ---------------------------------------------------------------- workers
 
 def _worker(args):
-    out = {"kind": args.worker, "threads": args.threads, "load_start": _load()}
+    out = {"kind": args.worker, "threads": args.threads, "load_start": load_average()}
     if args.worker == "libsvm-cv":
         from libsvm.svmutil import svm_read_problem, svm_train
         y, x = svm_read_problem(args.data)
@@ -95,7 +86,7 @@ def _worker(args):
                        solver=args.solver)
         else:
             raise SystemExit(f"unknown worker {args.worker}")
-    out["load_end"] = _load()
+    out["load_end"] = load_average()
     print("RESULT " + json.dumps(out), flush=True)
 
 

@@ -36,9 +36,7 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-DATA = os.environ.get("KERNSOLVE_SHARED_DATA", os.path.join(REPO, "..", "shared", "data"))
+from benchlib import DATA, REPO
 
 
 def _data(name):

@@ -28,8 +28,7 @@ import kernsolve
 from kernsolve.solvers.eigenpro._common import KernelBlocks
 from kernsolve.solvers.eigenpro.train import eigenpro_options, exact_kernel_ridge, fit_eigenpro
 
-DATA = os.environ.get("KERNSOLVE_SHARED_DATA",
-                      os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
+from benchlib import DATA
 
 
 def load(args):

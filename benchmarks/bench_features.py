@@ -20,7 +20,6 @@ Usage::
 import argparse
 import hashlib
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -28,6 +27,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from bench_dsg import _read  # noqa: E402  (the shared data's .xz files)
+from benchlib import median  # noqa: E402
 
 PROBLEMS = {
     "adult": ("a9a", "a9a.t", 123, "--solver dsg --loss hinge -g median --batch-size 64 "
@@ -64,8 +64,8 @@ def run(name, threads, rounds, workdir):
         _features._feature_paths(None)
     if len(digests) != 1:
         raise SystemExit(f"{name}: the vector paths trained different model files")
-    base = statistics.median(times["baseline"])
-    cells = [f"{p} {statistics.median(times[p]):.2f} s ({base / statistics.median(times[p]):.2f}x)"
+    base = median(times["baseline"])
+    cells = [f"{p} {median(times[p]):.2f} s ({base / median(times[p]):.2f}x)"
              for p in paths]
     print(f"| {name} | {threads} | {errors.pop():.2f}% | " + " | ".join(cells) + " |",
           flush=True)

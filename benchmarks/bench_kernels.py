@@ -21,8 +21,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 
 from kernsolve._kernels import kernel_matrix, kernel_rows
 
-DATA = os.environ.get("KERNSOLVE_SHARED_DATA",
-                      os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
+from benchlib import DATA, load_average
 
 
 def load(name, n_rows, n_features):
@@ -67,7 +66,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"load average before: {os.getloadavg()[0]:.2f}")
+          f"load average before: {load_average():.2f}")
     cases = [
         ("fashion-mnist (dense)", load("fashion-mnist.scale", args.dense_rows, 784).toarray(), 400),
         ("a9a (CSR)", load("a9a", None, 123), 1000),
@@ -92,7 +91,7 @@ def main():
               f"| {s1:.0f} | {sb:.0f} | {km[0]:.0f} / {km[1]:.0f} |", flush=True)
 
 
-    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    print(f"load average after: {load_average():.2f}")
 
 
 if __name__ == "__main__":

@@ -27,16 +27,12 @@ import filecmp
 import json
 import os
 import shlex
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-
-def load():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
+from benchlib import load_averages, median
 
 
 def run_once(command, env):
@@ -87,7 +83,7 @@ def main(argv=None):
         cpu = {name: [] for name, _, _ in tools}
         for r in range(args.repeat):
             order = tools[r % len(tools):] + tools[:r % len(tools)]
-            print(f"[{set_name}] round {r + 1}: load {load()}", flush=True)
+            print(f"[{set_name}] round {r + 1}: load {load_averages()}", flush=True)
             for name, command, env in order:
                 if r > 0 and name in args.once:
                     continue
@@ -97,20 +93,20 @@ def main(argv=None):
                 cpu[name].append(cpu_seconds)
                 print(f"  {name:14s} {seconds:8.2f} s wall {cpu_seconds:8.2f} s CPU",
                       flush=True)
-        print(f"[{set_name}] done: load {load()}", flush=True)
+        print(f"[{set_name}] done: load {load_averages()}", flush=True)
         if args.check:
             first = os.path.join(out_dir, f"{set_name}.{tools[0][0]}.out")
             for name, _, _ in tools[1:]:
                 other = os.path.join(out_dir, f"{set_name}.{name}.out")
                 same = filecmp.cmp(first, other, shallow=False)
                 print(f"  output of {name} {'==' if same else '!='} {tools[0][0]}")
-        results[set_name] = {name: {"median": statistics.median(v), "runs": v,
-                                    "cpu_median": statistics.median(cpu[name]),
+        results[set_name] = {name: {"median": median(v), "runs": v,
+                                    "cpu_median": median(cpu[name]),
                                     "cpu_runs": cpu[name]}
                              for name, v in times.items()}
         for name, v in times.items():
-            print(f"  median {name:14s} {statistics.median(v):8.2f} s wall "
-                  f"{statistics.median(cpu[name]):8.2f} s CPU ({len(v)} runs)")
+            print(f"  median {name:14s} {median(v):8.2f} s wall "
+                  f"{median(cpu[name]):8.2f} s CPU ({len(v)} runs)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"results": results, "tools": {n: shlex.join(c) for n, c, _ in tools}},

@@ -44,15 +44,14 @@ import lzma
 import os
 import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
+from benchlib import DATA, load_average, load_averages, median, tree_env
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-DEFAULT_DATA = os.path.join(ROOT, "..", "shared", "data")
 RUNTIMES = ("pool", "openmp")
 
 
@@ -95,7 +94,7 @@ def _child(reader, path):
 
 
 def peak_memory(reader, path):
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = tree_env()
     res = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", reader, path],
                          capture_output=True, text=True, env=env, check=True)
     return json.loads(res.stdout.strip().splitlines()[-1])
@@ -130,7 +129,7 @@ def runtimes(paths, repeat):
     sys.path.insert(0, HERE)
     from bench_threads import Competitor, _nothing
     print(f"# reader runtimes, median of {repeat} fresh processes, load average at start "
-          f"{os.getloadavg()}")
+          f"{load_averages()}")
     rows, digests = [], {}
     for condition in ("idle", "busy"):
         with (Competitor() if condition == "busy" else _nothing()):
@@ -138,8 +137,7 @@ def runtimes(paths, repeat):
                 runs = {(r, n): [] for r in RUNTIMES for n in (1, 2)}
                 for _ in range(repeat):               # interleaved
                     for runtime, n_jobs in runs:
-                        env = dict(os.environ, KERNSOLVE_READER_RUNTIME=runtime,
-                                   PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+                        env = tree_env(KERNSOLVE_READER_RUNTIME=runtime)
                         out = subprocess.run(
                             [sys.executable, os.path.abspath(__file__), "--runtime-child", path,
                              str(n_jobs)], capture_output=True, text=True, env=env, check=True)
@@ -149,11 +147,11 @@ def runtimes(paths, repeat):
                                              "different arrays")
                         runs[runtime, n_jobs].append((got["wall"], got["cpu"]))
                 for (runtime, n_jobs), times in runs.items():
-                    wall = statistics.median(t[0] for t in times)
-                    cpu = statistics.median(t[1] for t in times)
+                    wall = median(t[0] for t in times)
+                    cpu = median(t[1] for t in times)
                     rows.append((condition, label, runtime, n_jobs, wall, cpu))
                     print(f"{condition:5s} {label:24s} {runtime:7s} {n_jobs} thread(s) "
-                          f"{wall:8.3f} s wall {cpu:8.3f} s CPU  (load {os.getloadavg()[0]:.1f})",
+                          f"{wall:8.3f} s wall {cpu:8.3f} s CPU  (load {load_average():.1f})",
                           flush=True)
     print()
     print("| condition | file | runtime | threads | wall (s) | CPU (s) | its 1 thread / this "
@@ -179,7 +177,7 @@ def decompress(src, dst, n_lines=None):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", default=DEFAULT_DATA, help="folder with the .xz files")
+    ap.add_argument("--data", default=DATA, help="folder with the .xz files")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--datasets", nargs="+", default=["fashion-mnist.scale", "ijcnn1.t"])
     ap.add_argument("--libsvm-lines", type=int, default=5000,
@@ -207,7 +205,7 @@ def main():
         readers = _readers()
         print(f"# machine: {cpu_count()} cores, Python {sys.version.split()[0]}, "
               f"kernsolve {kernsolve.__version__}, median of {args.repeat}, "
-              f"load average at start {os.getloadavg()}")
+              f"load average at start {load_averages()}")
         rows = []
         for name in args.datasets:
             path = decompress(os.path.join(args.data, name + ".xz"), os.path.join(tmp, name))
@@ -229,16 +227,16 @@ def main():
                         w, c = timed(readers[r], p)
                         walls[r].append(w)
                         cpus[r].append(c)
-                med = {r: statistics.median(t) for r, t in walls.items()}
-                cpu = {r: statistics.median(t) for r, t in cpus.items()}
+                med = {r: median(t) for r, t in walls.items()}
+                cpu = {r: median(t) for r, t in cpus.items()}
                 for r in names:
                     mem = None if args.no_memory else peak_memory(r, p)
                     rows.append((label, size, r, med, cpu, mem))
                     m = "" if mem is None else f"  peak {mem['peak_mb']:.0f} MB (+{mem['added_mb']:.0f})"
                     print(f"{label:40s} {r:20s} {med[r]:8.3f} s wall {cpu[r]:8.3f} s CPU{m}"
-                          f"  (load {os.getloadavg()[0]:.1f})", flush=True)
+                          f"  (load {load_average():.1f})", flush=True)
         print()
-        print(f"load average at the end: {os.getloadavg()}")
+        print(f"load average at the end: {load_averages()}")
         print()
         print("| file | MB | reader | wall (s) | x sklearn | x libsvm | CPU (s) | x sklearn | x libsvm"
               " | peak RSS MB (added by the read) |")

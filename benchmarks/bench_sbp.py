@@ -34,10 +34,8 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-DATA = os.environ.get("KERNSOLVE_SHARED_DATA",
-                      os.path.join(REPO, "..", "shared", "data"))
+from benchlib import DATA, tree_env
+
 GAMMA = 0.005
 C = 100.0
 NU = 0.00137
@@ -136,9 +134,7 @@ def _prepare(workdir, name, n_rows):
 
 
 def _run(peer, options, threads, args, train, test, extra=()):
-    env = dict(os.environ)
-    env["OMP_NUM_THREADS"] = str(threads)
-    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    env = tree_env(OMP_NUM_THREADS=str(threads))
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", peer, "--options",
            options, "--threads", str(threads), "--train", train, "--test", test,
            "--nu", repr(args.nu), "--cache", repr(args.cache), *extra]

@@ -71,7 +71,7 @@ test rows with small budgets, in seconds per method.
 ``--dense`` gives every tool the rows as a dense numpy array (the files read
 as usual, then ``toarray()``, counted in ``read_s``): what a user holding
 numpy arrays has, and for scikit-learn's feature maps a BLAS product instead
-of a sparse one (RESULTS.md, session 11).  The rows' data name gets
+of a sparse one (benchmarks/history/RESULTS.md, session 11).  The rows' data name gets
 ``+dense``; libsvm-official takes its own sparse rows only, so it is refused.
 
 Usage::
@@ -93,7 +93,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import accuracy_from_files, child_env, prepare, run_process
+from benchlib import accuracy_from_files, child_env, load_average, prepare, run_process
 
 CACHE_MB = 1000.0
 
@@ -285,12 +285,12 @@ def run_one(method, budget, cfg, train, test, args, tag):
            "exact": METHODS[method][1] is None, "threads": args.threads,
            "serial": METHODS[method][4],
            "wait_policy": args.wait_policy or os.environ.get("OMP_WAIT_POLICY") or "default"}
-    load = os.getloadavg()[0]
+    load = load_average()
     r = run_process(argv, _child_env(args.threads, args.wait_policy, args.kernsolve_path),
                     os.path.join(args.workdir, tag + ".log"),
                     args.timeout)
     row.update(process_s=r["wall"], cpu_s=r["cpu"], maxrss_mb=r["maxrss_mb"],
-               maxrss_source=r["maxrss_source"], load_avg=max(load, os.getloadavg()[0]))
+               maxrss_source=r["maxrss_source"], load_avg=max(load, load_average()))
     result = None
     for line in r["log"].splitlines():
         if line.startswith("RESULT "):
@@ -521,7 +521,7 @@ def main(argv=None):
     if not args.tables_only:
         what = f"first {n_rows} rows" if n_rows else "full data"
         print(f"# bench_scale: {args.run_id} {what}, {args.threads} threads; load average "
-              f"{os.getloadavg()[0]:.1f}", flush=True)
+              f"{load_average():.1f}", flush=True)
     rows = []
     for name in ([] if args.tables_only else datasets):
         cfg = DATASETS[name]

@@ -93,7 +93,7 @@ import time
 import numpy as np
 
 from benchlib import (REPO, TIME, accuracy_from_files, child_env,  # noqa: F401 (re-exported)
-                      holdout_split, prepare, run_process)
+                      holdout_split, load_average, median, prepare, run_process)
 
 # How the data of a problem is made from the shared files: a training file, a
 # test file (None: a held-out split of the training file), the width, LIBSVM's
@@ -415,12 +415,6 @@ def markdown(rows):
     return "\n".join(lines)
 
 
-def _median(v):
-    v = sorted(v)
-    m = len(v) // 2
-    return v[m] if len(v) % 2 else 0.5 * (v[m - 1] + v[m])
-
-
 def summary(rows):
     """Medians per (data, peer, threads, wait policy), with speed-ups from 1 to
     more threads and libsvm-official's median over each in-process row's."""
@@ -431,8 +425,8 @@ def summary(rows):
         key = (r["data"], r["C"], r["gamma"], _cache(r), r.get("wait_policy", "-"),
                _peer_name(r), r["threads"])
         groups.setdefault(key, []).append(r)
-    med = {k: (_median([r["train_s"] for r in v]), _median([r["train_cpu_s"] for r in v]),
-               len(v), _median([r["load_avg"] for r in v])) for k, v in groups.items()}
+    med = {k: (median([r["train_s"] for r in v]), median([r["train_cpu_s"] for r in v]),
+               len(v), median([r["load_avg"] for r in v])) for k, v in groups.items()}
     lines = ["| data | -c | -g | -m | OMP wait | peer | threads | runs | median train s | "
              "median CPU s | vs 1 thread | libsvm-official / this (wall) | median load |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -455,7 +449,7 @@ def _medians(rs):
     out = {"runs": len(rs)}
     for key in ("train_s", "predict_s", "maxrss_mb", "accuracy", "n_sv", "load_avg"):
         v = [r[key] for r in rs if r.get(key) is not None]
-        out[key] = _median(v) if v else None
+        out[key] = median(v) if v else None
     return out
 
 
@@ -604,7 +598,7 @@ def main(argv=None):
     rows = []
     print(f"# bench_smo: {time.strftime('%Y-%m-%d %H:%M:%S')} "
           f"{'quick ' + str(n_rows) + ' rows' if n_rows else 'full data'}; "
-          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+          f"load average {load_average():.1f}", flush=True)
     for cfg in configs:
         train, test = prepare(args.workdir, cfg, n_rows)
         for _ in range(args.repeat):
@@ -620,7 +614,7 @@ def main(argv=None):
                                      args.wait_policy)
                     r.update(data=cfg["name"] + (f"[:{n_rows}]" if n_rows else ""),
                              C=cfg["C"], gamma=cfg["gamma"], cache_mb=cfg["cache_mb"],
-                             load_avg=os.getloadavg()[0],
+                             load_avg=load_average(),
                              wait_policy=_wait_policy(args.wait_policy))
                     if args.label and peer.startswith("kernsolve"):
                         r["label"] = args.label

@@ -28,7 +28,6 @@ Usage::
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,9 +35,10 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bench_smo  # noqa: E402  (the problems and their data files)
+from benchlib import load_average, median  # noqa: E402
 
 CHILD = r"""
-import json, os, sys, time
+import json, sys, time
 sys.path.insert(0, {path!r})
 import numpy as np
 import kernsolve
@@ -50,7 +50,7 @@ w0, c0 = time.perf_counter(), time.process_time()
 m = kernsolve.train(y, X, {opts!r}, n_jobs={threads})
 w, c = time.perf_counter() - w0, time.process_time() - c0
 print(json.dumps(dict(wall=w, cpu=c, n_iter=m.stats["n_iter"], rho=repr(m.rho[0]),
-                      n_sv=int(m.n_sv), load=os.getloadavg()[0])))
+                      n_sv=int(m.n_sv))))
 """
 
 
@@ -67,7 +67,8 @@ def finish(child):
     out, _ = child.communicate()
     if child.returncode:
         raise SystemExit(f"a child failed with exit code {child.returncode}")
-    return json.loads(out.strip().splitlines()[-1])
+    # the load as the solve ends (the child has just exited)
+    return dict(json.loads(out.strip().splitlines()[-1]), load=load_average())
 
 
 def run(*args):
@@ -105,17 +106,17 @@ def main(argv=None):
                 pairs.extend(finish(c) for c in both)
         answers = {(r["n_iter"], r["rho"], r["n_sv"]) for rs in got.values() for r in rs}
         assert len(answers) == 1, f"{cfg['name']}: different answers {answers}"
-        one = statistics.median(r["wall"] for r in got[settings[0]])
+        one = median(r["wall"] for r in got[settings[0]])
         for s in settings:
-            wall = statistics.median(r["wall"] for r in got[s])
-            cpu = statistics.median(r["cpu"] for r in got[s])
+            wall = median(r["wall"] for r in got[s])
+            cpu = median(r["cpu"] for r in got[s])
             load = max(r["load"] for r in got[s])
             label = "-" if s[0] == 1 else f"{s[1]} : {s[2]:g}"
             print(f"| {cfg['name']} | {s[0]} | {label} | {wall:.2f} | {cpu:.2f} | "
                   f"{one / wall:.2f}x | {load:.1f} |", flush=True)
         if pairs:
-            wall = statistics.median(r["wall"] for r in pairs)
-            cpu = statistics.median(r["cpu"] for r in pairs)
+            wall = median(r["wall"] for r in pairs)
+            cpu = median(r["cpu"] for r in pairs)
             print(f"| {cfg['name']} | 1 + 1 | two one-thread solves at once (ceiling) | "
                   f"{wall:.2f} each | {cpu:.2f} | {2 * one / wall:.2f}x | "
                   f"{max(r['load'] for r in pairs):.1f} |", flush=True)

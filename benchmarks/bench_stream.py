@@ -39,8 +39,7 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
+from benchlib import tree_env
 
 COMMON = ["-q", "-g", "0.02", "--feature-block", "32", "--threads", "2"]
 EXTRA = {"udsg": ["--old-blocks", "1"], "cdsg": [], "dsg": []}
@@ -57,7 +56,7 @@ sys.exit(code)
 
 def train(args, cwd):
     """Run kernsolve-train ARGS in a child: (seconds, peak RSS in MB)."""
-    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = tree_env()
     t = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", _CHILD, *map(str, args)], cwd=cwd, env=env,
                           capture_output=True, text=True)

@@ -26,13 +26,13 @@ Usage::
 """
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench_threads import REPO, Competitor, _nothing  # noqa: E402
+from bench_threads import Competitor, _nothing  # noqa: E402
+from benchlib import REPO, load_average, median, tree_env  # noqa: E402
 
 SETTINGS = {
     "serial": ("off", {}),
@@ -55,7 +55,7 @@ PROBE = ("import sys\n"
 
 def one(setting, threads, repeats, work, path):
     team, extra = SETTINGS[setting]
-    env = dict(os.environ, PYTHONPATH=os.path.abspath(path), PYTHONSAFEPATH="1", **extra)
+    env = tree_env(path, keep_pythonpath=False, PYTHONSAFEPATH="1", **extra)
     for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
         if name not in extra:
             env.pop(name, None)
@@ -76,7 +76,7 @@ def main(argv=None):
     ap.add_argument("--kernsolve-path", default=REPO)
     args = ap.parse_args(argv)
     print(f"threads {args.threads}, work {args.work}, {args.repeats} dispatches a process, median of "
-          f"{args.rounds}; load {os.getloadavg()[0]:.2f}", flush=True)
+          f"{args.rounds}; load {load_average():.2f}", flush=True)
     rows = []
     for condition in ("idle", "busy"):
         # beside a busy process a join can wait a scheduler time slice: fewer
@@ -88,10 +88,10 @@ def main(argv=None):
                     times[s].append(one(s, args.threads, repeats, args.work,
                                         args.kernsolve_path))
             for s in SETTINGS:
-                us = 1e6 * statistics.median(times[s])
+                us = 1e6 * median(times[s])
                 rows.append((condition, s, us))
                 print(f"{condition:5s} {s:12s} {us:9.2f} us per dispatch+join   "
-                      f"load {os.getloadavg()[0]:.2f}", flush=True)
+                      f"load {load_average():.2f}", flush=True)
     print("| condition | setting | us per dispatch + join |\n|---|---|---|")
     for condition, s, us in rows:
         print(f"| {condition} | {s} | {us:.2f} |")

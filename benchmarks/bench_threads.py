@@ -27,15 +27,12 @@ import argparse
 import lzma
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-DATA = os.environ.get("KERNSOLVE_SHARED_DATA", os.path.join(REPO, "..", "shared", "data"))
+from benchlib import DATA, REPO, load_average, median, tree_env
 
 # name: (tool, arguments with {data} files, description); full size / --quick rows
 WORKLOADS = {
@@ -111,11 +108,11 @@ def measure(names, files, reps, env, folder, sizes):
                         outputs.setdefault(threads, (data, printed))
                 if outputs[1] != outputs[None]:
                     raise SystemExit(f"{name}: --threads 1 and the default give different outputs")
-                one, default = statistics.median(times[1]), statistics.median(times[None])
+                one, default = median(times[1]), median(times[None])
                 rows.append((condition, what, one, default, default / one))
                 print(f"{condition:5s} {what:48s} 1 thread {one:7.2f} s   default "
                       f"{default:7.2f} s   ratio {default / one:.2f}   "
-                      f"load {os.getloadavg()[0]:.2f}", flush=True)
+                      f"load {load_average():.2f}", flush=True)
     return rows
 
 
@@ -142,7 +139,7 @@ def main(argv=None):
     unknown = [n for n in names if n not in WORKLOADS]
     if unknown:
         p.error(f"unknown workload {unknown[0]!r}")
-    env = dict(os.environ, PYTHONPATH=os.path.abspath(args.kernsolve_path))
+    env = tree_env(args.kernsolve_path, keep_pythonpath=False)
     env.pop("OMP_NUM_THREADS", None)
     for item in args.env:
         key, sep, value = item.partition("=")
@@ -160,7 +157,7 @@ def main(argv=None):
         if "predict" in names:      # the model the prediction workload reads
             tool, template, _ = WORKLOADS["smo"]
             run(tool, template.format(out=files["smo_model"], **files).split(), None, env, folder)
-        print(f"cores {len(os.sched_getaffinity(0))}, load {os.getloadavg()[0]:.2f}, "
+        print(f"cores {len(os.sched_getaffinity(0))}, load {load_average():.2f}, "
               f"extra environment {args.env or 'none'}", flush=True)
         table = measure(names, files, args.reps, env, folder, rows)
     finally:

@@ -1,18 +1,23 @@
-"""What the benchmark scripts share: the data files they make from the shared
-data sets, the child processes they time, and the accuracy of a prediction file.
+"""What the benchmark scripts share: where the data sets are, the machine's
+load, medians, the environment and timing of child processes, the data files
+made from the shared data sets, and the accuracy of a prediction file.
 
-One owner for each: ``bench_smo.py`` and ``bench_scale.py`` (and
-``profile_smo.py`` through ``bench_smo``) import these; the scripts run from
-the repository root (``python benchmarks/bench_X.py``), so this folder is on
-``sys.path`` and ``import benchlib`` finds this file.
+One owner for each; every script imports what it uses from here.  The scripts
+run from the repository root (``python benchmarks/bench_X.py``), so this
+folder is on ``sys.path`` and ``import benchlib`` finds this file.
 
+* ``DATA``: the shared data sets (``KERNSOLVE_SHARED_DATA``, else
+  ``../shared/data`` beside the repository).
+* ``load_average``, ``load_averages``: the load to record with every number.
+* ``median``: the statistic of the tables.
+* ``tree_env``, ``child_env``: the environment of a child (this tree, or
+  ``--kernsolve-path``, first on ``PYTHONPATH``; ``child_env`` adds the thread
+  count and the OpenMP wait policy, and byte-compiles the tree once).
+* ``run_process``: a child's wall time, CPU time, exit code and its own peak
+  RSS (GNU time).
 * ``prepare``: the training and test files of a problem (decompressed from
   ``DATA``, labels mapped, held-out split, first rows), made once in a work
   folder.
-* ``run_process``: a child's wall time, CPU time, exit code and its own peak
-  RSS (GNU time).
-* ``child_env``: the environment of a child (thread count, this tree on
-  ``PYTHONPATH``).
 * ``accuracy_from_files``: a prediction file against the test file's labels.
 """
 import compileall
@@ -22,6 +27,7 @@ import signal
 import subprocess
 import threading
 import time
+from statistics import median  # noqa: F401 (the scripts' one median)
 
 import numpy as np
 
@@ -30,6 +36,21 @@ REPO = os.path.dirname(HERE)
 DATA = os.environ.get("KERNSOLVE_SHARED_DATA",
                       os.path.join(REPO, "..", "shared", "data"))
 SPLIT_SEED = 16
+
+
+# ---------------------------------------------------------------- the machine's load
+
+def load_average():
+    """The 1-minute load average (nan where the system keeps none)."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float("nan")
+
+
+def load_averages():
+    """The 1-, 5- and 15-minute load averages as "0.52 0.61 0.70"."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 # ---------------------------------------------------------------- data
@@ -135,13 +156,23 @@ def _byte_compile(path):
         _COMPILED.add(path)
 
 
+def tree_env(kernsolve_path=None, keep_pythonpath=True, **extra):
+    """This process's environment with the kernsolve at ``kernsolve_path``
+    (default: this tree) first on ``PYTHONPATH`` (alone on it when
+    ``keep_pythonpath`` is false) and the variables in ``extra``."""
+    path = os.path.abspath(kernsolve_path or REPO)
+    if keep_pythonpath:
+        path += os.pathsep + os.environ.get("PYTHONPATH", "")
+    return dict(os.environ, PYTHONPATH=path, **extra)
+
+
 def child_env(threads, wait_policy, kernsolve_path=None):
+    """``tree_env`` with ``threads`` OpenMP threads and, if given, the wait
+    policy, the tree byte-compiled first."""
     _byte_compile(kernsolve_path or REPO)
-    env = dict(os.environ)
-    env["OMP_NUM_THREADS"] = str(threads)
+    env = tree_env(kernsolve_path, OMP_NUM_THREADS=str(threads))
     if wait_policy:
         env["OMP_WAIT_POLICY"] = wait_policy
-    env["PYTHONPATH"] = (kernsolve_path or REPO) + os.pathsep + env.get("PYTHONPATH", "")
     return env
 
 

@@ -126,6 +126,9 @@ def predict(argv, sampler):
 
 
 def main():
+    if len(sys.argv) < 2 or sys.argv[1] not in ("train", "predict"):
+        print(__doc__)
+        return
     sampler = Sampler()
     sampler.thread.start()
     sampler.enter("import")

@@ -23,8 +23,7 @@ import lzma
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.environ.get("KERNSOLVE_SHARED_DATA", os.path.join(HERE, "..", "..", "shared", "data"))
+from benchlib import DATA
 
 # name -> (data set, options); the same options are run with --threads 1 and 2
 # for the solvers whose models must not depend on the thread count.

@@ -44,6 +44,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bench_smo  # noqa: E402  (the problems and their data files)
+from benchlib import load_average  # noqa: E402
 
 # (a): name, bench_smo problem whose training file is read, storage
 ROW_CASES = [
@@ -168,7 +169,7 @@ def smo_table(workdir, configs, n_rows, threads):
             data = cfg["name"] + (f"[:{n_rows}]" if n_rows else "")
             lines.append(f"| {data} `-c {cfg['C']:g} -g {cfg['gamma']:g}` | {t} | {total:.2f} | "
                          f"{share} | {st['n_iter']} | {st['n_kernel_evals']:.4g} | {rate:.3g} | "
-                         f"{os.getloadavg()[0]:.1f} |")
+                         f"{load_average():.1f} |")
             print(lines[-1], flush=True)
     return "\n".join(lines)
 
@@ -200,7 +201,7 @@ def main(argv=None):
             f"{kernsolve.__version__} from {os.path.dirname(kernsolve.__file__)}, "
             f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
             f"{'first ' + str(n_rows) + ' rows' if n_rows else 'full data'}; "
-            f"load average {os.getloadavg()[0]:.1f}")
+            f"load average {load_average():.1f}")
     print(head, flush=True)
     out.write(head + "\n\n")
     if args.part in ("rows", "both"):
@@ -210,7 +211,7 @@ def main(argv=None):
         out.write("(b) share of SMO time (kernsolve.train, phase timers)\n\n"
                   + smo_table(args.workdir, bench_smo._configs(args.configs), n_rows, threads)
                   + "\n")
-    out.write(f"\nload average at the end {os.getloadavg()[0]:.1f}\n")
+    out.write(f"\nload average at the end {load_average():.1f}\n")
     print()
     print(out.getvalue())
     if args.markdown:

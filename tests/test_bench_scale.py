@@ -5,7 +5,7 @@ first rows of the shared a9a.t (read with scikit-learn's reader) against each
 run's prediction file, with numpy, for the reported test error;
 scikit-learn's ``SVC`` and libsvm-official's ``svm_train`` trained here on the
 same rows with the same C and gamma, for the predictions of the ``svc`` and
-``smo`` runs; the column names a reader of RESULTS.md sees, written out; an
+``smo`` runs; the column names a reader of benchmarks/CURRENT.md sees, written out; an
 option no solver accepts (``--centers 0``) for a run that fails.
 """
 import io

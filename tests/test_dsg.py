@@ -678,7 +678,7 @@ def test_a_short_last_batch_takes_its_share_of_a_step(shared, options):
     """A pass that ends on one row (here 641 of 2000 rows, batches of 64)
     takes 1/64 of a step there: one row fitted with a whole step moved every
     decision value by up to 1.7-2.0 (a9a at 0.8 epochs: 18-22% test error on
-    5 seeds of 20, benchmarks/RESULTS.md, session 14)."""
+    5 seeds of 20, benchmarks/history/RESULTS.md, session 14)."""
     import io
     y, X = kernsolve.read_problem(io.BytesIO(shared.lines("a9a", 2000)))
     base = f"-q -g median --batch-size 64 --feature-block 32 --seed 3 {options}"

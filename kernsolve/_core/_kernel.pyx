@@ -69,7 +69,7 @@ def binary_rows(on=None):
 # computing a 2-word value.  So their rows' budget is at most this many MB a
 # word: what -m allows beyond it was slower to fill than to recompute (a9a,
 # 2 words, -m 1000: 3.2 s at 1 thread against 2.3 s capped at 128 MB; w8a, 5
-# words: 1.12 against 0.98 s; benchmarks/RESULTS.md "Issue 16, session 10: a
+# words: 1.12 against 0.98 s; benchmarks/history/RESULTS.md "Issue 16, session 10: a
 # smaller cache for bit-set rows").  Wider bit sets cost more a value, and
 # keep more of -m.
 cdef double _bits_cache_mb_per_word = 64.0

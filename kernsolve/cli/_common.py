@@ -162,7 +162,7 @@ def end_process(status):
     workers, for one, register theirs), the process ends at once instead of
     tearing the interpreter down: freeing every module and numpy's and
     OpenBLAS's threads took 15-30 ms of a 0.18 s ``kernsolve-train`` run on
-    mushrooms (benchmarks/RESULTS.md, session 10).  Files were already closed
+    mushrooms (benchmarks/history/RESULTS.md, session 10).  Files were already closed
     by the commands (``_fileutil.output_file``)."""
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -32,7 +32,7 @@ FITTED_STEP_FACTOR = {"logistic": 4.0, "softmax": 2.0}
 # The batch and feature block when the options do not give them: the paper's
 # 64 and 32 (Dai et al., Adult), except for the softmax, whose fitted step
 # wants larger batches and blocks, about 16 steps a pass: one-pass test
-# errors with the defaults before -> these (benchmarks/RESULTS.md, session 10):
+# errors with the defaults before -> these (benchmarks/history/RESULTS.md, session 10):
 # Fashion-MNIST 21.4% -> 15.9% (and 83 -> 10 s), its first 20000 rows 19.3%
 # -> 15.9%, 2000 rows 26.0% -> 20.7%, MNIST's 8000 rows 10.8-12.6% -> 6.8-8.2%.
 DEFAULT_BATCH_BLOCK = (64, 32)

@@ -23,7 +23,7 @@ _MIN_CAPACITY = 64      # blocks allocated at first
 _SLICE_BATCHES = 16     # batches per compiled call (progress and Ctrl-C between)
 # Rows' features are kept between passes (--precision single) only when a
 # feature's sum costs more than reading it back from memory: measured between
-# 32 and 65 nonzeros a row (benchmarks/RESULTS.md, session 13).
+# 32 and 65 nonzeros a row (benchmarks/history/RESULTS.md, session 13).
 KEEP_MIN_NONZEROS = 64
 
 

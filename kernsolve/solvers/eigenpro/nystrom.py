@@ -68,7 +68,7 @@ PRECISIONS = {"double": np.float64, "single": np.float32, "half": np.float16}
 # A low precision is refitted in the next one up (FALLBACK) when its conjugate
 # gradient breaks down or when the fitted values it computed on the first row
 # block differ from the double kernel's by more than DRIFT_TOL of the targets'
-# spread.  Measured (benchmarks/RESULTS.md, session 16): float16 on Fashion-MNIST
+# spread.  Measured (benchmarks/history/RESULTS.md, session 16): float16 on Fashion-MNIST
 # 0.01-0.035; on ijcnn1, housing, phishing, w8a, australian, abalone 0.44-4.8 with
 # the model's test error or MSE far from double's; a9a, mushrooms, german 0.10-0.13
 # with double's accuracy.

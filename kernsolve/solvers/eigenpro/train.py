@@ -77,7 +77,7 @@ DEFAULT_BATCH = 256
 DEFAULT_SUBSAMPLE = 4800
 DEFAULT_K = 160
 # The centres' ridge lambda: the best of 1e-8 .. 1e-4 on Fashion-MNIST slices
-# (gamma 0.02, p = 4000 .. 8000, benchmarks/RESULTS.md); small enough not to bias,
+# (gamma 0.02, p = 4000 .. 8000, benchmarks/history/RESULTS.md); small enough not to bias,
 # large enough for a well-conditioned preconditioner.
 DEFAULT_LAMBDA = 1e-6
 

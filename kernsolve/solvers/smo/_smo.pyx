@@ -76,7 +76,7 @@ cdef long long TEAM_SPIN_NS = 200000
 # rows pay in parallel: the solver's loops from TEAM_PAR_MIN elements (not
 # TUNING.par_min) and the engine's rows from TEAM_ROW_MIN_WORK multiply-adds
 # (not PAR_MIN_WORK).  After shrinking most iterations of a9a and ijcnn1 have
-# 1000-2000 active variables (benchmarks/RESULTS.md, session 8).  The
+# 1000-2000 active variables (benchmarks/history/RESULTS.md, session 8).  The
 # serial/parallel chooser still measures both modes above the threshold.
 # Defaults equal to the OpenMP thresholds: on the 2-core machine 2048 / 8000
 # gained nothing in a quiet A/B (a9a 1.45x vs 1.46x, ijcnn1 1.57x vs 1.60x,
