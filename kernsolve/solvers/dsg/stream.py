@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from .options import _task, check_parameters, hyperparameters, loss_for, resolve_gamma
+from .options import _task, check_parameters, feature_gamma, hyperparameters, loss_for
 from .targets import Targets
 from .trainer import DSGTrainer, _info, _notice_one_class
 from ..._errors import DataFormatError
@@ -135,7 +135,7 @@ def train_file(path, options="", *, chunk_bytes=64 << 20, n_features=None, n_job
             if y.shape[0] == 0:         # a window inside one long line
                 continue
             if trainer is None:
-                gamma = resolve_gamma(param, X)
+                gamma = feature_gamma(param, X)
                 trainer = DSGTrainer(hyperparameters(param, n_rows or y.shape[0], n_features,
                                                      loss, gamma), targets)
             # one window is the whole data, as in train; one of several is not
