@@ -69,6 +69,8 @@ def available_if(check):
 # ``seed_of``, which must not draw from a RandomState twice) or one of the
 # objects below.  Messages are kernsolve's, the same for every estimator:
 # "<Estimator>: <parameter> must be <the alternatives>, got <value>".
+# A parameter that sets a declared option (a solver's, or LIBSVM's letter)
+# takes its range from that declaration (:func:`declared`), not a copy.
 
 def _either(phrases):
     """"a", "a or b", "a, b or c"."""
@@ -248,7 +250,7 @@ class Rule:
         self.shown = shown
         self.when = when
 
-    def check(self, est, name):
+    def validate(self, est, name):
         if self.when is not None and not self.when(est):
             return
         value = getattr(est, name)
@@ -314,7 +316,7 @@ class BaseEstimator:
         for name, rule in self._parameter_constraints.items():
             if not isinstance(rule, Rule):
                 rule = Rule(*rule)
-            rule.check(self, name)
+            rule.validate(self, name)
 
     def get_params(self, deep=True):
         """The constructor parameters (and those of nested estimators when ``deep``)."""

@@ -271,9 +271,9 @@ class SolverSpec:
         How it trains (see the module docstring).
     check : Ref or None
         ``check(param)``: its checks that need no data beyond the options'
-        ranges (:meth:`check_options` makes those): rules between options and
-        the SVM type, kernel, ... (``step * lambda < t0 + 1``), raising
-        ValueError; run before the data is read.
+        ranges (``Parameters.solver_options`` checks those): rules between
+        options and the SVM type, kernel, ... (``step * lambda < t0 + 1``),
+        raising ValueError; run before the data is read.
     planned_iterations : Ref or None
         ``planned_iterations(param, n)``: the iterations of a sub-problem of
         ``n`` points when the solver fixes them in advance (progress line).
