@@ -59,9 +59,10 @@ __all__ = ["DSGClassifier", "DSGRegressor"]
 # scikit-learn's names of the kernels with random Fourier features.
 _KERNELS = {name: code for name, code in ESTIMATOR_KERNELS.items() if code in FOURIER_KERNELS}
 
-# Estimator parameter -> the kernsolve-train option it sets.  Used to build
-# Parameters (below) and to name the parameter in the messages of the DSG
-# validator, which speaks in option names.
+# Estimator parameter -> the kernsolve-train option it sets: the one table of
+# the names.  Used to build Parameters (below), to take the parameters'
+# constraints from the options' declarations (_declared) and to name the
+# parameter in the messages of the DSG validator, which speaks in option names.
 _OPTION = {
     "loss": "--loss", "batch_size": "--batch-size", "feature_block": "--feature-block",
     "step": "--step", "t0": "--t0", "max_iter": "--epochs", "average": "--average",
@@ -142,12 +143,11 @@ class _BaseDSG(BaseEstimator):
         extra.update({"average": int(bool(self.average)),
                       "step_rule": str(self.step_rule).replace("_", "-"),
                       "precision": self.precision})
-        for attr, key in (("step", "step"), ("t0", "t0"), ("max_iter", "epochs"),
-                          ("alpha", "lambda"), ("ridge", "ridge"),
-                          ("batch_size", "batch_size"), ("feature_block", "feature_block")):
+        for attr in ("step", "t0", "max_iter", "alpha", "ridge", "batch_size", "feature_block"):
             value = getattr(self, attr)
             if value is not None:
-                extra[key] = int(value) if attr in ("batch_size", "feature_block") else value
+                extra[option_key(_OPTION[attr][2:])] = \
+                    int(value) if attr in ("batch_size", "feature_block") else value
         for attr in ("tau", "delta"):
             if hasattr(self, attr):
                 extra[attr] = getattr(self, attr)
