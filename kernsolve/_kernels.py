@@ -103,10 +103,6 @@ class Canonical:
     def __getitem__(self, rows):
         return Canonical(self.X[rows])
 
-    @property
-    def shape(self):
-        return self.X.shape
-
 
 def _csr_base(X, name, checked=False):
     """CSR copy-if-needed with float64 data, summed duplicates, sorted indices;

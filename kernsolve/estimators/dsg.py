@@ -37,7 +37,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ._base import (CACHE_SIZE, N_JOBS, BaseEstimator, InstanceOf, Interval, Rule,
-                    StrOptions, available_if, declared, check_feature_names, check_lengths,
+                    StrOptions, available_if, check_feature_names, check_lengths, declared,
                     encode_classes, feature_names, r2_score, regression_targets, type_name)
 from .._constants import ESTIMATOR_KERNELS, FOURIER_KERNELS, SvmType
 from .._kernels import Canonical
