@@ -102,7 +102,7 @@ def in_memory_chunks(path, solver, m, batch, chunk):
     """The model of fit_rows over the windows' rows, cut from the file read whole."""
     import kernsolve
     from kernsolve._params import parse_options
-    from kernsolve.solvers.dsg.options import _loss, hyperparameters, resolve_gamma
+    from kernsolve.solvers.dsg.options import _loss, feature_gamma, hyperparameters
     from kernsolve.solvers.dsg.targets import Targets
     from kernsolve.solvers.dsg.trainer import DSGTrainer
     y, X = kernsolve.read_problem(path)
@@ -110,7 +110,7 @@ def in_memory_chunks(path, solver, m, batch, chunk):
     targets = Targets.from_data("classification", None, y)
     targets.loss = _loss(param, targets.labels.size)
     trainer = DSGTrainer(hyperparameters(param, y.size, X.shape[1], targets.loss,
-                                         resolve_gamma(param, X)), targets)
+                                         feature_gamma(param, X)), targets)
     start = 0
     for rows in _chunks(path, chunk, X.shape[1]):
         trainer.fit_rows(X[start:start + rows], y[start:start + rows], n_jobs=2)

@@ -34,7 +34,7 @@ import numpy as np
 
 import _output
 import kernsolve
-from kernsolve.solvers.dsg.options import hyperparameters, resolve_gamma
+from kernsolve.solvers.dsg.options import feature_gamma, hyperparameters
 from kernsolve.solvers.dsg.targets import Targets
 from kernsolve.solvers.dsg.trainer import DSGTrainer
 from kernsolve._params import parse_options
@@ -69,7 +69,7 @@ def objective(model, X, y, lam):
 def run(name, solver_options, common, X, y, Xo, yo, Xt, yt, epochs, pieces, threads):
     param = parse_options(f"{common} {solver_options}")
     targets = Targets.from_data("classification", param.extra["loss"], y)
-    h = hyperparameters(param, X.shape[0], X.shape[1], param.extra["loss"], resolve_gamma(param, X))
+    h = hyperparameters(param, X.shape[0], X.shape[1], param.extra["loss"], feature_gamma(param, X))
     trainer = DSGTrainer(h, targets)
     edges = np.linspace(0, X.shape[0], pieces + 1).astype(int)
     rows = []

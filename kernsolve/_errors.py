@@ -22,7 +22,7 @@ import re
 import sys
 
 __all__ = ["DataFormatError", "ModelFormatError", "NotFittedError", "ConvergenceWarning",
-           "DataConversionWarning", "twin", "sklearn_version"]
+           "IterationLimitWarning", "DataConversionWarning", "twin", "sklearn_version"]
 
 
 class DataFormatError(ValueError):
@@ -42,6 +42,11 @@ class NotFittedError(ValueError, AttributeError):
 
 class ConvergenceWarning(UserWarning):
     """The solver stopped at ``max_iter`` before reaching the tolerance."""
+
+
+class IterationLimitWarning(RuntimeWarning):
+    """A solver stopped at its iteration limit (LIBSVM's "reaching max number
+    of iterations"); its model's ``stats["status"]`` says so too."""
 
 
 class DataConversionWarning(UserWarning):

@@ -86,8 +86,25 @@ def check_kernel_params(gamma, degree, coef0, n_features, kernel_type=POLY):
     return gamma, degree, coef0
 
 
-def _csr_base(X, name):
-    """CSR copy-if-needed with float64 data, summed duplicates, sorted indices."""
+class Canonical:
+    """X that :func:`as_canonical` (or an estimator's scikit-learn check) has
+    made canonical and found finite, or rows of such an X: handed from one
+    layer to the next (estimator -> ``kernsolve.train`` -> the driver's
+    sub-problems; estimator -> DSG trainer) so that :func:`as_canonical`
+    takes it without a second pass over the values.  Wrap nothing else."""
+
+    __slots__ = ("X",)
+
+    def __init__(self, X):
+        self.X = X
+
+    def __getitem__(self, rows):
+        return Canonical(self.X[rows])
+
+
+def _csr_base(X, name, checked=False):
+    """CSR copy-if-needed with float64 data, summed duplicates, sorted indices;
+    its values checked finite unless ``checked`` (and no duplicates summed)."""
     X = X.tocsr()
     if X.ndim != 2:
         raise ValueError(f"{name} must be 2-D, got {X.ndim}-D")
@@ -100,9 +117,10 @@ def _csr_base(X, name):
         raise ValueError(f"{name} is empty (shape {X.shape})")
     if not X.has_canonical_format:
         X = X.copy()
-        X.sum_duplicates()   # also sorts the indices
+        X.sum_duplicates()   # also sorts the indices; a sum may overflow
+        checked = False
     data = np.ascontiguousarray(X.data, dtype=np.float64)
-    if not np.all(np.isfinite(data)):
+    if not checked and not np.all(np.isfinite(data)):
         raise ValueError(f"{name} contains NaN or infinity")
     return X.shape, data, np.asarray(X.indices), np.asarray(X.indptr)
 
@@ -119,7 +137,7 @@ def _build_csr(shape, data, indices, indptr, scipy=False):
     return out
 
 
-def _dense(X, name):
+def _dense(X, name, checked=False):
     arr = np.asarray(X)
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.floating)
                                    or np.issubdtype(arr.dtype, np.integer)
@@ -131,7 +149,7 @@ def _dense(X, name):
     if arr.shape[0] == 0 or arr.shape[1] == 0:
         raise ValueError(f"{name} is empty (shape {arr.shape})")
     arr = np.ascontiguousarray(arr, dtype=np.float64)
-    if not np.all(np.isfinite(arr)):
+    if not checked and not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or infinity")
     return arr
 
@@ -148,7 +166,8 @@ def as_canonical(X, name="X", renumber=False):
 
     Parameters
     ----------
-    X : array-like or scipy sparse matrix, shape (n_samples, n_features)
+    X : array-like, scipy sparse matrix or Canonical, shape (n_samples, n_features)
+        A :class:`Canonical` is taken without the pass over its values.
     name : str
         Used in error messages.
     renumber : bool, default=False
@@ -170,15 +189,18 @@ def as_canonical(X, name="X", renumber=False):
         On non-finite values, a shape that is not 2-D, no rows, or
         2**31 or more columns (unless ``renumber``).
     """
+    checked = isinstance(X, Canonical)
+    if checked:
+        X = X.X
     if issparse(X):
-        shape, data, indices, indptr = _csr_base(X, name)
+        shape, data, indices, indptr = _csr_base(X, name, checked)
         if shape[1] > _INT32_MAX:
             if not renumber:
                 raise too_many_columns(name, shape[1])
             used, indices = np.unique(indices, return_inverse=True)
             shape = (shape[0], max(len(used), 1))
         return _build_csr(shape, data, indices, indptr, is_scipy_sparse(X))
-    return _dense(X, name)
+    return _dense(X, name, checked)
 
 
 def as_operand(X, kernel="rbf", name="X"):

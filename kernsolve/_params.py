@@ -22,49 +22,98 @@ from ._constants import (C_SVC, C_TYPES, EPSILON_SVR, GAMMA_KERNELS, KERNEL_NAME
 from ._threads import check_n_jobs
 from ._validation import resolve_gamma
 from .solvers import DEFAULT_SOLVER, median_gamma_solvers, option_names, solver_names, spec_for
-from .solvers._spec import option_key, option_name
+from .solvers._spec import Option, exact_number, is_real
 
 SVM_TYPES = SVM_TYPE_NAMES   # -s 0..4 (names as in model files; owner: _constants)
 KERNELS = KERNEL_NAMES       # -t 0..5
 
 # Solver-specific long options are declared by each solver's spec; their
 # values are stored in ``Parameters.extra`` under the Python spelling
-# (dashes -> underscores), typed int, float or str by their look.
-# ``Parameters.check`` checks them against the spec's declarations
-# (``SolverSpec.check_options``); ``Parameters.solver_options`` gives the
-# solver their typed values with the declared defaults.
+# (dashes -> underscores, :func:`option_key`), typed int, float or str by
+# their look.  ``Parameters.solver_options`` (which ``Parameters.check``
+# calls) checks them against the spec's declarations and gives the solver
+# their typed values with the declared defaults.
 
-# Letter -> (field, kind).  Kinds: "int", "float", "flag01" (0 or 1), "none" (no value).
+
+def option_key(name):
+    """The ``Parameters.extra`` key of a solver option
+    (``max-kernel-evals`` -> ``max_kernel_evals``)."""
+    return name.replace("-", "_")
+
+
+def option_name(key):
+    """The command-line name of a ``Parameters.extra`` key
+    (``max_kernel_evals`` -> ``max-kernel-evals``)."""
+    return str(key).replace("_", "-")
+
+
+# LIBSVM's letters, declared as the solvers declare their options (Option,
+# kernsolve.solvers._spec): letter -> (field, declaration), in the order of
+# the canonical option string.  Each range binds only where LIBSVM's
+# svm_check_parameter checks it (C for C-SVC, epsilon-SVR and nu-SVR, ...);
+# ``exact``: messages show the value as the option string writes it.
 _LETTERS = {
-    "s": ("svm_type", "int"),
-    "t": ("kernel_type", "int"),
-    "d": ("degree", "int"),
-    "g": ("gamma", "float"),
-    "r": ("coef0", "float"),
-    "c": ("C", "float"),
-    "n": ("nu", "float"),
-    "p": ("p", "float"),
-    "m": ("cache_size", "float"),
-    "e": ("eps", "float"),
-    "h": ("shrinking", "flag01"),
-    "b": ("probability", "flag01"),
-    "v": ("n_folds", "int"),
-    "q": ("quiet", "none"),
+    "s": ("svm_type", Option("SVM type", kind="index", default=0, choices=SVM_TYPES,
+                             noun="svm type")),
+    "t": ("kernel_type", Option("kernel type", kind="index", default=2, choices=KERNELS,
+                                noun="kernel type")),
+    "d": ("degree", Option("degree of the polynomial kernel", kind="int", default=3, low=0,
+                           noun="degree", kernel_types=(POLY,))),
+    "g": ("gamma", Option("gamma of the kernel (default 1/num_features)", low=0,
+                          noun="gamma", kernel_types=tuple(GAMMA_KERNELS), exact=True)),
+    "r": ("coef0", Option("coef0 of the kernel", default=0.0, exact=True)),
+    "c": ("C", Option("cost of C-SVC, epsilon-SVR and nu-SVR", default=1.0, low=0,
+                      low_open=True, high=math.inf, noun="C", svm_types=tuple(C_TYPES),
+                      exact=True)),
+    "n": ("nu", Option("nu of nu-SVC, one-class SVM and nu-SVR", default=0.5, low=0,
+                       low_open=True, high=1, noun="nu", svm_types=tuple(NU_TYPES),
+                       exact=True)),
+    "p": ("p", Option("epsilon of epsilon-SVR", default=0.1, low=0, noun="epsilon",
+                      svm_types=(EPSILON_SVR,), exact=True)),
+    "m": ("cache_size", Option("kernel cache in MB", default=100.0, low=0, low_open=True,
+                               noun="cache size", unit=" MB", exact=True)),
+    "e": ("eps", Option("stopping tolerance", default=1e-3, low=0, low_open=True,
+                        noun="eps", exact=True)),
+    "h": ("shrinking", Option("shrinking heuristics", kind="bool", default=True)),
+    "b": ("probability", Option("train a probability model", kind="bool", default=False)),
+    "v": ("n_folds", Option("n-fold cross-validation (0: off)", kind="int", default=0,
+                            low=2, off=0, noun="n-fold cross validation", verb="needs n")),
+    "q": ("quiet", Option("quiet mode (no value)", kind="bool", default=False)),
 }
+
+
+def letter_option(letter):
+    """The declaration (:class:`~kernsolve.solvers._spec.Option`) of LIBSVM's
+    option ``-letter``; the estimators derive their constraints from it."""
+    return _LETTERS[letter][1]
+
+
+# kernsolve's long options: name -> (field, parse kind).  --solver is checked
+# against the registry, --threads by kernsolve._threads, --seed below, --bias
+# by its declaration.
 _LONG = {
     "solver": ("solver", "str"),
     "threads": ("n_jobs", "int"),
     "seed": ("seed", "int"),
-    "bias": ("bias", "flag01"),
+    "bias": ("bias", "bool"),
 }
+_BIAS = Option("train with the bias term", kind="bool", default=True)
 # Long options that take no value -> field (set to True).
 _LONG_FLAGS = {"libsvm-folds": "libsvm_folds"}
+_LIBSVM_FOLDS = Option("svm-train's glibc rand() folds (no value)", kind="bool",
+                       default=False)
 # The options of the grammar that take no value (for the splitters).
 FLAGS = ("-q",) + tuple("--" + name for name in _LONG_FLAGS)
 # Field -> the option that sets it, for messages about a Parameters built in Python.
 _FIELD_OPTION = {f: "-" + k for k, (f, _) in _LETTERS.items()}
 _FIELD_OPTION.update({f: "--" + k for k, (f, _) in _LONG.items()})
 _FIELD_OPTION["weight"] = "-w"
+
+# The declared options in the order Parameters.check checks them (LIBSVM's
+# svm_check_parameter's, then kernsolve's): (field, option as written, Option).
+_CHECKED = tuple((_LETTERS[k][0], "-" + k, _LETTERS[k][1]) for k in "stdgrmecnphbq") + (
+    ("bias", "--bias", _BIAS), ("libsvm_folds", "--libsvm-folds", _LIBSVM_FOLDS),
+    ("n_folds", "-v", _LETTERS["v"][1]))
 
 _INT_RE = re.compile(r"^[+-]?\d+$")
 
@@ -178,27 +227,27 @@ class Parameters:
         """
         default = Parameters()
         out = []
-        for letter, (name, kind) in _LETTERS.items():
+        for letter, (name, opt) in _LETTERS.items():
             value = getattr(self, name)
             if value == getattr(default, name) or (name == "gamma" and value is None):
                 continue
-            if kind == "none":
+            if "-" + letter in FLAGS:
                 out.append("-" + letter)
-            elif kind == "flag01":
+            elif opt.kind == "bool":
                 out.append(f"-{letter} {int(bool(value))}")
-            elif kind == "int":
+            elif opt.kind in ("int", "index"):
                 out.append(f"-{letter} {int(value)}")
             elif value == "median":
                 out.append(f"-{letter} median")
             else:
-                out.append(f"-{letter} {_fmt_float(value)}")
+                out.append(f"-{letter} {exact_number(value)}")
         for label, w in self.weight.items():
-            out.append(f"-w{_fmt_label(label)} {_fmt_float(w)}")
+            out.append(f"-w{_fmt_label(label)} {exact_number(w)}")
         for name, (attr, kind) in _LONG.items():
             value = getattr(self, attr)
             if value == getattr(default, attr):
                 continue
-            if kind == "flag01":
+            if kind == "bool":
                 value = int(bool(value))
             out.append(f"--{name} {value}")
         for name, attr in _LONG_FLAGS.items():
@@ -206,7 +255,7 @@ class Parameters:
                 out.append(f"--{name}")
         for key in sorted(self.extra):
             value = self.extra[key]
-            text = _fmt_float(value) if isinstance(value, float) else str(value)
+            text = exact_number(value) if isinstance(value, float) else str(value)
             out.append(f"--{option_name(key)} {shlex.quote(text)}")
         return " ".join(out)
 
@@ -222,7 +271,9 @@ class Parameters:
         (``max_kernel_evals``): the value given, typed (int, float, 0/1 or a
         choice), else the spec's default (None when the solver computes it).
         Raises ValueError naming an undeclared option or a value out of its
-        declared range (``SolverSpec.check_options``).
+        declared range (:meth:`Option.check <kernsolve.solvers._spec.Option.check>`,
+        in declaration order).  ``extra`` keys may be in either spelling
+        (``max_kernel_evals`` or ``max-kernel-evals``).
         """
         spec = spec_for(self.solver)
         if spec is None:
@@ -230,19 +281,20 @@ class Parameters:
         if not isinstance(self.extra, dict):
             raise ValueError(f"extra: expected a dict of solver options, "
                              f"got {type(self.extra).__name__}")
-        return spec.check_options(self.solver, self.extra)
+        declared = spec.option_names(self.solver)
+        given = {}
+        for key, value in self.extra.items():
+            dashed = option_name(key)
+            if dashed not in declared:
+                raise ValueError(f"--{dashed}: not an option of solver {self.solver!r}")
+            given[dashed] = value
+        return {option_key(o): spec.options[o].check("--" + o, given[o]) if o in given
+                else spec.options[o].default for o in declared}
 
 
 #: What ``parse_options`` takes, and so every ``options`` argument of the API:
 #: an option string, its tokens, a dict of field names, or a Parameters.
 OptionsLike = Union[str, list[str], tuple[str, ...], dict[str, Any], Parameters, None]
-
-
-def _fmt_float(value):
-    value = float(value)
-    if value.is_integer() and abs(value) < 1e16:
-        return str(int(value))
-    return repr(value)
 
 
 def _fmt_label(label):
@@ -252,12 +304,13 @@ def _fmt_label(label):
 
 
 def _parse_number(option, text, kind):
-    """Convert an option value, or raise ValueError naming the option and value."""
-    if kind == "int":
+    """Convert an option value (of ``kind``, an Option's or ``"str"``), or raise
+    ValueError naming the option and value."""
+    if kind in ("int", "index"):
         if not _INT_RE.match(text.strip()):
             raise ValueError(f"{option}: expected an integer, got {text!r}")
         return int(text)
-    if kind == "flag01":
+    if kind == "bool":
         if text.strip() not in ("0", "1"):
             raise ValueError(f"{option}: expected 0 or 1, got {text!r}")
         return text.strip() == "1"
@@ -475,14 +528,14 @@ def _from_tokens(argv):
             continue
         if letter not in _LETTERS or len(tok) != 2:
             raise ValueError(f"unknown option: {tok}")
-        name, kind = _LETTERS[letter]
+        name, opt = _LETTERS[letter]
         if i + 1 >= n:
             raise ValueError(f"{tok}: missing value")
         if name == "gamma" and argv[i + 1].strip().lower() == "median":
             param.gamma = "median"   # the median trick (solvers on random features)
             i += 2
             continue
-        value = _parse_number(tok, argv[i + 1], kind)
+        value = _parse_number(tok, argv[i + 1], opt.kind)
         if name == "gamma" and value == 0:
             value = None  # LIBSVM: -g 0 means 1/num_features
         setattr(param, name, value)
@@ -578,18 +631,13 @@ def _from_dict(d):
         if attr == "weight":
             value = {_label_key(k): v for k, v in dict(value or {}).items()}
         elif attr == "gamma" and value is not None and not isinstance(value, str) \
-                and _is_number(value) and float(value) == 0:
+                and is_real(value) and float(value) == 0:
             value = None
         if attr in names:
             setattr(param, attr, value)
         else:
             _set_extra(param, key, value)
     return param
-
-
-def _is_number(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool) or \
-        (hasattr(v, "dtype") and getattr(v.dtype, "kind", "") in "iuf")
 
 
 def check_parameters(param, n_features=None):
@@ -618,87 +666,27 @@ def _check(param, n_features=None):
     if not isinstance(param, Parameters):
         raise ValueError(f"expected Parameters, got {type(param).__name__}")
 
-    def num(attr, integer=False):
-        v = getattr(param, attr)
-        opt = _FIELD_OPTION.get(attr, attr)
-        if isinstance(v, bool) or not _is_number(v):
-            kind = "an integer" if integer else "a number"
-            raise ValueError(f"{opt}: expected {kind}, got {v!r}")
-        if integer:
-            if float(v) != int(v):
-                raise ValueError(f"{opt}: expected an integer, got {v!r}")
-            return int(v)
-        v = float(v)
-        if not math.isfinite(v):
-            raise ValueError(f"{opt}: expected a finite number, got {v!r}")
-        return v
-
-    s = num("svm_type", True)
-    if not 0 <= s < len(SVM_TYPES):
-        raise ValueError(f"-s: unknown svm type {s} (0..{len(SVM_TYPES) - 1})")
-    t = num("kernel_type", True)
-    if not 0 <= t < len(KERNELS):
-        raise ValueError(f"-t: unknown kernel type {t} (0..{len(KERNELS) - 1})")
-    # As LIBSVM: degree only matters to the polynomial kernel, gamma to the
-    # kernels that use it (Laplacian is kernsolve's).
-    degree = num("degree", True)
-    if t == POLY and degree < 0:
-        raise ValueError(f"-d: degree must be >= 0, got {degree}")
-    if param.gamma == "median":
-        if param.solver not in median_gamma_solvers():
-            raise ValueError(f"-g median: the median trick is available to the solvers "
-                             f"{', '.join(median_gamma_solvers())}, not {param.solver!r}")
-        if t not in (RBF, LAPLACIAN):
-            raise ValueError(f"-g median: the median trick sets gamma for the rbf and "
-                             f"laplacian kernels (-t 2, -t 5), not for -t {t} ({KERNELS[t]})")
-    elif param.gamma is not None:
-        gamma = num("gamma")
-        if t in GAMMA_KERNELS and gamma < 0:
-            raise ValueError(f"-g: gamma must be >= 0, got {_fmt_float(gamma)}")
-    num("coef0")
-    cache = num("cache_size")
-    if cache <= 0:
-        raise ValueError(f"-m: cache size must be > 0 MB, got {_fmt_float(cache)}")
-    eps = num("eps")
-    if eps <= 0:
-        raise ValueError(f"-e: eps must be > 0, got {_fmt_float(eps)}")
-    C = math.inf if _is_number(param.C) and param.C == math.inf else num("C")
-    if s in C_TYPES and C <= 0:
-        raise ValueError(f"-c: C must be > 0, got {_fmt_float(C)}")
-    if C == math.inf:
-        # The hard margin: SMO's C-SVC and epsilon-SVR take an unbounded box
-        # (as LIBSVM and scikit-learn do); nu-SVR's starting point (C * nu * l / 2)
-        # and the other solvers' step sizes need a finite C.
-        spec = spec_for(param.solver)
-        if s not in (C_SVC, EPSILON_SVR) or spec is None or not spec.uses_driver \
-                or spec.binary is not None:
-            raise ValueError(f"-c: C = inf (the hard margin) is for C-SVC and epsilon-SVR "
-                             f"with solver {DEFAULT_SOLVER!r} only; give a finite C")
-    nu = num("nu")
-    if s in NU_TYPES and not 0 < nu <= 1:
-        raise ValueError(f"-n: nu must be in (0, 1], got {_fmt_float(nu)}")
-    p = num("p")
-    if s == EPSILON_SVR and p < 0:
-        raise ValueError(f"-p: epsilon must be >= 0, got {_fmt_float(p)}")
-    for attr, opt in (("shrinking", "-h"), ("probability", "-b"), ("quiet", "-q"),
-                      ("bias", "--bias"), ("libsvm_folds", "--libsvm-folds")):
-        v = getattr(param, attr)
-        if isinstance(v, str) or not _is_number(v) and not isinstance(v, bool) \
-                or v not in (0, 1):
-            raise ValueError(f"{opt}: expected 0 or 1, got {v!r}")
-    folds = num("n_folds", True)
-    if folds != 0 and folds < 2:
-        raise ValueError(f"-v: n-fold cross validation needs n >= 2, got {folds}")
+    checked = {}
+    for attr, option, opt in _CHECKED:
+        value = getattr(param, attr)
+        if attr == "gamma" and (value is None or value == "median"):
+            if value == "median":
+                _check_median_gamma(param, checked["kernel_type"])
+            continue
+        checked[attr] = opt.check(option, value, ranged=opt.binds(checked.get("svm_type"),
+                                                                  checked.get("kernel_type")))
+        if attr == "C" and checked[attr] == math.inf:
+            _check_hard_margin(param, checked["svm_type"])
     if not isinstance(param.weight, dict):
         raise ValueError(f"-w: weights must be a dict {{label: weight}}, "
                          f"got {type(param.weight).__name__}")
     for label, w in param.weight.items():
-        if isinstance(label, bool) or not _is_number(label) or not math.isfinite(float(label)):
+        if isinstance(label, bool) or not is_real(label) or not math.isfinite(float(label)):
             raise ValueError(f"-w: class label must be a finite number, got {label!r}")
-        if isinstance(w, bool) or not _is_number(w) or not math.isfinite(float(w)):
+        if isinstance(w, bool) or not is_real(w) or not math.isfinite(float(w)):
             raise ValueError(f"-w{_fmt_label(label)}: weight must be a finite number, got {w!r}")
         if float(w) < 0:
-            raise ValueError(f"-w{_fmt_label(label)}: weight must be >= 0, got {_fmt_float(w)}")
+            raise ValueError(f"-w{_fmt_label(label)}: weight must be >= 0, got {exact_number(w)}")
     if spec_for(param.solver) is None:
         raise ValueError(_unknown_solver(param.solver))
     check_n_jobs(param.n_jobs, "--threads")
@@ -712,6 +700,26 @@ def _check(param, n_features=None):
         if isinstance(n_features, bool) or not hasattr(n_features, "__index__") \
                 or n_features < 0:
             raise ValueError(f"n_features must be a non-negative integer, got {n_features!r}")
+
+
+def _check_median_gamma(param, t):
+    if param.solver not in median_gamma_solvers():
+        raise ValueError(f"-g median: the median trick is available to the solvers "
+                         f"{', '.join(median_gamma_solvers())}, not {param.solver!r}")
+    if t not in (RBF, LAPLACIAN):
+        raise ValueError(f"-g median: the median trick sets gamma for the rbf and "
+                         f"laplacian kernels (-t 2, -t 5), not for -t {t} ({KERNELS[t]})")
+
+
+def _check_hard_margin(param, s):
+    """C = inf: SMO's C-SVC and epsilon-SVR take an unbounded box (as LIBSVM
+    and scikit-learn do); nu-SVR's starting point (C * nu * l / 2) and the
+    other solvers' step sizes need a finite C."""
+    spec = spec_for(param.solver)
+    if s not in (C_SVC, EPSILON_SVR) or spec is None or not spec.uses_driver \
+            or spec.binary is not None:
+        raise ValueError(f"-c: C = inf (the hard margin) is for C-SVC and epsilon-SVR "
+                         f"with solver {DEFAULT_SOLVER!r} only; give a finite C")
 
 
 def check_parameters_or_raise(param, n_features=None):

@@ -57,7 +57,7 @@ def _parse_predict_options(options):
         elif values is None:
             raise ValueError(f"{name}: missing value")
         elif name == "-b":
-            probability = _parse_number("-b", values[0], "flag01")
+            probability = _parse_number("-b", values[0], "bool")
         else:
             n_jobs = check_n_jobs(_parse_number("--threads", values[0], "int"), "--threads")
     if positional:

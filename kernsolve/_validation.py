@@ -35,7 +35,7 @@ import numpy as np
 from ._constants import CLASSIFICATION, RBF
 from ._errors import DataConversionWarning, twin
 from ._features import median_gamma
-from ._kernels import as_canonical
+from ._kernels import Canonical, as_canonical
 from ._sparse import Csr, issparse, make_csr, scipy_sparse
 
 __all__ = ["DataConversionWarning", "check_X", "libsvm_rows", "check_targets", "check_sample_weight",
@@ -63,7 +63,9 @@ def check_X(X, name="X", *, owner=None, n_rows=None, empty_ok=False):
 
     Parameters
     ----------
-    X : array-like or scipy sparse matrix, shape (n_samples, n_features)
+    X : array-like, scipy sparse matrix or Canonical, shape (n_samples, n_features)
+        A ``kernsolve._kernels.Canonical`` (X checked by a layer above) is
+        taken without a second pass over its values.
     name : str
         The matrix's name in messages (LIBSVM-style callers).
     owner : str, optional
@@ -82,10 +84,13 @@ def check_X(X, name="X", *, owner=None, n_rows=None, empty_ok=False):
     ValueError
         With one line naming the problem.
     """
-    if owner is not None:
-        X = _estimator_X(X, owner)
+    if isinstance(X, Canonical):
+        X = as_canonical(X, name)        # checked already: no second pass
+    elif owner is not None:
+        X = _estimator_X(X, owner)       # the one pass over the values
         if issparse(X):
-            X = as_canonical(X, name)    # sorted indices, int64 row pointers, 2**31 limit
+            # sorted indices, int64 row pointers, 2**31 limit
+            X = as_canonical(Canonical(X), name)
     else:
         if X is None:
             raise ValueError(f"{name} is None; expected an (n_samples, n_features) matrix")

@@ -3,9 +3,10 @@
 Oracle: the package's own source, parsed (nothing is imported or run): the
 import graph between kernsolve's modules has no cycle, no module imports
 kernsolve's modules from inside a function, no module outside
-``kernsolve/solvers/`` names a solver (they read the registry), and thread
+``kernsolve/solvers/`` names a solver (they read the registry), thread
 machinery (threadpoolctl, Python thread pools, the OMP_ variables, joblib)
-stands only in the modules that own it.
+stands only in the modules that own it, option values have one checker and
+the estimators take declared ranges from their declarations.
 """
 import ast
 import os
@@ -14,7 +15,8 @@ import re
 import pytest
 
 import kernsolve
-from kernsolve.solvers import REGISTRY, solver_names
+from kernsolve.estimators.dsg import _OPTION as _DSG_PARAMETER_OPTIONS
+from kernsolve.solvers import REGISTRY, solver_names, spec_for
 
 PACKAGE = os.path.dirname(os.path.abspath(kernsolve.__file__))
 
@@ -198,3 +200,73 @@ def test_thread_scan_on_a_sample(tmp_path):
     assert sorted(_thread_machinery(str(sample))) == [
         ("ThreadPoolExecutor", 2), ("an OMP_ variable", 3), ("concurrent.futures", 2),
         ("joblib", 6), ("threadpoolctl", 5)]
+
+
+def _defs_named(name):
+    """``module.Class.name`` (or ``module.name``) of every def called ``name``."""
+    found = []
+    for module, (path, _) in MODULES.items():
+        tree = ast.parse(open(path).read(), path)
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name == name:
+                found.append(f"{module}.{name}")
+            elif isinstance(node, ast.ClassDef):
+                found += [f"{module}.{node.name}.{name}" for item in node.body
+                          if isinstance(item, ast.FunctionDef) and item.name == name]
+    return sorted(found)
+
+
+def test_option_values_have_one_checker():
+    # doc/architecture.md, "Declaring a parameter": every option (LIBSVM's
+    # letters, kernsolve's long options, a solver's) is an Option whose
+    # check is the one checker; Parameters.check is the entry that runs it.
+    assert _defs_named("check") == ["kernsolve._params.Parameters.check",
+                                    "kernsolve.solvers._spec.Option.check"]
+    assert _defs_named("check_options") == []
+
+
+# Estimator parameters that set one of LIBSVM's letters with the letter's own
+# range.  (C and gamma have ranges of their own in some estimators: nu-SVR's
+# and DSG's C is finite, random features need gamma > 0.)
+_LETTER_PARAMETERS = {"nu", "epsilon", "degree", "coef0", "tol", "cache_size"}
+# The DSG estimators' loss names come from DSG's loss table (its own step).
+_OWN_TABLES = {"loss"}
+
+
+def _declared_parameters(filename):
+    """The parameters of the estimators of ``estimators/filename`` whose
+    options are declared (by LIBSVM's letters; in dsg.py by the DSG spec)."""
+    if filename != "dsg.py":
+        return _LETTER_PARAMETERS
+    dsg = spec_for("dsg")
+    solver_backed = {name for name, option in _DSG_PARAMETER_OPTIONS.items()
+                     if option.startswith("--") and option[2:] in dsg.options}
+    return (solver_backed - _OWN_TABLES) | _LETTER_PARAMETERS
+
+
+def test_estimators_derive_declared_ranges():
+    # a parameter whose option is declared (a solver's spec, LIBSVM's letters
+    # in kernsolve._params) takes its constraint from the declaration
+    # (estimators._base.declared), never from a second Interval/StrOptions
+    assert {"batch_size", "feature_block", "precision", "alpha", "max_iter"} \
+        <= _declared_parameters("dsg.py")
+    found = []
+    folder = os.path.join(PACKAGE, "estimators")
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".py"):
+            continue
+        declared = _declared_parameters(name)
+        path = os.path.join(folder, name)
+        for node in ast.walk(ast.parse(open(path).read(), path)):
+            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict) and any(
+                    isinstance(t, ast.Name) and t.id == "_parameter_constraints"
+                    for t in node.targets)):
+                continue
+            for key, value in zip(node.value.keys, node.value.values):
+                if not (isinstance(key, ast.Constant) and key.value in declared):
+                    continue
+                for call in ast.walk(value):
+                    if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) \
+                            and call.func.id in ("Interval", "StrOptions"):
+                        found.append(f"{name}:{call.lineno}: {key.value}")
+    assert found == []

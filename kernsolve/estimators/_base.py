@@ -24,6 +24,7 @@ import scipy.sparse as sp
 
 # X, y, sample weights, seeds and gamma are validated by kernsolve._validation,
 # the one owner shared with the solvers.
+from .._params import letter_option
 from .._threads import check_n_jobs
 # scikit-learn's classes when the program uses scikit-learn: kernsolve._errors
 from .._errors import ConvergenceWarning, NotFittedError, twin  # noqa: F401 (re-exported)
@@ -68,6 +69,8 @@ def available_if(check):
 # ``seed_of``, which must not draw from a RandomState twice) or one of the
 # objects below.  Messages are kernsolve's, the same for every estimator:
 # "<Estimator>: <parameter> must be <the alternatives>, got <value>".
+# A parameter that sets a declared option (a solver's, or LIBSVM's letter)
+# takes its range from that declaration (:func:`declared`), not a copy.
 
 def _either(phrases):
     """"a", "a or b", "a, b or c"."""
@@ -188,6 +191,25 @@ class Checked:
         return []
 
 
+def declared(option, *, text=None, whole_floats=False):
+    """The constraint of an estimator parameter that sets a declared option
+    (an :class:`~kernsolve.solvers._spec.Option`: a solver's or LIBSVM's
+    letter), made from that declaration, as scikit-learn derives
+    ``StrOptions(set(loss_functions))`` from its table: :class:`StrOptions`
+    of its choices, else an :class:`Interval` of its range (``text``,
+    ``whole_floats``: as there)."""
+    if option.kind == "choice":
+        return StrOptions(option.choices)
+    if option.kind not in ("int", "float"):
+        raise TypeError(f"declared: no constraint for an option of kind {option.kind!r}")
+    left_closed = not option.low_open
+    right_closed = option.high is not None and not option.high_open
+    closed = {(True, True): "both", (True, False): "left", (False, True): "right",
+              (False, False): "neither"}[left_closed, right_closed]
+    return Interval(Integral if option.kind == "int" else Real, option.low, option.high,
+                    closed=closed, whole_floats=whole_floats, text=text)
+
+
 def _accepts(entry, value, owner):
     if entry is None:
         return value is None
@@ -228,7 +250,7 @@ class Rule:
         self.shown = shown
         self.when = when
 
-    def check(self, est, name):
+    def validate(self, est, name):
         if self.when is not None and not self.when(est):
             return
         value = getattr(est, name)
@@ -247,11 +269,11 @@ def type_name(value):
     return type(value).__name__
 
 
-# Constraints that several estimator families share.
+# Constraints that several estimator families share: LIBSVM's letters' ranges.
 N_JOBS = Checked(lambda value, owner: check_n_jobs(value, "estimator", owner))
-CACHE_SIZE = Interval(Real, 0, None, closed="neither", text="> 0 (MB)")
-DEGREE = Interval(Integral, 0, None, closed="left", whole_floats=True)
-COEF0 = Interval(Real, None, None, closed="neither")
+CACHE_SIZE = declared(letter_option("m"), text="> 0 (MB)")
+DEGREE = declared(letter_option("d"), whole_floats=True)
+COEF0 = declared(letter_option("r"))
 
 
 # --------------------------------------------------------------------------
@@ -294,7 +316,7 @@ class BaseEstimator:
         for name, rule in self._parameter_constraints.items():
             if not isinstance(rule, Rule):
                 rule = Rule(*rule)
-            rule.check(self, name)
+            rule.validate(self, name)
 
     def get_params(self, deep=True):
         """The constructor parameters (and those of nested estimators when ``deep``)."""

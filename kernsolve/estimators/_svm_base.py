@@ -10,26 +10,26 @@ the binary sign flip, ``ovr`` values, probabilities), ``_BaseSVR`` the
 regressors; the public classes declare only their own parameters.
 """
 import dataclasses
-import math
 import warnings
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
 
 from .._constants import ESTIMATOR_KERNELS as _KERNELS
 from .._constants import GAMMA_KERNELS, PRECOMPUTED
+from .._kernels import Canonical
 from .._api import train
-from .._errors import sklearn_version, twin
+from .._errors import IterationLimitWarning, sklearn_version, twin
 from .._model import _check_model
-from .._params import Parameters, option_key
+from .._params import Parameters, letter_option, option_key
 from .._predict import decision_function, ovo_vote, predict_probability
 from ..solvers import DEFAULT_SOLVER, REGISTRY, option_names, spec_for
 from .._validation import (check_sample_weight, check_X, column_or_1d, estimator_gamma,
                            is_number, seed_of)
 from ._base import (CACHE_SIZE, COEF0, DEGREE, N_JOBS, BaseEstimator, ConvergenceWarning,
                     Interval, InstanceOf, NotFittedError, Rule, StrOptions, available_if,
-                    check_feature_names, check_lengths, encode_classes, feature_names,
+                    check_feature_names, declared, check_lengths, encode_classes, feature_names,
                     n_samples, r2_score, regression_targets, sparse_container, type_name)
 from .._sparse import issparse
 
@@ -39,7 +39,12 @@ _TINY_GAMMA = float(np.nextafter(0.0, 1.0))
 
 # C > 0, and C = inf (the hard margin) as scikit-learn accepts it: LIBSVM's
 # C-SVC and epsilon-SVR on SMO train it (kernsolve.Parameters checks the rest).
-C_OR_INF = Interval(Real, 0, math.inf, closed="right", text="a number > 0 (or inf)")
+C_OR_INF = declared(letter_option("c"), text="a number > 0 (or inf)")
+
+def _status(stats):
+    """A training's status: "ok", or why it stopped early ("max_iter")."""
+    return stats.get("status", "ok")
+
 
 # The version of scikit-learn from which its SVC and NuSVC emit these
 # FutureWarnings; kernsolve emits them when the program uses that scikit-learn.
@@ -82,13 +87,13 @@ class _BaseSVM(BaseEstimator):
     _parameter_constraints = {
         "kernel": Rule(StrOptions(sorted(_KERNELS), listed=True), callable, named=False),
         "C": [C_OR_INF],
-        "nu": [Interval(Real, 0, 1, closed="right")],
-        "epsilon": [Interval(Real, 0, None, closed="left")],
+        "nu": [declared(letter_option("n"))],
+        "epsilon": [declared(letter_option("p"))],
         "degree": [DEGREE],
         "gamma": [StrOptions(("scale", "auto")),
-                  Interval(Real, 0, None, closed="left", text="a float >= 0")],
+                  declared(letter_option("g"), text="a float >= 0")],
         "coef0": [COEF0],
-        "tol": [Interval(Real, 0, None, closed="neither", text="a number > 0")],
+        "tol": [declared(letter_option("e"), text="a number > 0")],
         "cache_size": [CACHE_SIZE],
         "max_iter": [Interval(Integral, -1, -1, closed="both", text="-1 (no limit)"),
                      Interval(Integral, 1, None, closed="left", text="a positive integer")],
@@ -150,7 +155,7 @@ class _BaseSVM(BaseEstimator):
                                  f"{X.shape[0]}x{X.shape[1]} matrix.")
             K = X.toarray() if issparse(X) else X
             return X, self._serial_matrix(K, np.arange(1, X.shape[0] + 1))
-        return X, X
+        return X, Canonical(X)     # checked: kernsolve.train takes it without a second pass
 
     def _callable_kernel(self, A, B, shape):
         """``kernel(A, B)`` called as scikit-learn calls it: on the samples as
@@ -215,14 +220,15 @@ class _BaseSVM(BaseEstimator):
             warnings.simplefilter("always")
             model = train(y, Xt, param, sample_weight=sample_weight, n_jobs=self.n_jobs,
                           _max_iter=max_iter)
+        # the solver's own iteration-limit warnings become scikit-learn's one
+        # warning, when the model's status (or its probability fits') says so
         for w in caught:
-            text = str(w.message)
-            if "max number of iterations" in text:
-                warnings.warn(f"Solver terminated early (max_iter={self.max_iter}).  "
-                              "Consider pre-processing your data with StandardScaler or "
-                              "MinMaxScaler.", twin(ConvergenceWarning), stacklevel=3)
-            else:
+            if not issubclass(w.category, IterationLimitWarning):
                 warnings.warn(w.message, w.category, stacklevel=3)
+        if _status(model.stats) != "ok" or _status(model.stats.get("probability", {})) != "ok":
+            warnings.warn(f"Solver terminated early (max_iter={self.max_iter}).  "
+                          "Consider pre-processing your data with StandardScaler or "
+                          "MinMaxScaler.", twin(ConvergenceWarning), stacklevel=3)
         return model
 
     def _fit_one_output(self, X, y, sample_weight):
@@ -283,7 +289,7 @@ class _BaseSVM(BaseEstimator):
             self.feature_names_in_ = names
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
-        self.fit_status_ = 0 if model.stats.get("status", "ok") == "ok" else 1
+        self.fit_status_ = 0 if _status(model.stats) == "ok" else 1
         pairs = model.stats.get("pairs", [])
         self._n_iter = np.array([int(p.get("n_iter", 0)) for p in pairs], dtype=np.int32)
         if callable(self.kernel):

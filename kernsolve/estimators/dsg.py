@@ -31,19 +31,20 @@ the seeded order ``permutation(n_rows, stream_key(seed, "sampling"), k)``, so
   ``n_features``; for a binary problem whose labels are -1/+1).
 """
 import warnings
-from numbers import Integral, Real
+from numbers import Real
 from typing import Any, Literal
 
 import numpy as np
 
 from ._base import (CACHE_SIZE, N_JOBS, BaseEstimator, InstanceOf, Interval, Rule,
-                    StrOptions, available_if, check_feature_names, check_lengths,
+                    StrOptions, available_if, check_feature_names, check_lengths, declared,
                     encode_classes, feature_names, r2_score, regression_targets, type_name)
 from .._constants import ESTIMATOR_KERNELS, FOURIER_KERNELS, SvmType
-from .._params import Parameters, option_key
+from .._kernels import Canonical
+from .._params import Parameters, letter_option, option_key
 from .._typing import RandomStateLike
 from .._validation import check_X, column_or_1d, seed_of
-from ..solvers.dsg.options import check_parameters, hyperparameters, loss_for, resolve_gamma
+from ..solvers.dsg.options import check_parameters, feature_gamma, hyperparameters, loss_for
 from ..solvers.dsg.targets import Targets
 from ..solvers.dsg.trainer import DSGTrainer
 from ..solvers.dsg import SPEC as _DSG
@@ -58,9 +59,10 @@ __all__ = ["DSGClassifier", "DSGRegressor"]
 # scikit-learn's names of the kernels with random Fourier features.
 _KERNELS = {name: code for name, code in ESTIMATOR_KERNELS.items() if code in FOURIER_KERNELS}
 
-# Estimator parameter -> the kernsolve-train option it sets.  Used to build
-# Parameters (below) and to name the parameter in the messages of the DSG
-# validator, which speaks in option names.
+# Estimator parameter -> the kernsolve-train option it sets: the one table of
+# the names.  Used to build Parameters (below), to take the parameters'
+# constraints from the options' declarations (_declared) and to name the
+# parameter in the messages of the DSG validator, which speaks in option names.
 _OPTION = {
     "loss": "--loss", "batch_size": "--batch-size", "feature_block": "--feature-block",
     "step": "--step", "t0": "--t0", "max_iter": "--epochs", "average": "--average",
@@ -69,6 +71,15 @@ _OPTION = {
     "epsilon": "-p", "cache_size": "-m", "random_state": "--seed", "kernel": "-t",
     "fit_intercept": "--bias", "n_jobs": "--threads", "precision": "--precision",
 }
+
+
+def _declared(name, **kwargs):
+    """The constraint of parameter ``name`` from the declaration of the option
+    it sets (the DSG spec's, or LIBSVM's letter)."""
+    option = _OPTION[name]
+    if option.startswith("--"):
+        return declared(_DSG.options[option[2:]], **kwargs)
+    return declared(letter_option(option[1:]), **kwargs)
 
 
 def _renamed(message):
@@ -100,15 +111,14 @@ class _BaseDSG(BaseEstimator):
                   Interval(Real, 0, None, closed="neither", text="a float > 0")],
         "C": Rule(Interval(Real, 0, None, closed="neither"), note="(used when alpha is None)",
                   when=lambda est: est.alpha is None),
-        "alpha": [None, Interval(Real, 0, None, closed="left")],
-        "batch_size": [None, Interval(Integral, 1, None, closed="left")],
-        "feature_block": [None, Interval(Integral, 1, None, closed="left")],
-        "max_iter": [None, Interval(Real, 0, None, closed="neither",
-                                    text="a number of passes > 0")],
+        "alpha": [None, _declared("alpha")],
+        "batch_size": [None, _declared("batch_size")],
+        "feature_block": [None, _declared("feature_block")],
+        "max_iter": [None, _declared("max_iter", text="a number of passes > 0")],
         "average": ["boolean"],
         "fit_intercept": ["boolean"],
         "cache_size": [CACHE_SIZE],
-        "precision": [StrOptions(("double", "single"))],
+        "precision": [_declared("precision")],
         "n_jobs": [N_JOBS],
         "step": ["no_validation"],
         "t0": ["no_validation"],
@@ -133,12 +143,11 @@ class _BaseDSG(BaseEstimator):
         extra.update({"average": int(bool(self.average)),
                       "step_rule": str(self.step_rule).replace("_", "-"),
                       "precision": self.precision})
-        for attr, key in (("step", "step"), ("t0", "t0"), ("max_iter", "epochs"),
-                          ("alpha", "lambda"), ("ridge", "ridge"),
-                          ("batch_size", "batch_size"), ("feature_block", "feature_block")):
+        for attr in ("step", "t0", "max_iter", "alpha", "ridge", "batch_size", "feature_block"):
             value = getattr(self, attr)
             if value is not None:
-                extra[key] = int(value) if attr in ("batch_size", "feature_block") else value
+                extra[option_key(_OPTION[attr][2:])] = \
+                    int(value) if attr in ("batch_size", "feature_block") else value
         for attr in ("tau", "delta"):
             if hasattr(self, attr):
                 extra[attr] = getattr(self, attr)
@@ -181,7 +190,7 @@ class _BaseDSG(BaseEstimator):
             raise ValueError(f"{name}: gamma='median' needs at least 2 samples to measure "
                              f"distances, got {X.shape[0]} sample; give a float gamma")
         try:
-            gamma = resolve_gamma(param, X)
+            gamma = feature_gamma(param, X)
             hyper = hyperparameters(param, X.shape[0], X.shape[1], targets.loss, gamma)
         except ValueError as exc:
             raise ValueError(f"{name}: {_renamed(str(exc))}") from None
@@ -201,7 +210,7 @@ class _BaseDSG(BaseEstimator):
                           f"random features: many such chunks make a large model, slow to "
                           f"train and to predict; "
                           f"pass chunks of batch_size rows or more", UserWarning, stacklevel=3)
-        self._trainer.fit_rows(X, y, n_jobs=self.n_jobs)
+        self._trainer.fit_rows(Canonical(X), y, n_jobs=self.n_jobs)
         self._passes += 1
         self._publish(self._passes)
         return self
@@ -230,7 +239,7 @@ class _BaseDSG(BaseEstimator):
 
     def _run(self, trainer, X, y_codes, epochs, n_jobs):
         """``epochs`` passes (the last one partial when fractional), as ``_dsg.train``."""
-        passes = trainer.fit_epochs(X, y_codes, epochs, n_jobs=n_jobs)
+        passes = trainer.fit_epochs(Canonical(X), y_codes, epochs, n_jobs=n_jobs)
         note = trainer.kept_note("cache_size=")
         if self.verbose and note:
             print("-- " + note, end="")
@@ -590,7 +599,7 @@ class DSGRegressor(_BaseDSG):
         "loss": [StrOptions(("squared", "huber", "epsilon-insensitive", "quantile"),
                             listed=True, underscores=True)],
         **_BaseDSG._parameter_constraints,
-        "epsilon": [Interval(Real, 0, None, closed="left")],
+        "epsilon": [_declared("epsilon")],
         "tau": ["no_validation"],      # the DSG option validator, as --tau and --delta
         "delta": ["no_validation"],
     }

@@ -23,13 +23,15 @@ know the solvers and their options) while the solvers' own modules import
 ``_params`` at their top: the specs never import a solver's code, so there is
 no import cycle, and reading the registry loads no compiled solver.
 
-The options are declared here once, and checked here once:
-:meth:`SolverSpec.check_options` (which ``Parameters.check`` and
-``Parameters.solver_options`` call, before any data is read) refuses an
-undeclared option, a value of the wrong type or outside its range, with one
-message format, and returns the typed values with the declared defaults filled
-in.  A solver reads its options from there and checks only the rules a single
-range cannot express (``step * lambda < t0 + 1``) in its spec's ``check``.
+The options are declared here once, each an :class:`Option`, whose
+:meth:`Option.check` is the one checker of option values: LIBSVM's letters
+(declared in ``kernsolve._params``) and the solvers' long options alike.
+``Parameters.solver_options`` (which ``Parameters.check`` calls, before any
+data is read) refuses an undeclared option, a value of the wrong type or
+outside its range, with one message format, and returns the typed values with
+the declared defaults filled in.  A solver reads its options from there and
+checks only the rules a single range cannot express (``step * lambda < t0 +
+1``) in its spec's ``check``.
 """
 import importlib
 import math
@@ -38,19 +40,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Callable, Mapping, Optional
 
-__all__ = ["Option", "Ref", "SolverSpec", "option_key", "option_name"]
-
-
-def option_key(name):
-    """The ``Parameters.extra`` key of a solver option
-    (``max-kernel-evals`` -> ``max_kernel_evals``)."""
-    return name.replace("-", "_")
-
-
-def option_name(key):
-    """The command-line name of a ``Parameters.extra`` key
-    (``max_kernel_evals`` -> ``max-kernel-evals``)."""
-    return str(key).replace("_", "-")
+__all__ = ["Option", "Ref", "SolverSpec", "exact_number", "is_real"]
 
 
 class Ref:
@@ -78,15 +68,25 @@ class Ref:
 
 @dataclass(frozen=True)
 class Option:
-    """One long option of a solver (``--epochs``), as declared in its spec.
+    """One option (``--epochs``, LIBSVM's ``-c``), as declared: its doc, kind,
+    default and range, and :meth:`check`, the one checker of option values.
 
-    ``kind`` is ``"int"``, ``"float"``, ``"flag"`` (0 or 1) or ``"choice"``
-    (one of ``choices``, spelled with dashes).  The range of a number is
-    ``low``/``high`` (None: unbounded), each bound open or closed.  ``only``
-    restricts the option to some names of the family (UDSG's
-    ``--new-blocks``); empty means every name.  ``noun`` is how a message
-    names the value when the option name alone does not say what it is
-    (``"tau"`` for ``--damping``); see :meth:`check` for the message format.
+    Solvers declare their long options in their spec; ``kernsolve._params``
+    declares LIBSVM's letters and kernsolve's common long options the same way.
+
+    ``kind`` is ``"int"``, ``"float"``, ``"flag"`` (0 or 1), ``"bool"`` (0 or
+    1, True or False: LIBSVM's ``-h``, ``-b``), ``"choice"`` (one of
+    ``choices``, spelled with dashes) or ``"index"`` (an integer that picks
+    one of ``choices`` by position: ``-s``, ``-t``).  The range of a number is
+    ``low``/``high`` (None: unbounded), each bound open or closed; a closed
+    ``high=math.inf`` admits +inf (``-c``'s hard margin).  ``off`` is a value
+    outside the range that means "not used" (``-v 0``).  The range binds for
+    the SVM types ``svm_types`` and the kernels ``kernel_types`` only (empty:
+    all), as LIBSVM checks C, nu, p, degree and gamma only where they are used
+    (:meth:`binds`).  ``only`` restricts the option to some names of the
+    family (UDSG's ``--new-blocks``); empty means every name.  See
+    :meth:`check` for how ``noun``, ``verb``, ``unit`` and ``exact`` word the
+    messages.
     """
     doc: str
     kind: str = "float"
@@ -98,15 +98,22 @@ class Option:
     choices: tuple = ()
     only: tuple = ()
     noun: str = ""
+    verb: str = "must be"
+    unit: str = ""
+    off: object = None
+    svm_types: tuple = ()
+    kernel_types: tuple = ()
+    exact: bool = False
 
     def bounds_text(self):
         """The range of a number as messages state it (``> 0``, ``in (0, 1]``)."""
-        if self.low is not None and self.high is not None:
+        high = self.high if self.high is not None and math.isfinite(self.high) else None
+        if self.low is not None and high is not None:
             return (f"in {'(' if self.low_open else '['}{_g(self.low)}, "
-                    f"{_g(self.high)}{')' if self.high_open else ']'}")
+                    f"{_g(high)}{')' if self.high_open else ']'}")
         if self.low is not None:
             return self._low_text()
-        if self.high is not None:
+        if high is not None:
             return self._high_text()
         return ""
 
@@ -120,74 +127,122 @@ class Option:
         """The range as the usage text and the docs write it (``integer >= 1``)."""
         if self.kind == "choice":
             return "|".join(str(c) for c in self.choices)
-        if self.kind == "flag":
+        if self.kind in ("flag", "bool"):
             return "0|1"
+        if self.kind == "index":
+            return f"0..{len(self.choices) - 1}"
         word = "integer" if self.kind == "int" else ""
         return " ".join(w for w in (word, self.bounds_text()) if w) or "number"
 
     def out_of_range(self):
         """Values just outside the range (for tests), each refused by :meth:`check`."""
-        if self.kind == "flag":
+        if self.kind in ("flag", "bool"):
             return [-1, 2]
+        if self.kind == "index":
+            return [-1, len(self.choices)]
         step = 1 if self.kind == "int" else 0.5
         out = []
         if self.low is not None:
             out.append(self.low if self.low_open else self.low - step)
-        if self.high is not None:
+        if self.high is not None and math.isfinite(self.high):
             out.append(self.high if self.high_open else self.high + step)
         return [int(v) if self.kind == "int" and float(v).is_integer() else v for v in out]
 
-    def check(self, name, value):
-        """``value`` of option ``--name``, typed (int, float, 0/1 or a choice),
-        or a ValueError in the one format of solver options:
+    def binds(self, svm_type, kernel_type):
+        """Whether the range applies to a model of this SVM type and kernel."""
+        return (not self.svm_types or svm_type in self.svm_types) and \
+            (not self.kernel_types or kernel_type in self.kernel_types)
+
+    def check(self, option, value, ranged=True):
+        """``value`` of ``option`` (as written: ``--epochs``, ``-c``), typed
+        (int, float, 0/1, bool or a choice), or a ValueError in the one format
+        of options; ``ranged=False`` checks the type only (:meth:`binds`).
 
         * a value of the wrong type: ``--name: expected an integer, got 2.5``
           (``a number``, ``a finite number``, ``0 or 1`` by kind);
         * an unknown choice: ``--loss: unknown loss 'nope' (known: hinge, ...)``;
+          an index out of range: ``-s: unknown svm type 7 (0..4)``;
         * a number out of range: ``--tau: must be <= 1, got 2``, the bound it
           breaks; with a ``noun``, the whole range:
-          ``--damping: tau must be in (0, 1], got 0``.
+          ``--damping: tau must be in (0, 1], got 0``, and ``verb`` and
+          ``unit`` around it: ``-m: cache size must be > 0 MB, got 0``.
+
+        The value after "got" is shown as given and a float out of range as
+        ``%g``; ``exact`` (LIBSVM's letters) shows floats converted and written
+        as the option string writes them (``-c: C must be > 0, got -0.1234567``).
         """
         if self.kind == "choice":
             # the words of a choice, in any case, joined by -, _ or spaces
             # ("squared_hinge", "Squared hinge"): the spelling with dashes
             text = "-".join(str(value).lower().replace("_", " ").split())
             if text not in self.choices:
-                raise ValueError(f"--{name}: unknown {self.noun or name} {text!r} "
-                                 f"(known: {', '.join(self.choices)})")
+                raise ValueError(f"{option}: unknown {self.noun or option.lstrip('-')} "
+                                 f"{text!r} (known: {', '.join(self.choices)})")
             return text
-        integral = self.kind in ("int", "flag")
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
-                not math.isfinite(value) and integral:
-            raise ValueError(f"--{name}: expected {_KIND_WORDS[self.kind]}, got {value!r}")
-        if not math.isfinite(value):
-            raise ValueError(f"--{name}: expected a finite number, got {value!r}")
+        if self.kind == "bool":
+            if not (isinstance(value, bool) or is_real(value) and value in (0, 1)):
+                raise ValueError(f"{option}: expected 0 or 1, got {value!r}")
+            return bool(value)
+        integral = self.kind in ("int", "flag", "index")
+        if not is_real(value) or not math.isfinite(value) and integral:
+            raise ValueError(f"{option}: expected {_KIND_WORDS[self.kind]}, got {value!r}")
+        if not math.isfinite(value) and not (value == self.high == math.inf
+                                             and not self.high_open):
+            shown = float(value) if self.exact else value
+            raise ValueError(f"{option}: expected a finite number, got {shown!r}")
         if integral:
             if not isinstance(value, numbers.Integral) and not float(value).is_integer():
-                raise ValueError(f"--{name}: expected {_KIND_WORDS[self.kind]}, "
+                raise ValueError(f"{option}: expected {_KIND_WORDS[self.kind]}, "
                                  f"got {value!r}")
             value = int(value)
-            if self.kind == "flag":
-                if value not in (0, 1):
-                    raise ValueError(f"--{name}: expected 0 or 1, got {value!r}")
+            if self.kind == "flag" and value not in (0, 1):
+                raise ValueError(f"{option}: expected 0 or 1, got {value!r}")
+            if self.kind == "index" and not 0 <= value < len(self.choices):
+                raise ValueError(f"{option}: unknown {self.noun} {value} "
+                                 f"(0..{len(self.choices) - 1})")
+            if self.kind != "int":
                 return value
         else:
             value = float(value)
+        if not ranged or value == self.off:
+            return value
         low_bad = self.low is not None and (value <= self.low if self.low_open
                                             else value < self.low)
         high_bad = self.high is not None and (value >= self.high if self.high_open
                                               else value > self.high)
         if low_bad or high_bad:
             if self.noun:
-                rule = f"{self.noun} must be {self.bounds_text()}"
+                rule = f"{self.noun} {self.verb} {self.bounds_text()}{self.unit}"
             else:
-                rule = f"must be {self._low_text() if low_bad else self._high_text()}"
-            shown = str(value) if integral else f"{value:g}"
-            raise ValueError(f"--{name}: {rule}, got {shown}")
+                rule = f"{self.verb} {self._low_text() if low_bad else self._high_text()}"
+            if integral:
+                shown = str(value)
+            else:
+                shown = exact_number(value) if self.exact else f"{value:g}"
+            raise ValueError(f"{option}: {rule}, got {shown}")
         return value
 
 
-_KIND_WORDS = {"int": "an integer", "float": "a number", "flag": "0 or 1"}
+_KIND_WORDS = {"int": "an integer", "index": "an integer", "float": "a number",
+               "flag": "0 or 1"}
+
+
+def is_real(value):
+    """A real number, not a bool: a Python or numpy number or numeric array."""
+    if isinstance(value, bool):
+        return False
+    dtype = getattr(value, "dtype", None)
+    return isinstance(value, numbers.Real) or \
+        dtype is not None and getattr(dtype, "kind", "") in ("i", "u", "f")
+
+
+def exact_number(value):
+    """A number as option strings write it: whole numbers without ``.0``,
+    others by their shortest exact ``repr``."""
+    value = float(value)
+    if value.is_integer() and abs(value) < 1e16:
+        return str(int(value))
+    return repr(value)
 
 
 def _g(value):
@@ -216,9 +271,9 @@ class SolverSpec:
         How it trains (see the module docstring).
     check : Ref or None
         ``check(param)``: its checks that need no data beyond the options'
-        ranges (:meth:`check_options` makes those): rules between options and
-        the SVM type, kernel, ... (``step * lambda < t0 + 1``), raising
-        ValueError; run before the data is read.
+        ranges (``Parameters.solver_options`` checks those): rules between
+        options and the SVM type, kernel, ... (``step * lambda < t0 + 1``),
+        raising ValueError; run before the data is read.
     planned_iterations : Ref or None
         ``planned_iterations(param, n)``: the iterations of a sub-problem of
         ``n`` points when the solver fixes them in advance (progress line).
@@ -272,24 +327,3 @@ class SolverSpec:
     def option_names(self, name):
         """The option names (dashed) that solver ``name`` of this family takes."""
         return tuple(o for o, opt in self.options.items() if not opt.only or name in opt.only)
-
-    def check_options(self, name, extra):
-        """The options ``extra`` of solver ``name``, checked against the declarations.
-
-        ``extra`` is ``Parameters.extra`` (keys in either spelling,
-        ``max_kernel_evals`` or ``max-kernel-evals``).  Every key must be an
-        option of ``name`` (``only``), every value of its kind and in its
-        range (:meth:`Option.check`, in declaration order).  Returns
-        ``{key: value}`` with the ``Parameters.extra`` key of every option of
-        ``name``: the typed value given, else the declared default (None when
-        it has none or the solver computes it).  Raises ValueError.
-        """
-        declared = self.option_names(name)
-        given = {}
-        for key, value in extra.items():
-            dashed = option_name(key)
-            if dashed not in declared:
-                raise ValueError(f"--{dashed}: not an option of solver {name!r}")
-            given[dashed] = value
-        return {option_key(o): self.options[o].check(o, given[o]) if o in given
-                else self.options[o].default for o in declared}

@@ -14,7 +14,7 @@ from ..._random import _uint64
 
 __all__ = ["FITTED_STEP_FACTOR", "LOSSES", "CLASSIFICATION_LOSSES", "REGRESSION_LOSSES",
            "check_parameters", "default_batch_block", "hyperparameters", "loss_for",
-           "resolve_gamma"]
+           "feature_gamma"]
 
 # Loss name -> code of kernsolve/solvers/dsg/_losses.pxd.  Model files store names.
 LOSSES = {
@@ -145,9 +145,11 @@ def hyperparameters(param, n_samples, n_features, loss, gamma):
         precision=opts["precision"])
 
 
-def resolve_gamma(param, X):
-    """gamma of the features: :meth:`Parameters.resolved_gamma`, the rule of
-    every solver (``-g`` value, ``median``, or LIBSVM's 1/num_features); a
-    value given must be > 0 (random features have no constant kernel)."""
+def feature_gamma(param, X):
+    """gamma of the features: :meth:`Parameters.resolved_gamma` (the one rule
+    of every solver, ``kernsolve._validation.resolve_gamma``: ``-g`` value,
+    ``median``, or LIBSVM's 1/num_features), then the features' range: a
+    value given must be > 0 (random features have no constant kernel) and
+    keep sqrt(2 gamma) finite."""
     gamma = param.resolved_gamma(X.shape[1], X)
     return gamma if param.gamma is None or param.gamma == 0 else _check_gamma(gamma)

@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from .options import _task, check_parameters, hyperparameters, loss_for, resolve_gamma
+from .options import _task, check_parameters, feature_gamma, hyperparameters, loss_for
 from .targets import Targets
 from .trainer import DSGTrainer, _info, _notice_one_class
 from ..._errors import DataFormatError
@@ -44,7 +44,7 @@ def _stream_size(path):
 
 class _Unchanged:
     """The file as the first pass saw it (device, inode, size, modification
-    time); :meth:`check` before each window says if it was replaced, cut or
+    time); :meth:`verify` before each window says if it was replaced, cut or
     appended to since, which would train on other rows than were counted."""
 
     def __init__(self, path):
@@ -55,7 +55,7 @@ class _Unchanged:
         st = os.stat(self.path)
         return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
-    def check(self):
+    def verify(self):
         now = self._stat()
         if now != self.seen:
             what = (f"its size went from {self.seen[2]} to {now[2]} bytes"
@@ -127,7 +127,7 @@ def train_file(path, options="", *, chunk_bytes=64 << 20, n_features=None, n_job
     labels = _Labels() if task == "classification" else None
     if n_features is None or task == "classification" or "lambda" not in param.extra:
         for offset, length in windows:
-            unchanged.check()
+            unchanged.verify()
             try:
                 y, X = read_problem(path, n_features=n_features or 2**31 - 1,
                                     zero_based=False, offset=offset, length=length,
@@ -151,7 +151,7 @@ def train_file(path, options="", *, chunk_bytes=64 << 20, n_features=None, n_job
     trainer = None
     for epoch in range(max(1, math.ceil(opts["epochs"]))):
         for offset, length in windows:
-            unchanged.check()
+            unchanged.verify()
             try:
                 y, X = read_problem(path, n_features=n_features, zero_based=False,
                                     offset=offset, length=length, n_jobs=n_jobs)
@@ -167,7 +167,7 @@ def train_file(path, options="", *, chunk_bytes=64 << 20, n_features=None, n_job
                                      f"{offset} to {offset + length}; windows of --chunk-mb "
                                      f"= {chunk_bytes} bytes), and it holds 1 row; the median "
                                      "needs 2: use a larger --chunk-mb or a -g value")
-                gamma = resolve_gamma(param, X)
+                gamma = feature_gamma(param, X)
                 trainer = DSGTrainer(hyperparameters(param, n_rows or y.shape[0], n_features,
                                                      loss, gamma), targets)
             # one window is the whole data, as in train; one of several is not

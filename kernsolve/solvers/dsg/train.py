@@ -18,10 +18,11 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from .options import _task, check_parameters, hyperparameters, loss_for, resolve_gamma
+from .options import _task, check_parameters, feature_gamma, hyperparameters, loss_for
 from .targets import Targets
 from .trainer import DSGTrainer, _info, _notice_one_class
 from ..._constants import C_SVC, EPSILON_SVR
+from ..._kernels import Canonical
 from ..._params import Parameters, parse_options
 from ..._progress import Progress
 from ..._threads import resolve_n_jobs
@@ -51,12 +52,12 @@ def train(y, X, options="", n_jobs=None):
     loss = loss_for(param, 0 if targets.labels is None else targets.labels.size)
     targets.loss = loss
     _notice_one_class(param, targets)
-    h = hyperparameters(param, X.shape[0], X.shape[1], loss, resolve_gamma(param, X))
+    h = hyperparameters(param, X.shape[0], X.shape[1], loss, feature_gamma(param, X))
     trainer = DSGTrainer(h, targets)
     if not param.quiet:
         trainer.progress = Progress(param.solver)
     try:
-        trainer.fit_epochs(X, y, h["epochs"], n_jobs=n_jobs)
+        trainer.fit_epochs(Canonical(X), y, h["epochs"], n_jobs=n_jobs)
     finally:
         if trainer.progress is not None:
             trainer.progress.close()

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _dsg as _c
 from .model import DSGModel, check_directions, check_single_range
-from ..._kernels import as_canonical
+from ..._kernels import Canonical, as_canonical
 from ..._random import permutation, stream_key
 from ..._sparse import issparse
 from ..._threads import resolve_n_jobs
@@ -92,6 +92,7 @@ class DSGTrainer:
         (the first ``round(fraction * n)`` rows, at least one, of the pass's
         order): what ``train`` and the estimators' ``fit`` run.  Returns the
         number of passes begun."""
+        X = as_canonical(X)            # once: the passes take it as Canonical
         full, part = int(epochs), epochs - int(epochs)
         n_part = max(1, int(round(part * X.shape[0]))) if part > 0 else 0
         B = self.h["batch_size"]
@@ -101,12 +102,12 @@ class DSGTrainer:
         for e in range(full):
             if kept is not None and e == full - 1 and not n_part:
                 kept.read_only()
-            self.fit_rows(X, y, n_jobs=n_jobs, row_features=kept, whole_data=True)
+            self.fit_rows(Canonical(X), y, n_jobs=n_jobs, row_features=kept, whole_data=True)
         if n_part:
             if kept is not None:
                 kept.read_only()
-            self.fit_rows(X, y, n_rows_used=n_part, n_jobs=n_jobs, row_features=kept,
-                          whole_data=True)
+            self.fit_rows(Canonical(X), y, n_rows_used=n_part, n_jobs=n_jobs,
+                          row_features=kept, whole_data=True)
         return max(1, full + (n_part > 0))
 
     def _row_features(self, X, epochs):

@@ -33,7 +33,7 @@ from .formulations import (solve_c_svc, solve_epsilon_svr, solve_nu_svc, solve_n
                            solve_one_class)
 from ..._constants import (C_SVC, CLASSIFICATION, EPSILON_SVR, NU_SVC, ONE_CLASS,
                            PRECOMPUTED, REGRESSION)
-from ..._kernels import as_canonical, kernel_matrix
+from ..._kernels import Canonical, as_canonical, kernel_matrix
 from ..._model import Model
 from ..._progress import Progress
 from ..._random import permutation
@@ -239,7 +239,7 @@ class _Data:
         else:
             out.K = None
             out.serial = None
-            out.X = as_canonical(self.X[rows])
+            out.X = as_canonical(Canonical(self.X)[rows])
         return out
 
     @property
@@ -252,7 +252,7 @@ class _Data:
             return self.K if self.K is not None else self.X
         if self.K is not None:
             return np.ascontiguousarray(self.K[np.ix_(rows, rows)])
-        return as_canonical(self.X[rows])
+        return as_canonical(Canonical(self.X)[rows])
 
     def support_vectors(self, rows):
         """Support vectors as stored in the model (precomputed: the serial column)."""

@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..._errors import IterationLimitWarning
 from ..smo._solve import solve as _smo_solve
 
 __all__ = ["Solution", "run_smo", "solve_c_svc", "solve_nu_svc", "solve_one_class",
@@ -61,7 +62,7 @@ def run_smo(ctx, rows, y_pm, p, alpha, C, *, svr=False, nu=False):
         # stacklevel: run_smo, the formulation, _train_one, its caller, then
         # the caller's caller (the driver's entry for a user's call)
         warnings.warn(f"WARNING: reaching max number of iterations ({n_iter}); "
-                      "the solution may not be optimal", RuntimeWarning, stacklevel=5)
+                      "the solution may not be optimal", IterationLimitWarning, stacklevel=5)
     return info
 
 
