@@ -9,7 +9,7 @@ never stored.  Iteration t (1-based) of Algorithm 1 on a batch of rows R:
     g_r   = l'(u_r, y_r)                            (_losses.pxd)
     gamma_t = theta / (t0 + t)                      (theta times 2 for the softmax, 4
                                                      for the logistic loss with the
-                                                     fitted step: FITTED_STEP_FACTOR)
+                                                     fitted step: losses.py, step_factor)
     old coefficients *= (1 - gamma_t lambda)        (lazily: one global scale)
     coef[new block, f, :] = -gamma_t / (|R| F) sum_r g_r phi_f(x_r)
     intercept -= gamma_t (mean_r g_r [+ lambda for the novelty offset])
@@ -181,8 +181,8 @@ cdef Settings _settings(dict h, Py_ssize_t whole_batch) except *:
     s.batch = h["batch_size"]
     s.whole = s.batch if whole_batch <= 0 or whole_batch > s.batch else whole_batch
     s.loss, s.loss_param, s.lam = h["loss"], h["loss_param"], h["lam"]
-    # the schedule's theta times the loss's fitted-step factor (options.py,
-    # FITTED_STEP_FACTOR; 1 unless the rule is fit: a power of two, exact)
+    # the schedule's theta times the loss's fitted-step factor (losses.py,
+    # step_factor; 1 unless the rule is fit: a power of two, exact)
     s.theta = h["step"] * h.get("step_factor", 1.0)
     s.t0 = h["t0"]
     s.fit_intercept, s.average = h["fit_intercept"], h["average"]
@@ -350,19 +350,15 @@ cdef void _apply_step(const Settings* s, Model* m, const Work* w, Py_ssize_t tar
                     coef[f * K + k] = a * s_
                 else:
                     coef[f * K + k] += a * s_
-    if s.solver == SOLVER_CDSG:
-        for k in range(K):
-            s_ = 0.0
-            for r in range(nr):
-                s_ = s_ + w.G[r * K + k]
-            if new:
-                m.beta[target * K + k] = -step * (s_ / nr) / m.scale
-            else:
-                m.beta[target * K + k] -= step * (s_ / nr) / m.scale
     for k in range(K):
         s_ = 0.0
         for r in range(nr):
             s_ = s_ + w.G[r * K + k]
+        if s.solver == SOLVER_CDSG:
+            if new:
+                m.beta[target * K + k] = -step * (s_ / nr) / m.scale
+            else:
+                m.beta[target * K + k] -= step * (s_ / nr) / m.scale
         if s.loss == LOSS_NOVELTY:
             m.intercept[k] -= step * (s_ / nr + s.lam)
         elif s.fit_intercept:
