@@ -2,7 +2,7 @@
 # derivative with respect to the prediction u, and the bound on the
 # derivative CDSG's rule (9) needs.  One output per call except the softmax,
 # which couples the K outputs of a row.  The names, tasks and parameters are
-# in kernsolve/solvers/dsg/losses.py (LOSSES), whose codes are these
+# in kernsolve/solvers/dsg/losses.py (TABLE), whose codes are these
 # (tests/test_dsg_losses.py checks the two agree); saved models store the
 # name, not the code.
 #

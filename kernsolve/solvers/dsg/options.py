@@ -1,5 +1,6 @@
-"""DSG's options: the tasks and their losses (losses.py), the rules between options, and the
-settings of one run (:func:`hyperparameters`) as the compiled loop reads them.
+"""DSG's options: the tasks and their losses (from the table of losses.py),
+the rules between options, and the settings of one run
+(:func:`hyperparameters`) as the compiled loop reads them.
 
 The options' ranges and defaults are declared in the family's spec
 (``kernsolve.solvers.dsg.SPEC``) and checked by ``Parameters.solver_options``.
@@ -19,8 +20,8 @@ __all__ = ["check_parameters", "default_batch_block", "hyperparameters", "loss_f
 # The batch and feature block when the options do not give them: the paper's
 # 64 and 32 (Dai et al., Adult), except for the softmax (the per_class loss of
 # losses.py), whose fitted step wants larger batches and blocks, about 16
-# steps a pass: one-pass test
-# errors with the defaults before -> these (benchmarks/RESULTS.md, session 10):
+# steps a pass: one-pass test errors with the defaults before -> these
+# (benchmarks/RESULTS.md, session 10):
 # Fashion-MNIST 21.4% -> 15.9% (and 83 -> 10 s), its first 20000 rows 19.3%
 # -> 15.9%, 2000 rows 26.0% -> 20.7%, MNIST's 8000 rows 10.8-12.6% -> 6.8-8.2%.
 DEFAULT_BATCH_BLOCK = (64, 32)

@@ -34,7 +34,8 @@ class Targets:
         return k if (LOSS[self.loss].per_class or k > 2) else 1
 
     def encode(self, y):
-        """(n, n_outputs) targets for the compiled loop (softmax, per_class: (n, 1) class indices)."""
+        """(n, n_outputs) targets for the compiled loop (per_class losses: (n, 1)
+        class indices)."""
         y = np.asarray(y, dtype=np.float64)
         if self.task != "classification":
             return np.ascontiguousarray(y.reshape(-1, 1))
