@@ -650,7 +650,10 @@ def decision_function(X, const double[:, :, ::1] coef, const double[::1] interce
     return out
 
 
-# Which vector paths the CPU takes (_simd.h); the tests hold them off.
+# Which vector paths the CPU takes (_simd.h); the tests hold them off.  The
+# choice is a static of each compiled module that includes _simd.h, so the
+# step loop and prediction, whose sums (_block_sums.pxd) the tests compare
+# path against path, share this module and one switch.
 cdef extern from "_simd.h" nogil:
     int KS_AVX2
     int KS_AVX512
