@@ -6,7 +6,9 @@ kernsolve's modules from inside a function, no module outside
 ``kernsolve/solvers/`` names a solver (they read the registry), thread
 machinery (threadpoolctl, Python thread pools, the OMP_ variables, joblib)
 stands only in the modules that own it, option values have one checker and
-the estimators take declared ranges from their declarations.
+the estimators take declared ranges from their declarations, no module but
+DSG's loss table names a DSG loss, and DSG's compiled modules are cut by
+concern (sizes).
 """
 import ast
 import os
@@ -229,7 +231,8 @@ def test_option_values_have_one_checker():
 # range.  (C and gamma have ranges of their own in some estimators: nu-SVR's
 # and DSG's C is finite, random features need gamma > 0.)
 _LETTER_PARAMETERS = {"nu", "epsilon", "degree", "coef0", "tol", "cache_size"}
-# The DSG estimators' loss names come from DSG's loss table (its own step).
+# The DSG estimators' loss names are StrOptions of DSG's loss table (losses.names,
+# one task's losses each), not of the spec's --loss choices (all tasks).
 _OWN_TABLES = {"loss"}
 
 
@@ -270,3 +273,38 @@ def test_estimators_derive_declared_ranges():
                             and call.func.id in ("Interval", "StrOptions"):
                         found.append(f"{name}:{call.lineno}: {key.value}")
     assert found == []
+
+
+def test_dsg_loss_names_are_typed_once():
+    # A DSG loss's name as a string appears only in its table
+    # (solvers/dsg/losses.py); the spec, the options, the model, the targets
+    # and the estimators read the table.  Names that are also task names
+    # ("novelty") are not counted; DSGRegressor's default loss is its own
+    # choice, read by scikit-learn from the signature.
+    from kernsolve.solvers.dsg.losses import TABLE
+    names = {loss.name for loss in TABLE} - {"classification", "regression", "novelty"}
+    allowed = {("kernsolve.estimators.dsg", "squared")}
+    table = os.path.join(PACKAGE, "solvers", "dsg", "losses.py")
+    found = []
+    for module, (path, _) in MODULES.items():
+        if path == table:
+            continue
+        for node in ast.walk(ast.parse(open(path).read(), path)):
+            if isinstance(node, ast.Constant) and node.value in names \
+                    and (module, node.value) not in allowed:
+                found.append(f"{module}:{node.lineno}: {node.value!r}")
+    assert found == []
+
+
+def test_dsg_compiled_modules_are_cut_by_concern():
+    # doc/architecture.md: no compiled module over 800 lines, and the step
+    # loop (fit_chunk) under 150: its helpers are functions of their own
+    folder = os.path.join(PACKAGE, "solvers", "dsg")
+    sizes = {name: len(open(os.path.join(folder, name)).read().splitlines())
+             for name in os.listdir(folder) if name.endswith((".pyx", ".pxd"))}
+    assert {"_dsg.pyx", "_ridge.pxd", "_row_features.pyx", "_block_sums.pxd"} <= set(sizes)
+    assert {name: n for name, n in sizes.items() if n > 800} == {}
+    text = open(os.path.join(folder, "_dsg.pyx")).read()
+    loop = text[text.index("\ndef fit_chunk("):]
+    end = re.search(r"\n(?=\S)", loop[1:])
+    assert len(loop[:end.start() + 1].splitlines()) < 150

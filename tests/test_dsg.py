@@ -16,11 +16,13 @@ import pytest
 
 import kernsolve
 from kernsolve.solvers.dsg.model import DSGModel
-from kernsolve.solvers.dsg.options import LOSSES, _TASKS, hyperparameters
+from kernsolve.solvers.dsg.losses import LOSS
+from kernsolve.solvers.dsg.options import _TASKS, hyperparameters
 from kernsolve.solvers.dsg.targets import Targets
 from kernsolve.solvers.dsg.trainer import DSGTrainer
 from kernsolve.solvers.dsg import trainer as trainer_module
 from kernsolve.solvers.dsg import _dsg as _c
+from kernsolve.solvers.dsg._row_features import row_slab_bytes
 from kernsolve._features import random_features
 from kernsolve._random import permutation, stream_key
 
@@ -67,7 +69,7 @@ def test_single_output_losses(name, param):
     u = rng.normal(scale=2, size=(400, 1))
     y = rng.choice([-1.0, 1.0], size=(400, 1)) if name in (
         "hinge", "squared-hinge", "logistic") else rng.normal(size=(400, 1))
-    code = LOSSES[name]
+    code = LOSS[name].code
     value = _c.loss_values(code, u, y, param)
     grad = _c.loss_derivatives(code, u, y, param)
     ref_value, ref_grad = _numpy_loss(name, u, y, param)
@@ -91,7 +93,7 @@ def test_softmax_loss():
     rng = np.random.default_rng(2)
     u = rng.normal(scale=3, size=(50, 4))
     label = rng.integers(0, 4, size=50).astype(float).reshape(-1, 1)
-    code = LOSSES["softmax"]
+    code = LOSS["softmax"].code
     value = _c.loss_values(code, u, label)
     idx = label[:, 0].astype(int)
     ref = -u[np.arange(50), idx] + np.log(np.exp(u).sum(axis=1))
@@ -436,7 +438,7 @@ def test_row_features_budget_and_reuse(heart, monkeypatch):
         t.planned_iter = 3 * -(-n // 30)
         return t
 
-    slab = _c.row_slab_bytes(n, 8)
+    slab = row_slab_bytes(n, 8)
     assert slab == n * (8 * 4 + 1)
     t = trainer(" --precision single")
     kept = t._row_features(X, 3)
@@ -583,7 +585,7 @@ def test_save_load_round_trip_and_size(heart, tmp_path):
 def test_declared_losses_are_the_compiled_loops():
     """--loss is checked against the spec's choices; the loop knows them by code."""
     from kernsolve.solvers.dsg import SPEC
-    assert SPEC.options["loss"].choices == tuple(LOSSES)
+    assert SPEC.options["loss"].choices == tuple(LOSS)
 
 
 @pytest.mark.parametrize("options,match", [

@@ -44,6 +44,7 @@ from .._kernels import Canonical
 from .._params import Parameters, letter_option, option_key
 from .._typing import RandomStateLike
 from .._validation import check_X, column_or_1d, seed_of
+from ..solvers.dsg.losses import LOSS, names as loss_names
 from ..solvers.dsg.options import check_parameters, feature_gamma, hyperparameters, loss_for
 from ..solvers.dsg.targets import Targets
 from ..solvers.dsg.trainer import DSGTrainer
@@ -296,9 +297,10 @@ def _has_proba(est):
     # the loss trained; loss='auto' gives probabilities only once fitted on
     # more than two classes (the softmax)
     loss = getattr(est, "loss_", est.loss)
-    if loss not in ("logistic", "softmax"):
+    probabilistic = loss_names(probabilities=True)
+    if loss not in probabilistic:
         raise AttributeError(f"probability estimates are not available for loss="
-                             f"{loss!r} (use loss='logistic' or 'softmax')")
+                             f"{loss!r} (use loss={' or '.join(map(repr, probabilistic))})")
     return True
 
 
@@ -402,7 +404,7 @@ class DSGClassifier(_BaseDSG):
     _estimator_type = "classifier"
     _svm_type = SvmType.C_SVC
     _parameter_constraints = {
-        "loss": [StrOptions(("auto", "hinge", "squared-hinge", "logistic", "softmax"),
+        "loss": [StrOptions(("auto",) + loss_names("classification"),
                             listed=True, underscores=True)],
         **_BaseDSG._parameter_constraints,
     }
@@ -430,7 +432,7 @@ class DSGClassifier(_BaseDSG):
     def _targets(self, loss, k):
         # Binary losses on two classes: labels [1, 0] make the single output's
         # target +1 for classes_[1], so the decision value is positive for it.
-        labels = np.array([1.0, 0.0]) if (k == 2 and loss != "softmax") \
+        labels = np.array([1.0, 0.0]) if (k == 2 and not LOSS[loss].per_class) \
             else np.arange(k, dtype=np.float64)
         return Targets("classification", loss, labels)
 
@@ -596,8 +598,7 @@ class DSGRegressor(_BaseDSG):
     _estimator_type = "regressor"
     _svm_type = SvmType.EPSILON_SVR
     _parameter_constraints = {
-        "loss": [StrOptions(("squared", "huber", "epsilon-insensitive", "quantile"),
-                            listed=True, underscores=True)],
+        "loss": [StrOptions(loss_names("regression"), listed=True, underscores=True)],
         **_BaseDSG._parameter_constraints,
         "epsilon": [_declared("epsilon")],
         "tau": ["no_validation"],      # the DSG option validator, as --tau and --delta

@@ -3,18 +3,17 @@
 dsg`` files).  Their spec, read by ``kernsolve.solvers.REGISTRY``."""
 from ..._constants import C_SVC, EPSILON_SVR, ONE_CLASS
 from .._spec import Option, Ref, SolverSpec
+from .losses import names as _loss_names
 
 _TRAIN = __name__ + ".train"
 _OPTIONS = __name__ + ".options"
-_LOSSES = ("hinge", "squared-hinge", "logistic", "softmax", "squared", "huber",
-           "epsilon-insensitive", "quantile", "novelty")
 
 SPEC = SolverSpec(
     names=("dsg", "udsg", "cdsg"),
     svm_types={C_SVC, ONE_CLASS, EPSILON_SVR},
     options={
         "loss": Option("loss (default: hinge, softmax beyond 2 classes, novelty for -s 2, "
-                       "epsilon-insensitive for -s 3)", kind="choice", choices=_LOSSES),
+                       "epsilon-insensitive for -s 3)", kind="choice", choices=_loss_names()),
         "batch-size": Option("points per step (default 64; for the softmax loss n/16 "
                              "within [256, 2048])", kind="int", low=1),
         "feature-block": Option("random features per step (default 32; 128 for the "

@@ -1,14 +1,16 @@
 # The losses of the DSG paper's section 4 (extended version), as value and
-# derivative with respect to the prediction u.  One output per call except the
-# softmax, which couples the K outputs of a row.  The Python mirror with the
-# names is kernsolve/solvers/dsg/train.py (LOSSES); keep the numbering in step, saved models
-# store the name, not the number.
+# derivative with respect to the prediction u, and the bound on the
+# derivative CDSG's rule (9) needs.  One output per call except the softmax,
+# which couples the K outputs of a row.  The names, tasks and parameters are
+# in kernsolve/solvers/dsg/losses.py (TABLE), whose codes are these
+# (tests/test_dsg_losses.py checks the two agree); saved models store the
+# name, not the code.
 #
 # Targets: hinge, squared hinge and logistic take y in {-1, +1}; the regression
 # losses take real y; the softmax takes the class index; novelty ignores y and
 # is written for u = f(x) - rho (the learned offset sits in the intercept), so
 # l(u) = max(0, -u) = max(0, rho - f(x)).
-from libc.math cimport exp, log, log1p, fabs
+from libc.math cimport exp, log, log1p, fabs, sqrt
 
 cdef enum:
     LOSS_HINGE = 0
@@ -118,3 +120,41 @@ cdef inline void softmax_gradient(const double* u, Py_ssize_t label,
     for c in range(n_outputs):
         grad[c] /= s
     grad[label] -= 1.0
+
+
+cdef inline double row_loss(int loss, double param, const double* u, const double* target,
+                            Py_ssize_t K) noexcept nogil:
+    """l(u, y) of one row, summed over the outputs (the softmax: one value)."""
+    cdef Py_ssize_t k
+    cdef double s = 0.0
+    if loss == LOSS_SOFTMAX:
+        return softmax_value(u, <Py_ssize_t>target[0], K)
+    for k in range(K):
+        s = s + loss_value(loss, u[k], target[k], param)
+    return s
+
+
+cdef inline double loss_bound(int loss, double param, const double* G, Py_ssize_t nr,
+                              Py_ssize_t K) noexcept nogil:
+    """M of rule (9): a bound on ||l'(u, y)||_2 over the outputs.  The
+    Lipschitz losses have one (1 per output, Huber's delta, the quantile's
+    max(tau, 1 - tau), sqrt(2) for the softmax); for the squared and squared
+    hinge losses, whose derivative is unbounded, the largest ||g_r|| of the batch."""
+    cdef Py_ssize_t r, k
+    cdef double m = 0.0, s
+    if loss == LOSS_SOFTMAX:
+        return sqrt(2.0)
+    if loss == LOSS_HINGE or loss == LOSS_LOGISTIC or loss == LOSS_EPSILON_INSENSITIVE \
+            or loss == LOSS_NOVELTY:
+        return sqrt(<double>K)
+    if loss == LOSS_HUBER:
+        return param * sqrt(<double>K)
+    if loss == LOSS_QUANTILE:
+        return (param if param > 0.5 else 1.0 - param) * sqrt(<double>K)
+    for r in range(nr):
+        s = 0.0
+        for k in range(K):
+            s = s + G[r * K + k] * G[r * K + k]
+        if s > m:
+            m = s
+    return sqrt(m)

@@ -10,7 +10,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _dsg as _c
-from .options import LOSSES, _TASKS
+from .losses import LOSS
+from .options import _TASKS
 from ..._constants import C_SVC, EPSILON_SVR, FOURIER_KERNELS, KERNEL_NAMES, ONE_CLASS
 from ..._features import _check_gamma, _feature_kernel
 from ..._kernels import as_canonical
@@ -59,7 +60,7 @@ class DSGModel(ModelKind):
     solver : str
         ``"dsg"``, ``"udsg"`` or ``"cdsg"``.
     loss : str
-        A name of :data:`LOSSES`.
+        A name of :data:`~kernsolve.solvers.dsg.losses.LOSS`.
     loss_param : float
         Huber's delta, the epsilon of the epsilon-insensitive loss, or the
         quantile tau (0 otherwise).
@@ -196,7 +197,7 @@ class DSGModel(ModelKind):
 
     @property
     def has_probability(self):
-        return self.loss in ("logistic", "softmax")
+        return LOSS[self.loss].probabilities is not None
 
     def probabilities_from_values(self, values):
         """Class probabilities (n_samples, n_classes) in ``labels`` order; only
@@ -209,7 +210,7 @@ class DSGModel(ModelKind):
         if values.shape[1] == 1:
             p = 1.0 / (1.0 + np.exp(-values[:, 0]))
             return np.column_stack([p, 1.0 - p])
-        if self.loss == "logistic":       # one-vs-rest: normalise the sigmoids
+        if LOSS[self.loss].probabilities == "one-vs-rest":     # normalise the sigmoids
             p = 1.0 / (1.0 + np.exp(-values))
             return p / p.sum(axis=1, keepdims=True)
         z = np.exp(values - values.max(axis=1, keepdims=True))
@@ -255,7 +256,7 @@ class DSGModel(ModelKind):
         svm_type = header.integer("svm_type")
         if svm_type not in _TASKS:
             fail(header.where["svm_type"], f"svm_type {svm_type} is not a DSG task")
-        loss = header.word("loss", LOSSES)
+        loss = header.word("loss", LOSS)
         loss_param = header.number("loss_param")
         kernel_type = header.integer("kernel_type")
         if kernel_type not in FOURIER_KERNELS:

@@ -1,5 +1,6 @@
-"""DSG's options: the losses, the tasks, the rules between options, and the
-settings of one run (:func:`hyperparameters`) as the compiled loop reads them.
+"""DSG's options: the tasks and their losses (from the table of losses.py),
+the rules between options, and the settings of one run
+(:func:`hyperparameters`) as the compiled loop reads them.
 
 The options' ranges and defaults are declared in the family's spec
 (``kernsolve.solvers.dsg.SPEC``) and checked by ``Parameters.solver_options``.
@@ -11,28 +12,16 @@ features and gamma are known.
 from ..._constants import C_SVC, EPSILON_SVR, FOURIER_KERNELS, ONE_CLASS
 from ..._features import _feature_kernel, _check_gamma
 from ..._random import _uint64
+from .losses import LOSS, default_loss, names
 
-__all__ = ["FITTED_STEP_FACTOR", "LOSSES", "CLASSIFICATION_LOSSES", "REGRESSION_LOSSES",
-           "check_parameters", "default_batch_block", "hyperparameters", "loss_for",
+__all__ = ["check_parameters", "default_batch_block", "hyperparameters", "loss_for",
            "feature_gamma"]
 
-# Loss name -> code of kernsolve/solvers/dsg/_losses.pxd.  Model files store names.
-LOSSES = {
-    "hinge": 0, "squared-hinge": 1, "logistic": 2, "softmax": 3,
-    "squared": 4, "huber": 5, "epsilon-insensitive": 6, "quantile": 7,
-    "novelty": 8,
-}
-# The fitted step's scale (--step-rule fit): 1 / (a bound on the loss's second
-# derivative in u), the step that minimises the loss's quadratic upper bound
-# (a majorize-minimize, i.e. bounded-Newton, step; Boehning 1992 for the
-# softmax, whose Hessian is at most (I - 11'/K) / 2).  The losses not listed
-# have curvature 1 where they have any (squared, Huber, squared hinge) or
-# none at all (hinge, epsilon-insensitive, quantile, novelty): factor 1.
-FITTED_STEP_FACTOR = {"logistic": 4.0, "softmax": 2.0}
 # The batch and feature block when the options do not give them: the paper's
-# 64 and 32 (Dai et al., Adult), except for the softmax, whose fitted step
-# wants larger batches and blocks, about 16 steps a pass: one-pass test
-# errors with the defaults before -> these (benchmarks/history/RESULTS.md, session 10):
+# 64 and 32 (Dai et al., Adult), except for the softmax (the per_class loss of
+# losses.py), whose fitted step wants larger batches and blocks, about 16
+# steps a pass: one-pass test errors with the defaults before -> these
+# (benchmarks/history/RESULTS.md, session 10):
 # Fashion-MNIST 21.4% -> 15.9% (and 83 -> 10 s), its first 20000 rows 19.3%
 # -> 15.9%, 2000 rows 26.0% -> 20.7%, MNIST's 8000 rows 10.8-12.6% -> 6.8-8.2%.
 DEFAULT_BATCH_BLOCK = (64, 32)
@@ -42,14 +31,12 @@ SOFTMAX_BLOCK = 128
 
 def default_batch_block(loss, n_samples):
     """(batch size, feature block) of a run that sets neither."""
-    if loss != "softmax":
+    if not LOSS[loss].per_class:
         return DEFAULT_BATCH_BLOCK
     low, high = SOFTMAX_BATCH_RANGE
     return min(high, max(low, n_samples // 16)), SOFTMAX_BLOCK
 
 
-CLASSIFICATION_LOSSES = ("hinge", "squared-hinge", "logistic", "softmax")
-REGRESSION_LOSSES = ("squared", "huber", "epsilon-insensitive", "quantile")
 # -s code -> task; DSG has no nu-SVC / nu-SVR formulation.
 _TASKS = {C_SVC: "classification", ONE_CLASS: "novelty", EPSILON_SVR: "regression"}
 
@@ -68,11 +55,8 @@ def loss_for(param, n_classes):
     task = _task(param)
     name = param.solver_options()["loss"]      # a declared loss, or None
     if name is None:
-        if task == "classification":
-            return "hinge" if n_classes <= 2 else "softmax"
-        return "novelty" if task == "novelty" else "epsilon-insensitive"
-    allowed = {"classification": CLASSIFICATION_LOSSES, "regression": REGRESSION_LOSSES,
-               "novelty": ("novelty",)}[task]
+        return default_loss(task, n_classes)
+    allowed = names(task)
     if name not in allowed:
         raise ValueError(f"--loss {name}: not a {task} loss (-s {param.svm_type} takes "
                          f"{', '.join(allowed)})")
@@ -112,7 +96,7 @@ def hyperparameters(param, n_samples, n_features, loss, gamma):
     step, t0 = opts["step"], opts["t0"]
     # the fitted step's scale for the loss (1 for the other rules: fit-gcv
     # keeps session 5's steps, gradient is Algorithm 1's)
-    factor = FITTED_STEP_FACTOR.get(loss, 1.0) if opts["step_rule"] == "fit" else 1.0
+    factor = LOSS[loss].step_factor if opts["step_rule"] == "fit" else 1.0
     if factor * step * lam / (t0 + 1.0) >= 1.0:
         scaled = f" (times {factor:g} for the {loss} loss's fitted step)" if factor != 1 else ""
         raise ValueError(f"--step {step:g}{scaled} with lambda {lam:g} and --t0 {t0:g}: the "
@@ -129,11 +113,12 @@ def hyperparameters(param, n_samples, n_features, loss, gamma):
                          f"and --t0 {t0:g}: a line-search step could shrink the model by a "
                          "factor <= 0 (need ratio * step * lambda < t0 + 1)")
     batch, block = default_batch_block(loss, n_samples)
-    loss_param = {"huber": opts["delta"], "quantile": opts["tau"],
-                  "epsilon-insensitive": float(param.p)}.get(loss, 0.0)
+    source = LOSS[loss].param       # the option that gives the loss's parameter
+    loss_param = (0.0 if source is None else float(param.p) if source == "epsilon"
+                  else opts[source])
     # The settings of one run, as the compiled loop reads them.
     return dict(
-        loss=LOSSES[loss], loss_name=loss, loss_param=loss_param, task=task,
+        loss=LOSS[loss].code, loss_name=loss, loss_param=loss_param, task=task,
         batch_size=opts["batch_size"] or batch, block_size=opts["feature_block"] or block,
         step=step, step_factor=factor, t0=t0, epochs=opts["epochs"],
         average=bool(opts["average"]), fit_intercept=bool(param.bias),

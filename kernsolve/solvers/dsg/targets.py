@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..._validation import group_classes
+from .losses import LOSS
 
 __all__ = ["Targets"]
 
@@ -30,10 +31,11 @@ class Targets:
             return 1
         k = self.labels.size
         # binary losses: one output for two classes, one-vs-rest beyond
-        return k if (self.loss == "softmax" or k > 2) else 1
+        return k if (LOSS[self.loss].per_class or k > 2) else 1
 
     def encode(self, y):
-        """(n, n_outputs) targets for the compiled loop (softmax: (n, 1) class indices)."""
+        """(n, n_outputs) targets for the compiled loop (per_class losses: (n, 1)
+        class indices)."""
         y = np.asarray(y, dtype=np.float64)
         if self.task != "classification":
             return np.ascontiguousarray(y.reshape(-1, 1))
@@ -45,7 +47,7 @@ class Targets:
             raise ValueError(f"row {unknown[0] + 1} has label {y[unknown[0]]:g}, which is not "
                              f"one of the model's labels "
                              f"({', '.join('%g' % v for v in self.labels)})")
-        if self.loss == "softmax":
+        if LOSS[self.loss].per_class:
             return index.astype(np.float64).reshape(-1, 1)
         if self.n_outputs == 1:
             return np.where(index == 0, 1.0, -1.0).reshape(-1, 1)

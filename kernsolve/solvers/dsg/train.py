@@ -6,12 +6,16 @@ from a seed (Dai et al., NIPS 2014, Algorithms 1 and 2).
 ``kernsolve.solvers.dsg._dsg``.  This module is the solver's entry point for
 data in memory; the package is cut along its seams:
 
-* ``options``: losses, option ranges and defaults, the settings of a run;
+* ``losses``: the loss table (names, codes, tasks, properties);
+* ``options``: the tasks and their losses, the rules between options, the
+  settings of a run;
 * ``targets``: labels -> the per-output targets of the compiled loop;
 * ``model``: :class:`DSGModel`, its prediction and its file format;
 * ``trainer``: :class:`DSGTrainer`, the training state kept between chunks
   (for ``partial_fit`` and for files read in byte ranges);
-* ``stream``: :func:`train_file`, training from a file read window by window.
+* ``stream``: :func:`train_file`, training from a file read window by window;
+* compiled: ``_dsg.pyx`` (the step loop and prediction) over the inline
+  ``_block_sums.pxd``, ``_ridge.pxd``, ``_losses.pxd`` and ``_row_features.pxd``.
 """
 import time
 

@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 from . import _dsg as _c
+from ._row_features import RowFeatures, row_slab_bytes
 from .model import DSGModel, check_directions, check_single_range
 from ..._kernels import Canonical, as_canonical
 from ..._random import permutation, stream_key
@@ -44,22 +45,13 @@ class DSGTrainer:
         # the compiled loop holds at least two blocks' directions (one new block's)
         check_directions(hyper["n_features"], F, 2,
                          f"training DSG on data with {hyper['n_features']} features")
-        self.coef = np.zeros((_MIN_CAPACITY, F, K))
-        self.intercept = np.zeros(K)
-        self.avg_coef = np.zeros((_MIN_CAPACITY, F, K)) if hyper["average"] else np.zeros((1, F, K))
-        self.avg_intercept = np.zeros(K)
-        self.scalars = np.array([1.0, 0.0])       # lazy scale, iterates averaged
-        # CDSG's beta_j per block and output, under the same lazy scale
-        self.beta = np.zeros((_MIN_CAPACITY, K)) if hyper["solver"] == "cdsg" else None
+        # the model so far and what the compiled loop carries between calls
+        self.state = _c.StepState(hyper, K, _MIN_CAPACITY)
         self.n_old_updates = 0
         self.ridge_sum = 0.0        # ridges of the fitted steps, for their mean
-        # the next-batch ridge choice's evidence, carried from chunk to chunk
-        self.ridge_state = np.zeros(_c.ridge_state_size(F, K))
         self.stride = (hyper["n_features"] + 1) * F
         self.cache_capacity = int(hyper["cache_mb"] * 2**20 // (8 * self.stride))
         self.cache = np.zeros(0)
-        self.n_blocks = 0
-        self.n_iter = 0
         self.n_chunks = 0
         self.feature_evals = 0
         self.loss_sum = 0.0
@@ -71,15 +63,24 @@ class DSGTrainer:
         # (kept, wanted, MB that keep all): the rows' features -m could not keep
         self.kept_shortfall = None
 
+    @property
+    def n_blocks(self):
+        return self.state.n_blocks
+
+    @property
+    def n_iter(self):
+        return self.state.n_iter
+
     def _reserve(self, n_new):
-        need = self.n_blocks + n_new
-        if need > self.coef.shape[0]:
-            cap = max(need, 2 * self.coef.shape[0])
-            self.coef = _grown(self.coef, cap)
+        s = self.state
+        need = s.n_blocks + n_new
+        if need > s.coef.shape[0]:
+            cap = max(need, 2 * s.coef.shape[0])
+            s.coef = _grown(s.coef, cap)
             if self.h["average"]:
-                self.avg_coef = _grown(self.avg_coef, cap)
-            if self.beta is not None:
-                self.beta = _grown(self.beta, cap)
+                s.avg_coef = _grown(s.avg_coef, cap)
+            if s.beta is not None:
+                s.beta = _grown(s.beta, cap)
         blocks = min(need, self.cache_capacity)
         if blocks * self.stride > self.cache.shape[0]:
             blocks = min(self.cache_capacity, max(blocks, 2 * self.cache.shape[0] // self.stride))
@@ -130,13 +131,13 @@ class DSGTrainer:
         wanted = self._new_blocks(passes_before_last * -(-n_rows // self.h["batch_size"]))
         stride_bytes = self.stride * 8
         directions = min(self.cache_capacity, planned_blocks) * stride_bytes
-        slab = _c.row_slab_bytes(n_rows, self.h["block_size"])
+        slab = row_slab_bytes(n_rows, self.h["block_size"])
         capacity = max(0, min(int((self.h["cache_mb"] * 2**20 - directions) // slab), wanted))
         if capacity < wanted:
             # a larger -m caches every block's directions first
             need = -(-(planned_blocks * stride_bytes + wanted * slab) // 2**20)
             self.kept_shortfall = (capacity, wanted, need)
-        return _c.RowFeatures(n_rows, self.h["block_size"], capacity) if capacity > 0 else None
+        return RowFeatures(n_rows, self.h["block_size"], capacity) if capacity > 0 else None
 
     def kept_note(self, budget):
         """The line that says what budget (``"-m "``, ``"cache_size="``) would
@@ -190,22 +191,19 @@ class DSGTrainer:
         # updated and Ctrl-C is seen.
         step = B * _SLICE_BATCHES
         for start in range(0, order.size, step):
-            n_blocks, n_iter, evals, status, loss_sum, n_old, ridge_sum = _c.fit_chunk(
-                X, targets, order[start:start + step], self.h, self.coef, self.intercept,
-                self.scalars, self.cache if cached else np.zeros(1), cached,
-                self.avg_coef, self.avg_intercept, self.n_blocks, self.n_iter,
-                resolve_n_jobs(n_jobs), self.beta, self.ridge_state, row_features, whole)
-            if status == 1:
-                raise ValueError(f"DSG diverged at iteration {n_iter} (a prediction became "
-                                 f"infinite or NaN); use a smaller --step than "
+            done = _c.fit_chunk(self.state, X, targets, order[start:start + step],
+                                self.cache if cached else np.zeros(1), cached,
+                                resolve_n_jobs(n_jobs), row_features, whole)
+            if done.status == 1:
+                raise ValueError(f"DSG diverged at iteration {self.n_iter} (a prediction "
+                                 f"became infinite or NaN); use a smaller --step than "
                                  f"{self.h['step']:g} or a larger --t0")
-            if status != 0:
+            if done.status != 0:
                 raise MemoryError("DSG: out of memory for per-thread scratch")
-            self.n_blocks, self.n_iter = n_blocks, n_iter
-            self.feature_evals += evals
-            self.n_old_updates += n_old
-            self.ridge_sum += ridge_sum
-            self.loss_sum += loss_sum
+            self.feature_evals += done.feature_evals
+            self.n_old_updates += done.n_old_updates
+            self.ridge_sum += done.ridge_sum
+            self.loss_sum += done.objective
             self.n_seen += min(step, order.size - start)
             if self.progress is not None:
                 self._report()
@@ -222,11 +220,11 @@ class DSGTrainer:
 
     def model(self):
         """The current iterate (or the running average with ``--average 1``)."""
-        n = self.n_blocks
-        if self.h["average"] and self.scalars[1] > 0:
-            coef, intercept = self.avg_coef[:n].copy(), self.avg_intercept.copy()
+        s, n = self.state, self.n_blocks
+        if self.h["average"] and s.n_avg > 0:
+            coef, intercept = s.avg_coef[:n].copy(), s.avg_intercept.copy()
         else:
-            coef, intercept = self.coef[:n] * self.scalars[0], self.intercept.copy()
+            coef, intercept = s.coef[:n] * s.scale, s.intercept.copy()
         stats = {"n_iter": self.n_iter, "n_blocks": n,
                  "n_random_features": n * self.h["block_size"],
                  "feature_evals": self.feature_evals, "seconds": self.seconds,

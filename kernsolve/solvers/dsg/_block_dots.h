@@ -1,5 +1,5 @@
-/* One block's part of DSG's predictions for n rows (_dsg.pyx, _add_group and
- * _add_block): out[r, k] += sum_f z[r, f] coef[f, k], with z the rows'
+/* One block's part of DSG's predictions for n rows (_block_sums.pxd, add_group
+ * and add_block): out[r, k] += sum_f z[r, f] coef[f, k], with z the rows'
  * features of the block (n x F), coef its coefficients (F x K) and out the
  * rows' outputs (n x K).  Every sum starts from 0, adds its F products in f
  * order, each a multiply then an add (never fused), and is then added to
