@@ -21,7 +21,8 @@ and the file stops after the block that reaches the requested size.
 
 Usage::
 
-    python benchmarks/make_big_file.py SOURCE OUT [--size-mb 2100] [--seed 0]
+    python benchmarks/make_big_file.py SOURCE OUT [--size-mb 2100 | --rows N] [--seed 0]
+        [--shift 2] [--contrast 0.2] [--noise 8] [--flip]
 
 SOURCE is Fashion-MNIST in LIBSVM format (``fashion-mnist.scale``, plain or
 ``.xz``; 784 features scaled to [0, 1]).
@@ -80,20 +81,31 @@ def _decompressed_size(path):
             size += len(block)
 
 
-def augment(images, rng):
-    """Shifted, contrast-scaled, noisy copies of ``images`` (n, 784) uint8."""
+def augment(images, rng, shift=MAX_SHIFT, contrast=0.2, noise=NOISE, flip=False):
+    """Shifted (by up to ``shift`` pixels), contrast-scaled (by a factor in
+    [1 - contrast, 1 + contrast]), noisy (``noise`` / 255) copies of
+    ``images`` (n, 784) uint8; with ``flip``, each one mirrored left-right
+    with probability 1/2 first (clothes are left-right symmetric).  The
+    defaults draw what the first version drew, so their files are unchanged."""
     n = images.shape[0]
     img = images.reshape(n, SIDE, SIDE).astype(np.float64)
     shifts = rng.integers(-MAX_SHIFT, MAX_SHIFT + 1, size=(n, 2))
-    contrast = rng.uniform(0.8, 1.2, size=n)
-    noise = rng.normal(0.0, NOISE, size=(n, SIDE, SIDE))
+    factor = rng.uniform(0.8, 1.2, size=n)
+    draws = rng.normal(0.0, NOISE, size=(n, SIDE, SIDE))
+    # the options scale the same draws (the defaults' stream stays as it was)
+    shifts = np.clip(shifts, -shift, shift)
+    factor = 1.0 + (factor - 1.0) * (contrast / 0.2)
+    draws *= noise / NOISE
+    if flip:
+        mirrored = rng.random(n) < 0.5
+        img[mirrored] = img[mirrored, :, ::-1]
     out = np.zeros_like(img)
     for r in range(n):
         dy, dx = shifts[r]
         src = img[r, max(0, -dy):SIDE - max(0, dy), max(0, -dx):SIDE - max(0, dx)]
         out[r, max(0, dy):max(0, dy) + src.shape[0], max(0, dx):max(0, dx) + src.shape[1]] = src
     ink = out > 0
-    out = np.where(ink, out * contrast[:, None, None] + noise, 0.0)
+    out = np.where(ink, out * factor[:, None, None] + draws, 0.0)
     return np.clip(np.rint(out), 0, 255).astype(np.uint8).reshape(n, PIXELS)
 
 
@@ -107,7 +119,7 @@ def lines(labels, levels):
     return b"\n".join(out) + b"\n"
 
 
-def blocks(labels, levels, seed):
+def blocks(labels, levels, seed, **augmentation):
     """Every block of output text, in order, without end (copy after copy)."""
     n = labels.shape[0]
     copy = 0
@@ -116,21 +128,24 @@ def blocks(labels, levels, seed):
             stop = min(start + BLOCK_ROWS, n)
             rows = levels[start:stop]
             if copy:
-                rows = augment(rows, np.random.default_rng([seed, copy, b]))
+                rows = augment(rows, np.random.default_rng([seed, copy, b]), **augmentation)
             yield lines(labels[start:stop], rows)
         copy += 1
 
 
-def write(source, out, size_bytes, seed=0):
-    """Write blocks to ``out`` until it holds >= ``size_bytes``; returns (rows, bytes)."""
+def write(source, out, size_bytes, seed=0, max_rows=None, **augmentation):
+    """Write blocks to ``out`` until it holds >= ``size_bytes`` (or exactly
+    ``max_rows`` rows); returns (rows, bytes)."""
     labels, levels = read_source(source)
     written = rows = 0
     with open(out, "wb") as f:
-        for text in blocks(labels, levels, seed):
+        for text in blocks(labels, levels, seed, **augmentation):
+            if max_rows is not None and rows + text.count(b"\n") > max_rows:
+                text = b"".join(text.splitlines(keepends=True)[:max_rows - rows])
             f.write(text)
             written += len(text)
             rows += text.count(b"\n")
-            if written >= size_bytes:
+            if written >= size_bytes or (max_rows is not None and rows >= max_rows):
                 return rows, written
 
 
@@ -140,11 +155,28 @@ def main(argv=None):
     ap.add_argument("out", help="output file")
     ap.add_argument("--size-mb", type=float, default=2100.0,
                     help="stop after the block that reaches this size (default 2100)")
+    ap.add_argument("--rows", type=int, default=None,
+                    help="stop after this many rows (a prefix of the same file; "
+                         "--size-mb then only caps it)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--shift", type=int, default=MAX_SHIFT, choices=range(MAX_SHIFT + 1),
+                    help=f"largest shift in pixels (default {MAX_SHIFT})")
+    ap.add_argument("--contrast", type=float, default=0.2,
+                    help="contrast factors in [1 - c, 1 + c] (default 0.2)")
+    ap.add_argument("--noise", type=float, default=NOISE,
+                    help=f"noise on the ink, in units of 1/255 (default {NOISE:g})")
+    ap.add_argument("--flip", action="store_true",
+                    help="mirror half of the augmented images left-right")
     args = ap.parse_args(argv)
     if args.size_mb <= 0:
         ap.error("--size-mb must be > 0")
-    rows, size = write(args.source, args.out, int(args.size_mb * 2**20), args.seed)
+    if args.rows is not None and args.rows < 1:
+        ap.error("--rows must be >= 1")
+    if args.rows is not None and "--size-mb" not in (argv or sys.argv):
+        args.size_mb = float("inf")
+    rows, size = write(args.source, args.out, args.size_mb * 2**20, args.seed, args.rows,
+                       shift=args.shift, contrast=args.contrast, noise=args.noise,
+                       flip=args.flip)
     print(f"{args.out}: {rows} rows, {size} bytes ({size / 2**30:.2f} GiB)")
 
 
