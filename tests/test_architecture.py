@@ -2,11 +2,14 @@
 
 Oracle: the package's own source, parsed (nothing is imported or run): the
 import graph between kernsolve's modules has no cycle, no module imports
-kernsolve's modules from inside a function, and no module outside
-``kernsolve/solvers/`` names a solver: they read the registry.
+kernsolve's modules from inside a function, no module outside
+``kernsolve/solvers/`` names a solver: they read the registry, and no source
+outside the kernel table and the kernels' formulas names a kernel of its own
+(``LAPLACIAN``): they read the table's properties.
 """
 import ast
 import os
+import re
 
 import pytest
 
@@ -109,4 +112,25 @@ def test_no_solver_named_outside_the_registry():
         for node in ast.walk(ast.parse(open(path).read(), path)):
             if isinstance(node, ast.Constant) and node.value in names:
                 found.append(f"{module}:{node.lineno}: {node.value!r}")
+    assert found == []
+
+
+# Where a kernel may be named: its row (kernsolve/_constants.py), the engine's
+# enum and mirror of the row (_core/_kernel.pxd), its formula
+# (_core/_kernel_values.pxd).  Elsewhere code asks KERNEL_TABLE's properties.
+KERNEL_OWNERS = {"_constants.py", os.path.join("_core", "_kernel.pxd"),
+                 os.path.join("_core", "_kernel_values.pxd")}
+SOURCE_ENDINGS = (".py", ".pyx", ".pxd", ".pxi", ".h", ".tp")
+
+
+def test_kernels_named_only_in_their_table_and_formula():
+    found = []
+    for folder, _, files in os.walk(PACKAGE):
+        for name in files:
+            path = os.path.join(folder, name)
+            if not name.endswith(SOURCE_ENDINGS) or os.path.relpath(path, PACKAGE) in KERNEL_OWNERS:
+                continue
+            for number, line in enumerate(open(path, encoding="utf-8"), 1):
+                if re.search(r"\bLAPLACIAN\b", line):
+                    found.append(f"{os.path.relpath(path, PACKAGE)}:{number}: {line.strip()}")
     assert found == []

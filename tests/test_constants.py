@@ -1,8 +1,9 @@
 """The SVM-type and kernel tables of kernsolve/_constants.py.
 
-They mirror LIBSVM's svm.h enums and the compiled kernel engine's C enum
-(kernsolve/_core/_kernel.pxd); the engine exposes its numbers and names in
-``KERNEL_NAMES``, so the Python and Cython tables are compared here.
+They mirror LIBSVM's svm.h enums; the compiled kernel engine's C enum and
+``kernel_traits`` (kernsolve/_core/_kernel.pxd) mirror KERNEL_TABLE's columns
+it reads, exposed in ``_kernel.KERNEL_TRAITS``, so the Python and Cython
+tables are compared here.
 """
 from kernsolve import _constants as c
 from kernsolve._core import _kernel
@@ -16,7 +17,15 @@ def test_codes_are_libsvms():
 
 
 def test_python_and_cython_kernel_tables_agree():
+    assert _kernel.KERNEL_TRAITS == {
+        int(k.code): {"name": k.name, "base": int(k.base), "blas": k.blas}
+        for k in c.KERNEL_TABLE}
     assert _kernel.KERNEL_NAMES == {int(k): c.KERNEL_NAMES[k] for k in c.KernelType}
+
+
+def test_the_table_is_indexed_by_code():
+    assert [k.code for k in c.KERNEL_TABLE] == list(c.KernelType)
+    assert [int(b) for b in c.KernelBase] == [-1, 0, 1, 2]      # the engine's BASE_*
 
 
 def test_name_tables():
@@ -35,5 +44,9 @@ def test_predicates():
     assert [c.has_gamma(t) for t in range(6)] == [False, True, True, True, False, True]
     assert [c.has_coef0(t) for t in range(6)] == [False, True, False, True, False, False]
     assert [c.has_degree(t) for t in range(6)] == [False, True, False, False, False, False]
+    assert c.FOURIER_KERNELS == (c.RBF, c.LAPLACIAN)
+    assert c.PSD_KERNELS == {c.LINEAR, c.POLY, c.RBF, c.LAPLACIAN}
+    assert c.BOUNDED_KERNELS == {c.RBF, c.LAPLACIAN}
+    assert [c.spoken("a"), c.spoken("ab"), c.spoken("abc")] == ["a", "a and b", "a, b and c"]
     # LIBSVM's svm_check_parameter: C for C-SVC, epsilon-SVR, nu-SVR; nu for the nu types
     assert sorted(c.C_TYPES) == [0, 3, 4] and sorted(c.NU_TYPES) == [1, 2, 4]
