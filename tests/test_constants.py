@@ -45,9 +45,6 @@ def test_predicates():
     assert [c.has_gamma(t) for t in range(6)] == [False, True, True, True, False, True]
     assert [c.has_coef0(t) for t in range(6)] == [False, True, False, True, False, False]
     assert [c.has_degree(t) for t in range(6)] == [False, True, False, False, False, False]
-    assert c.FOURIER_KERNELS == (c.RBF, c.LAPLACIAN)
-    assert c.PSD_KERNELS == {c.LINEAR, c.POLY, c.RBF, c.LAPLACIAN}
-    assert c.BOUNDED_KERNELS == {c.RBF, c.LAPLACIAN}
     assert [c.spoken("a"), c.spoken("ab"), c.spoken("abc")] == ["a", "a and b", "a, b and c"]
     # LIBSVM's svm_check_parameter: C for C-SVC, epsilon-SVR, nu-SVR; nu for the nu types
     assert sorted(c.C_TYPES) == [0, 3, 4] and sorted(c.NU_TYPES) == [1, 2, 4]
