@@ -72,7 +72,7 @@ class Kernel:
     # Its random Fourier features (the name in ``_core/_features.pyx``'s
     # FEATURE_CODES; DSG, EigenPro's --features), which also give the median
     # trick (``-g median``) its distance; None: none.
-    features: str = None
+    features: str | None = None
     # Positive semi-definite for every gamma (the polynomial kernel only with
     # coef0 >= 0): the kernels EigenPro's least squares accept.
     psd: bool = False

@@ -293,28 +293,28 @@ cdef inline double _pair_base(const KernelParams* kp, const Query* q, const doub
                               double norm_j) noexcept nogil:
     """What _finish turns into K(x_i, x_j): <x_i, x_j> or their distance, with
     x_i prepared in q and x_j = (v, ix, m), ix NULL if dense."""
-    cdef int of = kernel_traits(kp.kind).base
+    cdef int measure = kernel_traits(kp.kind).base    # what K is a function of
     cdef double base
     if ix == NULL:
-        if of == BASE_SQDIST:
+        if measure == BASE_SQDIST:
             base = _sqdist_dense(q.dense, v, m)
-        elif of == BASE_L1:
+        elif measure == BASE_L1:
             base = _l1_dense(q.dense, v, m)
         else:
             base = _dot_dense(q.dense, v, m)
     elif q.dense != NULL:
-        if of == BASE_L1:
+        if measure == BASE_L1:
             base = _l1_gather(q.dense, q.norm, v, ix, m)
-        elif of == BASE_SQDIST:
+        elif measure == BASE_SQDIST:
             base = _sqdist_scatter(q, v, ix, m, norm_j)
         else:
             base = _dot_gather(q.dense, v, ix, m)
     else:
-        if of == BASE_L1:
+        if measure == BASE_L1:
             base = _l1_merge(q.vals, q.idx, q.nnz, v, ix, m)
         else:
             base = _dot_merge(q.vals, q.idx, q.nnz, v, ix, m)
-            if of == BASE_SQDIST:
+            if measure == BASE_SQDIST:
                 base = q.norm + norm_j - 2.0 * base
     return base
 
