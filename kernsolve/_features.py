@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from ._constants import LAPLACIAN, RBF
+from ._constants import KERNEL_TABLE
 from ._core import _features
 from ._kernels import as_canonical, kernel_code
 from ._random import _uint64, permutation
@@ -30,12 +30,11 @@ _MEDIAN_DENSE_BYTES = 1 << 28
 
 
 def _feature_kernel(kernel):
-    """The compiled feature code (0 Gaussian, 1 Laplacian) of an rbf/laplacian kernel."""
-    code = kernel_code(kernel, allow_precomputed=True)
-    if code == RBF:
-        return _features.FEATURE_CODES["gaussian"]
-    if code == LAPLACIAN:
-        return _features.FEATURE_CODES["laplacian"]
+    """The compiled feature code (0 Gaussian, 1 Laplacian) of an rbf/laplacian
+    kernel (KERNEL_TABLE's ``features``)."""
+    features = KERNEL_TABLE[kernel_code(kernel, allow_precomputed=True)].features
+    if features:
+        return _features.FEATURE_CODES[features]
     raise ValueError(f"random Fourier features exist for the 'rbf' and 'laplacian' "
                      f"kernels only (codes 2 and 5), got kernel {kernel!r}")
 

@@ -9,12 +9,14 @@ import numbers
 
 import numpy as np
 
-from ._constants import KERNEL_CODES, KERNEL_NAMES, LAPLACIAN, POLY, PRECOMPUTED
+from ._constants import KERNEL_CODES, KERNEL_NAMES, KERNEL_TABLE, POLY, PRECOMPUTED
 from ._core import _kernel, _matrix
 from ._sparse import as_csr, dense_transpose, is_scipy_sparse, issparse, make_csr
 from ._threads import one_blas_thread, resolve_n_jobs
 
 _INT32_MAX = 2**31 - 1
+# The kernels kernel_code takes, for its message: the functions, then "precomputed".
+_KNOWN_KERNELS = ", ".join(repr(k.estimator_name) for k in KERNEL_TABLE if k.code != PRECOMPUTED)
 
 
 def kernel_code(kernel, allow_precomputed=True):
@@ -39,9 +41,8 @@ def kernel_code(kernel, allow_precomputed=True):
     else:
         code = None
     if code is None:
-        raise ValueError(f"unknown kernel {kernel!r}; expected one of "
-                         "'linear', 'poly', 'rbf', 'sigmoid', 'laplacian', "
-                         "'precomputed' or LIBSVM's codes 0-5")
+        raise ValueError(f"unknown kernel {kernel!r}; expected one of {_KNOWN_KERNELS}, "
+                         f"'precomputed' or LIBSVM's codes 0-{len(KERNEL_NAMES) - 1}")
     if code == PRECOMPUTED and not allow_precomputed:
         raise ValueError("kernel 'precomputed' has no kernel function; pass the "
                          "kernel values themselves")
@@ -210,7 +211,7 @@ def as_operand(X, kernel="rbf", name="X"):
     prediction): converting once saves a conversion per block.
     """
     Xc = as_canonical(X, name=name)
-    if (issparse(Xc) and kernel_code(kernel, allow_precomputed=False) != LAPLACIAN
+    if (issparse(Xc) and KERNEL_TABLE[kernel_code(kernel, allow_precomputed=False)].blas
             and worth_densifying(Xc, None)):
         return Xc.toarray()
     return Xc
@@ -303,14 +304,16 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=0.0,
     gamma, degree, coef0 = check_kernel_params(gamma, degree, coef0, n_features, code)
     # Dense inner products go through BLAS dgemm on fixed tiles, each call
     # single-threaded (our threads run the tiles), so the bits do not depend
-    # on n_jobs; the Laplacian kernel and truly sparse data use the core's
-    # loops. Fairly dense CSR (e.g. images) is faster densified for dgemm.
+    # on n_jobs; kernels without dot products (KERNEL_TABLE's blas: the
+    # Laplacian) and truly sparse data use the core's loops. Fairly dense CSR
+    # (e.g. images) is faster densified for dgemm.
     if row_independent:
         return _rows_apart(Xc, Yc, code, degree, gamma, coef0, n_threads)
-    if code != LAPLACIAN and (issparse(Xc) or issparse(Yc)) and worth_densifying(Xc, Yc):
+    blas = KERNEL_TABLE[code].blas
+    if blas and (issparse(Xc) or issparse(Yc)) and worth_densifying(Xc, Yc):
         Xc = Xc.toarray() if issparse(Xc) else Xc
         Yc = Yc.toarray() if issparse(Yc) else Yc
-    if code != LAPLACIAN and not issparse(Xc) and not issparse(Yc):
+    if blas and not issparse(Xc) and not issparse(Yc):
         with one_blas_thread():
             return _matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads,
                                           True)
@@ -326,7 +329,7 @@ def transposed_operand(Yc, kernel):
     when Yc (from ``as_operand``) stayed sparse and a dot-product kernel or the
     RBF kernel uses it, within _TRANSPOSED_MAX_BYTES; else None."""
     code = kernel_code(kernel, allow_precomputed=False)
-    if (not issparse(Yc) or code == LAPLACIAN
+    if (not issparse(Yc) or not KERNEL_TABLE[code].blas
             or 8 * Yc.shape[0] * Yc.shape[1] > _TRANSPOSED_MAX_BYTES):
         return None
     return dense_transpose(Yc), _matrix.row_norms(Yc, code)
@@ -367,9 +370,10 @@ def _dense_operand(Xc, Yc, code):
     """Y, dense, when :func:`_rows_apart` takes ks_dots' path for these
     operands; None when it takes the core's loops (decided by Y and the
     width alone)."""
-    if code != LAPLACIAN and issparse(Yc) and worth_densifying(Yc, None):
+    blas = KERNEL_TABLE[code].blas
+    if blas and issparse(Yc) and worth_densifying(Yc, None):
         Yc = Yc.toarray()
-    if code == LAPLACIAN or issparse(Yc) or (
+    if not blas or issparse(Yc) or (
             issparse(Xc) and ROW_TILE * Xc.shape[1] * 8 > _DENSE_CHUNK_BYTES):
         return None
     return Yc
@@ -380,8 +384,8 @@ def sums_against_operand(X, Yc, kernel, gamma, degree, coef0, n_jobs, transposed
     """``_matrix.expansion_sums(rows_against_operand(X, Yc, ...), columns, coefs,
     out)`` with the same bits, without the kernel block: ``_matrix.decision_sums``
     (kernel tiles that stay in the cache).  Returns False, having done nothing,
-    where rows_against_operand takes the core's per-value loops (the Laplacian
-    kernel, support vectors that stay sparse without ``transposed``)."""
+    where rows_against_operand takes the core's per-value loops (a kernel
+    without dot products, support vectors that stay sparse without ``transposed``)."""
     Xc = as_canonical(X, name="X")
     if Xc.shape[1] != Yc.shape[1]:
         raise ValueError(f"X has {Xc.shape[1]} features but Y has {Yc.shape[1]}")
@@ -415,7 +419,7 @@ def _rows_apart(Xc, Yc, code, degree, gamma, coef0, n_threads):
 
     Which path computes the values is decided by Y and the width alone, never
     by X's rows: the core's loops (per value, the same for any rows) when Y
-    stays sparse or for the Laplacian kernel; else ks_dots on tiles, with
+    stays sparse or for a kernel without dot products; else ks_dots on tiles, with
     sparse X made dense in chunks of whole tiles (so the memory is bounded by
     the width, not by the number of rows), or the core's loops when even one
     tile of X rows would be too large dense."""

@@ -17,8 +17,8 @@ import shlex
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Union
 
-from ._constants import (C_SVC, C_TYPES, EPSILON_SVR, GAMMA_KERNELS, KERNEL_NAMES, LAPLACIAN,
-                         NU_TYPES, POLY, RBF, SVM_TYPE_NAMES)
+from ._constants import (C_SVC, C_TYPES, EPSILON_SVR, FOURIER_KERNELS, GAMMA_KERNELS,
+                         KERNEL_NAMES, NU_TYPES, POLY, SVM_TYPE_NAMES, spoken)
 from ._threads import check_n_jobs
 from ._validation import resolve_gamma
 from .solvers import DEFAULT_SOLVER, median_gamma_solvers, option_names, solver_names, spec_for
@@ -706,9 +706,11 @@ def _check_median_gamma(param, t):
     if param.solver not in median_gamma_solvers():
         raise ValueError(f"-g median: the median trick is available to the solvers "
                          f"{', '.join(median_gamma_solvers())}, not {param.solver!r}")
-    if t not in (RBF, LAPLACIAN):
-        raise ValueError(f"-g median: the median trick sets gamma for the rbf and "
-                         f"laplacian kernels (-t 2, -t 5), not for -t {t} ({KERNELS[t]})")
+    if t not in FOURIER_KERNELS:    # its distance is that of the random features
+        raise ValueError(f"-g median: the median trick sets gamma for the "
+                         f"{spoken(KERNELS[k] for k in FOURIER_KERNELS)} kernels "
+                         f"({', '.join(f'-t {k}' for k in FOURIER_KERNELS)}), "
+                         f"not for -t {t} ({KERNELS[t]})")
 
 
 def _check_hard_margin(param, s):

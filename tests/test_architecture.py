@@ -3,12 +3,13 @@
 Oracle: the package's own source, parsed (nothing is imported or run): the
 import graph between kernsolve's modules has no cycle, no module imports
 kernsolve's modules from inside a function, no module outside
-``kernsolve/solvers/`` names a solver (they read the registry), thread
-machinery (threadpoolctl, Python thread pools, the OMP_ variables, joblib)
-stands only in the modules that own it, option values have one checker and
-the estimators take declared ranges from their declarations, no module but
-DSG's loss table names a DSG loss, and DSG's compiled modules are cut by
-concern (sizes).
+``kernsolve/solvers/`` names a solver (they read the registry), no source
+outside the kernel table and the kernels' formulas names a kernel of its own
+(``LAPLACIAN``: they read the table's properties), thread machinery
+(threadpoolctl, Python thread pools, the OMP_ variables, joblib) stands only in
+the modules that own it, option values have one checker and the estimators
+take declared ranges from their declarations, no module but DSG's loss table
+names a DSG loss, and DSG's compiled modules are cut by concern (sizes).
 """
 import ast
 import os
@@ -308,3 +309,24 @@ def test_dsg_compiled_modules_are_cut_by_concern():
     loop = text[text.index("\ndef fit_chunk("):]
     end = re.search(r"\n(?=\S)", loop[1:])
     assert len(loop[:end.start() + 1].splitlines()) < 150
+
+
+# Where a kernel may be named: its row (kernsolve/_constants.py), the engine's
+# enum and mirror of the row (_core/_kernel.pxd), its formula
+# (_core/_kernel_values.pxd).  Elsewhere code asks KERNEL_TABLE's properties.
+KERNEL_OWNERS = {"_constants.py", os.path.join("_core", "_kernel.pxd"),
+                 os.path.join("_core", "_kernel_values.pxd")}
+SOURCE_ENDINGS = (".py", ".pyx", ".pxd", ".pxi", ".h", ".tp")
+
+
+def test_kernels_named_only_in_their_table_and_formula():
+    found = []
+    for folder, _, files in os.walk(PACKAGE):
+        for name in files:
+            path = os.path.join(folder, name)
+            if not name.endswith(SOURCE_ENDINGS) or os.path.relpath(path, PACKAGE) in KERNEL_OWNERS:
+                continue
+            for number, line in enumerate(open(path, encoding="utf-8"), 1):
+                if re.search(r"\bLAPLACIAN\b", line):
+                    found.append(f"{os.path.relpath(path, PACKAGE)}:{number}: {line.strip()}")
+    assert found == []

@@ -11,8 +11,9 @@ from ._team cimport ks_team
 ctypedef float kfloat
 
 # Kernel kinds; the numbers are LIBSVM's -t codes (LAPLACIAN is kernsolve's).
-# kernsolve/_constants.py (KernelType) owns these numbers; this C enum mirrors
-# it, and tests/test_constants.py checks the two agree through KERNEL_NAMES.
+# kernsolve/_constants.py (KernelType, KERNEL_TABLE) owns the kernels; this C
+# enum and kernel_traits below mirror what the compiled code reads of them,
+# and tests/test_constants.py checks the two agree (_kernel.KERNEL_TRAITS).
 cdef enum:
     LINEAR = 0
     POLY = 1
@@ -20,6 +21,37 @@ cdef enum:
     SIGMOID = 3
     PRECOMPUTED = 4
     LAPLACIAN = 5
+    N_KERNELS = 6       # the codes are 0 .. N_KERNELS - 1
+
+# What a kernel's value is a function of (KernelBase in _constants.py).
+cdef enum:
+    NO_BASE = -1        # precomputed (or not a kernel code): no function
+    BASE_DOT = 0        # <x, y>
+    BASE_SQDIST = 1     # ||x - y||^2
+    BASE_L1 = 2         # ||x - y||_1
+
+cdef struct KernelTraits:
+    const char* name    # in model files
+    int base
+    bint blas           # dense values from dot products (dgemm, ks_dots)
+
+
+cdef inline KernelTraits kernel_traits(int kind) noexcept nogil:
+    """A kernel's row of kernsolve/_constants.py's KERNEL_TABLE, as far as the
+    compiled code reads it (the formula itself is _finish, _kernel_values.pxd)."""
+    if kind == LINEAR:
+        return KernelTraits(b"linear", BASE_DOT, True)
+    if kind == POLY:
+        return KernelTraits(b"polynomial", BASE_DOT, True)
+    if kind == RBF:
+        return KernelTraits(b"rbf", BASE_SQDIST, True)
+    if kind == SIGMOID:
+        return KernelTraits(b"sigmoid", BASE_DOT, True)
+    if kind == PRECOMPUTED:
+        return KernelTraits(b"precomputed", NO_BASE, False)
+    if kind == LAPLACIAN:
+        return KernelTraits(b"laplacian", BASE_L1, False)
+    return KernelTraits(NULL, NO_BASE, False)
 
 cdef struct KernelParams:
     int kind
@@ -114,7 +146,7 @@ cdef class KernelRows:
     cdef uint64_t* bits               # n * bit_words words, position p at p * bit_words
     cdef Py_ssize_t bit_words
     cdef kfloat* bit_table            # the kernel value for each count
-    cdef bint bit_hamming             # count XOR (rbf, laplacian), else AND
+    cdef bint bit_hamming             # count XOR (a distance base), else AND (a dot product)
 
     cdef const kfloat* get_row(self, Py_ssize_t p, Py_ssize_t length) noexcept nogil
     cdef void swap(self, Py_ssize_t p, Py_ssize_t q) noexcept nogil

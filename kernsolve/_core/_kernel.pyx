@@ -88,11 +88,13 @@ def bits_cache_cap(mb_per_word=None):
         _bits_cache_mb_per_word = float(mb_per_word)
     return before
 
-# The C enum's numbers and names, for tests/test_constants.py to compare with
-# kernsolve/_constants.py (the owner of the table).
-KERNEL_NAMES = {LINEAR: "linear", POLY: "polynomial", RBF: "rbf",
-                SIGMOID: "sigmoid", PRECOMPUTED: "precomputed",
-                LAPLACIAN: "laplacian"}
+# kernel_traits (_kernel.pxd) by code, for tests/test_constants.py to compare
+# with kernsolve/_constants.py's KERNEL_TABLE (the owner of the table).
+KERNEL_TRAITS = {kind: {"name": kernel_traits(kind).name.decode(),
+                        "base": kernel_traits(kind).base,
+                        "blas": bool(kernel_traits(kind).blas)}
+                 for kind in range(N_KERNELS)}
+KERNEL_NAMES = {kind: traits["name"] for kind, traits in KERNEL_TRAITS.items()}
 
 
 def _exp(x, int path=-1):
@@ -474,7 +476,7 @@ cdef class KernelRows:
         if self.bits == NULL or self.bit_table == NULL:
             raise MemoryError("KernelRows: cannot allocate the bit sets of binary X")
         self.bit_words = words
-        self.bit_hamming = self.params.kind == RBF or self.params.kind == LAPLACIAN
+        self.bit_hamming = kernel_traits(self.params.kind).base != BASE_DOT
         with nogil:
             for p in range(self.n):
                 row_bits(&self.X, self.perm[p], self.bits + p * words, words)

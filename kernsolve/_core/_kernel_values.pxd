@@ -8,7 +8,8 @@ from libc.math cimport tanh, fabs
 from libc.stdint cimport int32_t
 
 from ._rows cimport Rows, row_ptr
-from ._kernel cimport KernelParams, kfloat, LINEAR, POLY, RBF, SIGMOID, PRECOMPUTED, LAPLACIAN
+from ._kernel cimport (KernelParams, kfloat, kernel_traits, BASE_DOT, BASE_SQDIST, BASE_L1,
+                      POLY, RBF, SIGMOID, PRECOMPUTED, LAPLACIAN)
 
 # exp for RBF/Laplacian values, one value (ks_exp) or many in place
 # (ks_exp_block, AVX2 where the CPU has it): the same bits either way.
@@ -217,9 +218,16 @@ cdef inline double _exponent(const KernelParams* kp, double base) noexcept nogil
     return -kp.gamma * base
 
 
+cdef inline bint _exponential(int kind) noexcept nogil:
+    """Whether K = exp(-gamma * base): then a block's exponentials are taken
+    together (ks_exp_block, _kernel_block)."""
+    return kind == RBF or kind == LAPLACIAN
+
+
+# The kernels' formulas: K from its base (kernel_traits(kind).base, _kernel.pxd).
 cdef inline double _finish(const KernelParams* kp, double base) noexcept nogil:
     """Turn <x,y> (linear, poly, sigmoid) or a distance (rbf, laplacian) into K."""
-    if kp.kind == RBF or kp.kind == LAPLACIAN:
+    if _exponential(kp.kind):
         return ks_exp(_exponent(kp, base))
     if kp.kind == POLY:
         return _powi(kp.gamma * base + kp.coef0, kp.degree)
@@ -235,14 +243,14 @@ cdef struct Query:
     const int32_t* idx       # its columns (NULL if dense)
     Py_ssize_t nnz
     Py_ssize_t n_features
-    double norm              # ||x_i||^2, or ||x_i||_1 for the Laplacian kernel
+    double norm              # ||x_i||^2, or ||x_i||_1 for an L1 base
 
 
 cdef inline double _row_norm(const Rows* X, Py_ssize_t i, int kind) noexcept nogil:
     cdef const double* v
     cdef const int32_t* ix
     cdef Py_ssize_t m = row_ptr(X, i, &v, &ix)
-    if kind == LAPLACIAN:
+    if kernel_traits(kind).base == BASE_L1:
         return _abs_sum(v, m)
     return _dot_dense(v, v, m)
 
@@ -285,28 +293,28 @@ cdef inline double _pair_base(const KernelParams* kp, const Query* q, const doub
                               double norm_j) noexcept nogil:
     """What _finish turns into K(x_i, x_j): <x_i, x_j> or their distance, with
     x_i prepared in q and x_j = (v, ix, m), ix NULL if dense."""
-    cdef int kind = kp.kind
+    cdef int measure = kernel_traits(kp.kind).base    # what K is a function of
     cdef double base
     if ix == NULL:
-        if kind == RBF:
+        if measure == BASE_SQDIST:
             base = _sqdist_dense(q.dense, v, m)
-        elif kind == LAPLACIAN:
+        elif measure == BASE_L1:
             base = _l1_dense(q.dense, v, m)
         else:
             base = _dot_dense(q.dense, v, m)
     elif q.dense != NULL:
-        if kind == LAPLACIAN:
+        if measure == BASE_L1:
             base = _l1_gather(q.dense, q.norm, v, ix, m)
-        elif kind == RBF:
+        elif measure == BASE_SQDIST:
             base = _sqdist_scatter(q, v, ix, m, norm_j)
         else:
             base = _dot_gather(q.dense, v, ix, m)
     else:
-        if kind == LAPLACIAN:
+        if measure == BASE_L1:
             base = _l1_merge(q.vals, q.idx, q.nnz, v, ix, m)
         else:
             base = _dot_merge(q.vals, q.idx, q.nnz, v, ix, m)
-            if kind == RBF:
+            if measure == BASE_SQDIST:
                 base = q.norm + norm_j - 2.0 * base
     return base
 
@@ -345,7 +353,7 @@ cdef inline void _kernel_block(const KernelParams* kp, const Query* q, const Row
     the same bits as _value, the exponentials of an RBF/Laplacian block taken
     together (ks_exp_block)."""
     cdef Py_ssize_t k, j
-    cdef bint exponential = kp.kind == RBF or kp.kind == LAPLACIAN
+    cdef bint exponential = _exponential(kp.kind)
     cdef const double* v
     cdef const int32_t* ix
     cdef Py_ssize_t m
@@ -384,8 +392,8 @@ cdef inline double _diag_value(const KernelParams* kp, const Rows* X, Py_ssize_t
                                double norm) noexcept nogil:
     if kp.kind == PRECOMPUTED:
         return X.values[i * X.n_features + i]
-    if kp.kind == RBF or kp.kind == LAPLACIAN:
-        return 1.0
+    if kernel_traits(kp.kind).base != BASE_DOT:
+        return _finish(kp, 0.0)     # a distance kernel: K(x, x) = its value at 0
     return _finish(kp, norm)
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from cpython.pycapsule cimport PyCapsule_GetName, PyCapsule_GetPointer
 
 from ._rows cimport Rows, as_rows, row_ptr, row_bits
-from ._kernel cimport KernelParams, LINEAR, POLY, RBF, SIGMOID, LAPLACIAN
+from ._kernel cimport KernelParams, kernel_traits, NO_BASE, LINEAR, POLY, RBF, SIGMOID
 from ._kernel_values cimport (
     SCATTER_MAX_FEATURES, PAR_MIN_WORK, VALUE_BLOCK, Query, _finish, _exponent, _row_norm,
     _make_query, _clear_query, _kernel_block, _chunk, _mean_cost, ks_exp_block, ks_simd,
@@ -248,7 +248,7 @@ def _kernel_matrix(X, Y, int kernel_type, int degree, double gamma, double coef0
     depend on the other rows of X: ks_dots instead of dgemm."""
     cdef Rows RX, RY
     cdef KernelParams kp
-    if kernel_type not in (LINEAR, POLY, RBF, SIGMOID, LAPLACIAN):
+    if kernel_traits(kernel_type).base == NO_BASE:
         raise ValueError(f"kernel_matrix does not compute kernel type {kernel_type}")
     keep_x = as_rows(X, &RX)
     keep_y = as_rows(Y, &RY)
@@ -261,7 +261,7 @@ def _kernel_matrix(X, Y, int kernel_type, int degree, double gamma, double coef0
     nx = row_norms(X, kernel_type)
     ny = nx if Y is X else row_norms(Y, kernel_type)
     cdef bint blas = (use_blas and not RX.is_sparse and not RY.is_sparse
-            and kernel_type != LAPLACIAN and RX.n_features < 2**31 - 1
+            and kernel_traits(kernel_type).blas and RX.n_features < 2**31 - 1
             and RY.n_rows < 2**31 - 1)
     # zeros, not empty: dgemm with beta = 0 then never meets uninitialised NaNs
     out = (np.zeros if blas else np.empty)((RX.n_rows, RY.n_rows), dtype=np.float64)

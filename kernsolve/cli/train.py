@@ -11,7 +11,7 @@ import textwrap
 
 import numpy as np
 
-from .._constants import PRECOMPUTED, REGRESSION
+from .._constants import KERNEL_TABLE, PRECOMPUTED, REGRESSION
 from ._common import (STDIN, CommandError, UsageError, c_divide, check_input_path,
                       check_output_path, parse_float, parse_int, read_data,
                       end_process, regression_summary, run, split_options)
@@ -67,12 +67,7 @@ options:
 	3 -- epsilon-SVR	(regression)
 	4 -- nu-SVR		(regression)
 -t kernel_type : set type of kernel function (default 2)
-	0 -- linear: u'*v
-	1 -- polynomial: (gamma*u'*v + coef0)^degree
-	2 -- radial basis function: exp(-gamma*|u-v|^2)
-	3 -- sigmoid: tanh(gamma*u'*v + coef0)
-	4 -- precomputed kernel (kernel values in training_set_file)
-	5 -- laplacian: exp(-gamma*|u-v|_1) (kernsolve)
+""" + "".join(f"\t{k.code} -- {k.usage}\n" for k in KERNEL_TABLE) + """\
 -d degree : set degree in kernel function (default 3)
 -g gamma : set gamma in kernel function (default 1/num_features)
 -r coef0 : set coef0 in kernel function (default 0)

@@ -13,7 +13,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from ..._constants import FOURIER_KERNELS, LAPLACIAN, LINEAR
+from ..._constants import BOUNDED_KERNELS, KERNEL_TABLE, LINEAR
 from ..._core import _matrix
 from ..._kernels import as_canonical, worth_densifying
 from ..._random import normal, random_u64
@@ -49,7 +49,7 @@ class KernelBlocks:
 
     def __init__(self, X, kernel_type, gamma, degree, coef0, n_threads):
         Xc = as_canonical(X)
-        if issparse(Xc) and kernel_type != LAPLACIAN and worth_densifying(Xc, None):
+        if issparse(Xc) and KERNEL_TABLE[kernel_type].blas and worth_densifying(Xc, None):
             Xc = np.ascontiguousarray(Xc.toarray())
         self.X = Xc
         self.code = int(kernel_type)
@@ -88,7 +88,7 @@ class KernelBlocks:
             A = np.ascontiguousarray(A.toarray())
         elif issparse(B) and not issparse(A):
             A = as_canonical(sp.csr_matrix(A))
-        if not issparse(B) and self.code != LAPLACIAN:
+        if not issparse(B) and KERNEL_TABLE[self.code].blas:
             with one_blas_thread():
                 return _matrix._kernel_matrix(A, B, self.code, self.degree, self.gamma,
                                               self.coef0, self.n_threads, True,
@@ -98,7 +98,7 @@ class KernelBlocks:
 
     def diagonal(self, idx):
         """k(x_i, x_i) for the rows ``idx`` (cheap closed forms)."""
-        if self.code in FOURIER_KERNELS:      # shift-invariant: k(x, x) = 1
+        if self.code in BOUNDED_KERNELS:      # k(x, x) = 1
             return np.ones(len(idx))
         R = self.rows(idx)
         sq = np.asarray(R.multiply(R).sum(axis=1)).ravel() if issparse(R) \

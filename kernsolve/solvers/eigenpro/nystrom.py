@@ -52,7 +52,7 @@ import scipy.linalg
 from ._common import UntimedCallback
 from ._subsampled import RESIDUAL_BLOCK, SubsampledPreconditioner
 from ._tiled_cholesky import TILE, cholesky_upper, upper_times_transpose
-from ..._constants import LAPLACIAN, LINEAR, POLY, RBF
+from ..._constants import BOUNDED_KERNELS, KERNEL_NAMES, LINEAR, POLY, RBF, spoken
 from ..._core import _matrix
 from ..._random import permutation
 from ..._sparse import issparse
@@ -81,8 +81,6 @@ FALLBACK = {"half": "single", "single": "double"}
 # products (BREAKDOWN_FLOOR, by their dtype).
 GROWTH = 10.0
 BREAKDOWN_FLOOR = {np.dtype(np.float64): 1e-6, np.dtype(np.float32): 1e-3}
-# float16 holds values up to 65504 with 11 significant bits: kernels bounded by 1 only
-HALF_KERNELS = (RBF, LAPLACIAN)
 
 
 def centre_indices(n, p, seed):
@@ -378,10 +376,11 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
     """
     t0 = time.perf_counter()
     n = kern.n_rows
-    if precision == "half" and kern.code not in HALF_KERNELS:
-        raise ValueError("--precision half: float16 keeps kernel values bounded by 1, "
-                         "those of the rbf (-t 2) and laplacian (-t 5) kernels; use "
-                         "--precision single")
+    # float16 holds values up to 65504 with 11 significant bits: kernels bounded by 1 only
+    if precision == "half" and kern.code not in BOUNDED_KERNELS:
+        bounded = spoken(f"{KERNEL_NAMES[t]} (-t {t})" for t in sorted(BOUNDED_KERNELS))
+        raise ValueError(f"--precision half: float16 keeps kernel values bounded by 1, "
+                         f"those of the {bounded} kernels; use --precision single")
     if subsample is not None and p + subsample > n:
         raise ValueError(f"--subsample: the q = {subsample} auxiliary rows are drawn "
                          f"besides the p = {p} centres, so p + q must be at most n = {n}")

@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 # Kernel codes by name (kernsolve/_constants.py owns them; _kernel.pxd mirrors it).
-from kernsolve._core._kernel cimport KernelRows, LAPLACIAN, LINEAR, PRECOMPUTED
+from kernsolve._core._kernel cimport KernelRows, N_KERNELS, PRECOMPUTED
 from kernsolve._core._solver cimport ST_MAX_ITER, ST_NOMEM, ST_ABORT
 from ._smo cimport _SMO, T_ROWS, T_SELECT, T_GRADIENT, T_SHRINK, T_SYNC
 from ._smo import check_team_setting
@@ -127,8 +127,8 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
         raise ValueError(f"n_threads must be >= 1, got {n_threads}")
     if nu and not bias:
         raise ValueError("bias=False is only available with nu=False")
-    if kernel_type < LINEAR or kernel_type > LAPLACIAN:
-        raise ValueError(f"unknown kernel_type {kernel_type} (expected 0..5)")
+    if not 0 <= kernel_type < N_KERNELS:
+        raise ValueError(f"unknown kernel_type {kernel_type} (expected 0..{N_KERNELS - 1})")
     if progress is not None and not callable(progress):
         raise ValueError("progress must be None or a callable")
     if max_iter is None:
