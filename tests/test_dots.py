@@ -9,7 +9,7 @@ can, which is why prediction does not use it).
 import numpy as np
 import pytest
 
-from kernsolve._core._matrix import _dots
+from kernsolve._core._kernel_matrix import _dots
 from kernsolve._kernels import kernel_matrix
 
 SHAPES = [(1, 1, 1), (3, 5, 7), (4, 8, 784), (9, 17, 13), (130, 1030, 40), (7, 3, 0)]

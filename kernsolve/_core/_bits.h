@@ -79,7 +79,7 @@ static inline void ks_bits_fill(const uint64_t *q, const uint64_t *rows,
     ks_bits_fill_baseline(q, rows, words, start, end, hamming, table, out);
 }
 
-/* Prediction's tile (_matrix.pyx, decision_sums): for eight rows x (x8[t *
+/* Prediction's tile (_decision_sums.pyx, decision_sums): for eight rows x (x8[t *
    words ...]) and ns support vectors y (y[s * words ...]), tile[s * 8 + t] =
    table[|x_t XOR y_s|], the RBF value at the squared distance of 0/1 rows. */
 #define KS_BITS_TILE_BODY(COUNT)                                              \

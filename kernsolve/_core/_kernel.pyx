@@ -4,7 +4,7 @@ each row computed in parallel.
 Kernel values come from the inline functions of ``_kernel_values.pxd``: one
 function (``_pair``) produces every value whatever thread or loop shape asks
 for it, so a row is bit-identical for any thread count, and equal to the
-same entries of the kernel matrix (``_matrix.pyx``).
+same entries of the kernel matrix (``_kernel_matrix.pyx``).
 """
 from cython.parallel cimport prange
 from libc.stdlib cimport malloc, calloc, realloc, free, qsort

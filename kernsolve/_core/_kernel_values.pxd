@@ -1,6 +1,6 @@
 # Kernel values on Rows: the inline functions behind every loop of the kernel
 # engine, the row cache (KernelRows, _kernel.pyx) and the kernel matrix
-# (_matrix.pyx).  Every kernel value is produced by one function (_pair)
+# (_kernel_matrix.pyx).  Every kernel value is produced by one function (_pair)
 # whatever thread or loop shape asks for it, so the two agree bit for bit and
 # neither depends on the thread count.  Inline, so each loop runs them without
 # a call.
