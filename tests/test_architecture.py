@@ -248,3 +248,46 @@ def test_solver_headers_are_included_only_by_their_solver():
             beside = os.path.join(os.path.dirname(rel), header)
             if beside in COMPILED and _owner(beside) not in (None, "services"):
                 assert _owner(rel) == _owner(beside), (rel, header)
+
+
+def _c_headers(rel, seen=None):
+    """The headers in the C of a compiled file: those it declares or includes,
+    those of the .pxd files it cimports (and its own .pxd), transitively."""
+    seen = set() if seen is None else seen
+    if rel in seen or rel not in COMPILED:
+        return set()
+    seen.add(rel)
+    text, folder = COMPILED[rel], os.path.dirname(rel)
+    found = set()
+    for header in re.findall(r'(?:extern from|#include)\s+"(\w+\.h)"', text):
+        beside = os.path.join(folder, header)
+        path = beside if beside in COMPILED else os.path.join("_core", header)
+        found |= {header} | _c_headers(path, seen)
+    package = ["kernsolve"] + rel.split(os.sep)[:-1]
+    targets = [os.path.splitext(rel)[0] + ".pxd"]
+    for dots, module in re.findall(r"^\s*from\s+(\.*)([\w.]*)\s+cimport", text, re.M):
+        base = package[:len(package) - len(dots) + 1] if dots else []
+        parts = (base + module.split(".")) if module else base
+        if parts[0] == "kernsolve":
+            targets.append(os.path.join(*parts[1:]) + ".pxd")
+    for pxd in targets:
+        found |= _c_headers(pxd, seen)
+    return found
+
+
+def test_every_module_with_vector_paths_follows_the_one_switch():
+    # _simd.h's mask is per module unless the module joins the process's one
+    # (owned by _core/_simd.pyx): the tests' switch must reach every path.
+    modules = [rel for rel in COMPILED if rel.endswith(".pyx") and "_simd.h" in _c_headers(rel)]
+    assert {os.path.join("solvers", "smo", "_smo.pyx"),
+            os.path.join("_core", "_decision_sums.pyx")} <= set(modules)
+    assert [rel for rel in modules if "\nks_simd_join(paths_mask())\n" not in COMPILED[rel]] == []
+
+
+def test_vector_paths_are_named_by_one_rule():
+    # ks_<op>_scalar, ks_<op>_avx2, ... : no other spelling of the scalar path
+    # (_block_dots.h keeps its own until the DSG split moves it).
+    old = re.compile(r"\bks_\w+_(?:base|baseline|plain)\b")
+    found = {rel: old.findall(text) for rel, text in COMPILED.items()
+             if rel.endswith(".h") and os.path.basename(rel) not in PENDING_SOLVER_HEADERS_IN_CORE}
+    assert {rel: names for rel, names in found.items() if names} == {}

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from kernsolve._core._decision_sums import _baseline_paths, decision_sums, expansion_sums
+from kernsolve._core._decision_sums import decision_sums, expansion_sums
 from kernsolve._kernels import (as_operand, rows_against_operand, sums_against_operand,
                                 transposed_operand)
 
@@ -146,7 +146,7 @@ def test_binary_rows_take_bit_sets_with_the_same_bits(d):
             assert out.tobytes() == ref.tobytes(), (threads, binary)
 
 
-def test_baseline_paths_give_the_same_bits():
+def test_scalar_paths_give_the_same_bits(vector_path):
     """The one-value-at-a-time paths (C library's fma, scalar exp) and the
     AVX2 ones agree bit for bit."""
     rng = np.random.default_rng(3)
@@ -154,11 +154,8 @@ def test_baseline_paths_give_the_same_bits():
     columns, coefs = _columns(rng, 203, 3)
     start = np.zeros((37, 3))
     fast = _fused(X, SV, "rbf", 0.1, 0.0, columns, coefs, start, 2)
-    _baseline_paths(True)
-    try:
-        slow = _fused(X, SV, "rbf", 0.1, 0.0, columns, coefs, start, 2)
-    finally:
-        _baseline_paths(False)
+    vector_path("scalar")
+    slow = _fused(X, SV, "rbf", 0.1, 0.0, columns, coefs, start, 2)
     assert fast.tobytes() == slow.tobytes()
 
 

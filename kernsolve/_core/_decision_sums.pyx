@@ -18,11 +18,14 @@ from ._axpy_rows cimport AXPY_COLS, ks_axpy_rows
 from ._rows cimport Rows, as_rows, row_ptr, row_bits
 from ._kernel cimport KernelParams, LINEAR, POLY, RBF, SIGMOID
 from ._kernel_values cimport (
-    _dot_dense, _exponent, _finish, ks_exp, ks_exp_block, ks_simd_baseline)
+    _dot_dense, _exponent, _finish, ks_exp, ks_exp_block)
+from ._simd cimport ks_simd_join, paths_mask
 
 from ._kernel_matrix import row_norms
 
 cnp.import_array()
+# Every vector path of this module follows the tests' one switch (_simd.pxd).
+ks_simd_join(paths_mask())
 
 
 # Rows of K whose sums one task accumulates side by side (see expansion_sums).
@@ -365,13 +368,6 @@ cdef void _transposed_group(const Rows* X, Py_ssize_t r0, Py_ssize_t r1, const d
                  n_values)
         j0 += jw
     _store_sums(acc, out, r0, r1, n_values)
-
-
-def _baseline_paths(bint on):
-    """For the tests: hold this module's hand-written vector paths
-    (ks_dots_rows8, ks_exp_block, ks_bits_tile8) to their baseline spellings (on) or let the
-    CPU choose (off)."""
-    ks_simd_baseline(on)
 
 
 def decision_sums(X, Y, int kernel_type, int degree, double gamma, double coef0,

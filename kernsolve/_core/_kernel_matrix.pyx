@@ -24,8 +24,8 @@ from ._rows cimport Rows, as_rows, row_ptr
 from ._kernel cimport KernelParams, LINEAR, POLY, RBF, SIGMOID, LAPLACIAN
 from ._kernel_values cimport (
     SCATTER_MAX_FEATURES, PAR_MIN_WORK, VALUE_BLOCK, Query, _finish, _exponent, _row_norm,
-    _make_query, _clear_query, _kernel_block, _chunk, _mean_cost, ks_exp_block, ks_simd,
-    ks_simd_baseline, KS_AVX2, KS_FMA)
+    _make_query, _clear_query, _kernel_block, _chunk, _mean_cost, ks_exp_block)
+from ._simd cimport KS_AVX2, KS_FMA, ks_simd, ks_simd_join, paths_mask
 
 # Dot products of dense rows whose bits do not depend on the other rows of the call.
 cdef extern from "_dots.h" nogil:
@@ -34,6 +34,8 @@ cdef extern from "_dots.h" nogil:
                  Py_ssize_t d, double* C, Py_ssize_t ldc, double* panel)
 
 cnp.import_array()
+# Every vector path of this module follows the tests' one switch (_simd.pxd).
+ks_simd_join(paths_mask())
 
 
 def row_norms(X, int kernel_type):
@@ -191,10 +193,11 @@ cdef int _fill_matrix_gemm(const Rows* X, const Rows* Y, const KernelParams* kp,
     return failed
 
 
-def _dots(A, B, int path=-1):
-    """A @ B.T through ks_dots on ``path`` (0 one value at a time with fma(),
-    1 AVX2 + FMA where the CPU has it, -1 the CPU's choice): returns (the
-    products, the path used).  For the tests (tests/test_dots.py)."""
+def _dots(A, B):
+    """A @ B.T through ks_dots on the path the tests allow
+    (_simd.vector_paths; the scalar one computes a value at a time with
+    fma()): returns (the products, 1 if the AVX2 + FMA path ran else 0).
+    For the tests (tests/test_dots.py)."""
     cdef const double[:, ::1] a = np.ascontiguousarray(A, dtype=np.float64)
     cdef const double[:, ::1] b = np.ascontiguousarray(B, dtype=np.float64)
     if a.shape[1] != b.shape[1]:
@@ -205,16 +208,14 @@ def _dots(A, B, int path=-1):
     cdef double* panel
     cdef int used
     if out.size == 0:
-        return out, ks_simd(KS_AVX2 | KS_FMA) if path != 0 else 0
+        return out, ks_simd(KS_AVX2 | KS_FMA)
     panel = ks_dots_panel(d)
     if panel == NULL:
         raise MemoryError("_dots: no memory for the panel")
     with nogil:
-        ks_simd_baseline(path == 0)
         used = ks_simd(KS_AVX2 | KS_FMA)
         ks_dots(&a[0, 0] if d > 0 else NULL, a.shape[0], &b[0, 0] if d > 0 else NULL,
                 b.shape[0], d, &o[0, 0], o.shape[1], panel)
-        ks_simd_baseline(0)
     free(panel)
     return out, used
 

@@ -16,13 +16,6 @@ cdef extern from "_exp.h" nogil:
     double ks_exp(double x)
     void ks_exp_block(double* v, Py_ssize_t n)
 
-# Which vector paths the CPU takes (_simd.h); the tests hold them off.
-cdef extern from "_simd.h" nogil:
-    int KS_AVX2
-    int KS_FMA
-    int ks_simd(int need)
-    void ks_simd_baseline(int on)
-
 cdef extern from *:
     """
     #define KS_SCATTER_MAX_FEATURES ((Py_ssize_t)1 << 22)

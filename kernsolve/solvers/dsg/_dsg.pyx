@@ -54,6 +54,7 @@ cimport numpy as cnp
 from kernsolve._core._rows cimport Rows, as_rows
 from kernsolve._core._random cimport rng_key, rng_integer, STREAM_SAMPLING
 from kernsolve._core._features cimport FeatureMap, fm_init, fm_block, fm_apply_row
+from kernsolve._core._simd cimport ks_simd_join, paths_mask
 from ._losses cimport (loss_value, loss_derivative, softmax_value, softmax_gradient,
                        LOSS_SOFTMAX, LOSS_NOVELTY, LOSS_HINGE, LOSS_LOGISTIC,
                        LOSS_HUBER, LOSS_EPSILON_INSENSITIVE, LOSS_QUANTILE)
@@ -249,28 +250,8 @@ cdef extern from "_block_dots.h" nogil:
     void ks_block_dots(const double* z, Py_ssize_t n, Py_ssize_t F, Py_ssize_t K,
                        const double* coef, double* acc, double* out)
 
-# Which vector paths the CPU takes (_simd.h); the tests hold them off.
-cdef extern from "_simd.h" nogil:
-    int KS_AVX2
-    int KS_AVX512
-    int ks_simd(int need)
-    void ks_simd_allow(int mask)
-
-
-DOT_PATHS = {"baseline": 0, "avx2": KS_AVX2, "avx512": KS_AVX2 | KS_AVX512}
-
-
-def _dot_paths(str name=None):
-    """Hold the predictions' sums (_block_dots.h) to one path of DOT_PATHS
-    (None: the CPU chooses).  Returns whether the CPU has that path: the
-    tests compare every path it has."""
-    ks_simd_allow(-1)
-    if name is None:
-        return True
-    cdef int mask = DOT_PATHS[name]
-    cdef bint has = ks_simd(mask)
-    ks_simd_allow(mask)
-    return has
+# Every vector path of this module follows the tests' one switch (_simd.pxd).
+ks_simd_join(paths_mask())
 
 
 cdef int _add_group(const FeatureMap* fm, const Rows* X, const int64_t* rows,

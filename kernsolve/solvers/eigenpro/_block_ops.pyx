@@ -12,6 +12,10 @@ from libc.stdint cimport uint16_t
 import numpy as np
 
 from kernsolve._core._blas cimport dsyrk, dtrsm, load_blas
+from kernsolve._core._simd cimport ks_simd_join, paths_mask
+
+# Every vector path of this module follows the tests' one switch (_simd.pxd).
+ks_simd_join(paths_mask())
 
 
 # float32 -> float16 for K(X, centres) stored in float16 (--precision half).
@@ -37,16 +41,14 @@ def float_to_half(F):
 cdef extern from "_half_products.h" nogil:
     void ks_half_products(const uint16_t* K, Py_ssize_t rows, Py_ssize_t p, const float* u,
                           Py_ssize_t c, const float* v, float* out, float* t)
-    void ks_simd_baseline(int on)
 
 
-def half_products(H, u, V, out, bint baseline=False):
+def half_products(H, u, V, out):
     """One block's share of a pass over K(X, centres) kept in float16: ``t = H
     u^T + V`` (u of shape (c, p), or None: t = V; V of shape (rows, c), or
     None) and ``out += (H^T t)^T`` (out: (c, p) float32, C-contiguous), in one
     read of H's rows without the GIL (``_half_products.h``: the same bits on
-    every CPU; ``baseline`` takes the scalar path, for the tests).  Returns
-    t, (rows, c) float32."""
+    every CPU).  Returns t, (rows, c) float32."""
     cdef const uint16_t[:, ::1] K = np.ascontiguousarray(H).view(np.uint16)
     cdef Py_ssize_t rows = K.shape[0], p = K.shape[1]
     cdef float[:, ::1] o = out
@@ -65,11 +67,7 @@ def half_products(H, u, V, out, bint baseline=False):
     cdef const float* vp = &vv[0, 0] if (V is not None and c > 0 and rows > 0) else NULL
     if rows > 0 and p > 0 and c > 0:
         with nogil:
-            if baseline:
-                ks_simd_baseline(1)
             ks_half_products(&K[0, 0], rows, p, up, c, vp, &o[0, 0], &tt[0, 0])
-            if baseline:
-                ks_simd_baseline(0)
     else:
         t[...] = 0 if V is None else V
     return t
