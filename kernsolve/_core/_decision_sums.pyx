@@ -24,6 +24,7 @@ from ._simd cimport ks_simd_join, paths_mask
 from ._kernel_matrix import row_norms
 
 cnp.import_array()
+
 # Every vector path of this module follows the tests' one switch (_simd.pxd).
 ks_simd_join(paths_mask())
 

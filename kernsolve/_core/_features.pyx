@@ -21,6 +21,7 @@ from ._rows cimport Rows, row_ptr, as_rows
 from ._simd cimport KS_AVX2, ks_simd, ks_simd_join, paths_mask
 
 cnp.import_array()
+
 # Every vector path of this module follows the tests' one switch (_simd.pxd).
 ks_simd_join(paths_mask())
 

@@ -34,6 +34,7 @@ cdef extern from "_dots.h" nogil:
                  Py_ssize_t d, double* C, Py_ssize_t ldc, double* panel)
 
 cnp.import_array()
+
 # Every vector path of this module follows the tests' one switch (_simd.pxd).
 ks_simd_join(paths_mask())
 

@@ -12,6 +12,7 @@ cdef int* paths_mask() noexcept nogil:
     return &_mask
 
 
+# This module's own copy of _simd.h follows the mask too, as every module's.
 ks_simd_join(paths_mask())
 
 # What each path allows, and what the CPU needs for it to be that path.
