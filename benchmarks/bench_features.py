@@ -4,7 +4,8 @@ A random feature is a row's sum ``s = sum_j x_j omega_j`` and ``sqrt(2)
 cos(s + b)`` (doc/dsg.md); ``kernsolve/_core/_feature_sums.h`` sums 128
 features at a time with AVX-512, 32 with AVX2, and ``_cos.h`` takes the
 cosine four at a time with AVX2.  Every path gives the same bits, so this
-script trains the same model on each (``_features._feature_paths``), round
+script trains the same model on each (``_simd.vector_paths``, which holds
+every compiled module to the path: DSG's other vector code too), round
 after round in one process (the data read once), checks that the model files
 are byte-identical, and prints the median training time of each path.
 
@@ -40,18 +41,18 @@ PROBLEMS = {
 def run(name, threads, rounds, workdir):
     import numpy as np
     import kernsolve
-    from kernsolve._core import _features
+    from kernsolve._core._simd import vector_paths
     train, test, n_features, options = PROBLEMS[name]
     y, X = _read(train, n_features)
     yt, Xt = _read(test, n_features)
     options = options.format(lam=f"{1.0 / (100 * X.shape[0]):.17g}")
-    paths = [p for p in ("baseline", "avx2", "avx512") if _features._feature_paths(p)]
+    paths = [p for p in ("scalar", "avx2", "avx512") if vector_paths(p)]
     times = {p: [] for p in paths}
     digests, errors = set(), set()
     try:
         for _ in range(rounds):
             for path in paths:
-                _features._feature_paths(path)
+                vector_paths(path)
                 start = time.perf_counter()
                 model = kernsolve.train(y, X, f"-q {options} --threads {threads}")
                 times[path].append(time.perf_counter() - start)
@@ -61,10 +62,10 @@ def run(name, threads, rounds, workdir):
                     digests.add(hashlib.sha256(f.read()).hexdigest())
                 errors.add(100 * float(np.mean(model.predict(Xt) != yt)))
     finally:
-        _features._feature_paths(None)
+        vector_paths(None)
     if len(digests) != 1:
         raise SystemExit(f"{name}: the vector paths trained different model files")
-    base = median(times["baseline"])
+    base = median(times["scalar"])
     cells = [f"{p} {median(times[p]):.2f} s ({base / median(times[p]):.2f}x)"
              for p in paths]
     print(f"| {name} | {threads} | {errors.pop():.2f}% | " + " | ".join(cells) + " |",
@@ -78,7 +79,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     print("| problem | threads | test error | median train time per path (speed-up "
-          "over the baseline) |")
+          "over the scalar path) |")
     print("|---|---|---|---|")
     with tempfile.TemporaryDirectory() as workdir:
         for name in args.problems.split(","):

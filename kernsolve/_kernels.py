@@ -1,6 +1,6 @@
 """Kernel functions: data canonicalisation, parameter checks and kernel_matrix.
 
-The hot loops live in ``kernsolve/_core/`` (the kernel matrix in ``_matrix.pyx``,
+The hot loops live in ``kernsolve/_core/`` (the kernel matrix in ``_kernel_matrix.pyx``,
 the row cache in ``_kernel.pyx``); this module turns user input into what they
 expect (dense C-order float64 or CSR with sorted int32 indices and int64 row
 pointers) and checks kernel parameters with one message style.
@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 
 from ._constants import KERNEL_CODES, KERNEL_NAMES, KERNEL_TABLE, POLY, PRECOMPUTED
-from ._core import _kernel, _matrix
+from ._core import _decision_sums, _kernel, _kernel_matrix
 from ._sparse import as_csr, dense_transpose, is_scipy_sparse, issparse, make_csr
 from ._threads import one_blas_thread, resolve_n_jobs
 
@@ -315,9 +315,9 @@ def kernel_matrix(X, Y=None, kernel="rbf", gamma=None, degree=3, coef0=0.0,
         Yc = Yc.toarray() if issparse(Yc) else Yc
     if blas and not issparse(Xc) and not issparse(Yc):
         with one_blas_thread():
-            return _matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads,
-                                          True)
-    return _matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads)
+            return _kernel_matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0,
+                                                 n_threads, True)
+    return _kernel_matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads)
 
 
 # Largest Y^T made dense for the sparse-rows path of rows_against_operand.
@@ -332,7 +332,7 @@ def transposed_operand(Yc, kernel):
     if (not issparse(Yc) or not KERNEL_TABLE[code].blas
             or 8 * Yc.shape[0] * Yc.shape[1] > _TRANSPOSED_MAX_BYTES):
         return None
-    return dense_transpose(Yc), _matrix.row_norms(Yc, code)
+    return dense_transpose(Yc), _kernel_matrix.row_norms(Yc, code)
 
 
 def rows_against_operand(X, Yc, kernel, gamma, degree, coef0, n_jobs, transposed=None):
@@ -357,8 +357,8 @@ def rows_against_operand(X, Yc, kernel, gamma, degree, coef0, n_jobs, transposed
         if not issparse(Xc):
             Xc = as_canonical(as_csr(Xc), name="X")
         Yt, ny = transposed
-        return _matrix._kernel_matrix_transposed(Xc, Yt, ny, code, degree, gamma, coef0,
-                                                 n_threads)
+        return _kernel_matrix._kernel_matrix_transposed(Xc, Yt, ny, code, degree, gamma,
+                                                        coef0, n_threads)
     return _rows_apart(Xc, Yc, code, degree, gamma, coef0, n_threads)
 
 
@@ -381,11 +381,12 @@ def _dense_operand(Xc, Yc, code):
 
 def sums_against_operand(X, Yc, kernel, gamma, degree, coef0, n_jobs, transposed,
                          columns, coefs, out):
-    """``_matrix.expansion_sums(rows_against_operand(X, Yc, ...), columns, coefs,
-    out)`` with the same bits, without the kernel block: ``_matrix.decision_sums``
-    (kernel tiles that stay in the cache).  Returns False, having done nothing,
-    where rows_against_operand takes the core's per-value loops (a kernel
-    without dot products, support vectors that stay sparse without ``transposed``)."""
+    """``_decision_sums.expansion_sums(rows_against_operand(X, Yc, ...),
+    columns, coefs, out)`` with the same bits, without the kernel block:
+    ``_decision_sums.decision_sums`` (kernel tiles that stay in the cache).
+    Returns False, having done nothing, where rows_against_operand takes the
+    core's per-value loops (a kernel without dot products, support vectors
+    that stay sparse without ``transposed``)."""
     Xc = as_canonical(X, name="X")
     if Xc.shape[1] != Yc.shape[1]:
         raise ValueError(f"X has {Xc.shape[1]} features but Y has {Yc.shape[1]}")
@@ -398,9 +399,10 @@ def sums_against_operand(X, Yc, kernel, gamma, degree, coef0, n_jobs, transposed
     elif not issparse(Xc):
         Xc = as_canonical(as_csr(Xc), name="X")
     integral = transposed is not None and _integral(Xc.data) and _integral(transposed[0])
-    _matrix.decision_sums(Xc, Yc if transposed is None else None, code, degree, gamma,
-                          coef0, columns, coefs, out, n_threads, transposed, integral,
-                          integral and _zero_one(Xc.data) and _zero_one(transposed[0]))
+    _decision_sums.decision_sums(Xc, Yc if transposed is None else None, code, degree,
+                                 gamma, coef0, columns, coefs, out, n_threads, transposed,
+                                 integral,
+                                 integral and _zero_one(Xc.data) and _zero_one(transposed[0]))
     return True
 
 
@@ -425,17 +427,17 @@ def _rows_apart(Xc, Yc, code, degree, gamma, coef0, n_threads):
     tile of X rows would be too large dense."""
     Yd = _dense_operand(Xc, Yc, code)
     if Yd is None:
-        return _matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads)
+        return _kernel_matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads)
     Yc = Yd
     width = Xc.shape[1]
     if not issparse(Xc):
-        return _matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0, n_threads,
-                                      True, True)
+        return _kernel_matrix._kernel_matrix(Xc, Yc, code, degree, gamma, coef0,
+                                             n_threads, True, True)
     # dense chunks of whole tiles: the memory is bounded (the bits do not
     # depend on the chunks)
     def dense_rows(part):
-        return _matrix._kernel_matrix(part.toarray(), Yc, code, degree, gamma, coef0,
-                                      n_threads, True, True)
+        return _kernel_matrix._kernel_matrix(part.toarray(), Yc, code, degree, gamma,
+                                             coef0, n_threads, True, True)
 
     step = max(1, _DENSE_CHUNK_BYTES // (8 * max(width, 1) * ROW_TILE)) * ROW_TILE
     if Xc.shape[0] <= step:     # one chunk (a prediction block): no second K block
@@ -484,9 +486,9 @@ def kernel_rows(X, kernel="rbf", gamma=None, degree=3, coef0=0.0, cache_mb=100.0
                               resolve_n_jobs(n_jobs))
 
 
-#: Rows per BLAS tile of the kernel engine (``_core/_matrix.pyx``): blocks of
+#: Rows per BLAS tile of the kernel engine (``_core/_kernel_matrix.pyx``): blocks of
 #: rows cut in multiples of it waste no padded rows.
-ROW_TILE = _matrix.ROW_TILE
+ROW_TILE = _kernel_matrix.ROW_TILE
 
 
 def block_rows(budget_rows):

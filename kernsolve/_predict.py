@@ -7,7 +7,7 @@ the value, whose sign is the label.  Each is LIBSVM's running sum over the
 pair's two classes' SVs in LIBSVM's order (:func:`_decision_values`): the
 kernel values of eight test rows and a tile of SVs are computed into a buffer
 that stays in the cache and added to the sums at once
-(``_core._matrix.decision_sums``); where that path does not apply (the
+(``_core._decision_sums.decision_sums``); where that path does not apply (the
 Laplacian kernel, SVs that stay sparse without their transpose, precomputed
 kernels) one kernel block ``K(X_block, SV)`` for all pairs at a time, then the
 sums.  Memory stays bounded however many rows are predicted, and the bits are
@@ -25,7 +25,7 @@ from typing import Sequence
 import numpy as np
 
 from ._constants import CLASSIFICATION, ONE_CLASS, PRECOMPUTED, REGRESSION
-from ._core._matrix import expansion_sums
+from ._core._decision_sums import expansion_sums
 from ._kernels import (as_operand, block_rows, check_kernel_params, rows_against_operand,
                        sums_against_operand, transposed_operand)
 from ._model import Model, _check_model

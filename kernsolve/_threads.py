@@ -22,7 +22,7 @@ import threading
 import warnings
 
 from . import _wait_policy
-from ._core import _matrix, _parallel
+from ._core import _blas, _parallel
 
 # GNU OpenMP (libgomp) keeps its pool of threads with the thread that started a
 # parallel region; a child made by fork() inherits that bookkeeping but not the
@@ -174,12 +174,12 @@ def _blas_controller_locked():
     """The threadpoolctl controller (``_BLAS.lock`` held), made at first use.
 
     Made at first use, not at import: it lists the BLAS libraries loaded when
-    it is made (numpy's, and scipy's, which ``_core._matrix.load_blas`` loads
+    it is made (numpy's, and scipy's, which ``_core._blas.load`` loads
     first: scipy is not imported before its dgemm is needed), and making it
     scans the process's libraries, which ``import kernsolve`` should not pay for.
     """
     if _BLAS.controller is None:
-        _matrix.load_blas()
+        _blas.load()
         from threadpoolctl import ThreadpoolController    # at first use, as the controller
         _BLAS.controller = ThreadpoolController()
     return _BLAS.controller

@@ -31,6 +31,17 @@ def shared_lines(name, n_lines=None):
 
 
 @pytest.fixture
+def vector_path():
+    """The one switch of the compiled modules' vector paths
+    (``kernsolve._core._simd.vector_paths``: "scalar", "avx2", "avx512"; it
+    returns whether the CPU has the path), set back to the CPU's choice after
+    the test."""
+    from kernsolve._core._simd import vector_paths
+    yield vector_paths
+    vector_paths(None)
+
+
+@pytest.fixture
 def shared():
     """Access to the shared datasets: ``shared.path(name)``, ``shared.lines(name, n)``."""
     class Shared:

@@ -330,3 +330,178 @@ def test_kernels_named_only_in_their_table_and_formula():
                 if re.search(r"\bLAPLACIAN\b", line):
                     found.append(f"{os.path.relpath(path, PACKAGE)}:{number}: {line.strip()}")
     assert found == []
+
+
+# ------------------------------------------------ the compiled layer
+
+CORE = os.path.join(PACKAGE, "_core")
+# The two compiled modules allowed past COMPILED_MAX_LINES: each is one loop
+# nest with its state (the SMO solver, the row cache), not several concerns.
+COMPILED_MAX_LINES = 800
+LONG_COMPILED = {os.path.join("solvers", "smo", "_smo.pyx"), os.path.join("_core", "_kernel.pyx")}
+
+
+def _compiled_files():
+    """Path relative to the package -> text, of every .pyx, .pxd and .h."""
+    out = {}
+    for folder, _, files in os.walk(PACKAGE):
+        for name in files:
+            if name.endswith((".pyx", ".pxd", ".h")):
+                path = os.path.join(folder, name)
+                out[os.path.relpath(path, PACKAGE)] = open(path).read()
+    return out
+
+
+COMPILED = _compiled_files()
+
+
+def _core_item(rel):
+    """The _core/ item a file of _core/ is part of: its module (X.pyx and X.pxd
+    are one) or its header; None outside _core/."""
+    folder, name = os.path.split(rel)
+    if folder != "_core":
+        return None
+    return name if name.endswith(".h") else os.path.splitext(name)[0]
+
+
+def _owner(rel):
+    """Who a file of the package serves: its solver family, or the shared
+    services (every module outside _core/ and solvers/)."""
+    parts = rel.split(os.sep)
+    if parts[0] == "solvers" and len(parts) > 2:
+        return parts[1]
+    return None if parts[0] == "_core" else "services"
+
+
+def _core_uses(rel, text):
+    """The _core/ items (module stems, header names) a file imports, cimports
+    or includes."""
+    package = ["kernsolve"] + rel.split(os.sep)[:-1]
+    used = set()
+    if rel.endswith(".py"):
+        for node in ast.walk(ast.parse(text, rel)):
+            if isinstance(node, ast.ImportFrom):
+                base = package[:len(package) - node.level + 1] if node.level else []
+                target = ".".join(base + ([node.module] if node.module else []))
+                if target == "kernsolve._core":
+                    used |= {a.name for a in node.names}
+                elif target.startswith("kernsolve._core."):
+                    used.add(target.split(".")[2])
+            elif isinstance(node, ast.Import):
+                used |= {a.name.split(".")[2] for a in node.names
+                         if a.name.startswith("kernsolve._core.")}
+        return used
+    for m in re.finditer(r"^\s*from\s+(\.*)([\w.]*)\s+c?import\s+([\w, (]+)", text, re.M):
+        dots, module, names = m.groups()
+        base = package[:len(package) - len(dots) + 1] if dots else []
+        target = ".".join(base + ([module] if module else []))
+        if target == "kernsolve._core":
+            used |= {n.strip() for n in names.strip("( ").split(",")}
+        elif target.startswith("kernsolve._core."):
+            used.add(target.split(".")[2])
+    for header in re.findall(r'(?:extern from|#include)\s+"(\w+\.h)"', text):
+        beside = os.path.join(os.path.dirname(rel), header)
+        if beside not in COMPILED and os.path.join("_core", header) in COMPILED:
+            used.add(header)
+        elif os.path.dirname(rel) == "_core":
+            used.add(header)
+    return used
+
+
+def _core_users():
+    """_core/ item -> the owners (families, "services") that use it, directly or
+    through other _core/ items."""
+    sources = dict(COMPILED)
+    sources.update({os.path.relpath(path, PACKAGE): open(path).read()
+                    for path, _ in MODULES.values()})
+    direct = {}
+    for rel, text in sources.items():
+        user = _core_item(rel) or _owner(rel)
+        for item in _core_uses(rel, text) - {user}:
+            direct.setdefault(item, set()).add(user)
+    items = {_core_item(rel) for rel in COMPILED} - {None}
+
+    def owners(item, seen):
+        found = set()
+        for user in direct.get(item, ()):
+            if user in items:
+                if user not in seen:
+                    found |= owners(user, seen | {user})
+            else:
+                found.add(user)
+        return found
+
+    return {item: owners(item, {item}) for item in items}
+
+
+def test_no_compiled_module_is_too_long():
+    long = {rel: text.count("\n") for rel, text in COMPILED.items()
+            if rel.endswith(".pyx") and text.count("\n") > COMPILED_MAX_LINES}
+    assert set(long) <= LONG_COMPILED, long
+
+
+def test_the_scan_sees_the_compiled_layer():
+    users = _core_users()
+    assert users["_rows"] >= {"services", "smo", "dsg"}
+    assert users["_blas"] == {"services", "eigenpro"}       # via _kernel_matrix, and direct
+    assert users["_simd.h"] >= {"services", "smo", "dsg", "eigenpro"}
+    assert users["_decision_sums"] == {"services"}
+
+
+def test_core_holds_only_what_is_shared():
+    # A _core/ module or header serves two solver families or the shared
+    # services; what one solver alone uses lives in its folder.
+    alone = {item: owners for item, owners in _core_users().items()
+             if "services" not in owners and len(owners) < 2}
+    assert not alone, alone
+
+
+def test_solver_headers_are_included_only_by_their_solver():
+    for rel, text in COMPILED.items():
+        for header in re.findall(r'(?:extern from|#include)\s+"(\w+\.h)"', text):
+            beside = os.path.join(os.path.dirname(rel), header)
+            if beside in COMPILED and _owner(beside) not in (None, "services"):
+                assert _owner(rel) == _owner(beside), (rel, header)
+
+
+def _c_headers(rel, seen=None):
+    """The headers in the C of a compiled file: those it declares or includes,
+    those of the .pxd files it cimports (and its own .pxd), transitively."""
+    seen = set() if seen is None else seen
+    if rel in seen or rel not in COMPILED:
+        return set()
+    seen.add(rel)
+    text, folder = COMPILED[rel], os.path.dirname(rel)
+    found = set()
+    for header in re.findall(r'(?:extern from|#include)\s+"(\w+\.h)"', text):
+        beside = os.path.join(folder, header)
+        path = beside if beside in COMPILED else os.path.join("_core", header)
+        found |= {header} | _c_headers(path, seen)
+    package = ["kernsolve"] + rel.split(os.sep)[:-1]
+    targets = [os.path.splitext(rel)[0] + ".pxd"]
+    for dots, module in re.findall(r"^\s*from\s+(\.*)([\w.]*)\s+cimport", text, re.M):
+        base = package[:len(package) - len(dots) + 1] if dots else []
+        parts = (base + module.split(".")) if module else base
+        if parts[0] == "kernsolve":
+            targets.append(os.path.join(*parts[1:]) + ".pxd")
+    for pxd in targets:
+        found |= _c_headers(pxd, seen)
+    return found
+
+
+def test_every_module_with_vector_paths_follows_the_one_switch():
+    # _simd.h's mask is per module unless the module joins the process's one
+    # (owned by _core/_simd.pyx): the tests' switch must reach every path.
+    modules = [rel for rel in COMPILED if rel.endswith(".pyx") and "_simd.h" in _c_headers(rel)]
+    assert {os.path.join("solvers", "smo", "_smo.pyx"),
+            os.path.join("_core", "_decision_sums.pyx")} <= set(modules)
+    assert [rel for rel in modules if "\nks_simd_join(paths_mask())\n" not in COMPILED[rel]] == []
+
+
+def test_vector_paths_are_named_by_one_rule():
+    # ks_<op>_scalar, ks_<op>_avx2, ... : no other spelling of the scalar path
+    # (_block_dots.h keeps its own until the DSG split moves it).
+    old = re.compile(r"\bks_\w+_(?:base|baseline|plain)\b")
+    found = {rel: old.findall(text) for rel, text in COMPILED.items()
+             if rel.endswith(".h")}
+    assert {rel: names for rel, names in found.items() if names} == {}

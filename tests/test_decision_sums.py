@@ -1,4 +1,4 @@
-"""Decision values without the kernel block (``_matrix.decision_sums``, behind
+"""Decision values without the kernel block (``_decision_sums.decision_sums``, behind
 ``kernsolve.predict`` and ``kernsolve-predict``).
 
 Oracles: the block path it replaces (``rows_against_operand`` then
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from kernsolve._core._matrix import _baseline_paths, decision_sums, expansion_sums
+from kernsolve._core._decision_sums import decision_sums, expansion_sums
 from kernsolve._kernels import (as_operand, rows_against_operand, sums_against_operand,
                                 transposed_operand)
 
@@ -125,7 +125,7 @@ def test_binary_rows_take_bit_sets_with_the_same_bits(d):
     path): the squared distances are popcounts of bit sets (up to 16 words;
     1100 columns are 18 and keep the products), with the bits of the block
     path and of the integer table without bit sets, at 1 to 3 threads."""
-    from kernsolve._core import _matrix
+    from kernsolve._core import _decision_sums
     from kernsolve._kernels import as_canonical
     rng = np.random.default_rng(d)
     X = sp.csr_matrix((rng.random((37, d)) < 0.08).astype(float))
@@ -141,12 +141,12 @@ def test_binary_rows_take_bit_sets_with_the_same_bits(d):
             == ref.tobytes()
         for binary in (False, True):
             out = start.copy()
-            _matrix.decision_sums(as_canonical(X), None, 2, 3, 0.05, 0.0, columns, coefs,
+            _decision_sums.decision_sums(as_canonical(X), None, 2, 3, 0.05, 0.0, columns, coefs,
                                   out, threads, tr, True, binary)
             assert out.tobytes() == ref.tobytes(), (threads, binary)
 
 
-def test_baseline_paths_give_the_same_bits():
+def test_scalar_paths_give_the_same_bits(vector_path):
     """The one-value-at-a-time paths (C library's fma, scalar exp) and the
     AVX2 ones agree bit for bit."""
     rng = np.random.default_rng(3)
@@ -154,11 +154,8 @@ def test_baseline_paths_give_the_same_bits():
     columns, coefs = _columns(rng, 203, 3)
     start = np.zeros((37, 3))
     fast = _fused(X, SV, "rbf", 0.1, 0.0, columns, coefs, start, 2)
-    _baseline_paths(True)
-    try:
-        slow = _fused(X, SV, "rbf", 0.1, 0.0, columns, coefs, start, 2)
-    finally:
-        _baseline_paths(False)
+    vector_path("scalar")
+    slow = _fused(X, SV, "rbf", 0.1, 0.0, columns, coefs, start, 2)
     assert fast.tobytes() == slow.tobytes()
 
 

@@ -9,23 +9,25 @@ can, which is why prediction does not use it).
 import numpy as np
 import pytest
 
-from kernsolve._core._matrix import _dots
+from kernsolve._core._kernel_matrix import _dots
 from kernsolve._kernels import kernel_matrix
 
 SHAPES = [(1, 1, 1), (3, 5, 7), (4, 8, 784), (9, 17, 13), (130, 1030, 40), (7, 3, 0)]
 
 
 @pytest.mark.parametrize("m, n, d", SHAPES)
-def test_paths_give_the_same_bits_and_numpys_values(m, n, d):
+def test_paths_give_the_same_bits_and_numpys_values(vector_path, m, n, d):
     rng = np.random.default_rng(m * 1000 + n + d)
     A, B = rng.standard_normal((m, d)), rng.standard_normal((n, d))
-    plain, used0 = _dots(A, B, 0)
-    simd, used1 = _dots(A, B, 1)
-    assert used0 == 0
-    assert simd.tobytes() == plain.tobytes()          # the same bits on every path
+    vector_path("scalar")
+    scalar, used0 = _dots(A, B)
+    has_avx2 = vector_path("avx2")
+    simd, used1 = _dots(A, B)
+    assert used0 == 0 and used1 == has_avx2
+    assert simd.tobytes() == scalar.tobytes()          # the same bits on every path
     scale = np.abs(A) @ np.abs(B).T + 1e-300
-    assert np.all(np.abs(plain - A @ B.T) <= 4 * d * 2.2e-16 * scale)
-    if used1 == 0:
+    assert np.all(np.abs(scalar - A @ B.T) <= 4 * d * 2.2e-16 * scale)
+    if not has_avx2:
         pytest.skip("no AVX2/FMA on this CPU: one path only")
 
 

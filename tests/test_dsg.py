@@ -528,26 +528,23 @@ def test_training_summary_says_what_m_keeps_all_rows_features(heart, capsys, mon
     assert "rows' features kept" not in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("path", ["baseline", "avx2", "avx512"])
+@pytest.mark.parametrize("path", ["scalar", "avx2", "avx512"])
 @pytest.mark.parametrize("classes", [2, 3, 10])
-def test_prediction_sums_same_bits_on_every_path(heart, path, classes):
+def test_prediction_sums_same_bits_on_every_path(heart, vector_path, path, classes):
     """The blocks' dot products (_block_dots.h: several outputs a register,
     several rows at once) give the baseline's bits on each vector path the
     CPU has, for 1, 3 and 10 outputs (masked lanes) and any row count."""
     y, X = heart
     y = np.arange(y.size) % classes if classes > 2 else y
     opts = "-q --solver dsg -g median --epochs 1 --batch-size 13 --feature-block 11 --seed 2"
-    try:
-        _c._dot_paths("baseline")
-        want = kernsolve.train(y, X, opts + " --threads 2")
-        want_dec = want.decision_function(X[:37])
-        if not _c._dot_paths(path):
-            pytest.skip(f"this CPU has no {path} path")
-        got = kernsolve.train(y, X, opts + " --threads 2")
-        assert np.array_equal(got.coef, want.coef)
-        assert np.array_equal(got.decision_function(X[:37]), want_dec)
-    finally:
-        _c._dot_paths(None)
+    vector_path("scalar")
+    want = kernsolve.train(y, X, opts + " --threads 2")
+    want_dec = want.decision_function(X[:37])
+    if not vector_path(path):
+        pytest.skip(f"this CPU has no {path} path")
+    got = kernsolve.train(y, X, opts + " --threads 2")
+    assert np.array_equal(got.coef, want.coef)
+    assert np.array_equal(got.decision_function(X[:37]), want_dec)
 
 
 def test_single_precision_refuses_values_beyond_the_float_range(heart):

@@ -13,9 +13,8 @@ import numpy as np
 import pytest
 
 import kernsolve
-from kernsolve._core import _matrix
 from kernsolve.estimators.eigenpro import EigenProClassifier
-from kernsolve.solvers.eigenpro import _subsampled, nystrom
+from kernsolve.solvers.eigenpro import _block_ops, _subsampled, nystrom
 from kernsolve.solvers.eigenpro._common import KernelBlocks
 from kernsolve.solvers.eigenpro.train import fit_eigenpro
 
@@ -86,10 +85,10 @@ def test_half_precision_blocks_are_the_kernel_rounded():
 
 
 @pytest.mark.parametrize("rows, p, c", [(37, 83, 3), (8, 16, 10), (1, 7, 1), (13, 200, 6)])
-def test_half_products_are_both_products_in_float32(rows, p, c):
+def test_half_products_are_both_products_in_float32(vector_path, rows, p, c):
     # row groups of 8 with a rest, a pair of rows and an odd one, outputs in
     # sweeps of 5, columns past the last multiple of 8: against float64
-    # products, and the vector path against the scalar baseline bit for bit
+    # products, and the vector path against the scalar one bit for bit
     rng = np.random.default_rng(rows * p)
     H = rng.random((rows, p)).astype(np.float16)
     u = rng.standard_normal((c, p)).astype(np.float32)
@@ -99,8 +98,10 @@ def test_half_products_are_both_products_in_float32(rows, p, c):
         t_ref = (0 if uu is None else Hd @ uu.T.astype(np.float64)) + (0 if VV is None else VV)
         start = rng.standard_normal((c, p)).astype(np.float32)    # out is added to
         out, out0 = start.copy(), start.copy()
-        t = _matrix.half_products(H, uu, VV, out)
-        t0 = _matrix.half_products(H, uu, VV, out0, baseline=True)
+        vector_path(None)
+        t = _block_ops.half_products(H, uu, VV, out)
+        vector_path("scalar")
+        t0 = _block_ops.half_products(H, uu, VV, out0)
         assert t.tobytes() == t0.tobytes() and out.tobytes() == out0.tobytes()
         scale = np.abs(t_ref).max()
         np.testing.assert_allclose(t, t_ref, rtol=0, atol=1e-5 * scale)
@@ -178,29 +179,30 @@ def test_solves_and_gram_without_the_gil_are_scipys_bits():
         for transpose in (False, True):
             ref = scipy.linalg.solve_triangular(U, B, trans="T" if transpose else "N",
                                                 lower=False, check_finite=False)
-            got = _matrix.solve_upper(Uo, B, transpose=transpose)
+            got = _block_ops.solve_upper(Uo, B, transpose=transpose)
             assert np.asfortranarray(ref).tobytes() == got.tobytes()
     W = np.asfortranarray(rng.random((7, 40)))
     S = np.asfortranarray(np.eye(40))
-    _matrix.add_gram_upper(S, W)
+    _block_ops.add_gram_upper(S, W)
     ref = scipy.linalg.blas.dsyrk(1.0, W, beta=1.0, c=np.asfortranarray(np.eye(40)), trans=1,
                                   lower=0)
     assert np.triu(S).tobytes() == np.triu(ref).tobytes()
     np.testing.assert_allclose(np.triu(S), np.triu(np.eye(40) + W.T @ W), rtol=1e-13)
     with pytest.raises(ValueError, match="solve_upper: U must be a contiguous square"):
-        _matrix.solve_upper(U[:, :30], B)
+        _block_ops.solve_upper(U[:, :30], B)
 
 
-def test_float16_conversions_are_numpys_bits():
+def test_float16_conversions_are_numpys_bits(vector_path):
     every = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
     finite = np.isfinite(every)
     wide = every[finite].astype(np.float32)
     # half_products' conversions (vector and scalar) of every finite float16:
     # one row times t = 1 added to zeros is the row itself (-0.0 becomes 0.0)
-    for baseline in (False, True):
+    for path in (None, "scalar"):
+        vector_path(path)
         out = np.zeros((1, wide.size), dtype=np.float32)
-        _matrix.half_products(every[finite][None, :], None, np.ones((1, 1), np.float32),
-                              out, baseline=baseline)
+        _block_ops.half_products(every[finite][None, :], None, np.ones((1, 1), np.float32),
+                                 out)
         assert out[0].tobytes() == (wide + np.float32(0)).tobytes()
     # rounding to nearest even: values around every float16, subnormals, the
     # overflow threshold, and odd lengths (the vector loop's tail)
@@ -212,4 +214,4 @@ def test_float16_conversions_are_numpys_bits():
                         np.nextafter(x, np.float32(-np.inf))])
     with np.errstate(over="ignore"):
         ref = x.astype(np.float16)
-    assert _matrix.float_to_half(x).tobytes() == ref.tobytes()
+    assert _block_ops.float_to_half(x).tobytes() == ref.tobytes()

@@ -1,4 +1,4 @@
-"""``_matrix.expansion_sums``: LIBSVM's running sums of the one-vs-one decision values.
+"""``_decision_sums.expansion_sums``: LIBSVM's running sums of the one-vs-one decision values.
 
 Oracle: the sums written as svm_predict_values writes them, one product then
 one add at a time in support-vector order (a plain Python loop over float64
@@ -8,7 +8,7 @@ left over) and threads.
 import numpy as np
 import pytest
 
-from kernsolve._core._matrix import expansion_sums
+from kernsolve._core._decision_sums import expansion_sums
 from kernsolve._predict import _expansion_terms
 from kernsolve._model import Model
 from kernsolve._params import Parameters

@@ -187,12 +187,12 @@ def _cos_inputs(n, seed):
 
 
 @pytest.mark.parametrize("path", [0, 1])
-def test_cosine_block_one_value_and_reference_agree(path):
+def test_cosine_block_one_value_and_reference_agree(vector_path, path):
     x = _cos_inputs(40_000, seed=path)
     phase = np.random.default_rng(9).uniform(0, TWO_PI, x.size)
-    block, one, used = CF._cos(x, phase, path)
-    if path == 1 and used == 0:
-        pytest.skip("this CPU has no AVX2: only the baseline path exists")
+    if not vector_path(("scalar", "avx2")[path]):
+        pytest.skip("this CPU has no AVX2: only the scalar path exists")
+    block, one, used = CF._cos(x, phase)
     assert used == path
     np.testing.assert_array_equal(block, one)
     assert block[np.isfinite(block)].tobytes() == one[np.isfinite(one)].tobytes()
@@ -203,7 +203,7 @@ def test_cosine_block_one_value_and_reference_agree(path):
 def test_cosine_within_two_ulp_of_the_c_library():
     x = _cos_inputs(100_000, seed=7)
     x = x[np.isfinite(x)]
-    got, _, _ = CF._cos(x, np.zeros_like(x), -1)
+    got, _, _ = CF._cos(x, np.zeros_like(x))
     got = got / SQRT2                  # exact but for the rounding of the product
     ref = np.cos(x)
     ulp = np.spacing(np.abs(ref))
@@ -212,34 +212,28 @@ def test_cosine_within_two_ulp_of_the_c_library():
     # beyond 2**20 the C library's cos itself
     big = np.abs(x) > 2.0 ** 20
     assert big.any() and np.all(got[big] * SQRT2 == SQRT2 * ref[big])
-    nan, _, _ = CF._cos(np.array([np.nan, np.inf]), np.zeros(2), -1)
+    nan, _, _ = CF._cos(np.array([np.nan, np.inf]), np.zeros(2))
     assert np.isnan(nan).all()
 
 
-@pytest.fixture
-def feature_path():
-    yield CF._feature_paths
-    CF._feature_paths(None)
-
-
 @pytest.mark.parametrize("kernel", ["rbf", "laplacian"])
-def test_every_vector_path_gives_the_baseline_bits(feature_path, kernel):
+def test_every_vector_path_gives_the_scalar_bits(vector_path, kernel):
     """The sums by 128, 32, 4 and 1 features (AVX-512, AVX2) and the cosine
-    four at a time give the baseline's bits, dense and CSR, odd sizes too."""
+    four at a time give the scalar path's bits, dense and CSR, odd sizes too."""
     rng = np.random.default_rng(11)
     X = sparse_data(rng, 23, 61, 0.4)
     X[3] = 0.0                                  # a row without a nonzero
     S = sp.csr_matrix(X)
     counts = [1, 3, 4, 7, 32, 37, 128, 133, 300]
     want = {}
-    assert feature_path("baseline") is True
+    assert vector_path("scalar") is True
     for count in counts:
         want[count] = kernsolve.random_features(X, count, kernel=kernel, gamma=0.3,
                                                 seed=5, n_jobs=1)
     np.testing.assert_array_equal(want[7], ref_features(X, kernel, 0.3, 5, 0, 7))
     tried = 0
     for path in ("avx2", "avx512"):
-        if not feature_path(path):
+        if not vector_path(path):
             continue
         tried += 1
         for count in counts:
@@ -252,9 +246,9 @@ def test_every_vector_path_gives_the_baseline_bits(feature_path, kernel):
 
 
 @pytest.mark.parametrize("kernel,code", [("rbf", 0), ("laplacian", 1)])
-def test_single_precision_block_on_every_path(feature_path, kernel, code):
+def test_single_precision_block_on_every_path(vector_path, kernel, code):
     """--precision single (fm.single): the sums of the float32 reference, on
-    the baseline and every vector path, dense and CSR; block sizes that take
+    the scalar and every vector path, dense and CSR; block sizes that take
     the 128-, 64- and 8-feature runs and the one-at-a-time tail.  Within
     float32's rounding of the double features."""
     rng = np.random.default_rng(12)
@@ -264,14 +258,14 @@ def test_single_precision_block_on_every_path(feature_path, kernel, code):
     S = as_canonical(sp.csr_matrix(X))
     sizes = [1, 9, 43, 75, 133, 203]
     want = {F: ref_features(X, kernel, 0.3, 5, 2 * F, F, single=True) for F in sizes}
-    paths = [p for p in ("baseline", "avx2", "avx512") if feature_path(p)]
+    paths = [p for p in ("scalar", "avx2", "avx512") if vector_path(p)]
     for path in paths:
-        feature_path(path)
+        vector_path(path)
         for F in sizes:
             for Xin in (as_canonical(X), S):
                 got = CF.block_features(Xin, code, 0.3, 5, 2, F, single=True)
                 assert got.tobytes() == want[F].tobytes(), (path, F)
-    feature_path(None)
+    vector_path(None)
     double = CF.block_features(as_canonical(X), code, 0.3, 5, 2, 75)
     single = want[75]
     assert not np.array_equal(double, single)

@@ -7,7 +7,7 @@ import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
 import kernsolve
-from kernsolve._core import _kernel, _matrix
+from kernsolve._core import _kernel, _kernel_matrix
 from kernsolve._kernels import as_canonical, kernel_matrix, kernel_rows
 
 KERNELS = ["linear", "poly", "rbf", "sigmoid", "laplacian"]
@@ -326,7 +326,7 @@ def test_core_refuses_corrupt_csr():
     bad_ptr = sp.csr_matrix((good.data, good.indices, good.indptr), shape=(3, 3))
     bad_ptr.indptr = np.array([0, 2, 1, 3])
     with pytest.raises(ValueError, match="row pointers"):
-        _matrix._kernel_matrix(bad_ptr, good, 2, 3, 0.5, 0.0, 1)
+        _kernel_matrix._kernel_matrix(bad_ptr, good, 2, 3, 0.5, 0.0, 1)
 
 
 def test_as_operand_densifies_only_when_useful(a9a_slice):

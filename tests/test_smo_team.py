@@ -19,6 +19,7 @@ import pytest
 from conftest import model_bytes, model_bytes_each, package_env
 from test_smo_core import _all_formulations, _solve_case, load, run_csvc, signs
 
+from kernsolve._core._simd import vector_paths
 from kernsolve.solvers.smo import _smo
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
@@ -376,12 +377,11 @@ def _tied_problem(rng, m, copies):
     return K, y, p, alpha, np.full(n, 2.0)
 
 
-@pytest.fixture(params=[True, False], ids=["vector", "scalar"])
-def sweeps(request):
+@pytest.fixture(params=[None, "scalar"], ids=["vector", "scalar"])
+def sweeps(request, vector_path):
     """The sweeps' AVX2 bulk (_wss_avx2.h) on where the CPU has it, or off."""
-    _smo._vector_sweeps(request.param)
+    vector_path(request.param)
     yield request.param
-    _smo._vector_sweeps(True)
 
 
 @pytest.mark.parametrize("nu", [False, True])
@@ -418,7 +418,7 @@ def test_vector_sweeps_solve_as_the_scalar_loops(tuning, options):
     y = np.where(X @ np.array([1.0, -1.0, 0.5, 0.0, 1.0]) > 1.5, 1.0, -1.0)
     if options.startswith(("-s 3", "-s 4")):
         y = X[:, 0] - X[:, 1]
-    texts = model_bytes_each(_smo._vector_sweeps, (True, False), True, y, X,
+    texts = model_bytes_each(vector_paths, (None, "scalar"), None, y, X,
                              f"{options} -t 2 -g 0.3 -q")
     assert len(texts) == 1
 

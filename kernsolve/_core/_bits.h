@@ -46,7 +46,7 @@
 
 #define KS_POPCOUNT(x) __builtin_popcountll(x)
 
-static void ks_bits_fill_baseline(const uint64_t *q, const uint64_t *rows,
+static void ks_bits_fill_scalar(const uint64_t *q, const uint64_t *rows,
                                   ptrdiff_t words, ptrdiff_t start, ptrdiff_t end,
                                   int hamming, const float *table, float *out)
 {
@@ -76,10 +76,10 @@ static inline void ks_bits_fill(const uint64_t *q, const uint64_t *rows,
         return;
     }
 #endif
-    ks_bits_fill_baseline(q, rows, words, start, end, hamming, table, out);
+    ks_bits_fill_scalar(q, rows, words, start, end, hamming, table, out);
 }
 
-/* Prediction's tile (_matrix.pyx, decision_sums): for eight rows x (x8[t *
+/* Prediction's tile (_decision_sums.pyx, decision_sums): for eight rows x (x8[t *
    words ...]) and ns support vectors y (y[s * words ...]), tile[s * 8 + t] =
    table[|x_t XOR y_s|], the RBF value at the squared distance of 0/1 rows. */
 #define KS_BITS_TILE_BODY(COUNT)                                              \
@@ -95,7 +95,7 @@ static inline void ks_bits_fill(const uint64_t *q, const uint64_t *rows,
         }                                                                     \
     }
 
-static void ks_bits_tile8_baseline(const uint64_t *x8, const uint64_t *y, ptrdiff_t words,
+static void ks_bits_tile8_scalar(const uint64_t *x8, const uint64_t *y, ptrdiff_t words,
                                    ptrdiff_t ns, const double *table, double *tile)
 {
     KS_BITS_TILE_BODY(KS_POPCOUNT)
@@ -119,7 +119,7 @@ static inline void ks_bits_tile8(const uint64_t *x8, const uint64_t *y, ptrdiff_
         return;
     }
 #endif
-    ks_bits_tile8_baseline(x8, y, words, ns, table, tile);
+    ks_bits_tile8_scalar(x8, y, words, ns, table, tile);
 }
 
 #endif

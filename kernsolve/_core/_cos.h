@@ -90,6 +90,13 @@ static inline double ks_cos(double x)
     return v;
 }
 
+static void ks_cos_features_scalar(double *v, const double *phase, ptrdiff_t n)
+{
+    ptrdiff_t i;
+    for (i = 0; i < n; i++)
+        v[i] = KS_SQRT2 * ks_cos(v[i] + phase[i]);
+}
+
 #ifdef KS_X86
 /* a + b z, four lanes */
 #define KS_LIN(a, b, z) _mm256_add_pd(_mm256_set1_pd(a), _mm256_mul_pd(_mm256_set1_pd(b), (z)))
@@ -163,15 +170,13 @@ static void ks_cos_features_avx2(double *v, const double *phase, ptrdiff_t n)
    values from their sums (doc/dsg.md), four at a time where the CPU can. */
 static inline void ks_cos_features(double *v, const double *phase, ptrdiff_t n)
 {
-    ptrdiff_t i;
 #ifdef KS_X86
     if (ks_simd(KS_AVX2)) {
         ks_cos_features_avx2(v, phase, n);
         return;
     }
 #endif
-    for (i = 0; i < n; i++)
-        v[i] = KS_SQRT2 * ks_cos(v[i] + phase[i]);
+    ks_cos_features_scalar(v, phase, n);
 }
 
 #endif

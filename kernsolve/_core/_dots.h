@@ -32,7 +32,7 @@ static inline double ks_dot_fma(const double *a, const double *b, ptrdiff_t d)
     return s;
 }
 
-static void ks_dots_plain(const double *A, ptrdiff_t m, const double *B, ptrdiff_t n,
+static void ks_dots_scalar(const double *A, ptrdiff_t m, const double *B, ptrdiff_t n,
                           ptrdiff_t d, double *C, ptrdiff_t ldc)
 {
     ptrdiff_t i, j;
@@ -110,7 +110,7 @@ static void ks_dots_avx2(const double *A, ptrdiff_t m, const double *B, ptrdiff_
    interleaved by k; kernsolve's fused decision sums, which add the products of
    one support vector for eight test rows at once).  Every value is the chain
    of ks_dots, s = fma(a_k, b_k, s) in k order from s = 0: the same bits. */
-static void ks_dots_rows8_plain(const double *P, const double *B, ptrdiff_t n, ptrdiff_t d,
+static void ks_dots_rows8_scalar(const double *P, const double *B, ptrdiff_t n, ptrdiff_t d,
                                 double *Ct)
 {
     ptrdiff_t j, t, k;
@@ -174,7 +174,7 @@ static void ks_dots_rows8_avx2(const double *P, const double *B, ptrdiff_t n, pt
 }
 #endif
 
-/* The products of eight panelled rows against B (see ks_dots_rows8_plain). */
+/* The products of eight panelled rows against B (see ks_dots_rows8_scalar). */
 static inline void ks_dots_rows8(const double *P, const double *B, ptrdiff_t n, ptrdiff_t d,
                                  double *Ct)
 {
@@ -184,7 +184,7 @@ static inline void ks_dots_rows8(const double *P, const double *B, ptrdiff_t n, 
         return;
     }
 #endif
-    ks_dots_rows8_plain(P, B, n, d, Ct);
+    ks_dots_rows8_scalar(P, B, n, d, Ct);
 }
 
 /* Scratch for ks_dots: KS_DOTS_PANEL * d doubles aligned to 32 bytes (free()
@@ -207,7 +207,7 @@ static inline void ks_dots(const double *A, ptrdiff_t m, const double *B, ptrdif
         return;
     }
 #endif
-    ks_dots_plain(A, m, B, n, d, C, ldc);
+    ks_dots_scalar(A, m, B, n, d, C, ldc);
 }
 
 #endif

@@ -84,6 +84,13 @@ static inline double ks_exp(double x)
     return p;
 }
 
+static void ks_exp_block_scalar(double *v, ptrdiff_t n)
+{
+    ptrdiff_t i;
+    for (i = 0; i < n; i++)
+        v[i] = ks_exp(v[i]);
+}
+
 #ifdef KS_X86
 __attribute__((target("avx2")))
 static void ks_exp_block_avx2(double *v, ptrdiff_t n)
@@ -136,15 +143,13 @@ static void ks_exp_block_avx2(double *v, ptrdiff_t n)
 /* v[i] = ks_exp(v[i]) for i < n, four lanes at a time where the CPU can. */
 static inline void ks_exp_block(double *v, ptrdiff_t n)
 {
-    ptrdiff_t i;
 #ifdef KS_X86
     if (ks_simd(KS_AVX2)) {
         ks_exp_block_avx2(v, n);
         return;
     }
 #endif
-    for (i = 0; i < n; i++)
-        v[i] = ks_exp(v[i]);
+    ks_exp_block_scalar(v, n);
 }
 
 #endif

@@ -1,5 +1,5 @@
 /* A row's sums s_f = sum_j x_j omega[j, f] for a run of random features
- * (doc/dsg.md, "Feature value"): the baseline spelling, an AVX2 one (four
+ * (doc/dsg.md, "Feature value"): the scalar spelling, an AVX2 one (four
  * features a register) and an AVX-512F one (eight), chosen at run time.
  * Every feature's sum adds the products of the row's nonzero entries in
  * increasing column order, a multiply then an add (never fused), whatever
@@ -18,22 +18,60 @@
 #include <string.h>
 #include "_simd.h"
 
-static void ks_feature_sums_base(const double *omega, ptrdiff_t count, const double *v,
-                                 const int32_t *ix, ptrdiff_t m, double *out)
-{
-    ptrdiff_t f, t;
-    for (f = 0; f < count; f++)
-        out[f] = 0.0;
-    for (t = 0; t < m; t++) {
-        double xj = v[t];
-        const double *w;
-        if (xj == 0.0)
-            continue;
-        w = omega + (ix != NULL ? (ptrdiff_t)ix[t] : t) * count;
-        for (f = 0; f < count; f++)
-            out[f] = out[f] + xj * w[f];
-    }
+/* The scalar path and the dispatcher of one precision, written once: T is
+ * the type of omega and of every product and sum (double; float for
+ * --precision single, with the row's values rounded to floats), S the
+ * suffix of the names (ks_feature_sums##S, ks_feature_sums##S##_scalar, and
+ * the vector paths _avx2 and _avx512 below).  In double the casts are
+ * no-ops: the same multiply then add as the vector paths. */
+#define KS_FEATURE_SUMS_SCALAR(T, S)                                              \
+static void ks_feature_sums##S##_scalar(const T *omega, ptrdiff_t count,          \
+                                        const double *v, const int32_t *ix,       \
+                                        ptrdiff_t m, double *out)                 \
+{                                                                                 \
+    ptrdiff_t f, t;                                                               \
+    for (f = 0; f < count; f++)                                                   \
+        out[f] = 0.0;                                                             \
+    for (t = 0; t < m; t++) {                                                     \
+        T xj;                                                                     \
+        const T *w;                                                               \
+        if (v[t] == 0.0)                                                          \
+            continue;                                                             \
+        xj = (T)v[t];                                                             \
+        w = omega + (ix != NULL ? (ptrdiff_t)ix[t] : t) * count;                  \
+        for (f = 0; f < count; f++) {                                             \
+            T s = (T)out[f];            /* exact: out holds a T's value */        \
+            T p = xj * w[f];                                                      \
+            s = s + p;                                                            \
+            out[f] = (double)s;                                                   \
+        }                                                                         \
+    }                                                                             \
 }
+
+#ifdef KS_X86
+#define KS_FEATURE_SUMS_VECTOR(T, S)                                              \
+    if (ks_simd(KS_AVX512 | KS_AVX2)) {                                           \
+        ks_feature_sums##S##_avx512(omega, count, v, ix, m, out);                 \
+        return;                                                                   \
+    }                                                                             \
+    if (ks_simd(KS_AVX2)) {                                                       \
+        ks_feature_sums##S##_avx2(omega, count, count, v, ix, m, out);            \
+        return;                                                                   \
+    }
+#else
+#define KS_FEATURE_SUMS_VECTOR(T, S)
+#endif
+
+#define KS_FEATURE_SUMS_DISPATCH(T, S)                                            \
+static inline void ks_feature_sums##S(const T *omega, ptrdiff_t count,            \
+                                      const double *v, const int32_t *ix,         \
+                                      ptrdiff_t m, double *out)                   \
+{                                                                                 \
+    KS_FEATURE_SUMS_VECTOR(T, S)                                                  \
+    ks_feature_sums##S##_scalar(omega, count, v, ix, m, out);                     \
+}
+
+KS_FEATURE_SUMS_SCALAR(double, )
 
 #ifdef KS_X86
 /* Eight registers (32 features) summed over the row at once: enough
@@ -130,21 +168,7 @@ static void ks_feature_sums_avx512(const double *omega, ptrdiff_t count, const d
 }
 #endif
 
-static inline void ks_feature_sums(const double *omega, ptrdiff_t count, const double *v,
-                                   const int32_t *ix, ptrdiff_t m, double *out)
-{
-#ifdef KS_X86
-    if (ks_simd(KS_AVX512 | KS_AVX2)) {
-        ks_feature_sums_avx512(omega, count, v, ix, m, out);
-        return;
-    }
-    if (ks_simd(KS_AVX2)) {
-        ks_feature_sums_avx2(omega, count, count, v, ix, m, out);
-        return;
-    }
-#endif
-    ks_feature_sums_base(omega, count, v, ix, m, out);
-}
+KS_FEATURE_SUMS_DISPATCH(double, )
 
 /* Single precision (DSG's --precision single, doc/dsg.md "Single precision"):
  * omega held as floats (each direction rounded once), each value of the row
@@ -152,28 +176,8 @@ static inline void ks_feature_sums(const double *omega, ptrdiff_t count, const d
  * fused, in the same increasing column order; the sums are then widened to
  * double (exactly) for the cosine.  Twice the values a register and half the
  * bytes of omega to read: about twice the multiply-adds a second.  Every
- * path gives the baseline's bits. */
-static void ks_feature_sums_f32_base(const float *omega, ptrdiff_t count, const double *v,
-                                     const int32_t *ix, ptrdiff_t m, double *out)
-{
-    ptrdiff_t f, t;
-    for (f = 0; f < count; f++)
-        out[f] = 0.0;
-    for (t = 0; t < m; t++) {
-        float xj;
-        const float *w;
-        if (v[t] == 0.0)
-            continue;
-        xj = (float)v[t];
-        w = omega + (ix != NULL ? (ptrdiff_t)ix[t] : t) * count;
-        for (f = 0; f < count; f++) {
-            float s = (float)out[f];        /* exact: out holds a float's value */
-            float p = xj * w[f];
-            s = s + p;
-            out[f] = (double)s;
-        }
-    }
-}
+ * path gives the scalar path's bits. */
+KS_FEATURE_SUMS_SCALAR(float, _f32)
 
 #ifdef KS_X86
 __attribute__((target("avx2")))
@@ -285,21 +289,7 @@ static void ks_feature_sums_f32_avx512(const float *omega, ptrdiff_t count, cons
 }
 #endif
 
-static inline void ks_feature_sums_f32(const float *omega, ptrdiff_t count, const double *v,
-                                       const int32_t *ix, ptrdiff_t m, double *out)
-{
-#ifdef KS_X86
-    if (ks_simd(KS_AVX512 | KS_AVX2)) {
-        ks_feature_sums_f32_avx512(omega, count, v, ix, m, out);
-        return;
-    }
-    if (ks_simd(KS_AVX2)) {
-        ks_feature_sums_f32_avx2(omega, count, count, v, ix, m, out);
-        return;
-    }
-#endif
-    ks_feature_sums_f32_base(omega, count, v, ix, m, out);
-}
+KS_FEATURE_SUMS_DISPATCH(float, _f32)
 
 /* omega[0 .. n) rounded to floats, written over the start of the same
    memory (a float's slot i never lies beyond double i, and each group is

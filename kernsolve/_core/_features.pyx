@@ -18,8 +18,12 @@ import numpy as np
 from ._random cimport (rng_key, rng_uniform, rng_normal_pair_sub, rng_cauchy_sub,
                        STREAM_FEATURES, STREAM_PHASES)
 from ._rows cimport Rows, row_ptr, as_rows
+from ._simd cimport KS_AVX2, ks_simd, ks_simd_join, paths_mask
 
 cnp.import_array()
+
+# Every vector path of this module follows the tests' one switch (_simd.pxd).
+ks_simd_join(paths_mask())
 
 # 2 pi rounded to double: the constant of doc/dsg.md (sqrt(2) is in _cos.h).
 cdef double TWO_PI = 6.283185307179586
@@ -112,13 +116,6 @@ cdef extern from "_cos.h" nogil:
     double ks_cos(double x)
     void ks_cos_features(double* v, const double* phase, Py_ssize_t n)
 
-# Which vector paths the CPU takes (_simd.h); the tests hold them off.
-cdef extern from "_simd.h" nogil:
-    int KS_AVX2
-    int KS_AVX512
-    int ks_simd(int need)
-    void ks_simd_allow(int mask)
-    void ks_simd_baseline(int on)
 
 
 cdef void fm_apply_row_n(const double* omega, const double* phase, Py_ssize_t count,
@@ -259,10 +256,10 @@ def block_features(X, int kernel, double gamma, uint64_t seed, int64_t block,
 # ------------------------------------------------------------ for the tests
 
 
-def _cos(x, phase, int path=-1):
+def _cos(x, phase):
     """sqrt(2) cos(x + phase) for float64 arrays through ks_cos_features on
-    ``path`` (0 baseline, 1 AVX2 where the CPU has it, -1 the CPU's choice)
-    and through ks_cos one value at a time: (block, one_by_one, path used).
+    the path the tests allow (_simd.vector_paths) and through ks_cos one
+    value at a time: (block, one_by_one, 1 if the AVX2 path ran else 0).
     For tests/test_features.py."""
     cdef double[::1] a = np.array(x, dtype=np.float64, copy=True).ravel()
     cdef double[::1] p = np.array(phase, dtype=np.float64, copy=True).ravel()
@@ -272,28 +269,9 @@ def _cos(x, phase, int path=-1):
     if p.shape[0] != n:
         raise ValueError("x and phase differ in length")
     with nogil:
-        ks_simd_baseline(path == 0)
         used = ks_simd(KS_AVX2)
         if n > 0:
             ks_cos_features(&a[0], &p[0], n)
         for i in range(n):
             b[i] = 1.4142135623730951 * ks_cos(b[i] + p[i])
-        ks_simd_baseline(0)
     return np.asarray(a), np.asarray(b), used
-
-
-FEATURE_PATHS = {"baseline": 0, "avx2": KS_AVX2, "avx512": KS_AVX2 | KS_AVX512}
-
-
-def _feature_paths(str name=None):
-    """Hold the feature sums and cosines to one path of FEATURE_PATHS (None:
-    the CPU chooses).  Returns whether the CPU has that path: the tests
-    compare every path it has."""
-    if name is None:
-        ks_simd_allow(-1)
-        return True
-    cdef int mask = FEATURE_PATHS[name]
-    ks_simd_allow(-1)
-    cdef bint has = ks_simd(mask)
-    ks_simd_allow(mask)
-    return has

@@ -4,7 +4,7 @@ each row computed in parallel.
 Kernel values come from the inline functions of ``_kernel_values.pxd``: one
 function (``_pair``) produces every value whatever thread or loop shape asks
 for it, so a row is bit-identical for any thread count, and equal to the
-same entries of the kernel matrix (``_matrix.pyx``).
+same entries of the kernel matrix (``_kernel_matrix.pyx``).
 """
 from cython.parallel cimport prange
 from libc.stdlib cimport malloc, calloc, realloc, free, qsort
@@ -17,7 +17,11 @@ from ._team cimport ks_team_run, ks_grab
 from ._kernel_values cimport (
     SCATTER_MAX_FEATURES, PAR_MIN_WORK, VALUE_BLOCK, Query, _row_norm, _make_query,
     _clear_query, _value, _values_block, _diag_value, _finish, _chunk, _mean_cost, ks_exp,
-    ks_exp_block, ks_simd, ks_simd_baseline, KS_AVX2)
+    ks_exp_block)
+from ._simd cimport KS_AVX2, ks_simd, ks_simd_join, paths_mask
+
+# Every vector path of this module follows the tests' one switch (_simd.pxd).
+ks_simd_join(paths_mask())
 
 cdef extern from "_bits.h" nogil:
     void ks_bits_fill(const uint64_t* q, const uint64_t* rows, Py_ssize_t words,
@@ -97,23 +101,21 @@ KERNEL_TRAITS = {kind: {"name": kernel_traits(kind).name.decode(),
 KERNEL_NAMES = {kind: traits["name"] for kind, traits in KERNEL_TRAITS.items()}
 
 
-def _exp(x, int path=-1):
+def _exp(x):
     """exp of a float64 array as the kernels take it, through ks_exp_block on
-    ``path`` (0 baseline, 1 AVX2 where the CPU has it, -1 the CPU's choice) and
-    through ks_exp one value at a time: returns (block, one_by_one, path used).
+    the path the tests allow (_simd.vector_paths) and through ks_exp one value
+    at a time: returns (block, one_by_one, 1 if the AVX2 path ran else 0).
     For the tests (tests/test_exp.py)."""
     cdef double[::1] a = np.array(x, dtype=np.float64, copy=True).ravel()
     cdef double[::1] b = np.array(a, copy=True)
     cdef Py_ssize_t i, n = a.shape[0]
     cdef int used
     with nogil:
-        ks_simd_baseline(path == 0)
         used = ks_simd(KS_AVX2)
         if n > 0:
             ks_exp_block(&a[0], n)
         for i in range(n):
             b[i] = ks_exp(b[i])
-        ks_simd_baseline(0)
     return np.asarray(a), np.asarray(b), used
 
 

@@ -1,6 +1,6 @@
 # Kernel values on Rows: the inline functions behind every loop of the kernel
 # engine, the row cache (KernelRows, _kernel.pyx) and the kernel matrix
-# (_matrix.pyx).  Every kernel value is produced by one function (_pair)
+# (_kernel_matrix.pyx).  Every kernel value is produced by one function (_pair)
 # whatever thread or loop shape asks for it, so the two agree bit for bit and
 # neither depends on the thread count.  Inline, so each loop runs them without
 # a call.
@@ -16,13 +16,6 @@ from ._kernel cimport (KernelParams, kfloat, kernel_traits, BASE_DOT, BASE_SQDIS
 cdef extern from "_exp.h" nogil:
     double ks_exp(double x)
     void ks_exp_block(double* v, Py_ssize_t n)
-
-# Which vector paths the CPU takes (_simd.h); the tests hold them off.
-cdef extern from "_simd.h" nogil:
-    int KS_AVX2
-    int KS_FMA
-    int ks_simd(int need)
-    void ks_simd_baseline(int on)
 
 cdef extern from *:
     """

@@ -1,9 +1,25 @@
-/* The vector paths this CPU can take, for kernsolve's hand-written SIMD code
- * (_exp.h, _cos.h, _feature_sums.h, _dots.h, _bits.h, solvers/smo/_wss_avx2.h):
- * asked once (per module), and one switch for the tests to hold a module to
- * its baseline paths (or, ks_simd_allow, to some of its vector paths).  Each
- * path gives the same bits as its baseline, so the switch only tells the tests
- * which one they checked.
+/* The vector paths this CPU can take, for kernsolve's hand-written SIMD code:
+ * asked once per module, and the paths the tests allow, one mask for the
+ * whole process.
+ *
+ * Each vector operation ks_<op> is a dispatcher over its paths, named
+ * ks_<op>_scalar (the reference, plain C), ks_<op>_avx2, ks_<op>_avx512,
+ * ks_<op>_popcnt or ks_<op>_f16c, and every path gives the bits of the scalar
+ * one (the tests compare them):
+ *
+ *   _exp.h            ks_exp_block           scalar, avx2
+ *   _cos.h            ks_cos_features        scalar, avx2
+ *   _dots.h           ks_dots, ks_dots_rows8 scalar, avx2 (+ FMA)
+ *   _bits.h           ks_bits_fill, ks_bits_tile8   scalar, popcnt
+ *   _feature_sums.h   ks_feature_sums (double and float)   scalar, avx2, avx512
+ *   _block_dots.h     (DSG's prediction sums)
+ *   solvers/eigenpro/_half.h           ks_float_to_half   f16c (else numpy's cast)
+ *   solvers/eigenpro/_half_products.h  ks_half_products   scalar, avx2 (+ FMA, F16C)
+ *   solvers/smo/_wss_avx2.h            the sweeps' bulk   avx2 (scalar: _smo.pxd)
+ *
+ * The tests' switch is kernsolve._core._simd.vector_paths: it sets the mask
+ * that _core/_simd.pyx owns, and which every module that includes this
+ * header points at when it loads (ks_simd_join), so one call reaches them all.
  */
 #ifndef KS_SIMD_H
 #define KS_SIMD_H
@@ -29,11 +45,12 @@
 #define KS_AVX512 16    /* AVX-512F with the OS's support (_feature_sums.h) */
 
 static int ks_simd_features = -1;       /* -1: not asked yet */
-static int ks_simd_allowed = -1;        /* the paths the tests allow (all) */
+static int ks_simd_unjoined = -1;       /* the mask until ks_simd_join: all paths */
+static int *ks_simd_allowed = &ks_simd_unjoined;
 
-/* Whether the CPU has everything in ``need`` (and the tests allow it).  Reads
+/* Whether the CPU has everything in ``need`` (the tests' mask aside).  Reads
    of the ints race benignly: every thread computes the same answer. */
-static inline int ks_simd(int need)
+static inline int ks_simd_cpu(int need)
 {
     if (ks_simd_features < 0) {
         int f = 0;
@@ -55,20 +72,21 @@ static inline int ks_simd(int need)
 #endif
         ks_simd_features = f;
     }
-    return (ks_simd_features & ks_simd_allowed & need) == need;
+    return (ks_simd_features & need) == need;
 }
 
-/* For the tests: only the paths in ``mask`` may be taken (-1: the CPU
-   chooses; 0: the baseline). */
-static inline void ks_simd_allow(int mask)
+/* Whether a path that needs ``need`` may be taken: the CPU has it and the
+   tests allow it. */
+static inline int ks_simd(int need)
+{
+    return ks_simd_cpu(need) && (*ks_simd_allowed & need) == need;
+}
+
+/* Point this module at the process's mask (_core/_simd.pyx's), once, when
+   the module loads. */
+static inline void ks_simd_join(int *mask)
 {
     ks_simd_allowed = mask;
-}
-
-/* For the tests: 1 holds every vector path off, 0 lets the CPU choose. */
-static inline void ks_simd_baseline(int on)
-{
-    ks_simd_allow(on ? 0 : -1);
 }
 
 #endif

@@ -15,7 +15,7 @@
 #include "_simd.h"
 
 /* acc: K doubles of scratch. */
-static void ks_block_dots_base(const double *z, ptrdiff_t n, ptrdiff_t F, ptrdiff_t K,
+static void ks_block_dots_scalar(const double *z, ptrdiff_t n, ptrdiff_t F, ptrdiff_t K,
                                const double *coef, double *acc, double *out)
 {
     ptrdiff_t r, f, k;
@@ -132,7 +132,7 @@ static inline void ks_block_dots(const double *z, ptrdiff_t n, ptrdiff_t F, ptrd
         return;
     }
 #endif
-    ks_block_dots_base(z, n, F, K, coef, acc, out);
+    ks_block_dots_scalar(z, n, F, K, coef, acc, out);
 }
 
 #endif

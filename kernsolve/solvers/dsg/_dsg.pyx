@@ -58,6 +58,7 @@ cimport numpy as cnp
 from kernsolve._core._rows cimport Rows, as_rows
 from kernsolve._core._random cimport rng_key, rng_integer, STREAM_SAMPLING
 from kernsolve._core._features cimport FeatureMap, fm_init, fm_block
+from kernsolve._core._simd cimport ks_simd_join, paths_mask
 from ._losses cimport (loss_value, loss_derivative, softmax_value, softmax_gradient,
                        row_loss, loss_bound, LOSS_SOFTMAX, LOSS_NOVELTY)
 from ._row_features cimport RowFeatures, RowSlabs
@@ -650,31 +651,9 @@ def decision_function(X, const double[:, :, ::1] coef, const double[::1] interce
     return out
 
 
-# Which vector paths the CPU takes (_simd.h); the tests hold them off.  The
-# choice is a static of each compiled module that includes _simd.h, so the
-# step loop and prediction, whose sums (_block_sums.pxd) the tests compare
-# path against path, share this module and one switch.
-cdef extern from "_simd.h" nogil:
-    int KS_AVX2
-    int KS_AVX512
-    int ks_simd(int need)
-    void ks_simd_allow(int mask)
-
-
-DOT_PATHS = {"baseline": 0, "avx2": KS_AVX2, "avx512": KS_AVX2 | KS_AVX512}
-
-
-def _dot_paths(str name=None):
-    """Hold the predictions' sums (_block_dots.h) to one path of DOT_PATHS
-    (None: the CPU chooses).  Returns whether the CPU has that path: the
-    tests compare every path it has."""
-    ks_simd_allow(-1)
-    if name is None:
-        return True
-    cdef int mask = DOT_PATHS[name]
-    cdef bint has = ks_simd(mask)
-    ks_simd_allow(mask)
-    return has
+# Every vector path of this module (the step loop's and prediction's sums,
+# _block_sums.pxd) follows the tests' one switch (_core/_simd.pxd).
+ks_simd_join(paths_mask())
 
 
 def t84(double df):

@@ -14,7 +14,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from ..._constants import BOUNDED_KERNELS, KERNEL_TABLE, LINEAR
-from ..._core import _matrix
+from ..._core import _kernel_matrix
 from ..._kernels import as_canonical, worth_densifying
 from ..._random import normal, random_u64
 from ..._sparse import issparse
@@ -90,10 +90,10 @@ class KernelBlocks:
             A = as_canonical(sp.csr_matrix(A))
         if not issparse(B) and KERNEL_TABLE[self.code].blas:
             with one_blas_thread():
-                return _matrix._kernel_matrix(A, B, self.code, self.degree, self.gamma,
+                return _kernel_matrix._kernel_matrix(A, B, self.code, self.degree, self.gamma,
                                               self.coef0, self.n_threads, True,
                                               bool(row_independent))
-        return _matrix._kernel_matrix(A, B, self.code, self.degree, self.gamma, self.coef0,
+        return _kernel_matrix._kernel_matrix(A, B, self.code, self.degree, self.gamma, self.coef0,
                                       self.n_threads)
 
     def diagonal(self, idx):

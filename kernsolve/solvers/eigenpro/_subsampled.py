@@ -36,8 +36,8 @@ tile of L's rows) runs on one BLAS thread and L^T's tiles are added in order.
 import numpy as np
 import scipy.linalg
 
+from . import _block_ops
 from ._tiled_cholesky import cholesky_upper
-from ..._core import _matrix
 from ..._threads import one_blas_thread
 
 __all__ = ["SubsampledPreconditioner", "RESIDUAL_BLOCK"]
@@ -78,7 +78,7 @@ class SubsampledPreconditioner:
             K = kern.block(C[s0:s1], XQ)
             nearest[s0:s1] = np.argmax(K, axis=1)
             with one_blas_thread():
-                L[s0:s1] = _matrix.solve_upper(R, K.T, transpose=True).T
+                L[s0:s1] = _block_ops.solve_upper(R, K.T, transpose=True).T
 
         list(pool.map(tile, tiles))
         del K_QQ, R
@@ -113,7 +113,8 @@ class SubsampledPreconditioner:
             S = np.eye(q, order="F")
             with one_blas_thread():
                 for B, F in zip(self.blocks, self.G[i]):
-                    _matrix.add_gram_upper(S, _matrix.solve_upper(F[0], L[B], transpose=True))
+                    _block_ops.add_gram_upper(
+                        S, _block_ops.solve_upper(F[0], L[B], transpose=True))
                 return scipy.linalg.cho_factor(S, lower=False, overwrite_a=True,
                                                check_finite=False)
 
@@ -125,8 +126,8 @@ class SubsampledPreconditioner:
         def one(b):                 # cho_solve's two triangular solves, without the GIL
             F = self.G[i][b][0]
             with one_blas_thread():
-                out[self.blocks[b]] = _matrix.solve_upper(
-                    F, _matrix.solve_upper(F, r[self.blocks[b]], transpose=True))
+                out[self.blocks[b]] = _block_ops.solve_upper(
+                    F, _block_ops.solve_upper(F, r[self.blocks[b]], transpose=True))
 
         list(self.pool.map(one, range(len(self.blocks))))
         return out

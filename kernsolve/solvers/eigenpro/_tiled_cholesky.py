@@ -11,7 +11,7 @@ or N threads.  With 2 threads it takes about half of LAPACK's one-thread time
 import numpy as np
 import scipy.linalg.lapack as lapack
 
-from ..._core import _matrix
+from . import _block_ops
 from ..._threads import one_blas_thread
 
 __all__ = ["cholesky_upper", "upper_times_transpose", "TILE"]
@@ -56,7 +56,7 @@ def cholesky_upper(A, pool=None):
             with one_blas_thread():
                 # without the GIL (scipy's solve_triangular holds it: the
                 # panels ran one at a time whatever the threads)
-                A[k0:k1, c0:c1] = _matrix.solve_upper(U, A[k0:k1, c0:c1], transpose=True)
+                A[k0:k1, c0:c1] = _block_ops.solve_upper(U, A[k0:k1, c0:c1], transpose=True)
 
         def update(tile):           # A_ij -= U_ki^T U_kj for the rows i <= j of tile j
             c0, c1 = tile

@@ -49,11 +49,11 @@ from copy import copy
 import numpy as np
 import scipy.linalg
 
+from . import _block_ops
 from ._common import UntimedCallback
 from ._subsampled import RESIDUAL_BLOCK, SubsampledPreconditioner
 from ._tiled_cholesky import TILE, cholesky_upper, upper_times_transpose
 from ..._constants import BOUNDED_KERNELS, KERNEL_NAMES, LINEAR, POLY, RBF, spoken
-from ..._core import _matrix
 from ..._random import permutation
 from ..._sparse import issparse
 from ..._threads import one_blas_thread, worker_pool
@@ -63,7 +63,7 @@ __all__ = ["centre_indices", "auxiliary_indices", "fit_centres", "BLOCK_VALUES",
            "PRECISIONS"]
 
 BLOCK_VALUES = 2 ** 22      # kernel values per row block of K(X, C): 32 MB in double
-# Storage of K(X, C); half (float16) is multiplied in float32 (_matrix.half_products).
+# Storage of K(X, C); half (float16) is multiplied in float32 (_block_ops.half_products).
 PRECISIONS = {"double": np.float64, "single": np.float32, "half": np.float16}
 # A low precision is refitted in the next one up (FALLBACK) when its conjugate
 # gradient breaks down or when the fitted values it computed on the first row
@@ -139,7 +139,7 @@ class _RowBlocks:
     the engine, rounded) and runs the products in float32; float16
     (``--precision half``) stores those float32 values rounded to float16 and
     makes a block's two products in float32 in one read of each row
-    (``_matrix.half_products``).  The blocks' sums are added in float64.
+    (``_block_ops.half_products``).  The blocks' sums are added in float64.
 
     ``rows_at`` (sorted row indices, optional): ``apply`` also returns
     ``K(X, C) u`` at those rows (with the centres, ``K_MM u`` for free)."""
@@ -173,7 +173,7 @@ class _RowBlocks:
                 else:
                     K = self.kern.block(self.kern.row_range(start, start + self.rows),
                                         self.C)
-                K = _matrix.float_to_half(K) if self.dtype == np.float16 else \
+                K = _block_ops.float_to_half(K) if self.dtype == np.float16 else \
                     K.astype(self.dtype, copy=False)
             if i < self.keep:
                 self.cache[i] = K
@@ -185,7 +185,7 @@ class _RowBlocks:
         u = u.astype(self.work, copy=False)
         if K.dtype == np.float16:
             out = np.zeros((u.shape[1], self.p), np.float32)
-            t = _matrix.half_products(K, np.ascontiguousarray(u.T), None, out)
+            t = _block_ops.half_products(K, np.ascontiguousarray(u.T), None, out)
         else:
             with one_blas_thread():
                 t = K @ u
@@ -206,7 +206,7 @@ class _RowBlocks:
             Vb = None if V is None else V[start:stop]
             if K.dtype == np.float16:
                 out = np.zeros((V.shape[1] if u is None else u.shape[1], self.p), np.float32)
-                t = _matrix.half_products(K, u_rows, None if Vb is None else
+                t = _block_ops.half_products(K, u_rows, None if Vb is None else
                                           np.ascontiguousarray(Vb, dtype=np.float32), out)
                 part = out.T
             else:

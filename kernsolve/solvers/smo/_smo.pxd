@@ -26,7 +26,7 @@ cdef extern from *:
 
 # The two sweeps' bulk four variables at a time (AVX2 where the CPU has it,
 # chosen at run time; the same picks and bits as the loops below, which finish
-# each range).  ks_simd_baseline holds them off for the tests.
+# each range).
 cdef extern from "_wss_avx2.h" nogil:
     Py_ssize_t ks_axpy2_up_vec(double* G, const double* ys, const char* st,
                                const float* Ki, double a, const float* Kj, double b,
@@ -37,7 +37,6 @@ cdef extern from "_wss_avx2.h" nogil:
                           double gn, const float* Kn, double qdn,
                           Py_ssize_t lo, Py_ssize_t hi, double tau,
                           double* g2p, double* g2n, double* obj, Py_ssize_t* j)
-    void ks_simd_baseline(int on)
 
 
 cdef struct UpPick:

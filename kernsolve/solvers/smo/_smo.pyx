@@ -41,6 +41,10 @@ from kernsolve._core._team cimport (
     ks_team, ks_team_start, ks_team_stop, ks_team_run, ks_team_watch, ks_team_spinning,
     ks_load, ks_load_init, ks_load_step, ks_load_remembered, ks_load_forget,
     KS_TEAM_WATCH_SECONDS)
+from kernsolve._core._simd cimport ks_simd_join, paths_mask
+
+# Every vector path of this module follows the tests' one switch (_simd.pxd).
+ks_simd_join(paths_mask())
 
 cdef double TAU = SMO_TAU
 cdef int MAX_CHUNKS = 64
@@ -1050,12 +1054,6 @@ def _get_tuning():
     out["team_par_min"] = TEAM_PAR_MIN
     out["team_row_min_work"] = TEAM_ROW_MIN_WORK
     return out
-
-
-def _vector_sweeps(bint on):
-    """For the tests: False holds the sweeps to their scalar loops (the AVX2
-    bulk of _wss_avx2.h off), True lets the CPU choose again."""
-    ks_simd_baseline(not on)
 
 
 def _set_tuning(par_min=None, poll_seconds=None, adaptive=None, timers=None,

@@ -12,8 +12,12 @@ import numpy as np
 # Kernel codes by name (kernsolve/_constants.py owns them; _kernel.pxd mirrors it).
 from kernsolve._core._kernel cimport KernelRows, N_KERNELS, PRECOMPUTED
 from kernsolve._core._solver cimport ST_MAX_ITER, ST_NOMEM, ST_ABORT
+from kernsolve._core._simd cimport ks_simd_join, paths_mask
 from ._smo cimport _SMO, T_ROWS, T_SELECT, T_GRADIENT, T_SHRINK, T_SYNC
 from ._smo import check_team_setting
+
+# Every vector path of this module follows the tests' one switch (_simd.pxd).
+ks_simd_join(paths_mask())
 
 # The phase timers' result keys (doc/smo.md, "Where the time goes").
 TIMER_KEYS = {"time_kernel_rows": T_ROWS, "time_select": T_SELECT,

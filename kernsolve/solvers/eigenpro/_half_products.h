@@ -11,7 +11,7 @@
  * and reads the float32 copy.
  *
  * The sums are defined lane by lane, so the vector path (AVX2, FMA, F16C) and
- * the scalar baseline give the same bits: t's dot product keeps 8 partial
+ * the scalar path give the same bits: t's dot product keeps 8 partial
  * sums (lane l takes the j = l mod 8 below the last multiple of 8, each a
  * fused multiply-add), adds them as ((0+1)+(2+3))+((4+5)+(6+7)), then the
  * tail's terms in order (fused), then v; out's elements add the rows' terms in
@@ -49,7 +49,7 @@ static inline float ks_hp_lanes(const float* s)
     return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
-static void ks_hp_baseline(const uint16_t* K, ptrdiff_t rows, ptrdiff_t p, const float* u,
+static void ks_half_products_scalar(const uint16_t* K, ptrdiff_t rows, ptrdiff_t p, const float* u,
                            ptrdiff_t c, const float* v, float* out, float* t)
 {
     ptrdiff_t p8 = p - p % 8;
@@ -123,7 +123,7 @@ static void ks_hp_dots(const uint16_t* K, ptrdiff_t r0, int two, ptrdiff_t p, co
 }
 
 __attribute__((target("avx2,fma,f16c")))
-static void ks_hp_avx2(const uint16_t* K, ptrdiff_t rows, ptrdiff_t p, const float* u,
+static void ks_half_products_avx2(const uint16_t* K, ptrdiff_t rows, ptrdiff_t p, const float* u,
                        ptrdiff_t c, const float* v, float* out, float* t)
 {
     ptrdiff_t p8 = p - p % 8;
@@ -192,11 +192,11 @@ static void ks_half_products(const uint16_t* K, ptrdiff_t rows, ptrdiff_t p, con
 {
 #ifdef KS_X86
     if (ks_simd(KS_AVX2 | KS_FMA | KS_F16C)) {
-        ks_hp_avx2(K, rows, p, u, c, v, out, t);
+        ks_half_products_avx2(K, rows, p, u, c, v, out, t);
         return;
     }
 #endif
-    ks_hp_baseline(K, rows, p, u, c, v, out, t);
+    ks_half_products_scalar(K, rows, p, u, c, v, out, t);
 }
 
 #endif
