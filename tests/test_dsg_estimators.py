@@ -411,3 +411,31 @@ def test_solver_variant_errors(kwargs, match):
     y = np.arange(20) % 2
     with pytest.raises(ValueError, match=match):
         DSGClassifier(**kwargs).fit(X, y)
+
+
+@pytest.mark.parametrize("Estimator, y_kind", [("DSGClassifier", "labels"),
+                                               ("DSGRegressor", "values")])
+def test_set_params_between_partial_fits_is_not_silently_ignored(Estimator, y_kind):
+    # The red team: set_params between partial_fit calls was ignored while
+    # get_params reported the new value.  A parameter that changes the model
+    # is refused by name; the ones that do not (threads, cache, fit's passes)
+    # may change, and the model is then the same bits as without the change.
+    import kernsolve
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, 5))
+    y = np.sign(X[:, 0]) if y_kind == "labels" else X[:, 0] + 0.1 * X[:, 1]
+    kw = {"classes": [-1.0, 1.0]} if y_kind == "labels" else {}
+    make = getattr(kernsolve, Estimator)
+    est = make(gamma=0.5, alpha=1e-3, random_state=0).partial_fit(X[:200], y[:200], **kw)
+    est.set_params(gamma=2.0)
+    with pytest.raises(ValueError, match=rf"{Estimator}.partial_fit: gamma changed from 0.5 "
+                                         r"to 2.0 since training began; .*call fit"):
+        est.partial_fit(X[200:], y[200:])
+    est.set_params(gamma=0.5, n_jobs=1, cache_size=10, max_iter=7)
+    est.partial_fit(X[200:], y[200:])
+    ref = make(gamma=0.5, alpha=1e-3, random_state=0).partial_fit(X[:200], y[:200], **kw)
+    ref.partial_fit(X[200:], y[200:])
+    np.testing.assert_array_equal(est.predict(X), ref.predict(X))
+    # fit starts again with the parameters of the moment
+    est.set_params(gamma=2.0).fit(X, y)
+    est.partial_fit(X[:100], y[:100])

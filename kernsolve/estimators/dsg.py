@@ -92,6 +92,14 @@ def _renamed(message):
     return message
 
 
+def _same(a, b):
+    """Parameter values equal (arrays and dicts by value)."""
+    try:
+        return bool(np.all(a == b)) if type(a) is type(b) else a == b
+    except (TypeError, ValueError):
+        return a is b
+
+
 class _BaseDSG(BaseEstimator):
     """What DSGClassifier and DSGRegressor share: parameters -> Parameters, the trainer."""
 
@@ -195,10 +203,34 @@ class _BaseDSG(BaseEstimator):
             hyper = hyperparameters(param, X.shape[0], X.shape[1], targets.loss, gamma)
         except ValueError as exc:
             raise ValueError(f"{name}: {_renamed(str(exc))}") from None
+        self._trained_with = self._model_parameters()
         return DSGTrainer(hyper, targets)
+
+    # Parameters that do not change what a pass learns: the threads, the
+    # messages, the feature cache (the same bits), fit's number of passes.
+    _FREE_BETWEEN_CHUNKS = frozenset({"n_jobs", "verbose", "cache_size", "max_iter"})
+
+    def _model_parameters(self):
+        return {k: v for k, v in self.get_params(deep=False).items()
+                if k not in self._FREE_BETWEEN_CHUNKS}
+
+    def _check_unchanged(self):
+        """partial_fit continues the model the trainer began: a parameter
+        changed since (set_params) would be silently ignored, so say so."""
+        before = getattr(self, "_trained_with", None)     # (a pickle of an older version)
+        now = self._model_parameters()
+        changed = [k for k in now if before is not None and k in before
+                   and not _same(now[k], before[k])]
+        if changed:
+            k = changed[0]
+            raise ValueError(f"{type(self).__name__}.partial_fit: {k} changed from "
+                             f"{before[k]!r} to {now[k]!r} since training began; "
+                             f"partial_fit continues that model with its parameters: call fit "
+                             f"to train with the new ones, or set {k} back")
 
     def _fit_chunk(self, X, y):
         """partial_fit's pass over one chunk, then the fitted attributes."""
+        self._check_unchanged()
         B = self._trainer.h["batch_size"]
         if X.shape[0] < B and not getattr(self, "_warned_small_chunk", False):
             # every call is an iteration (DSG: a block): a9a in chunks of 16 rows
