@@ -21,24 +21,13 @@ Usage::
 
     PYTHONPATH=. python benchmarks/bench_reader.py [--repeat 3] [--data DIR]
 
-``--runtimes`` measures instead the two runtimes of kernsolve's reader threads
-against each other (doc/threads.md, "The reader"): its pool of Python threads
-(``KERNSOLVE_READER_RUNTIME=pool``, the default) and an OpenMP ``prange``
-under kernsolve's passive wait policy (``KERNSOLVE_READER_RUNTIME=openmp``),
-at 1 and 2 threads, on an idle machine and beside one busy process
-(``bench_threads.Competitor``: ``while True: pass`` pinned to the last core).
-Each read is a fresh process with the variable set, so the runtime is chosen
-at import as a user would choose it, and the start of the pool (or of
-OpenMP's threads) is timed with the read; the runs are interleaved and the
-arrays of every run are compared (a difference stops the script).  Run it on
-a quiet machine; on a loaded one the numbers say nothing::
-
-    PYTHONPATH=. python benchmarks/bench_reader.py --runtimes --repeat 5 \
-        [--datasets fashion-mnist.scale ijcnn1.t]
+(``--runtimes`` compared the reader's pool of Python threads with an OpenMP
+``prange`` under the passive wait policy, session 16: a tie within 5%, so the
+pool stayed and the OpenMP version went; the numbers are in
+``benchmarks/history/2026-11-28-session16.md``.)
 """
 import argparse
 import gc
-import hashlib
 import json
 import lzma
 import os
@@ -52,7 +41,6 @@ import time
 from benchlib import DATA, load_average, load_averages, median, tree_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RUNTIMES = ("pool", "openmp")
 
 
 def _readers():
@@ -112,57 +100,6 @@ def timed(fn, path):
     return wall, (c2.user + c2.system) - (c.user + c.system)
 
 
-def _runtime_child(path, n_jobs):
-    """One read in this fresh process: wall and CPU seconds, and a digest of the arrays."""
-    from kernsolve import read_problem
-    got = []
-    wall, cpu = timed(lambda p: got.append(read_problem(p, n_jobs=n_jobs)), path)
-    y, X = got.pop()
-    digest = hashlib.sha256()
-    for a in (y, X.indptr, X.indices, X.data):
-        digest.update(a.tobytes())
-    print(json.dumps({"wall": wall, "cpu": cpu, "digest": digest.hexdigest()}))
-
-
-def runtimes(paths, repeat):
-    """The reader's pool against OpenMP, idle and busy, 1 and 2 threads (--runtimes)."""
-    sys.path.insert(0, HERE)
-    from bench_threads import Competitor, _nothing
-    print(f"# reader runtimes, median of {repeat} fresh processes, load average at start "
-          f"{load_averages()}")
-    rows, digests = [], {}
-    for condition in ("idle", "busy"):
-        with (Competitor() if condition == "busy" else _nothing()):
-            for label, path in paths:
-                runs = {(r, n): [] for r in RUNTIMES for n in (1, 2)}
-                for _ in range(repeat):               # interleaved
-                    for runtime, n_jobs in runs:
-                        env = tree_env(KERNSOLVE_READER_RUNTIME=runtime)
-                        out = subprocess.run(
-                            [sys.executable, os.path.abspath(__file__), "--runtime-child", path,
-                             str(n_jobs)], capture_output=True, text=True, env=env, check=True)
-                        got = json.loads(out.stdout.strip().splitlines()[-1])
-                        if digests.setdefault(label, got["digest"]) != got["digest"]:
-                            raise SystemExit(f"{label}: {runtime} on {n_jobs} threads read "
-                                             "different arrays")
-                        runs[runtime, n_jobs].append((got["wall"], got["cpu"]))
-                for (runtime, n_jobs), times in runs.items():
-                    wall = median(t[0] for t in times)
-                    cpu = median(t[1] for t in times)
-                    rows.append((condition, label, runtime, n_jobs, wall, cpu))
-                    print(f"{condition:5s} {label:24s} {runtime:7s} {n_jobs} thread(s) "
-                          f"{wall:8.3f} s wall {cpu:8.3f} s CPU  (load {load_average():.1f})",
-                          flush=True)
-    print()
-    print("| condition | file | runtime | threads | wall (s) | CPU (s) | its 1 thread / this "
-          "| pool / this |")
-    print("|---|---|---|---:|---:|---:|---:|---:|")
-    wall_of = {(c, f, r, n): w for c, f, r, n, w, _ in rows}
-    for c, f, r, n, wall, cpu in rows:
-        print(f"| {c} | {f} | {r} | {n} | {wall:.3f} | {cpu:.3f} | "
-              f"{wall_of[c, f, r, 1] / wall:.2f} | {wall_of[c, f, 'pool', n] / wall:.2f} |")
-
-
 def decompress(src, dst, n_lines=None):
     with lzma.open(src, "rb") as f, open(dst, "wb") as g:
         if n_lines is None:
@@ -183,25 +120,15 @@ def main():
     ap.add_argument("--libsvm-lines", type=int, default=5000,
                     help="lines of fashion-mnist.scale for LIBSVM's reader (0 = whole file)")
     ap.add_argument("--no-memory", action="store_true")
-    ap.add_argument("--runtimes", action="store_true",
-                    help="compare the reader's pool of Python threads with OpenMP "
-                         "(KERNSOLVE_READER_RUNTIME), idle and beside a busy process")
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
-    ap.add_argument("--runtime-child", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         return _child(*args.child)
-    if args.runtime_child:
-        return _runtime_child(args.runtime_child[0], int(args.runtime_child[1]))
 
     import kernsolve
     from kernsolve._threads import cpu_count
     tmp = tempfile.mkdtemp(prefix="kernsolve-bench-reader-")
     try:
-        if args.runtimes:
-            return runtimes([(name, decompress(os.path.join(args.data, name + ".xz"),
-                                               os.path.join(tmp, name)))
-                             for name in args.datasets], args.repeat)
         readers = _readers()
         print(f"# machine: {cpu_count()} cores, Python {sys.version.split()[0]}, "
               f"kernsolve {kernsolve.__version__}, median of {args.repeat}, "

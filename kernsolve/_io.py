@@ -18,7 +18,7 @@ from ._core import _reader, _writer
 from ._errors import DataFormatError
 from ._fileutil import compression, compressor, open_read, output_file
 from ._sparse import issparse, make_csr, scipy_sparse
-from ._threads import reader_pools, resolve_n_jobs
+from ._threads import resolve_n_jobs, shared_pool
 from ._typing import ArrayLike, CsrMatrix, DataFile, MatrixLike, NDArray
 
 __all__ = ["read_problem", "write_problem"]
@@ -431,7 +431,7 @@ def _read(src, n_features, mode, dt, offset, length, query_id, n_threads, window
             if limit is not None:
                 left = min(left, max(limit - pos, cut))
         err = builder.feed(view, cut, n_threads, max(int(_MIN_CHUNK), 1), left,
-                           pools=reader_pools())
+                           pools=shared_pool)
         if err is not None:
             status, line, token, a, b = err
             if limited and status == _S["index_big"]:

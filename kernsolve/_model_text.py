@@ -34,7 +34,7 @@ from ._constants import COEF0_KERNELS, GAMMA_KERNELS, POLY, PRECOMPUTED
 from ._core import _reader
 from ._kernels import check_kernel_params
 from ._sparse import make_csr
-from ._threads import reader_pools
+from ._threads import shared_pool
 
 __all__ = ["MAX_INDEX", "ModelHeader", "float_text", "label_text", "format_sv_rows",
            "parse_float", "parse_floats", "parse_int", "read_vector_bytes",
@@ -423,7 +423,7 @@ def read_vector_bytes(buf, start, l, m, n_threads=1):
     builder = _reader.Builder(_ONE_BASED, MAX_INDEX, False, False, m)
     with memoryview(buf) as view, view[start:end] as section:
         err = builder.feed(section, end - start, n_threads, _MIN_CHUNK_BYTES, 0,
-                           pools=reader_pools())
+                           pools=shared_pool)
     if err is not None or builder.n_rows != l or builder.n_lines != l:
         return None
     width = int(builder.max_idx) if builder.nnz else 0

@@ -10,8 +10,7 @@
   reported by :func:`wait_policy`;
 * the BLAS limit: :func:`one_blas_thread`;
 * Python worker threads: :func:`worker_pool` (EigenPro on centres) and
-  :func:`shared_pool` (the reader), and the reader's runtime switch
-  :data:`READER_RUNTIME`.
+  :func:`shared_pool` (the reader).
 
 The compiled layer's own thresholds (when a loop is worth threads) stay
 beside their loops; doc/threads.md lists them all.
@@ -239,21 +238,3 @@ def shared_pool(n_threads, name="reader"):
     if pool is None:
         pool = _SHARED_POOLS[key] = worker_pool(n_threads, name)
     return pool
-
-
-# Which runtime parses the reader's chunks when it has more than one thread:
-# "pool" (shared_pool: idle threads block) or "openmp" (a prange under the
-# wait policy).  A switch for the measurement of benchmarks/bench_reader.py
-# --runtimes, set by the environment variable KERNSOLVE_READER_RUNTIME when
-# this module loads, or by assigning it; both give the same arrays.
-READER_RUNTIMES = ("pool", "openmp")
-READER_RUNTIME = os.environ.get("KERNSOLVE_READER_RUNTIME", "pool").strip().lower()
-
-
-def reader_pools():
-    """What the reader's ``Builder.feed`` takes as ``pools``: :func:`shared_pool`
-    (a pool of n threads for n), or None for OpenMP's threads."""
-    if READER_RUNTIME not in READER_RUNTIMES:
-        raise ValueError(f"KERNSOLVE_READER_RUNTIME={READER_RUNTIME!r}: expected one of "
-                         + ", ".join(READER_RUNTIMES))
-    return shared_pool if READER_RUNTIME == "pool" else None

@@ -129,13 +129,6 @@ def small_blocks(monkeypatch):
     monkeypatch.setattr(_io, "_MIN_CHUNK", 16)
 
 
-@pytest.fixture(params=_threads.READER_RUNTIMES)
-def runtime(request, monkeypatch):
-    """Each runtime of the reader's threads in turn (doc/threads.md, "The reader")."""
-    monkeypatch.setattr(_threads, "READER_RUNTIME", request.param)
-    return request.param
-
-
 # ------------------------------------------------------------ generated files
 
 def _fmt_num(rng, v):
@@ -193,7 +186,7 @@ def odd_file(seed, n_lines=60, zero_based=False, qid=False, max_index=40):
 
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("zero_based", [False, True])
-def test_odd_syntax_matches_reference(seed, zero_based, small_blocks, runtime):
+def test_odd_syntax_matches_reference(seed, zero_based, small_blocks):
     data = odd_file(seed, zero_based=zero_based, qid=seed % 2 == 1)
     ref = ref_parse(data)
     for n_jobs in (1, 2):
@@ -287,7 +280,7 @@ def test_huge_index_does_not_allocate():
     assert X.indices[0] == 2 ** 31 - 2
 
 
-def test_index_past_int32_in_a_later_chunk(small_blocks, runtime):
+def test_index_past_int32_in_a_later_chunk(small_blocks):
     # indices already stored as int32 are widened in place mid-read
     data = GOOD * 30 + b"2 5:1 3000000000:-4\n" + GOOD * 30
     ref = ref_parse(data)
@@ -341,7 +334,7 @@ BAD_CASES = [
 
 
 @pytest.mark.parametrize("bad,kw,message", BAD_CASES)
-def test_malformed_line_names_file_and_line(bad, kw, message, small_blocks, tmp_path, runtime):
+def test_malformed_line_names_file_and_line(bad, kw, message, small_blocks, tmp_path):
     # the bad line is preceded by many good lines, so with tiny blocks and two
     # threads it sits in a later block and a later chunk
     good = GOOD if not kw.get("query_id") else b""
@@ -419,7 +412,7 @@ def test_bad_arguments():
         read_problem(3.5)
 
 
-def test_threads_work_in_a_forked_child(small_blocks, runtime):
+def test_threads_work_in_a_forked_child(small_blocks):
     # the worker pool is per process: a fork after a parallel read must not hang
     import multiprocessing
     data = odd_file(2, n_lines=100)
@@ -430,41 +423,32 @@ def test_threads_work_in_a_forked_child(small_blocks, runtime):
     assert_same((y, X), expected)
 
 
-def test_the_runtimes_give_the_same_arrays(shared, tmp_path, monkeypatch):
-    # a real slice in many chunks: the pool and OpenMP read the same bits, and
-    # both what scikit-learn reads
+def test_one_and_two_threads_give_the_same_arrays(shared, tmp_path, monkeypatch):
+    # a real slice in many chunks: the same bits on 1 and 2 threads, and what
+    # scikit-learn reads
     monkeypatch.setattr(_io, "_BLOCK_SIZE", 1 << 14)
     monkeypatch.setattr(_io, "_MIN_CHUNK", 1 << 10)
     path = tmp_path / "ijcnn1"
     path.write_bytes(shared.lines("ijcnn1", 2000))
     Xs, ys = load_svmlight_file(str(path))
-    results = {}
-    for name in _threads.READER_RUNTIMES:
-        monkeypatch.setattr(_threads, "READER_RUNTIME", name)
-        for n_jobs in (1, 2):
-            results[name, n_jobs] = read_problem(str(path), n_jobs=n_jobs)
-    first = results["pool", 1]
-    for got in results.values():
-        assert_same(got, first)
+    first = read_problem(str(path), n_jobs=1)
+    assert_same(read_problem(str(path), n_jobs=2), first)
     np.testing.assert_array_equal(first[0], ys)
     assert (first[1] != Xs).nnz == 0
 
 
-def test_the_runtime_switch_chooses_the_threads(monkeypatch):
-    # "pool" reads on the process's shared pool; "openmp" starts no Python thread
+def test_the_reader_parses_on_the_shared_pool(monkeypatch):
+    # two threads: the process's shared pool, made once (doc/threads.md, "The
+    # reader"); one thread starts no Python thread
     data = odd_file(1, n_lines=200)
     monkeypatch.setattr(_io, "_MIN_CHUNK", 64)
     pools = {}
     monkeypatch.setattr(_threads, "_SHARED_POOLS", pools)
-    monkeypatch.setattr(_threads, "READER_RUNTIME", "openmp")
-    read_problem(io.BytesIO(data), n_jobs=2)
+    read_problem(io.BytesIO(data), n_jobs=1)
     assert pools == {}
-    monkeypatch.setattr(_threads, "READER_RUNTIME", "pool")
+    read_problem(io.BytesIO(data), n_jobs=2)
     read_problem(io.BytesIO(data), n_jobs=2)
     assert list(pools) == [(os.getpid(), "reader", 2)]
-    monkeypatch.setattr(_threads, "READER_RUNTIME", "tbb")
-    with pytest.raises(ValueError, match="KERNSOLVE_READER_RUNTIME='tbb': expected one of pool, openmp"):
-        read_problem(io.BytesIO(data), n_jobs=2)
 
 
 # ------------------------------------------------------------ windows

@@ -9,9 +9,8 @@ the output arrays (the per-chunk tokeniser is ``_tokenizer.pyx``):
    + 1) and entries (':' characters), so each chunk knows where to write before
    any parsing has happened;
 2. the chunks are parsed in parallel, each into its own slice with the GIL
-   released, by the caller's pool of Python threads (``pools``) or, without
-   one, by OpenMP's threads: kernsolve._threads.READER_RUNTIME chooses
-   (doc/threads.md, "The reader");
+   released, by the caller's pool of Python threads (``pools``; doc/threads.md,
+   "The reader");
 3. the slices are compacted in order (a no-op unless comments, blank lines or
    ``qid:`` fields made the bounds loose).
 
@@ -21,7 +20,6 @@ the line counted inside the chunk; the first failing chunk wins, which is the
 error a serial parse would meet first.
 """
 from cython cimport view
-from cython.parallel cimport prange
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memchr, memmove
@@ -182,7 +180,7 @@ cdef class Builder:
         ``bytes_left`` (optional) is how many input bytes remain, this block
         included; it lets the first block size the output for the whole file.
         ``pools(k)`` gives a pool of k Python threads (an executor: ``map``)
-        for the chunks; ``pools`` None runs them on OpenMP's threads.
+        for the chunks when ``n_threads`` > 1.
         Returns None, or ``(status, line, token, a, b)`` for the first error
         (``line`` 1-based, counted from the first fed byte).
         """
@@ -316,19 +314,19 @@ cdef class Builder:
             free(ch)
 
     cdef int _on_chunks(self, bint parse, Py_ssize_t n_chunks, int nt, pools) except -1:
-        """Count (``parse`` False) or parse every chunk of ``self._ch`` on ``nt``
-        threads: those of ``pools(nt)``, or OpenMP's when ``pools`` is None.
-        Each chunk writes only its own slice, so the runtime changes no bit."""
+        """Count (``parse`` False) or parse every chunk of ``self._ch``: on the
+        ``nt`` threads of ``pools(nt)``, or on this one.  Each chunk writes only
+        its own slice, so the threads change no bit."""
         cdef Py_ssize_t i
         cdef Chunk* ch = self._ch
         cdef Settings* st = &self.st
         cdef Out* o = &self.o
-        if nt > 1 and pools is not None:
+        if nt > 1:
             list(pools(nt).map(self._parse_one if parse else self._count_one,
                                range(n_chunks)))
             return 0
-        with nogil:     # nt 1: a region of one thread, the calling one
-            for i in prange(n_chunks, num_threads=nt, schedule="dynamic", chunksize=1):
+        with nogil:
+            for i in range(n_chunks):
                 if parse:
                     parse_chunk(&ch[i], st, o)
                 else:
