@@ -358,3 +358,31 @@ def test_the_preconditioners_memory_is_checked_before_it_is_allocated(monkeypatc
         kernsolve.train(y, X, f"--solver eigenpro --centers {p} --subsample {q} -q")
     monkeypatch.setattr(_validation, "memory_limit", lambda: 8 * p * (q + block))
     kernsolve.train(y, X, f"--solver eigenpro --centers {p} --subsample {q} -q")  # (just fits)
+
+
+def test_every_pass_is_reported_with_its_share_of_the_run(monkeypatch):
+    # "Long runs talk": the red team's 239,000-row run printed nothing for 21
+    # minutes.  A fake clock that advances a second a call: every block of
+    # every pass (the first pass and one per CG iteration) reports, the last
+    # with the whole run's share done, and the time left counts down to 0.
+    import io
+    from kernsolve._progress import Progress
+    monkeypatch.setattr(nystrom, "BLOCK_VALUES", 40 * 30)       # several row blocks
+    X, Y = _problem(n=200)
+    ticks = iter(range(10 ** 6))
+    out = io.StringIO()
+    progress = Progress("eigenpro", out, delay=0, interval=0, clock=lambda: next(ticks))
+    res = fit_eigenpro(X, Y, gamma=0.5, options=_opts(200, centers=30, epochs=4),
+                       progress=progress)
+    lines = out.getvalue().splitlines()
+    blocks = res.stats["row_blocks"]
+    assert blocks > 1 and len(lines) == blocks * (res.stats["n_iter"] + 1)
+    assert lines[0].startswith("kernsolve eigenpro: iter 0/4, kernel evals")
+    assert lines[-1].startswith(f"kernsolve eigenpro: iter {res.stats['n_iter']}/4")
+    assert lines[-1].endswith("about 0 s left")
+    # and nothing with -q (train_eigenpro makes no Progress then)
+    y = np.argmax(Y, axis=1).astype(float)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        kernsolve.train(y, X, "--solver eigenpro --centers 30 -g 0.5 -q")
+    assert err.getvalue() == ""

@@ -162,6 +162,8 @@ class _RowBlocks:
         self.cache = {}
         self.n_evals = 0
         self.pool = pool
+        self.passes = 0         # apply() calls made
+        self.report = None      # report(passes before this one, share of this one done)
 
     def _block(self, i):
         K = self.cache.get(i)
@@ -226,7 +228,7 @@ class _RowBlocks:
                        if i not in self.cache)
         self.n_evals += computed * self.p
         out, at = None, []
-        for part in self.pool.map(one, range(len(self.starts))):   # in row order
+        for i, part in enumerate(self.pool.map(one, range(len(self.starts)))):  # row order
             if isinstance(part, tuple):
                 part, rows = part
                 at.append(rows)
@@ -234,6 +236,9 @@ class _RowBlocks:
                 out = part.astype(np.float64)
             else:
                 out += part
+            if self.report is not None:
+                self.report(self.passes, (i + 1) / len(self.starts))
+        self.passes += 1
         if u is not None and self.rows_at is not None:
             return out, np.concatenate(at).astype(np.float64)
         return out
@@ -337,7 +342,7 @@ def _conjugate_gradient(op, r, iterations, user, coef, precondition=None, floor=
 
 
 def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_threads=1,
-                precision="double", subsample=None, callback=None):
+                precision="double", subsample=None, callback=None, progress=None):
     """Fit ``alpha`` (p, c) on the centres by FALKON; see the module docstring.
 
     Parameters
@@ -367,6 +372,10 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
         auxiliary rows (``_subsampled``, no ``p^3``); None: the exact factors.
     callback : callable, optional
         ``callback(iteration, alpha)`` after each iteration (not timed); True stops.
+    progress : kernsolve._progress.Progress, optional
+        Told after every row block of every pass (the first pass, then one
+        an iteration): the pass, the share of the passes done, the kernel
+        values computed.
 
     Returns
     -------
@@ -398,7 +407,7 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
         fitted = precision
         while True:
             alpha, stats = _solve(kern, Y, S, C, lam, iterations, cache_mb, pool, fitted,
-                                  subsample, seed, user)
+                                  subsample, seed, user, progress)
             blocks = stats.pop("blocks")
             if fitted == "double":
                 break
@@ -432,7 +441,8 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
     return alpha, S, stats
 
 
-def _solve(kern, Y, S, C, lam, iterations, cache_mb, pool, precision, subsample, seed, user):
+def _solve(kern, Y, S, C, lam, iterations, cache_mb, pool, precision, subsample, seed, user,
+           progress=None):
     """One FALKON solve in the given precision: alpha and the stats (with the
     row blocks, for the drift check, and the CG breakdown, if any)."""
     t0 = time.perf_counter()
@@ -453,6 +463,10 @@ def _solve(kern, Y, S, C, lam, iterations, cache_mb, pool, precision, subsample,
         blocks = _RowBlocks(kern, C, cache_mb * 2 ** 20, pool, PRECISIONS[precision],
                             rows_at=S)
     t_setup = time.perf_counter() - t0
+    if progress is not None:       # the first pass, then one a CG iteration
+        blocks.report = lambda done, share: progress(
+            {"n_iter": done, "max_iter": iterations, "fraction": (done + share) / (iterations + 1),
+             "n_kernel_evals": blocks.n_evals})
     floor = BREAKDOWN_FLOOR[blocks.work]
     r = blocks.apply(None, Y) / n
     if not np.all(np.isfinite(r)):

@@ -65,6 +65,7 @@ from ..._constants import C_SVC, EPSILON_SVR, POLY, PRECOMPUTED, PSD_KERNELS, SI
 from ..._kernels import check_kernel_params
 from ..._model import Model
 from ..._params import Parameters, option_key, option_name
+from ..._progress import Progress
 from ..._random import permutation
 from ..._threads import one_blas_thread, resolve_n_jobs
 from ..._validation import ONE_CLASS_INFO, check_targets, check_X, class_index, warn_one_class
@@ -279,7 +280,7 @@ class EigenProResult:
 
 
 def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, options=None,
-                 seed=0, n_jobs=None, callback=None, _kernel=None):
+                 seed=0, n_jobs=None, callback=None, progress=None, _kernel=None):
     """Fit ``alpha`` (n, n_outputs) by EigenPro (k > 0) or plain kernel SGD (k = 0).
 
     Parameters
@@ -298,6 +299,8 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
     callback : callable, optional
         ``callback(epoch, alpha)`` after each epoch (1-based); not timed.  If
         it returns True, training stops after that epoch.
+    progress : kernsolve._progress.Progress, optional
+        The progress line on stderr (the centres' model reports each pass).
 
     Returns
     -------
@@ -339,7 +342,7 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
                                             n_threads=n_threads,
                                             precision=opts.get("precision", "double"),
                                             subsample=opts["subsample"],
-                                            callback=each or callback)
+                                            callback=each or callback, progress=progress)
         stats["setup_seconds"] += t_prep
         stats["seconds"] += t_prep
         return EigenProResult(alpha=alpha[:, 0].copy() if single else alpha,
@@ -501,9 +504,15 @@ def train_eigenpro(y, X, param, n_jobs=None, sample_weight=None, callback=None):
         Y[np.arange(n), index] = 1.0
     else:
         Y = y
-    res = fit_eigenpro(Xc, Y, kernel_type=int(param.kernel_type), gamma=gamma,
-                       degree=int(param.degree), coef0=float(param.coef0), options=opts,
-                       seed=int(param.seed), n_jobs=n_jobs, callback=callback)
+    progress = None if param.quiet else Progress(param.solver)
+    try:
+        res = fit_eigenpro(Xc, Y, kernel_type=int(param.kernel_type), gamma=gamma,
+                           degree=int(param.degree), coef0=float(param.coef0), options=opts,
+                           seed=int(param.seed), n_jobs=n_jobs, callback=callback,
+                           progress=progress)
+    finally:
+        if progress is not None:
+            progress.close()
     fitted = param.copy(gamma=float(gamma))
     stats = dict(res.stats)
     idx = res.centres if res.centres is not None else np.arange(n, dtype=np.intp)
