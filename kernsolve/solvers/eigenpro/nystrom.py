@@ -464,8 +464,9 @@ def _solve(kern, Y, S, C, lam, iterations, cache_mb, pool, precision, subsample,
                             rows_at=S)
     t_setup = time.perf_counter() - t0
     if progress is not None:       # the first pass, then one a CG iteration
+        share_of_run = _share_of_run(blocks, kern.X.shape[1], Y.shape[1], iterations)
         blocks.report = lambda done, share: progress(
-            {"n_iter": done, "max_iter": iterations, "fraction": (done + share) / (iterations + 1),
+            {"n_iter": done, "max_iter": iterations, "fraction": share_of_run(done, share),
              "n_kernel_evals": blocks.n_evals})
     floor = BREAKDOWN_FLOOR[blocks.work]
     r = blocks.apply(None, Y) / n
@@ -514,6 +515,23 @@ def _solve(kern, Y, S, C, lam, iterations, cache_mb, pool, precision, subsample,
         "precision": precision,
         "blocks": blocks,
     }
+
+
+def _share_of_run(blocks, d, c, iterations):
+    """The share of a run's work done after ``share`` of pass ``done`` (0:
+    the first pass), for the time left: a kernel value costs about d
+    multiply-adds to compute, c to use in a product.  The first pass computes
+    every block and makes one product; each iteration makes two and computes
+    the blocks the cache does not keep (so its ETA is not the first pass's)."""
+    n = len(blocks.starts)
+    first = n * (d + c)
+    later = n * 2 * c + (n - blocks.keep) * d
+    total = first + iterations * later
+
+    def share_of_run(done, share):
+        work = share * first if done == 0 else first + (done - 1 + share) * later
+        return min(1.0, work / total)
+    return share_of_run
 
 
 def _drift(kern, C, Y, alpha, blocks):
