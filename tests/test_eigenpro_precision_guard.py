@@ -129,3 +129,25 @@ def test_a_breakdown_in_double_stops_with_the_option_named(monkeypatch):
     y = np.sign(X[:, 0])
     with pytest.raises(ValueError, match=r"conjugate gradient broke down .*--lambda"):
         kernsolve.train(y, X, "--solver eigenpro --centers 40 -q")
+
+
+def test_a_refit_does_not_hold_the_low_precision_blocks(shared, tmp_path, monkeypatch):
+    # 120,000 augmented rows refitted in double held the float16 and float32
+    # blocks too (14 GB where one precision took 5.7).  When the refit's
+    # solve starts, the blocks of the precision it replaces are gone (no gc
+    # forced: reference counting alone frees them).
+    import weakref
+    src = tmp_path / "train"
+    src.write_bytes(shared.lines("ijcnn1", 3000))
+    y, X = kernsolve.read_problem(str(src))
+    solve, seen = nystrom._solve, []
+
+    def watched(*args, **kwargs):
+        assert all(ref() is None for ref in seen), "the previous precision's blocks live on"
+        alpha, stats = solve(*args, **kwargs)
+        seen.append(weakref.ref(stats["blocks"]))
+        return alpha, stats
+
+    monkeypatch.setattr(nystrom, "_solve", watched)
+    model, said = _fit(y, X, "--solver eigenpro --centers 300 --precision half")
+    assert len(seen) == 3 and model.stats["refitted_from"] == "half"

@@ -419,6 +419,7 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
                            "with the kernel in double")
             if why is None:
                 break
+            blocks = None       # the refit's blocks replace these, not join them
             fitted = FALLBACK[fitted]
             warnings.warn(f"EigenPro --centers: --precision {stats['precision']} does not "
                           f"hold here ({why}); refitting in {fitted} precision (a larger "
@@ -500,6 +501,7 @@ def _solve(kern, Y, S, C, lam, iterations, cache_mb, pool, precision, subsample,
         t_first = time.perf_counter() - t0 - t_setup
         alpha, residual, done, breakdown = _conjugate_gradient(H, r, iterations, user,
                                                                lambda a: a, pre, floor)
+    blocks.report = None        # (the closure refers to the blocks: no cycle kept)
     return alpha, {
         "n_iter": done,
         "epochs": done,
