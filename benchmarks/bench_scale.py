@@ -38,7 +38,9 @@ word winning, e.g. ``--options dsg="-g median"``).  scikit-learn's linear
 models run with their defaults (what a user gets from ``SGDClassifier()``
 and ``LinearSVC()``; ``random_state=0``), on the same gamma.
 
-Data sets (``--datasets``):
+Data sets (``--datasets``; ``--train-file PATH`` replaces one data set's
+training file, e.g. Fashion-MNIST augmented by ``make_big_file.py``, and keeps
+its real test file):
 
 =======  ======================================================  ==================
  name    files (from ``KERNSOLVE_SHARED_DATA``, default            options
@@ -464,6 +466,9 @@ def main(argv=None):
     ap.add_argument("--methods", default=",".join(METHODS),
                     help=f"comma-separated, from {', '.join(METHODS)}")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--train-file", default=None,
+                    help="a LIBSVM file that replaces the data set's training file "
+                         "(benchmarks/make_big_file.py's augmented rows); the test file stays")
     ap.add_argument("--quick", action="store_true",
                     help="first --rows training and test rows, small budgets")
     ap.add_argument("--dense", action="store_true",
@@ -523,10 +528,16 @@ def main(argv=None):
         print(f"# bench_scale: {args.run_id} {what}, {args.threads} threads; load average "
               f"{load_average():.1f}", flush=True)
     rows = []
+    if args.train_file and len(datasets) != 1:
+        ap.error("--train-file replaces one data set's training file: give one --datasets")
     for name in ([] if args.tables_only else datasets):
         cfg = DATASETS[name]
+        if args.train_file:     # e.g. make_big_file.py's rows; the test file stays
+            cfg = dict(cfg, train_path=os.path.abspath(args.train_file))
         train, test = prepare(args.workdir, cfg, n_rows)
         data = name + (f"[:{n_rows}]" if n_rows else "") + ("+dense" if args.dense else "")
+        if args.train_file:
+            data += f"({os.path.basename(args.train_file)})"
         for method in methods:
             rows += run_method(method, cfg, train, test, args, data, n_rows)
     if args.json:

@@ -91,9 +91,10 @@ def holdout_split(n, seed=SPLIT_SEED):
 
 def prepare(workdir, cfg, n_rows=None):
     """The training and test files of a problem (decompressed, labels mapped,
-    split, sliced to the first n_rows lines each), made once in workdir."""
+    split, sliced to the first n_rows lines each), made once in workdir;
+    ``cfg["train_path"]``, if given, is the training file itself."""
     name = cfg["name"]
-    full_train = os.path.join(workdir, f"{name}.train")
+    full_train = cfg.get("train_path") or os.path.join(workdir, f"{name}.train")
     full_test = os.path.join(workdir, f"{name}.test")
     if not (os.path.exists(full_train) and os.path.exists(full_test)):
         # Streamed, so this process stays small (its peak RSS is the floor of
@@ -115,7 +116,8 @@ def prepare(workdir, cfg, n_rows=None):
                 source(cfg["train"], cfg.get("train_rows"))) if not is_test[k]))
         else:
             _write(full_test, source(cfg["test"]))
-            _write(full_train, source(cfg["train"], cfg.get("train_rows")))
+            if "train_path" not in cfg:     # (a training file of the caller's own)
+                _write(full_train, source(cfg["train"], cfg.get("train_rows")))
     if not n_rows:
         return full_train, full_test
     out = []
