@@ -327,7 +327,10 @@ def test_stream_peak_memory_is_one_window_not_the_file(generator, fm, tmp_path):
         windows = _peak_mib(args + ["--chunk-mb", str(window), big, tmp_path / "w.model"],
                             cwd)
     assert memory[1] - memory[0] > 0.75 * growth, memory
-    assert abs(stream[1] - stream[0]) < 0.05 * growth, stream
+    # a quarter of the growth (~12 MiB): what held the file would differ by all
+    # of it (~47 MiB); allocator and thread-stack noise on a busy machine, a
+    # few MiB, stays well inside (the margin was 2.3 MiB)
+    assert abs(stream[1] - stream[0]) < 0.25 * growth, stream
     assert windows < memory[0] + 0.25 * window, (windows, memory)
 
 
