@@ -696,10 +696,23 @@ def _check(param, n_features=None):
     if not 0 <= int(seed) < 2 ** 64:
         raise ValueError(f"--seed: must be in [0, 2**64), got {seed}")
     param.solver_options()        # declared, typed and in range (the spec's check)
+    _check_used_letters(param)
     if n_features is not None:
         if isinstance(n_features, bool) or not hasattr(n_features, "__index__") \
                 or n_features < 0:
             raise ValueError(f"n_features must be a non-negative integer, got {n_features!r}")
+
+
+def _check_used_letters(param):
+    """Refuse a LIBSVM letter the solver does not use (its spec's ``ignores``)
+    when given a value other than its default: it would change nothing."""
+    spec = spec_for(param.solver)
+    for letter, what in spec.ignored(param.solver).items():
+        field_name, opt = _LETTERS[letter]
+        value = getattr(param, field_name)
+        if value != opt.default:
+            shown = int(value) if opt.kind == "bool" else exact_number(value)
+            raise ValueError(f"-{letter} {shown}: --solver {param.solver} does not use {what}")
 
 
 def _check_median_gamma(param, t):

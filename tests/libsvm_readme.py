@@ -23,8 +23,11 @@ _NOT_RUNNABLE = re.compile(r"libsvm\.svm_|from libsvm\.svm import|gen_svm_nodear
 
 
 def readme_text():
-    """libsvm-official's README (its package metadata's description)."""
-    return importlib.metadata.metadata("libsvm-official").get_payload()
+    """libsvm-official's README (its package metadata's description: the body
+    of METADATA after the headers; read as text, since a parsed message's
+    payload can come back empty once other packages have used ``email``)."""
+    text = importlib.metadata.distribution("libsvm-official").read_text("METADATA")
+    return text.split("\n\n", 1)[1]
 
 
 def _sections(text):
