@@ -26,7 +26,8 @@ The commands: kernsolve-train, kernsolve-predict, kernsolve-scale, kernsolve-gri
 
 def demo(argv):
     """The demo run, for :func:`main` (``argv``: only --help or --version)."""
-    options, positional = split_options(argv)
+    # every option is a flag here: --vesion is an unknown option, not one missing a value
+    options, positional = split_options(argv, flags=[a for a in argv if a.startswith("-")])
     if options:
         raise UsageError(f"unknown option: {options[0][0]}")
     if positional:
