@@ -107,7 +107,7 @@ def test_python_m_kernsolve_explains_itself(tmp_path):
         proc = run_main_module(flag, cwd=tmp_path)
         assert (proc.returncode, proc.stderr) == (0, "")
         assert proc.stdout == main_module.USAGE
-        assert proc.stdout.startswith("Usage: python -m kernsolve [--help] [--version]\n")
+        assert proc.stdout.startswith("Usage: python -m kernsolve [--help] [--version] [--docs]\n")
         assert "heart_scale" in proc.stdout and "kernsolve-train" in proc.stdout
     proc = run_main_module("--version", cwd=tmp_path)
     assert (proc.returncode, proc.stdout, proc.stderr) == (
