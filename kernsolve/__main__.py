@@ -45,13 +45,14 @@ def demo(argv):
     """The demo run, for :func:`main` (``argv``: only --help, --version or --docs)."""
     # every option is a flag here: --vesion is an unknown option, not one missing a value
     options, positional = split_options(argv, flags=[a for a in argv if a.startswith("-")])
-    if [name for name, _ in options] == ["--docs"] and not positional:
-        print(docs_location())
-        return 0
-    if options:
-        raise UsageError(f"unknown option: {options[0][0]}")
+    unknown = [name for name, _ in options if name != "--docs"]
+    if unknown:
+        raise UsageError(f"unknown option: {unknown[0]}")
     if positional:
         raise UsageError(f"unexpected argument {positional[0]!r} (it takes none)")
+    if options:
+        print(docs_location())
+        return 0
     path = kernsolve.dataset_path("heart_scale")
     y, X = kernsolve.read_problem(path)
     n_train = 200
