@@ -1,12 +1,14 @@
 """kernsolve.SVC in a scikit-learn Pipeline, tuned by GridSearchCV.
 
-Run:  python examples/sklearn_pipeline.py
+Run:  python examples/sklearn_pipeline.py   (no options; --help prints this)
 
 Needs scikit-learn (kernsolve itself does not).  Uses heart_scale, the small
 LIBSVM example file bundled with kernsolve (270 rows, 13 features, labels
 -1/+1).  kernsolve.SVC takes the same parameters as sklearn.svm.SVC, so the
 grid below would run unchanged with scikit-learn's class.
 """
+import argparse
+
 import numpy as np
 from sklearn.model_selection import GridSearchCV, train_test_split
 from sklearn.pipeline import Pipeline
@@ -15,7 +17,8 @@ from sklearn.preprocessing import StandardScaler
 import kernsolve
 
 
-def main():
+def main(argv=None):
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args(argv)
     y, X = kernsolve.read_problem(kernsolve.dataset_path("heart_scale"))
     X = X.toarray()               # read_problem gives CSR; the scaler wants dense
     X_train, X_test, y_train, y_test = train_test_split(

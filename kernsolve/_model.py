@@ -26,7 +26,7 @@ from ._fileutil import output_file
 from ._constants import (CLASSIFICATION, COEF0_KERNELS, GAMMA_KERNELS,
                          KERNEL_NAMES as KERNELS, ONE_CLASS, POLY, PRECOMPUTED, REGRESSION,
                          SVM_TYPE_NAMES as SVM_TYPES)
-from ._model_kind import ModelKind
+from ._model_kind import CallableFlag, ModelKind
 from ._model_text import (ModelHeader, float_text, format_sv_rows, label_text, parse_int,
                           read_vector_bytes, read_vector_lines, split_lines)
 from ._params import Parameters
@@ -104,13 +104,18 @@ class Model:
 
     @property
     def is_probability_model(self):
-        """True when the model can give probabilities (LIBSVM's svm_check_probability_model)."""
+        """True when the model can give probabilities (LIBSVM's svm_check_probability_model).
+
+        A :class:`~kernsolve._model_kind.CallableFlag`: ``m.is_probability_model``
+        and libsvm's spelling ``m.is_probability_model()`` both work."""
         s = self.param.svm_type
         if s in CLASSIFICATION:
-            return self.prob_a is not None and self.prob_b is not None
-        if s in REGRESSION:
-            return self.prob_a is not None
-        return self.prob_density_marks is not None
+            flag = self.prob_a is not None and self.prob_b is not None
+        elif s in REGRESSION:
+            flag = self.prob_a is not None
+        else:
+            flag = self.prob_density_marks is not None
+        return CallableFlag(flag)
 
     def __repr__(self):
         p = self.param

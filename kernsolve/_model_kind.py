@@ -23,7 +23,29 @@ from abc import ABC, abstractmethod
 
 from ._fileutil import output_file
 
-__all__ = ["ModelKind"]
+__all__ = ["ModelKind", "CallableFlag"]
+
+
+class CallableFlag(int):
+    """A yes/no answer that reads both as a property and as libsvm's method.
+
+    ``model.is_probability_model`` has been kernsolve's property (a bool);
+    libsvm's ``svm_model.is_probability_model()`` is a method.  The flag is an
+    int equal to 0 or 1, true or false under ``if`` and ``==``, and calling it
+    gives the plain bool, so both spellings work (``flag is True`` does not:
+    it is not the bool object).
+    """
+
+    def __new__(cls, value):
+        return super().__new__(cls, bool(value))
+
+    def __call__(self):
+        return bool(self)
+
+    def __repr__(self):
+        return repr(bool(self))
+
+    __str__ = __repr__
 
 
 class ModelKind(ABC):

@@ -11,6 +11,7 @@ The solver names, their options and ``-g median`` come from that registry,
 which is plain data: importing it loads no solver and imports nothing of
 kernsolve's, so this module can read it although the solvers import this one.
 """
+import difflib
 import math
 import re
 import shlex
@@ -527,7 +528,7 @@ def _from_tokens(argv):
             i += 2
             continue
         if letter not in _LETTERS or len(tok) != 2:
-            raise ValueError(f"unknown option: {tok}")
+            raise ValueError(unknown_option(tok))
         name, opt = _LETTERS[letter]
         if i + 1 >= n:
             raise ValueError(f"{tok}: missing value")
@@ -554,6 +555,28 @@ def _from_tokens(argv):
     return param
 
 
+def did_you_mean(token, known):
+    """`` (did you mean --epochs?)`` for an option close to one of ``known``
+    (difflib's ratio >= 0.75: a letter or two mistyped, left out or added),
+    else "".  Single letters are never close to each other (``-z`` is not
+    ``-s``)."""
+    match = difflib.get_close_matches(token, sorted(set(known)), n=1, cutoff=0.75)
+    return f" (did you mean {match[0]}?)" if match else ""
+
+
+def grammar_option_names():
+    """Every option the grammar knows: LIBSVM's letters, kernsolve's long
+    options and every solver's options."""
+    names = ["-" + k for k in _LETTERS] + ["--" + k for k in _LONG] + \
+        ["--" + k for k in _LONG_FLAGS]
+    return names + ["--" + o for s in solver_names() for o in option_names(s)]
+
+
+def unknown_option(token):
+    """``unknown option: --epoch (did you mean --epochs?)``."""
+    return f"unknown option: {token}{did_you_mean(token, grammar_option_names())}"
+
+
 def _unknown_solver(name):
     return f"--solver: unknown solver {name!r} (known: {', '.join(solver_names())})"
 
@@ -565,7 +588,7 @@ def _set_extra(param, name, value):
         if owners:
             raise ValueError(f"--{dashed}: not an option of solver {param.solver!r} "
                              f"(it belongs to {', '.join(owners)})")
-        raise ValueError(f"unknown option: --{dashed}")
+        raise ValueError(unknown_option(f"--{dashed}"))
     if isinstance(value, str):
         try:
             value = _typed_extra(value)
@@ -696,10 +719,23 @@ def _check(param, n_features=None):
     if not 0 <= int(seed) < 2 ** 64:
         raise ValueError(f"--seed: must be in [0, 2**64), got {seed}")
     param.solver_options()        # declared, typed and in range (the spec's check)
+    _check_used_letters(param)
     if n_features is not None:
         if isinstance(n_features, bool) or not hasattr(n_features, "__index__") \
                 or n_features < 0:
             raise ValueError(f"n_features must be a non-negative integer, got {n_features!r}")
+
+
+def _check_used_letters(param):
+    """Refuse a LIBSVM letter the solver does not use (its spec's ``ignores``)
+    when given a value other than its default: it would change nothing."""
+    spec = spec_for(param.solver)
+    for letter, what in spec.ignored(param.solver).items():
+        field_name, opt = _LETTERS[letter]
+        value = getattr(param, field_name)
+        if value != opt.default:
+            shown = int(value) if opt.kind == "bool" else exact_number(value)
+            raise ValueError(f"-{letter} {shown}: --solver {param.solver} does not use {what}")
 
 
 def _check_median_gamma(param, t):

@@ -28,10 +28,8 @@ for _name in SWAPPED:
     setattr(sklearn.svm, _name, getattr(kernsolve, _name))
 
 # The deliberate differences (doc/estimators.md, "Differences from scikit-learn").
-_DEFAULT_FALSE = ("kernsolve's default is probability=False, not a hidden 'deprecated' "
-                  "marker, so an explicit probability=False cannot be told from the "
-                  "default: kernsolve emits scikit-learn 1.9's FutureWarning for "
-                  "probability=True only")
+_KEEPS_PROBABILITY = ("kernsolve keeps probability (and probA_/probB_), which "
+                      "scikit-learn 1.9 deprecated: it gives no FutureWarning")
 _SCALE_OVERFLOW = ("kernsolve refuses X before training when gamma='scale' needs X.var() "
                    "and it overflows float64, naming that cause; scikit-learn trains a "
                    "NaN model and refuses it afterwards ('The dual coefficients or "
@@ -44,7 +42,8 @@ _WRONG_SHAPE = ("kernsolve refuses at fit a callable kernel whose matrix does no
 #: (test file, test function, regular expression its parameter id must match
 #: or None for every parametrization, reason)
 EXPECTED_FAILURES = (
-    ("test_svm.py", "test_probability_raises_futurewarning", r"^False-", _DEFAULT_FALSE),
+    ("test_svm.py", "test_probability_raises_futurewarning", None, _KEEPS_PROBABILITY),
+    ("test_svm.py", "test_svc_nusvc_probA_probB_deprecated", None, _KEEPS_PROBABILITY),
     ("test_svm.py", "test_svc_nonfinite_params", None, _SCALE_OVERFLOW),
     ("test_svm.py", "test_svr_errors", None, _WRONG_SHAPE),
 )

@@ -57,6 +57,8 @@ NOT_KERNSOLVE = {
     "--NAME": "placeholder: a solver's own options",
     "-ffast-math": "a compiler flag",
     "-fopenmp": "a compiler flag",
+    "-g0": "a compiler flag (install.md: release builds)",
+    "-S": "an option of `readelf` (install.md)",
     "--nthreads": "an option of `dask worker`",
     "--nworkers": "an option of `dask worker`",
     "--kernsolve-path": "an option of benchmarks/bench_*.py",

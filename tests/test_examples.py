@@ -79,3 +79,47 @@ def test_every_writing_example_takes_out_dir():
         writes = "savefig(" in text or ', "w"' in text or "save_model(" in text
         if writes:
             assert "_output.add_argument" in text, f"{path} writes files without --out-dir"
+
+
+# --------------------------------------------------------------------------
+# every example answers --help and uses kernsolve's public API only
+# --------------------------------------------------------------------------
+
+SCRIPTS = sorted(os.path.basename(p) for p in glob.glob(os.path.join(EXAMPLES, "*.py"))
+                 if not os.path.basename(p).startswith("_"))
+# Still on internals: their figures trace the test error at every check of
+# one run through the compiled solvers' own traces, which no public call gives.
+ON_INTERNALS = {"sbp_vs_baselines.py", "dsg_udsg_cdsg.py"}
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_example_answers_help(script, tmp_path):
+    proc = subprocess.run([sys.executable, os.path.join(EXAMPLES, script), "--help"],
+                          cwd=tmp_path, env=package_env(MPLBACKEND="Agg"),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"usage: {script} ")
+    assert os.listdir(tmp_path) == []            # --help runs nothing, writes nothing
+
+
+def _private_imports(path):
+    """The kernsolve modules a script imports that are not public: a name
+    part with a leading underscore, or the solvers' packages."""
+    import ast
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names += [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+    return sorted({n for n in names if n.split(".")[0] == "kernsolve" and (
+        any(part.startswith("_") for part in n.split(".")) or n.startswith("kernsolve.solvers"))})
+
+
+@pytest.mark.parametrize("script", [
+    pytest.param(s, marks=pytest.mark.xfail(strict=True, reason="per-check traces of the "
+                                            "compiled solvers: not on the public API yet"))
+    if s in ON_INTERNALS else s for s in SCRIPTS])
+def test_example_uses_the_public_api_only(script):
+    assert _private_imports(os.path.join(EXAMPLES, script)) == []

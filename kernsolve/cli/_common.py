@@ -9,6 +9,7 @@ import atexit
 import contextlib
 import errno
 import os
+import re
 import stat
 import sys
 import threading
@@ -50,6 +51,30 @@ def version_line(prog):
     if prog == "kernsolve":
         return f"kernsolve {__version__}\n"
     return f"{prog} (kernsolve) {__version__}\n"
+
+
+def help_pointer(prog):
+    """The line after a command-line error (the usage itself only when no
+    argument was given, as LIBSVM's tools print it): the error stays the
+    line the user sees, not one scrolled away above 45 lines of usage."""
+    command = "python -m kernsolve" if prog == "kernsolve" else prog
+    return f"Run '{command} --help' for the options.\n"
+
+
+# an option as a usage text names it: at a word start, not inside "exp(-gamma"
+_USAGE_OPTION = re.compile(r"(?<![\w(-])(--?[a-zA-Z][\w-]*)")
+
+
+def _usage_error_line(exc, usage):
+    """The error's one line; an unknown option gets its "did you mean" from the
+    options the command's usage names (instead of the grammar's parser's)."""
+    text = _one_line(exc)
+    if text.startswith("unknown option: "):
+        token = text[len("unknown option: "):].split()[0]
+        # the command's own options too (--stream), which the grammar's do not hold
+        text = "unknown option: " + token + _params.did_you_mean(
+            token, _USAGE_OPTION.findall(usage))
+    return text
 
 
 def _one_line(text):
@@ -121,7 +146,8 @@ def _run(main, argv, prog, usage, debug):
         return 0
     except UsageError as exc:
         _flush_stdout_quietly()
-        sys.stderr.write(f"{prog}: {_one_line(exc)}\n{usage}")
+        sys.stderr.write(f"{prog}: {_usage_error_line(exc, usage)}\n"
+                         + (usage if not argv else help_pointer(prog)))
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         _flush_stdout_quietly()

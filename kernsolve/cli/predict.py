@@ -13,6 +13,7 @@ import numpy as np
 from .._constants import CLASSIFICATION, ONE_CLASS, REGRESSION
 from .._fileutil import open_read, output_file
 from .._model import is_model_start, load_model
+from .._model_kind import CallableFlag
 from .._predict import predict_rows
 from ._common import (CommandError, UsageError, c_divide, check_input_path,
                       check_output_path, end_process, parse_int, read_data, regression_summary,
@@ -43,8 +44,8 @@ def supports_probability(model):
     if getattr(model, "param", None) is None:      # DSG: logistic / softmax losses
         return bool(getattr(model, "has_probability", False))
     flag = getattr(model, "is_probability_model", None)
-    if isinstance(flag, bool):
-        return flag
+    if isinstance(flag, (bool, CallableFlag)):
+        return bool(flag)
     svm_type = model.param.svm_type
     if svm_type in CLASSIFICATION:
         return model.prob_a is not None and model.prob_b is not None \

@@ -87,7 +87,7 @@ kernsolve options:
 --threads n : number of threads; negative counts back from all cores (default: all cores)
 --seed s : seed of the random numbers (folds, probability CV, sampling) (default 0)
 --bias 0|1 : whether the decision function has a bias term (default 1)
---name value : solver options of the chosen solver (see the documentation):
+--name value : solver options of the chosen solver (documentation: python -m kernsolve --docs):
 {_solver_options_usage()}-g median : ({', '.join(median_gamma_solvers())}) gamma by the median trick
 --stream : (--solver {_or(_STREAMS)}) train from the file read in byte windows, never all in memory
 --libsvm-folds : draw the -v folds and the -b 1 internal folds as svm-train does on Linux

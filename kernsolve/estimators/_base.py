@@ -14,6 +14,7 @@ checker (``_parameter_constraints``, :class:`Interval`, :class:`StrOptions`,
 scikit-learn's messages: X, y, sample weights, class labels, feature names.
 """
 import functools
+import html
 import inspect
 import sys
 import warnings
@@ -365,6 +366,16 @@ class BaseEstimator:
             if not same:
                 parts.append(f"{name}={value!r}")
         return f"{type(self).__name__}({', '.join(parts)})"
+
+    def _repr_html_(self):
+        """The notebook's view: scikit-learn's estimator diagram when scikit-learn
+        can be imported (as a scikit-learn estimator shows), else the repr."""
+        try:
+            # called by notebooks only, so importing it here adds no dependency
+            from sklearn.utils import estimator_html_repr
+        except ImportError:
+            return f"<pre>{html.escape(repr(self))}</pre>"
+        return estimator_html_repr(self)
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "model_")

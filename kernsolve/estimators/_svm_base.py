@@ -20,7 +20,7 @@ from .._constants import ESTIMATOR_KERNELS as _KERNELS
 from .._constants import GAMMA_KERNELS, PRECOMPUTED
 from .._kernels import Canonical
 from .._api import train
-from .._errors import IterationLimitWarning, sklearn_version, twin
+from .._errors import IterationLimitWarning, twin
 from .._model import _check_model
 from .._params import Parameters, letter_option, option_key
 from .._predict import decision_function, ovo_vote, predict_probability
@@ -46,9 +46,9 @@ def _status(stats):
     return stats.get("status", "ok")
 
 
-# The version of scikit-learn from which its SVC and NuSVC emit these
-# FutureWarnings; kernsolve emits them when the program uses that scikit-learn.
-_PROBABILITY_DEPRECATED = (1, 9)
+# scikit-learn 1.9 deprecated SVC's and NuSVC's ``probability`` (and
+# ``probA_``/``probB_``) with FutureWarnings; kernsolve keeps them and does not
+# warn: a kernsolve user's probability=True keeps working (issue 36).
 
 
 def _driver_solvers(svm_type):
@@ -412,14 +412,6 @@ def _check_proba(est):
     return True
 
 
-def _probability_deprecated():
-    """Whether the scikit-learn in use deprecates SVC's ``probability`` (and
-    ``probA_``/``probB_``): kernsolve keeps them, but warns its users as
-    scikit-learn does that their code will not run on its later versions."""
-    version = sklearn_version()
-    return version is not None and version >= _PROBABILITY_DEPRECATED
-
-
 def _shown_class_weight(value):
     return repr(value) if isinstance(value, str) else type_name(value)
 
@@ -493,13 +485,6 @@ class _BaseSVC(_BaseSVM):
                                  f"sample weights (its problem has one budget for all "
                                  f"points); use solver='smo'")
         seed = seed_of(self.random_state)
-        if self.probability and _probability_deprecated():
-            warnings.warn(f"The `probability` parameter was deprecated in scikit-learn 1.9 "
-                          f"and will be removed there in 1.11: code that must also run "
-                          f"with sklearn.svm.{name} can use "
-                          f"`CalibratedClassifierCV({name}(), ensemble=False)` instead of "
-                          f"`{name}(probability=True)` (kernsolve.{name} keeps it)",
-                          FutureWarning, stacklevel=2)
 
         # Rows grouped by class in sorted order (stable): kernsolve's label
         # order (first appearance) becomes the sorted order of classes_.
@@ -542,10 +527,6 @@ class _BaseSVC(_BaseSVM):
 
     def _prob_attribute(self, name):
         self._check_is_fitted()
-        if _probability_deprecated():
-            warnings.warn(f"Attribute `{name}_` was deprecated in scikit-learn 1.9 and will "
-                          f"be removed there in 1.11, with the `probability=True` option "
-                          f"(kernsolve keeps both)", FutureWarning, stacklevel=3)
         return getattr(self, f"_{name}")
 
     @property

@@ -79,10 +79,9 @@ class SVC(_BaseSVC):
     shrinking : bool, default=True
     probability : bool, default=False
         Fit Platt sigmoids on 5 internal folds (drawn from kernsolve's seeded
-        RNG with ``random_state``) so ``predict_proba`` is available.  With
-        scikit-learn 1.9 or later in use, True (and reading ``probA_``,
-        ``probB_``) gives its FutureWarning: it deprecated them; kernsolve
-        keeps them.
+        RNG with ``random_state``) so ``predict_proba`` is available.
+        scikit-learn 1.9 deprecated the parameter (and ``probA_``,
+        ``probB_``); kernsolve keeps them, without a warning.
     tol : float, default=1e-3
         Stopping tolerance (LIBSVM's ``-e``).
     cache_size : float, default=200

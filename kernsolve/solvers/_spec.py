@@ -249,6 +249,16 @@ def _g(value):
     return str(int(value)) if float(value).is_integer() and math.isfinite(value) else f"{value:g}"
 
 
+def _for_name(table, name):
+    """{letter: text} of a spec's ``ignores``/``maps`` for one solver name."""
+    out = {}
+    for letter, entry in table.items():
+        text, names = (entry, ()) if isinstance(entry, str) else entry
+        if not names or name in names:
+            out[letter] = text
+    return out
+
+
 def _no_options():
     return MappingProxyType({})
 
@@ -290,6 +300,17 @@ class SolverSpec:
     estimator : str or None
         The public estimator class that runs it (``"DSGClassifier"``), named
         in messages that send a user there.
+    ignores : mapping of str to str or (str, tuple)
+        LIBSVM's letters (``"c"``) the solver does not use, each with what
+        ends the sentence "-c: --solver eigenpro does not use ...": the
+        setting and what to give instead; ``(text, names)`` when only some
+        names of the family ignore it.  A value other than the letter's
+        default is refused (``Parameters.check``), so no option is silently
+        without effect.  :meth:`ignored` reads it for one name.
+    maps : mapping of str to str or (str, tuple)
+        LIBSVM's letters the solver turns into a setting of its own, each with
+        the rule (``"lambda = 1/(C n)"``), ``(rule, names)`` as above; its
+        training summary prints it (:meth:`mapping_note`).  :meth:`mapped`.
     """
     names: tuple
     svm_types: frozenset
@@ -305,6 +326,8 @@ class SolverSpec:
     model_kind: Optional[str] = None
     model: Optional[Ref] = None
     estimator: Optional[str] = None
+    ignores: Mapping = field(default_factory=_no_options)
+    maps: Mapping = field(default_factory=_no_options)
 
     def __post_init__(self):
         # frozen: the tables are read-only too
@@ -312,6 +335,19 @@ class SolverSpec:
         # plain ints (SvmType members are ints), so messages print "0", not a name
         object.__setattr__(self, "svm_types", frozenset(int(s) for s in self.svm_types))
         object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
+        object.__setattr__(self, "ignores", MappingProxyType(dict(self.ignores)))
+        object.__setattr__(self, "maps", MappingProxyType(dict(self.maps)))
+        for name in self.names:
+            if set(self.ignored(name)) & set(self.mapped(name)):
+                raise ValueError(f"solver {name!r}: a letter is ignored or mapped, not both")
+
+    def ignored(self, name):
+        """{letter: what} of the LIBSVM letters solver ``name`` does not use."""
+        return _for_name(self.ignores, name)
+
+    def mapped(self, name):
+        """{letter: rule} of the LIBSVM letters solver ``name`` maps."""
+        return _for_name(self.maps, name)
         if self.binary is not None and self.train is not None:
             raise ValueError(f"solver {self.names[0]!r}: give binary or train, not both")
 
@@ -323,6 +359,14 @@ class SolverSpec:
     def uses_driver(self):
         """True when LIBSVM's one-vs-one driver trains it (SMO, or a ``binary``)."""
         return self.train is None
+
+    def mapping_note(self, letter, value, **sizes):
+        """How LIBSVM's ``-letter`` became the solver's setting, for its summary
+        line: ``(from -c 4: lambda = 1/(C n), n = 270)``."""
+        rule = self.maps[letter]
+        rule = rule if isinstance(rule, str) else rule[0]
+        where = "".join(f", {k} = {v}" for k, v in sizes.items())
+        return f"(from -{letter} {exact_number(value)}: {rule}{where})"
 
     def option_names(self, name):
         """The option names (dashed) that solver ``name`` of this family takes."""

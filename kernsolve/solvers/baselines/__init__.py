@@ -20,4 +20,8 @@ SPEC = SolverSpec(
     planned_iterations=Ref(_TRAIN, "planned_iterations"),
     bias=False,
     estimator="SVC",
+    ignores={"e": "a stopping tolerance (it runs --epochs or --iterations steps)",
+             "h": "SMO's shrinking",
+             "c": ("C (the Perceptron has no regularisation)", ("perceptron",))},
+    maps={"c": ("lambda = 1/(C n)", ("pegasos", "sdca"))},
 )

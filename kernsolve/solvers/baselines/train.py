@@ -95,7 +95,9 @@ def train_binary(ctx, rows, target, C):
     n_sv = int(np.count_nonzero(coef))
     n_bsv = int(np.count_nonzero(np.abs(coef) >= Cval)) if name == "sdca" else 0
     ctx.info(f"{_NAMES[name]}: {out['n_iter']} iterations, {out['n_updates']} updates, "
-             f"{out['n_kernel_evals']} kernel evaluations, lambda = {lam:.6g}\n")
+             f"{out['n_kernel_evals']} kernel evaluations, lambda = {lam:.6g}"
+             + (f" {SPEC.mapping_note('c', Cval, n=l)}" if "c" in SPEC.mapped(name) else "")
+             + "\n")
     ctx.info(f"obj = {primal:f}, rho = {0.0:f}\nnSV = {n_sv}, nBSV = {n_bsv}\n")
     stats = {
         "solver": name,

@@ -56,4 +56,7 @@ SPEC = SolverSpec(
     model_kind="dsg",
     model=Ref(__name__ + ".model", "DSGModel"),
     estimator="DSGClassifier",
+    ignores={"e": "a stopping tolerance (it runs --epochs passes)",
+             "h": "SMO's shrinking"},
+    maps={"c": "lambda = 1/(C n)", "n": "lambda = nu (one-class)"},
 )

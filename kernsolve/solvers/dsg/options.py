@@ -12,7 +12,10 @@ features and gamma are known.
 from ..._constants import C_SVC, EPSILON_SVR, FOURIER_KERNELS, ONE_CLASS
 from ..._features import _feature_kernel, _check_gamma
 from ..._random import _uint64
+from . import SPEC
 from .losses import LOSS, default_loss, names
+from ..._params import Parameters
+from .._spec import exact_number
 
 __all__ = ["check_parameters", "default_batch_block", "hyperparameters", "loss_for",
            "feature_gamma"]
@@ -80,7 +83,30 @@ def check_parameters(param):
                          "or softmax, not Platt scaling")
     if param.weight:
         raise ValueError("-w: class weights are not supported by DSG")
+    letter = _lambda_letter(param)
+    if opts["lambda"] is not None and letter is not None:
+        field_name = "nu" if letter == "n" else "C"
+        if getattr(param, field_name) != getattr(Parameters, field_name):
+            raise ValueError(f"-{letter} {exact_number(getattr(param, field_name))}: "
+                             f"--solver {param.solver} takes lambda from --lambda when it "
+                             f"is given; give -{letter} ({SPEC.maps[letter]}) or --lambda")
     return opts
+
+
+def _lambda_letter(param):
+    """The LIBSVM letter lambda comes from when --lambda is not given: -n for
+    novelty detection (the paper's nu), -c otherwise (1/(C n))."""
+    return "n" if _task(param) == "novelty" else "c"
+
+
+def lambda_note(param, n_samples):
+    """The summary's note on where lambda came from (``(from -c 4: lambda =
+    1/(C n), n = 270)``), or "" when --lambda gave it."""
+    if param.solver_options()["lambda"] is not None:
+        return ""
+    if _lambda_letter(param) == "n":
+        return " " + SPEC.mapping_note("n", param.nu)
+    return " " + SPEC.mapping_note("c", param.C, n=n_samples)
 
 
 def hyperparameters(param, n_samples, n_features, loss, gamma):
@@ -89,7 +115,7 @@ def hyperparameters(param, n_samples, n_features, loss, gamma):
     task = _task(param)
     if opts["lambda"] is not None:
         lam = opts["lambda"]
-    elif task == "novelty":
+    elif _lambda_letter(param) == "n":
         lam = float(param.nu)        # the one-class nu is the paper's nu here
     else:
         lam = 1.0 / (param.C * n_samples)

@@ -22,7 +22,8 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from .options import _task, check_parameters, feature_gamma, hyperparameters, loss_for
+from .options import (_task, check_parameters, feature_gamma, hyperparameters, lambda_note,
+                      loss_for)
 from .targets import Targets
 from .trainer import DSGTrainer, _info, _notice_one_class
 from ..._constants import C_SVC, EPSILON_SVR
@@ -70,7 +71,8 @@ def train(y, X, options="", n_jobs=None):
     model.stats["n_threads"] = resolve_n_jobs(n_jobs)
     _info(param, f"optimization finished, #iter = {trainer.n_iter}\n"
                  f"{param.solver}: {model.n_blocks} blocks of {h['block_size']} random "
-                 f"features, gamma = {h['gamma']:g}, lambda = {h['lam']:g}, "
+                 f"features, gamma = {h['gamma']:g}, lambda = {h['lam']:g}"
+                 f"{lambda_note(param, X.shape[0])}, "
                  f"mean training loss = {model.stats['mean_loss']:g}"
                  + (f", {trainer.n_old_updates} old-block updates" if param.solver != "dsg"
                     else "") + "\n" + trainer.kept_note("-m "))

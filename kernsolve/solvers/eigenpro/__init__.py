@@ -5,6 +5,11 @@ eigenpro|kernel-sgd`` (``train.py``, ``features.py``, ``nystrom.py``, ``model.py
 
 No ``check``: beyond each option's declared range, EigenPro's rules need n
 (``M <= n``, ``k < M``); ``train.eigenpro_options`` makes them when it trains.
+
+``-c`` is refused rather than mapped: kernel least squares has no cost, and
+its regularisation is ridge lambda on centres (``--lambda``) and early
+stopping for the expansion (``--epochs``); a C -> lambda rule such as DSG's
+would give ``-c`` a second meaning that the expansion cannot honour.
 """
 from ..._constants import C_SVC, EPSILON_SVR
 from .._spec import Option, Ref, SolverSpec
@@ -47,4 +52,9 @@ SPEC = SolverSpec(
     model_kind="eigenpro",
     model=Ref(__name__ + ".model", "EigenProModel"),
     estimator="EigenProClassifier",
+    ignores={"c": "C (kernel least squares has no cost): regularise with --lambda "
+                  "(with --centers) or fewer --epochs",
+             "e": "a stopping tolerance (it runs --epochs passes)",
+             "h": "SMO's shrinking",
+             "p": "epsilon (it fits squared errors)"},
 )

@@ -18,7 +18,7 @@ from ..._constants import (EPSILON_SVR, GAMMA_KERNELS, KERNEL_NAMES as KERNELS, 
 from ..._kernels import as_canonical, block_rows, tiled_product
 from ..._model_text import (ModelHeader, float_text, format_sv_rows, label_text, parse_floats,
                             read_vector_lines)
-from ..._model_kind import ModelKind
+from ..._model_kind import CallableFlag, ModelKind
 from ..._params import Parameters
 from ..._predict import _prepare_X, _widen
 from ..._sparse import as_csr, issparse, to_scipy
@@ -81,7 +81,7 @@ class EigenProModel(ModelKind):
 
     @property
     def is_probability_model(self):
-        return False
+        return CallableFlag(False)      # as kernsolve.Model's: a property, callable too
 
     def __repr__(self):
         p = self.param

@@ -28,6 +28,7 @@ import warnings
 
 import numpy as np
 
+from . import SPEC
 from ._sbp import solve
 from ..smo._solve import solve as smo_solve
 from ..._kernels import as_canonical, kernel_matrix
@@ -222,8 +223,7 @@ def train_binary(ctx, rows, target, C):
         nu, nu_info = nu_from_c(Xtr, kernel_args, y_pm[train_pos], value,
                                 bias=bool(param.bias), seed=param.seed, eps=param.eps,
                                 cache_mb=param.cache_size, n_threads=ctx.n_threads)
-        ctx.info(f"SBP: nu = {nu:.6g} from C = {value:g} (Lemma 2.1, SMO on "
-                 f"{nu_info['n_sub']} points)\n")
+        ctx.info(f"SBP: nu = {nu:.6g} {SPEC.mapping_note('c', value, n=nu_info['n_sub'])}\n")
 
     max_iter = max(1, int(math.ceil(opts["epochs"] * n_tr)))
     check_every = max(1, n_tr // CHECKS_PER_EPOCH) if held.size else 0
