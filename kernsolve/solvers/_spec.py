@@ -38,7 +38,7 @@ import math
 import numbers
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Callable, Mapping, Optional
+from typing import AbstractSet, Callable, Mapping, Optional
 
 __all__ = ["Option", "Ref", "SolverSpec", "exact_number", "is_real"]
 
@@ -292,7 +292,7 @@ class SolverSpec:
         in messages that send a user there.
     """
     names: tuple
-    svm_types: frozenset
+    svm_types: AbstractSet[int]   # any set; kept as a frozenset of ints
     options: Mapping = field(default_factory=_no_options)
     median_gamma: bool = False
     binary: Optional[Callable] = None
