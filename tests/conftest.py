@@ -41,6 +41,23 @@ def vector_path():
     vector_paths(None)
 
 
+def parametrize_with_sklearn_checks(estimators):
+    """scikit-learn's ``parametrize_with_checks(estimators)``; without
+    scikit-learn, a skip of the one test it decorates (not of its module)."""
+    try:
+        from sklearn.utils.estimator_checks import parametrize_with_checks
+    except ImportError:
+        return pytest.mark.skip(reason="scikit-learn's estimator checks need scikit-learn")
+    return parametrize_with_checks(estimators)
+
+
+@pytest.fixture
+def svmutil():
+    """libsvm-official's ``svmutil`` (the LIBSVM oracle): the test that asks
+    for it skips without it, not its whole module."""
+    return pytest.importorskip("libsvm.svmutil")
+
+
 @pytest.fixture
 def shared():
     """Access to the shared datasets: ``shared.path(name)``, ``shared.lines(name, n)``."""
