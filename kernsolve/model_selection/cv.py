@@ -436,7 +436,7 @@ def cross_validation(y: ArrayLike, X: MatrixLike, options: OptionsLike = "",
     fit_param = fit_parameters(param)
     probability = bool(param.probability) and stratified
     tasks: list[tuple] = [(y, X, sw, fit_param, train_rows(folds, i), folds[i], probability)
-             for i in range(k)]
+                          for i in range(k)]
     task_fn: Callable[..., dict] = fit_predict
     if _probability_folds is not None:
         if len(_probability_folds) != k:
