@@ -31,8 +31,7 @@ from kernsolve._api import train  # noqa: E402
 
 _CACHE = {}
 
-# Regression predictions against LIBSVM's, relative to sum |coef| + |rho|
-# (doc/smo.md, "Byte identity with LIBSVM").
+# Regression predictions against LIBSVM's, relative to sum |coef| + |rho|.
 PREDICT_RTOL = 1e-12
 
 
@@ -226,9 +225,11 @@ def assert_same_as_libsvm(m, model, X, y, Xt, yt, options, K_full=None):
 
     The objective is also recomputed in double precision from both models'
     coefficients with scikit-learn's kernels (an independent formula).
-    Prediction's kernel values are summed in another order than LIBSVM's
-    ``k_function`` (doc/smo.md), so regression predictions are held to
-    PREDICT_RTOL of the sum of |coefficient x kernel value| terms' scale.
+    Held-out predictions come from kernsolve.predict (precomputed kernels)
+    or from this file's numpy decision function on kernsolve's coefficients,
+    whose kernel values are summed in another order than LIBSVM's
+    ``k_function``: regression predictions are held to PREDICT_RTOL of
+    sum |coef| + |rho|.
     """
     s = model.param.svm_type
     t = model.param.kernel_type
