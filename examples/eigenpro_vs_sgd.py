@@ -7,7 +7,8 @@ eigen-directions).  The exact kernel least-squares solution (Cholesky, tiny
 ridge) is printed for reference: EigenPro gets close to it in a few epochs,
 plain SGD does not.
 
-Run:  python examples/eigenpro_vs_sgd.py   (no options; --help prints this)
+Run:  python examples/eigenpro_vs_sgd.py  (--quick: 200 rows, 1 and 2 epochs,
+the setting the test suite runs)
 """
 import argparse
 
@@ -25,9 +26,12 @@ def kernel_ridge(X, y, gamma, lam):
 
 
 def main(argv=None):
-    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args(argv)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="200 rows, 1 and 2 epochs")
+    args = ap.parse_args(argv)
     rng = np.random.default_rng(0)
-    n, gamma = 1000, 20.0
+    n, gamma = (200 if args.quick else 1000), 20.0
+    epoch_counts = (1, 2) if args.quick else (1, 5, 20)
     X = rng.uniform(-1, 1, (n, 1))
     target = lambda x: np.sin(8 * x[:, 0]) + 0.5 * np.sign(x[:, 0])  # noqa: E731
     y = target(X) + 0.1 * rng.standard_normal(n)
@@ -39,9 +43,9 @@ def main(argv=None):
     print(f"exact kernel ridge (lam 1e-6):  test mse {np.mean((K_test @ alpha - yt) ** 2):.4f}")
 
     for solver in ("kernel-sgd", "eigenpro"):
-        for epochs in (1, 5, 20):
+        for epochs in epoch_counts:
             options = (f"-s 3 -g {gamma} --solver {solver} --epochs {epochs} "
-                       "--batch-size 64 --subsample 500 -q")
+                       f"--batch-size 64 --subsample {min(n, 500)} -q")
             if solver == "eigenpro":
                 options += " --eigen-directions 12"
             model = kernsolve.train(y, X, options)

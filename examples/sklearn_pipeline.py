@@ -1,6 +1,7 @@
 """kernsolve.SVC in a scikit-learn Pipeline, tuned by GridSearchCV.
 
-Run:  python examples/sklearn_pipeline.py   (no options; --help prints this)
+Run:  python examples/sklearn_pipeline.py  (--quick: a 2 x 2 grid, 3 folds,
+one process: the setting the test suite runs)
 
 Needs scikit-learn (kernsolve itself does not).  Uses heart_scale, the small
 LIBSVM example file bundled with kernsolve (270 rows, 13 features, labels
@@ -18,7 +19,9 @@ import kernsolve
 
 
 def main(argv=None):
-    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args(argv)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="a 2 x 2 grid, 3 folds, one process")
+    args = ap.parse_args(argv)
     y, X = kernsolve.read_problem(kernsolve.dataset_path("heart_scale"))
     X = X.toarray()               # read_problem gives CSR; the scaler wants dense
     X_train, X_test, y_train, y_test = train_test_split(
@@ -28,12 +31,12 @@ def main(argv=None):
         ("scale", StandardScaler()),
         ("svc", kernsolve.SVC(n_jobs=1)),     # one thread per fit; the grid runs fits in parallel
     ])
-    grid = GridSearchCV(
-        pipe,
-        {"svc__C": [0.1, 1.0, 10.0], "svc__gamma": ["scale", 0.01, 0.1]},
-        cv=5,
-        n_jobs=2,
-    )
+    if args.quick:
+        values, folds, jobs = {"svc__C": [1.0, 10.0], "svc__gamma": ["scale", 0.01]}, 3, 1
+    else:
+        values, folds, jobs = {"svc__C": [0.1, 1.0, 10.0],
+                               "svc__gamma": ["scale", 0.01, 0.1]}, 5, 2
+    grid = GridSearchCV(pipe, values, cv=folds, n_jobs=jobs)
     grid.fit(X_train, y_train)
 
     best = grid.best_estimator_.named_steps["svc"]

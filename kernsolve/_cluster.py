@@ -306,7 +306,7 @@ def dask_predict(X: Any, model: Any, options: str | list[str] | None = "") -> tu
     dask, da = _dask()
     probability, _, n_jobs = _parse_predict_options(options)
     if isinstance(model, (str, bytes, os.PathLike)):
-        model = load_model(model)
+        model = load_model(os.fsdecode(model))
     if not isinstance(model, (Model, ModelKind)):
         raise ValueError(f"model must be a kernsolve model or a model file, "
                          f"got {type(model).__name__}")

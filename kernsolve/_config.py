@@ -1,11 +1,13 @@
 """``kernsolve.show_config()``: how this copy was built and how it will run."""
 import platform
 import sys
+from types import ModuleType
 
 from . import __version__
 from ._core import _parallel
 from ._threads import cpu_count, resolve_n_jobs, wait_policy
 
+_build: ModuleType | None
 try:  # written by setup.py when it builds the core
     from . import _build_config as _build
 except ImportError:  # pragma: no cover - built without setup.py

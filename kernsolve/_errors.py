@@ -53,7 +53,7 @@ class DataConversionWarning(UserWarning):
     """The input had to be reshaped or converted (e.g. a column-vector y)."""
 
 
-_TWINS = {}
+_TWINS: dict[type, type] = {}
 
 
 def twin(cls):

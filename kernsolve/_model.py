@@ -78,9 +78,9 @@ class Model:
     n_support: np.ndarray
     dual_coef: np.ndarray
     rho: np.ndarray
-    prob_a: np.ndarray = None
-    prob_b: np.ndarray = None
-    prob_density_marks: np.ndarray = None
+    prob_a: np.ndarray | None = None
+    prob_b: np.ndarray | None = None
+    prob_density_marks: np.ndarray | None = None
     stats: dict = field(default_factory=dict)
 
     @property

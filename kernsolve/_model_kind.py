@@ -52,7 +52,7 @@ class ModelKind(ABC):
     """A trained model with its own file format (first line ``kernsolve_model <kind>``)."""
 
     #: The word after ``kernsolve_model`` on the first line of the model file.
-    kind = None
+    kind: str | None = None
 
     @abstractmethod
     def to_text(self):

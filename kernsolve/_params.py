@@ -176,7 +176,7 @@ class Parameters:
     svm_type: int = 0            # -s, index into SVM_TYPES
     kernel_type: int = 2         # -t, index into KERNELS
     degree: int = 3              # -d
-    gamma: float = None          # -g; None means 1/num_features at training time
+    gamma: float | None = None   # -g; None means 1/num_features at training time
     coef0: float = 0.0           # -r
     C: float = 1.0               # -c
     nu: float = 0.5              # -n
@@ -190,7 +190,7 @@ class Parameters:
     n_folds: int = 0             # -v (0 = no cross-validation)
     solver: str = DEFAULT_SOLVER  # --solver
     bias: bool = True            # --bias 0|1 (SMO/SBP without the bias term when False)
-    n_jobs: int = None           # --threads
+    n_jobs: int | None = None    # --threads
     seed: int = 0                # --seed
     libsvm_folds: bool = False   # --libsvm-folds (svm-train's glibc rand() folds)
     extra: dict = field(default_factory=dict)  # solver-specific long options

@@ -19,7 +19,7 @@ __all__ = ["Progress", "clear_active"]
 
 # The Progress whose line is open on a terminal, so that other writers to
 # stderr (the command-line tools' warnings) can erase it first.
-_ACTIVE = []
+_ACTIVE: list["Progress"] = []
 
 
 def clear_active():

@@ -19,6 +19,7 @@ import contextlib
 import os
 import threading
 import warnings
+from typing import Any
 
 from . import _wait_policy
 from ._core import _blas, _parallel
@@ -222,7 +223,7 @@ def worker_pool(n_threads, name="worker"):
     return ThreadPoolExecutor(max_workers=n_threads, thread_name_prefix=f"kernsolve-{name}")
 
 
-_SHARED_POOLS = {}
+_SHARED_POOLS: dict[tuple, Any] = {}
 
 
 def shared_pool(n_threads, name="reader"):

@@ -24,7 +24,9 @@ users know.  Thread counts are checked by :mod:`kernsolve._threads`.
 import numbers
 import os
 import warnings
+from types import ModuleType
 
+resource: ModuleType | None
 try:
     import resource
 except ImportError:  # pragma: no cover - not Unix

@@ -41,6 +41,23 @@ def vector_path():
     vector_paths(None)
 
 
+def parametrize_with_sklearn_checks(estimators):
+    """scikit-learn's ``parametrize_with_checks(estimators)``; without
+    scikit-learn, a skip of the one test it decorates (not of its module)."""
+    try:
+        from sklearn.utils.estimator_checks import parametrize_with_checks
+    except ImportError:
+        return pytest.mark.skip(reason="scikit-learn's estimator checks need scikit-learn")
+    return parametrize_with_checks(estimators)
+
+
+@pytest.fixture
+def svmutil():
+    """libsvm-official's ``svmutil`` (the LIBSVM oracle): the test that asks
+    for it skips without it, not its whole module."""
+    return pytest.importorskip("libsvm.svmutil")
+
+
 @pytest.fixture
 def shared():
     """Access to the shared datasets: ``shared.path(name)``, ``shared.lines(name, n)``."""
@@ -113,3 +130,27 @@ def model_bytes_each(setting, values, restore, y, X, options, threads=(1, 2)):
     finally:
         setting(restore)
     return texts
+
+
+# doc/smo.md, "Byte identity with LIBSVM": -b 1's probability numbers against
+# LIBSVM's with the same folds.  Each within PROB_RTOL of its scale: a pair's
+# |probA| + |probB| (B alone can be near 0 while A f is not), SVR's |probA|,
+# the largest |mark| of the one-class density marks.
+PROB_RTOL = 1e-10
+
+
+def assert_probabilities_close(ours, theirs, what=""):
+    """``ours``/``theirs``: dicts of "probA", "probB", "prob_density_marks"
+    (absent or None when the model has none), each an array."""
+    import numpy as np
+    present = {k for k, v in theirs.items() if v is not None}
+    assert present == {k for k, v in ours.items() if v is not None}, what
+    a, b = np.asarray(theirs.get("probA", 0.0)), np.asarray(theirs.get("probB", 0.0))
+    for key in present:
+        x, ref = np.asarray(ours[key], float), np.asarray(theirs[key], float)
+        assert x.shape == ref.shape, (what, key)
+        if key == "prob_density_marks":
+            scale = np.max(np.abs(ref))
+        else:
+            scale = np.abs(a) + (np.abs(b) if "probB" in present else 0.0)
+        assert np.all(np.abs(x - ref) <= PROB_RTOL * scale), (what, key, x, ref)

@@ -22,15 +22,18 @@ from kernsolve import DataFormatError, ModelFormatError
 from kernsolve.solvers import REGISTRY
 from conftest import package_env
 
-distributed = pytest.importorskip("distributed")
-da = pytest.importorskip("dask.array")
-dask = pytest.importorskip("dask")
+
+def _dask():
+    """dask and dask.array: the tests that use them skip without dask, not the
+    module's others (kernel rows, imports, memory)."""
+    return pytest.importorskip("dask"), pytest.importorskip("dask.array")
 
 
 @pytest.fixture(scope="module")
 def client():
     # two worker processes: every model, estimator and partition really is
     # pickled and sent; the client is never the default, tests opt in
+    distributed = pytest.importorskip("distributed")
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                        dashboard_address=None, worker_dashboard_address=None)
     c = distributed.Client(cluster, set_as_default=False)
@@ -93,6 +96,7 @@ def _same(a, b):
 
 @pytest.mark.parametrize("train_options, options", _cases())
 def test_prediction_equals_local_prediction(client, data, train_options, options):
+    dask, da = _dask()
     model = _train(train_options, data)
     Xt = data["Xt"]
     want_labels, _, want_values = kernsolve.predict(None, Xt, model, options + " -q")
@@ -114,6 +118,7 @@ def test_prediction_equals_local_prediction(client, data, train_options, options
 
 
 def test_precomputed_kernel_model(client, data):
+    dask, da = _dask()
     y, X, Xt = data["y"], data["X"], data["Xt"]
     K = np.hstack([np.arange(1, len(y) + 1)[:, None], X @ X.T])
     Kt = np.hstack([np.zeros((len(Xt), 1)), Xt @ X.T])
@@ -126,6 +131,7 @@ def test_precomputed_kernel_model(client, data):
 
 
 def test_without_a_client_the_local_scheduler_gives_the_same_bits(data):
+    dask, da = _dask()
     model = _train("-q -b 1", data)
     want = kernsolve.predict(None, data["Xt"], model, "-b 1 -q")
     labels, values = dask.compute(*kernsolve.dask_predict(
@@ -134,6 +140,7 @@ def test_without_a_client_the_local_scheduler_gives_the_same_bits(data):
 
 
 def test_the_model_enters_the_graph_once(client, data):
+    dask, da = _dask()
     model = _train("-q -b 1", data)
     size = len(pickle.dumps(model))
     X = da.from_array(data["Xt"], chunks=20)                   # 11 partitions
@@ -182,6 +189,7 @@ if __name__ == "__main__":
 def test_the_client_never_opens_the_partitioned_file(data, tmp_path):
     # a fresh client process whose every open() is audited: the workers (other
     # processes) read the file, the client only builds the graph
+    pytest.importorskip("distributed")       # the audited process runs a cluster
     model = _train("-q", data)
     kernsolve.save_model(tmp_path / "m", model)
     script = tmp_path / "audit.py"
@@ -240,6 +248,7 @@ ESTIMATORS = [("DSGClassifier", "dsg"), ("DSGClassifier", "udsg"), ("DSGClassifi
 
 @pytest.mark.parametrize("cls, solver", ESTIMATORS)
 def test_dsg_from_dask_array_partitions_equals_local_partial_fit(client, data, cls, solver):
+    dask, da = _dask()
     y, X = data["y"], data["X"]
     make = lambda: getattr(kernsolve, cls)(solver=solver, random_state=5, gamma=0.5,
                                            batch_size=16, feature_block=8)
@@ -289,6 +298,7 @@ def test_dsg_from_a_partitioned_file_equals_local_partial_fit(client, data):
 
 
 def test_without_a_client_partial_fit_gives_the_same_bits(data):
+    dask, da = _dask()
     y, X = data["y"], data["X"]
     local = kernsolve.DSGClassifier(random_state=1, gamma=0.5)
     for i in range(0, 240, 80):
@@ -300,6 +310,7 @@ def test_without_a_client_partial_fit_gives_the_same_bits(data):
 
 
 def test_a_scikit_learn_incremental_estimator_works_too(data):
+    dask, da = _dask()
     linear_model = pytest.importorskip("sklearn.linear_model")
     y, X = data["y"], data["X"]
     local = linear_model.SGDClassifier(random_state=0)
@@ -315,12 +326,14 @@ def test_a_scikit_learn_incremental_estimator_works_too(data):
 # ---------------------------------------------------------------- bad input
 
 def test_a_missing_model_file_is_named(data, tmp_path):
+    dask, da = _dask()
     missing = str(tmp_path / "no.model")
     with pytest.raises(FileNotFoundError, match="no.model"):
         kernsolve.dask_predict(da.from_array(data["Xt"]), missing)
 
 
 def test_a_corrupt_model_file_is_named_with_its_line(data, tmp_path):
+    dask, da = _dask()
     bad = tmp_path / "bad.model"
     bad.write_text("svm_type c_svc\nkernel_type rbf\nnr_class two\n")
     with pytest.raises(ModelFormatError, match=r"bad\.model:3"):
@@ -328,6 +341,7 @@ def test_a_corrupt_model_file_is_named_with_its_line(data, tmp_path):
 
 
 def test_a_file_not_in_libsvm_format_is_named_with_its_line(client, data, tmp_path):
+    dask, da = _dask()
     lines = open(data["path"], "rb").read().splitlines(keepends=True)
     lines[150] = b"1 3:0.5 this is not libsvm\n"
     bad = tmp_path / "bad.svm"
@@ -342,6 +356,7 @@ def test_a_file_not_in_libsvm_format_is_named_with_its_line(client, data, tmp_pa
 
 
 def test_bad_arguments_get_clear_errors(data, tmp_path):
+    dask, da = _dask()
     model = _train("-q", data)
     X = da.from_array(data["Xt"], chunks=50)
     with pytest.raises(ValueError, match="probability"):

@@ -13,15 +13,10 @@ import warnings
 import numpy as np
 import pytest
 
-sklearn = pytest.importorskip("sklearn")
-from sklearn.base import clone  # noqa: E402
-from sklearn.exceptions import NotFittedError  # noqa: E402
-from sklearn.model_selection import GridSearchCV  # noqa: E402
-from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
-
-import kernsolve  # noqa: E402
-from kernsolve.solvers.dsg.stream import train_file  # noqa: E402
-from kernsolve.estimators.dsg import DSGClassifier, DSGRegressor  # noqa: E402
+from conftest import parametrize_with_sklearn_checks
+import kernsolve
+from kernsolve.solvers.dsg.stream import train_file
+from kernsolve.estimators.dsg import DSGClassifier, DSGRegressor
 
 
 def _a9a(shared, tmp_path, n=600):
@@ -41,7 +36,7 @@ def _housing(shared, n=300):
 # scikit-learn's estimator checks
 # --------------------------------------------------------------------------
 
-@parametrize_with_checks(
+@parametrize_with_sklearn_checks(
     [DSGClassifier(n_jobs=1),
      DSGClassifier(loss="logistic", n_jobs=1),
      DSGClassifier(loss="softmax", kernel="laplacian", average=False, n_jobs=1),
@@ -318,6 +313,8 @@ def test_pickle_predicts_identically_and_resumes(shared, tmp_path):
 
 
 def test_threads_and_clone(shared, tmp_path):
+    clone = pytest.importorskip("sklearn.base").clone
+    NotFittedError = pytest.importorskip("sklearn.exceptions").NotFittedError
     _, X, y = _a9a(shared, tmp_path, 300)
     one = DSGClassifier(gamma=0.05, n_jobs=1).fit(X, y)
     two = clone(one).set_params(n_jobs=2).fit(X, y)
@@ -330,6 +327,7 @@ def test_threads_and_clone(shared, tmp_path):
 
 
 def test_grid_search_two_jobs(shared):
+    GridSearchCV = pytest.importorskip("sklearn.model_selection").GridSearchCV
     X, y = _housing(shared, 200)
     grid = GridSearchCV(DSGRegressor(step=0.5, max_iter=2, n_jobs=1),
                         {"gamma": [0.1, "median"]}, cv=2, n_jobs=2)

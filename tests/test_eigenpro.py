@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 
+from conftest import parametrize_with_sklearn_checks
 import kernsolve
 from kernsolve import Parameters, kernel_matrix
 from kernsolve.solvers.eigenpro._common import KernelBlocks, epoch_order, top_eigensystem
@@ -310,11 +311,7 @@ def test_divergence_is_reported():
 # estimators
 # --------------------------------------------------------------------------
 
-sklearn = pytest.importorskip("sklearn")
-from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
-
-
-@parametrize_with_checks([kernsolve.EigenProRegressor(), kernsolve.EigenProClassifier(),
+@parametrize_with_sklearn_checks([kernsolve.EigenProRegressor(), kernsolve.EigenProClassifier(),
                           kernsolve.EigenProClassifier(features=64, damping=0.25)])
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import package_env, shared_path
+from conftest import SHARED_DATA, package_env, shared_path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples")
@@ -26,7 +26,12 @@ RUNS = {
     "dsg_udsg_cdsg.py": (["--rows", "300", "--test-rows", "200", "--objective-rows", "100",
                           "--epochs", "1", "--checkpoints", "1", "--threads", "1"], "a9a",
                          "dsg_udsg_cdsg"),
+    # plots the JSON rows tracked beside it (no data set)
+    "time_to_accuracy.py": ([os.path.join(EXAMPLES, "time_to_accuracy.json")], None,
+                            "time_to_accuracy"),
 }
+# the printing examples (they write no file), with their quick settings
+PRINTS = {"eigenpro_vs_sgd.py": ["--quick"], "sklearn_pipeline.py": ["--quick"]}
 
 
 def snapshot():
@@ -36,7 +41,7 @@ def snapshot():
 
 def run_example(script, args, cwd):
     env = package_env(MPLBACKEND="Agg")
-    env.setdefault("KERNSOLVE_SHARED_DATA", os.path.dirname(shared_path("a9a")))
+    env.setdefault("KERNSOLVE_SHARED_DATA", os.path.abspath(SHARED_DATA))
     return subprocess.run([sys.executable, os.path.join(EXAMPLES, script), *args], cwd=cwd,
                           env=env, capture_output=True, text=True, timeout=300)
 
@@ -44,7 +49,10 @@ def run_example(script, args, cwd):
 @pytest.mark.parametrize("script", sorted(RUNS))
 def test_example_writes_into_its_output_folder(script, tmp_path):
     args, data, stem = RUNS[script]
-    shared_path(data)
+    if data is not None:
+        shared_path(data)
+    if script == "time_to_accuracy.py":
+        pytest.importorskip("matplotlib")
     before = snapshot()
     proc = run_example(script, args, cwd=tmp_path)         # the default folder
     assert proc.returncode == 0, proc.stderr
@@ -61,6 +69,31 @@ def test_example_writes_into_its_output_folder(script, tmp_path):
         f"error: --out-dir {EXAMPLES}: that is the examples folder, whose files are tracked; "
         "give another folder")
     assert snapshot() == before
+
+
+@pytest.mark.parametrize("script", sorted(PRINTS))
+def test_printing_example_runs_quick(script, tmp_path):
+    """The examples that only print, on their quick settings: they run, write
+    nothing (not even in the folder they run in), and print what they say."""
+    if script == "sklearn_pipeline.py":
+        pytest.importorskip("sklearn")
+    before = snapshot()
+    proc = run_example(script, PRINTS[script], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert os.listdir(tmp_path) == [] and snapshot() == before
+    if script == "eigenpro_vs_sgd.py":
+        # the exact solution's line, then each solver at each epoch count
+        lines = proc.stdout.splitlines()
+        assert lines[0].startswith("exact kernel ridge") and len(lines) == 5, proc.stdout
+    else:
+        # heart_scale held out: far above the majority class's 56 %
+        accuracy = float(proc.stdout.split("test accuracy   :")[1].split()[0])
+        assert accuracy >= 0.7, proc.stdout
+
+
+def test_every_example_runs_in_the_suite():
+    scripts = {os.path.basename(p) for p in glob.glob(os.path.join(EXAMPLES, "*.py"))}
+    assert scripts - {"_output.py"} == set(RUNS) | set(PRINTS)
 
 
 def test_default_output_folder_is_ignored_by_git(tmp_path):

@@ -19,8 +19,6 @@ from kernsolve._model import Model, load_model, save_model
 from kernsolve._params import Parameters
 from kernsolve._sparse import to_scipy
 
-svmutil = pytest.importorskip("libsvm.svmutil")
-load_svmlight_file = pytest.importorskip("sklearn.datasets").load_svmlight_file
 
 _CACHE = {}
 
@@ -28,6 +26,7 @@ _CACHE = {}
 def data(name, n_lines, n_features=None):
     key = (name, n_lines)
     if key not in _CACHE:
+        load_svmlight_file = pytest.importorskip("sklearn.datasets").load_svmlight_file
         X, y = load_svmlight_file(io.BytesIO(shared_lines(name, n_lines)), zero_based=False,
                                   n_features=n_features)
         _CACHE[key] = (y, sp.csr_matrix(X))
@@ -65,6 +64,7 @@ CASES = {
 @pytest.fixture(scope="module")
 def libsvm_files(tmp_path_factory):
     """Each case trained and saved by libsvm-official (once per module)."""
+    svmutil = pytest.importorskip("libsvm.svmutil")
     out = {}
     folder = tmp_path_factory.mktemp("libsvm_models")
     for name, (make, options) in CASES.items():
@@ -169,7 +169,7 @@ def assert_same_fields(a, b):
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_reads_every_number_libsvm_reads(libsvm_files, case):
+def test_reads_every_number_libsvm_reads(svmutil, libsvm_files, case):
     path = libsvm_files[case]
     ours = load_model(path)
     assert_same_fields(our_fields(ours), libsvm_fields(svmutil.svm_load_model(path)))
@@ -178,7 +178,7 @@ def test_reads_every_number_libsvm_reads(libsvm_files, case):
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_libsvm_reads_our_files(libsvm_files, case, tmp_path):
+def test_libsvm_reads_our_files(svmutil, libsvm_files, case, tmp_path):
     path = libsvm_files[case]
     ours = load_model(path)
     out = str(tmp_path / "ours.model")
@@ -248,7 +248,7 @@ def test_precomputed_serials(libsvm_files, tmp_path):
     assert all(ln.split()[-1] == "0:%d" % s for ln, s in zip(body, serials))
 
 
-def test_model_built_in_python_saves_and_libsvm_predicts(tmp_path):
+def test_model_built_in_python_saves_and_libsvm_predicts(svmutil, tmp_path):
     """A Model assembled from arrays (as training does) is a valid LIBSVM model."""
     sv = np.array([[1.0, 0.0, -0.5], [0.0, 2.0, 0.0], [0.25, 0.0, 1.0]])
     model = Model(param=Parameters(kernel_type=2, gamma=0.5), labels=np.array([1.0, -1.0]),
@@ -337,7 +337,7 @@ SV
 """
 
 
-def test_good_hand_written_model(tmp_path):
+def test_good_hand_written_model(svmutil, tmp_path):
     m = load_model(write(tmp_path, GOOD))
     assert m.nr_class == 3 and m.n_sv == 3 and m.n_features == 3
     np.testing.assert_array_equal(m.dual_coef, [[1, -1, -0.5], [0.5, 0.25, -0.25]])
@@ -503,7 +503,7 @@ def test_bulk_reader_equals_line_by_line_reader(libsvm_files, monkeypatch, tmp_p
         assert a.support_vectors.shape == b.support_vectors.shape
 
 
-def test_why_stats_stay_out_of_the_file(libsvm_files, tmp_path, capfd):
+def test_why_stats_stay_out_of_the_file(svmutil, libsvm_files, tmp_path, capfd):
     """LIBSVM's reader refuses an unknown header keyword, so statistics cannot go there."""
     with open(libsvm_files["csvc-linear"]) as f:
         text = f.read()

@@ -22,10 +22,6 @@ import kernsolve._model_text as mt
 from kernsolve import ModelFormatError
 from kernsolve._model import load_model, save_model
 
-svmutil = pytest.importorskip("libsvm.svmutil")
-load_svmlight_file = pytest.importorskip("sklearn.datasets").load_svmlight_file
-
-
 def careful_load(path, monkeypatch):
     with monkeypatch.context() as mp:
         mp.setattr(km, "_load_valid_libsvm_model", lambda raw, fail, n_jobs: None)
@@ -51,6 +47,10 @@ def same_model(a, b):
 
 
 def libsvm_model_file(tmp_path, name, n_lines, options, n_features=None):
+    """A model file LIBSVM wrote (the tests that use it skip without
+    libsvm-official or scikit-learn's reader)."""
+    svmutil = pytest.importorskip("libsvm.svmutil")
+    load_svmlight_file = pytest.importorskip("sklearn.datasets").load_svmlight_file
     X, y = load_svmlight_file(io.BytesIO(shared_lines(name, n_lines)), zero_based=False,
                               n_features=n_features)
     X = sp.csr_matrix(X)

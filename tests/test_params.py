@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from test_model_io import libsvm_serial
+from conftest import libsvm_serial
 import dataclasses
 
 import kernsolve.solvers as solvers
@@ -17,12 +17,11 @@ from kernsolve._params import (KERNELS, SVM_TYPES, Parameters,
                                parse_options, split_arguments)
 from kernsolve.solvers import Option, solver_names
 
-libsvm_svm = pytest.importorskip("libsvm.svm")
-svmutil = pytest.importorskip("libsvm.svmutil")
 
 
 def libsvm_fields(options):
     """What libsvm-official's parser makes of an option string."""
+    libsvm_svm = pytest.importorskip("libsvm.svm")
     p = libsvm_svm.svm_parameter(options)
     weights = {}
     for i in range(p.nr_weight):
@@ -182,7 +181,7 @@ def test_error_messages(options, message):
 
 @pytest.mark.parametrize("options", ["-c -1", "-c 0", "-s 1 -n 0", "-s 2 -n 1.5", "-e 0",
                                      "-g -1", "-t 1 -d -2", "-m 0", "-s 3 -p -0.1"])
-def test_libsvm_rejects_what_we_reject(options):
+def test_libsvm_rejects_what_we_reject(options, svmutil):
     """LIBSVM's svm_check_parameter (through svm_train) refuses the same values."""
     y = [1, -1, 1, -1]
     x = [{1: 0.1}, {1: -0.2}, {1: 0.3}, {1: -0.4}]
@@ -192,7 +191,7 @@ def test_libsvm_rejects_what_we_reject(options):
 
 @pytest.mark.parametrize("options", ["-s 0 -n 7", "-s 1 -c -1", "-s 2 -p -1", "-s 3 -n 0",
                                      "-s 1 -b 1", "-s 2 -b 1", "-t 0 -g -1", "-t 2 -d -2"])
-def test_accepted_like_libsvm(options):
+def test_accepted_like_libsvm(options, svmutil):
     """Values that a given SVM type ignores are not checked, as in LIBSVM; one-class
     probabilities are allowed (LIBSVM 3.37); gamma and degree are checked only for
     the kernels that use them."""

@@ -14,9 +14,6 @@ from kernsolve._predict import (decision_function, evaluations, multiclass_proba
                                 predict, predict_probability)
 from test_model_io import data, libsvm_predict, libsvm_serial, three_class
 
-svmutil = pytest.importorskip("libsvm.svmutil")
-commonutil = pytest.importorskip("libsvm.commonutil")
-
 
 def heart():
     return data("heart_scale", 270)
@@ -77,6 +74,7 @@ CASES = {
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
+    svmutil = pytest.importorskip("libsvm.svmutil")
     folder = tmp_path_factory.mktemp("predict_models")
     out = {}
     for name, (make, n_train, options) in CASES.items():
@@ -104,6 +102,7 @@ def compare(ours, theirs, svm_type, probability):
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_same_as_libsvm(trained, case):
+    commonutil = pytest.importorskip("libsvm.commonutil")
     path, m, y, X = trained[case]
     model = load_model(path)
     s = model.param.svm_type
@@ -124,7 +123,7 @@ def test_same_as_libsvm(trained, case):
 
 @pytest.mark.parametrize("case", ["heart-rbf-prob", "fashion4-nu-poly-prob",
                                   "housing-epsvr-prob", "heart-oneclass-prob"])
-def test_libsvm_predicts_the_same_from_our_file(trained, case, tmp_path):
+def test_libsvm_predicts_the_same_from_our_file(svmutil, trained, case, tmp_path):
     path, m, y, X = trained[case]
     model = load_model(path)
     ours_path = str(tmp_path / "ours.model")
@@ -137,7 +136,7 @@ def test_libsvm_predicts_the_same_from_our_file(trained, case, tmp_path):
                 model.param.svm_type, probability)
 
 
-def test_printed_lines_are_libsvm_s(trained, capsys):
+def test_printed_lines_are_libsvm_s(svmutil, trained, capsys):
     for case in ("heart-rbf", "housing-epsvr-prob"):
         path, m, y, X = trained[case]
         with libsvm_serial():
@@ -150,7 +149,7 @@ def test_printed_lines_are_libsvm_s(trained, capsys):
     assert capsys.readouterr().out == ""
 
 
-def test_precomputed_kernel(tmp_path):
+def test_precomputed_kernel(svmutil, tmp_path):
     y, X = data("heart_scale", 270)
     D = X.toarray()
     train, test = D[:150], D[150:]
@@ -213,7 +212,7 @@ def test_width_rule_is_libsvm_s(trained):
         compare(predict(y, Xt, model, "-q"), theirs, 0, False)
 
 
-def test_libsvm_style_rows(trained):
+def test_libsvm_style_rows(svmutil, trained):
     """[{index: value}, ...] rows, as svmutil takes them, give the same predictions."""
     path, m, y, X = trained["heart-poly-prob"]
     rows = [{int(j) + 1: float(v) for j, v in zip(X[i].indices, X[i].data)}
@@ -242,7 +241,8 @@ def test_helpers_match_predict(trained):
     assert all(np.isnan(acc))
 
 
-def test_single_class_model(tmp_path):
+def test_single_class_model(svmutil, tmp_path):
+    commonutil = pytest.importorskip("libsvm.commonutil")
     y, X = data("heart_scale", 50)
     with libsvm_serial():
         m = svmutil.svm_train(np.ones(50), X, "-q")
@@ -255,6 +255,7 @@ def test_single_class_model(tmp_path):
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # LIBSVM's side warns on overflow
 def test_evaluations_are_libsvm_s():
+    commonutil = pytest.importorskip("libsvm.commonutil")
     rng = np.random.default_rng(1)
     cases = [(rng.integers(0, 3, 40).astype(float), rng.integers(0, 3, 40).astype(float)),
              (rng.normal(size=30), rng.normal(size=30)),
@@ -346,7 +347,7 @@ def test_laplacian_model_against_numpy(tmp_path):
         np.testing.assert_array_equal(labels, np.array([3.0, 1.0, 2.0])[votes.argmax(1)])
 
 
-def test_kernsolve_trained_models_in_libsvm(tmp_path):
+def test_kernsolve_trained_models_in_libsvm(svmutil, tmp_path):
     """kernsolve.train's models, saved by kernsolve, predict the same in LIBSVM."""
     from kernsolve._api import train
     y, X = data("heart_scale", 270)

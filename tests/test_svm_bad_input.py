@@ -12,8 +12,6 @@ import scipy.sparse as sp
 
 from kernsolve._api import train
 
-svmutil = pytest.importorskip("libsvm.svmutil")
-
 RNG = np.random.default_rng(3)
 X = RNG.normal(size=(40, 3))
 Y = np.where(X[:, 0] + 0.3 * RNG.normal(size=40) > 0, 1.0, -1.0)
@@ -44,7 +42,7 @@ def test_invalid_parameters(options, match):
         train(Y, X, options + " -q")
 
 
-def test_infeasible_nu_is_refused_like_libsvm():
+def test_infeasible_nu_is_refused_like_libsvm(svmutil):
     y = np.array([1.0] * 30 + [-1.0] * 10)
     # LIBSVM's rule: nu * (n1 + n2) / 2 <= min(n1, n2), here nu <= 0.5
     with pytest.raises(ValueError, match="specified nu is infeasible"):
@@ -64,7 +62,7 @@ def test_infeasible_nu_is_refused_like_libsvm():
     train(y, X, "-s 1 -n 0.9 -q", sample_weight=w)
 
 
-def test_one_class_only_follows_libsvm_with_a_warning():
+def test_one_class_only_follows_libsvm_with_a_warning(svmutil):
     y = np.ones(40)
     m = svmutil.svm_train(y, X, "-q")
     with pytest.warns(UserWarning, match="only one class"):

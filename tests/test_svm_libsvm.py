@@ -25,11 +25,14 @@ from sklearn.metrics.pairwise import (linear_kernel, polynomial_kernel, rbf_kern
 svmutil = pytest.importorskip("libsvm.svmutil")
 
 import kernsolve  # noqa: E402
-from conftest import libsvm_serial  # noqa: E402
+from conftest import PROB_RTOL, assert_probabilities_close, libsvm_serial  # noqa: E402
 from kernsolve.solvers.libsvm import probability as _probability  # noqa: E402
 from kernsolve._api import train  # noqa: E402
 
 _CACHE = {}
+
+# Regression predictions against LIBSVM's, relative to sum |coef| + |rho|.
+PREDICT_RTOL = 1e-12
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -216,24 +219,27 @@ def libsvm_train(y, X, options):
 
 
 def assert_same_as_libsvm(m, model, X, y, Xt, yt, options, K_full=None):
-    """The brief's criteria: objective 1e-6 rel, rho 1e-4, nSV 1 %, predictions 99.9 %.
+    """doc/smo.md's claim, "Byte identity with LIBSVM": the same model, bit
+    for bit (labels, nSV, support vectors, coefficients, rho), the objective
+    LIBSVM printed, and the same held-out predictions.
 
-    The objective is checked twice: recomputed in double precision from both
-    models' coefficients, and as reported, against the value LIBSVM printed
-    (LIBSVM's own bookkeeping, which carries the rounding of its single
-    precision kernel cache: for nu-SVC it can be far from the recomputed one).
+    The objective is also recomputed in double precision from both models'
+    coefficients with scikit-learn's kernels (an independent formula).
+    Held-out predictions come from kernsolve.predict (precomputed kernels)
+    or from this file's numpy decision function on kernsolve's coefficients,
+    whose kernel values are summed in another order than LIBSVM's
+    ``k_function``: regression predictions are held to PREDICT_RTOL of
+    sum |coef| + |rho|.
     """
     s = model.param.svm_type
     t = model.param.kernel_type
     g, d, r = model.param.gamma, model.param.degree, model.param.coef0
     lp = libsvm_parts(m)
     kp = ks_parts(model)
-    assert np.array_equal(lp[0], kp[0]), "label order"
-    # rho
-    assert lp[3].shape == kp[3].shape
-    np.testing.assert_allclose(kp[3], lp[3], rtol=0, atol=1e-4, err_msg=options)
-    # number of SVs within 1 %
-    assert abs(model.dual_coef.shape[1] - m.get_nr_sv()) <= 0.01 * m.get_nr_sv() + 1e-9, options
+    for name, a, b in zip(("labels", "nSV", "coefficients", "rho", "SV indices"), kp, lp):
+        if name == "nSV" and s not in (0, 1):
+            continue
+        assert np.array_equal(np.asarray(a), np.asarray(b)), f"{options}: {name} differ"
     # dual objective: LIBSVM's bookkeeping, computed from both models
     o_l, scale = dual_objectives(s, lp, X, y, t, g, d, r, model.param.p, K_full, True)
     o_k = dual_objectives(s, kp, X, y, t, g, d, r, model.param.p, K_full)
@@ -241,8 +247,8 @@ def assert_same_as_libsvm(m, model, X, y, Xt, yt, options, K_full=None):
         (options, o_k, o_l)
     # ... and the objective kernsolve reports is the one LIBSVM prints (%f)
     if hasattr(m, "printed_objectives"):
-        np.testing.assert_allclose(model.stats["objective"], m.printed_objectives,
-                                   rtol=1e-6, atol=6e-7, err_msg=options)
+        assert [f"{o:f}" for o in model.stats["objective"]] == \
+            [f"{o:f}" for o in m.printed_objectives], options
     # held-out predictions
     if Xt is not None and Xt.shape[0]:
         pred_l, _ = libsvm_predict(m, Xt)
@@ -251,10 +257,11 @@ def assert_same_as_libsvm(m, model, X, y, Xt, yt, options, K_full=None):
         else:
             pred_k, _, _ = kernsolve.predict(yt, Xt, model, "-q")
         if s in (3, 4):
-            np.testing.assert_allclose(pred_k, pred_l, rtol=1e-4, atol=1e-4)
+            scale = np.abs(model.dual_coef).sum() + np.abs(model.rho).sum()
+            np.testing.assert_allclose(pred_k, pred_l, rtol=0, atol=PREDICT_RTOL * scale,
+                                       err_msg=options)
         else:
-            same = np.mean(np.asarray(pred_k) == np.asarray(pred_l))
-            assert same >= 0.999, f"{options}: only {same:.4f} of predictions equal"
+            assert np.array_equal(np.asarray(pred_k), np.asarray(pred_l)), options
 
 
 # ---------------------------------------------------------------- the five types
@@ -514,11 +521,12 @@ def test_platt_probabilities_match_libsvm_with_same_folds(shared, svm_type, mult
     m = svmutil.svm_train(ytr, Xtr, options)
     model = train(ytr, Xtr, options, n_jobs=1, _folds=perms)
     n_pairs = len(sizes)
-    np.testing.assert_allclose(model.prob_a, [m.probA[i] for i in range(n_pairs)], atol=1e-3)
-    np.testing.assert_allclose(model.prob_b, [m.probB[i] for i in range(n_pairs)], atol=1e-3)
+    assert_probabilities_close({"probA": model.prob_a, "probB": model.prob_b},
+                               {"probA": [m.probA[i] for i in range(n_pairs)],
+                                "probB": [m.probB[i] for i in range(n_pairs)]}, options)
     _, _, p_l = svmutil.svm_predict(yte, Xte, m, "-b 1 -q")
     _, _, p_k = kernsolve.predict(yte, Xte, model, "-b 1 -q")
-    np.testing.assert_allclose(np.asarray(p_k), np.asarray(p_l), atol=1e-3)
+    np.testing.assert_allclose(np.asarray(p_k), np.asarray(p_l), rtol=0, atol=PROB_RTOL)
     # the main model is the one trained without -b
     np.testing.assert_array_equal(model.dual_coef, model0.dual_coef)
 
@@ -533,7 +541,7 @@ def test_svr_laplace_scale_matches_libsvm_with_same_folds(shared, svm_type):
     options = f"-s {svm_type} -c 10 -b 1 -q"
     m = svmutil.svm_train(y, X, options)
     model = train(y, X, options, n_jobs=1, _folds=[perm])
-    np.testing.assert_allclose(model.prob_a[0], m.probA[0], rtol=1e-3)
+    assert_probabilities_close({"probA": model.prob_a}, {"probA": [m.probA[0]]}, options)
 
 
 def test_one_class_density_marks_match_libsvm(shared):
@@ -541,8 +549,9 @@ def test_one_class_density_marks_match_libsvm(shared):
     X = X[:500]
     m = svmutil.svm_train(y[:500], X, "-s 2 -n 0.3 -b 1 -q")
     model = train(y[:500], X, "-s 2 -n 0.3 -b 1 -q", n_jobs=1)
-    np.testing.assert_allclose(model.prob_density_marks,
-                               [m.prob_density_marks[i] for i in range(10)], atol=1e-6)
+    assert_probabilities_close({"prob_density_marks": model.prob_density_marks},
+                               {"prob_density_marks": [m.prob_density_marks[i]
+                                                       for i in range(10)]})
 
 
 def test_seeded_folds_are_reproducible_and_seed_dependent(shared):

@@ -29,8 +29,6 @@ import kernsolve
 from kernsolve import svmutil as ks_svmutil
 from kernsolve.solvers.libsvm.libsvm_rand import GlibcRand
 
-svmutil = pytest.importorskip("libsvm.svmutil")
-
 RTOL, ATOL = 1e-9, 1e-12
 
 
@@ -45,6 +43,7 @@ def heart(tmp_path_factory):
 
 def run_both(script, *args):
     """``script(module, *args)`` with libsvm.svmutil, then with kernsolve.svmutil."""
+    svmutil = pytest.importorskip("libsvm.svmutil")
     libc = _glibc()
     with libsvm_serial():
         libc.srand(1)                     # the rand() of a fresh process
@@ -291,7 +290,7 @@ def test_precomputed_kernel_rows_give_libsvm_results(heart):
     assert_same(theirs, ours)
 
 
-def test_nu_svc_returns_every_decision_value():
+def test_nu_svc_returns_every_decision_value(svmutil):
     # svmutil 3.37 sizes its buffer for one value with nu-SVC, and LIBSVM writes
     # k(k-1)/2 into it (it crashes on three classes); kernsolve returns all of
     # them.  Oracle: LIBSVM's svm_predict_values with a buffer of the right size.
@@ -312,7 +311,7 @@ def test_nu_svc_returns_every_decision_value():
     assert_same(theirs_values, ours[2])
 
 
-def test_read_problem_types_with_zeros_and_index_zero(tmp_path):
+def test_read_problem_types_with_zeros_and_index_zero(svmutil, tmp_path):
     path = tmp_path / "z.txt"
     path.write_text("1 1:0 3:2.5\n-1 2:1.5 4:0\n2\n")
     assert_same(svmutil.svm_read_problem(str(path)), ks_svmutil.svm_read_problem(str(path)))
@@ -329,7 +328,7 @@ def test_read_problem_types_with_zeros_and_index_zero(tmp_path):
 # kernsolve's own API takes the same arguments
 # --------------------------------------------------------------------------
 
-def test_kernsolve_train_and_predict_take_libsvm_rows(heart):
+def test_kernsolve_train_and_predict_take_libsvm_rows(svmutil, heart):
     y, x = svmutil.svm_read_problem(heart)
     ys, xs = kernsolve.read_problem(heart)
     a = kernsolve.train(y[:200], x[:200], "-c 4 -g 0.1 -q")
@@ -410,7 +409,7 @@ def test_bad_arguments_get_one_line_errors(call, error, message):
     assert "\n" not in str(info.value)
 
 
-def test_from_kernsolve_svmutil_import_star_has_the_svmutil_names():
+def test_from_kernsolve_svmutil_import_star_has_the_svmutil_names(svmutil):
     namespace = {}
     exec("from kernsolve.svmutil import *", namespace)
     for name in ("svm_train", "svm_predict", "svm_read_problem", "svm_load_model",

@@ -16,8 +16,6 @@ import kernsolve
 from kernsolve import DataFormatError, load_model, predict, read_problem, save_model, train
 from kernsolve.solvers import REGISTRY
 
-svmutil = pytest.importorskip("libsvm.svmutil")
-
 
 @pytest.fixture(scope="module")
 def heart_bytes():
@@ -99,7 +97,7 @@ def test_intact_compressed_data_reads_as_the_plain_file(tmp_path, heart_bytes, h
 
 @pytest.mark.parametrize("probability", [0, 1])
 def test_one_class_nu_1_writes_rho_inf_and_predicts_minus_one_as_libsvm(
-        tmp_path, heart_path, probability):
+        tmp_path, heart_path, probability, svmutil):
     options = f"-s 2 -n 1 -b {probability}"
     code, _, err = run("train", "-q", *options.split(), heart_path, tmp_path / "ours")
     assert code == 0, err
@@ -140,7 +138,7 @@ KERNELS_WITHOUT_DEGREE = [0, 2, 3, 5]
 
 @pytest.mark.parametrize("kernel", KERNELS_WITHOUT_DEGREE)
 def test_negative_degree_is_ignored_by_kernels_without_one_as_svm_train(
-        tmp_path, heart_path, kernel):
+        tmp_path, heart_path, kernel, svmutil):
     code, _, err = run("train", "-q", "-t", kernel, "-d", "-1", heart_path, tmp_path / "ours")
     assert code == 0, err
     assert run("train", "-q", "-t", kernel, heart_path, tmp_path / "default")[0] == 0
@@ -200,7 +198,7 @@ NO_FEATURES = b"1\n-1\n1 \n-1\n1\n"
 
 
 @pytest.mark.parametrize("svm_type", [0, 2, 3])
-def test_rows_without_features_train_as_zero_vectors_as_libsvm(tmp_path, svm_type):
+def test_rows_without_features_train_as_zero_vectors_as_libsvm(tmp_path, svm_type, svmutil):
     data = tmp_path / "labels-only"
     data.write_bytes(NO_FEATURES)
     code, _, err = run("train", "-q", "-s", svm_type, data, tmp_path / "ours")

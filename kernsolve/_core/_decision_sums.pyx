@@ -18,7 +18,7 @@ from ._axpy_rows cimport AXPY_COLS, ks_axpy_rows
 from ._rows cimport Rows, as_rows, row_ptr, row_bits
 from ._kernel cimport KernelParams, LINEAR, POLY, RBF, SIGMOID
 from ._kernel_values cimport (
-    _dot_dense, _exponent, _finish, ks_exp, ks_exp_block)
+    _sum_squares, _exponent, _finish, ks_exp, ks_exp_block)
 from ._simd cimport ks_simd_join, paths_mask
 
 from ._kernel_matrix import row_norms
@@ -291,7 +291,7 @@ cdef void _dense_group(const Rows* X, Py_ssize_t r0, Py_ssize_t r1, const double
                 for u in range(mm):
                     row[ix[u]] = v[u]
                 src = row
-            nx[sub * 8 + t] = _dot_dense(src, src, d)
+            nx[sub * 8 + t] = _sum_squares(src, d)
             for k in range(d):
                 P[k * 8 + t] = src[k]
             if ix != NULL:

@@ -239,13 +239,26 @@ cdef struct Query:
     double norm              # ||x_i||^2, or ||x_i||_1 for an L1 base
 
 
+cdef inline double _sum_squares(const double* a, Py_ssize_t n) noexcept nogil:
+    """sum of a[k]^2 in index order, one chain: LIBSVM's ``dot(x, x)`` (its
+    sparse merge of a row with itself), so K(x, x) of the dot-product kernels
+    (the SMO's diagonal, kept in double) and RBF's ``x_square`` have LIBSVM's
+    bits; a zero adds nothing, so dense and sparse rows give the same sum.
+    Once per row, so one chain costs nothing that matters."""
+    cdef double s = 0.0
+    cdef Py_ssize_t k
+    for k in range(n):
+        s += a[k] * a[k]
+    return s
+
+
 cdef inline double _row_norm(const Rows* X, Py_ssize_t i, int kind) noexcept nogil:
     cdef const double* v
     cdef const int32_t* ix
     cdef Py_ssize_t m = row_ptr(X, i, &v, &ix)
     if kernel_traits(kind).base == BASE_L1:
         return _abs_sum(v, m)
-    return _dot_dense(v, v, m)
+    return _sum_squares(v, m)
 
 
 cdef inline Query _make_query(const Rows* X, Py_ssize_t i, double norm,

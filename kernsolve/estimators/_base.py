@@ -284,9 +284,9 @@ COEF0 = declared(letter_option("r"))
 class BaseEstimator:
     """get_params/set_params from the ``__init__`` signature, as scikit-learn's contract asks."""
 
-    _estimator_type = None
+    _estimator_type: str | None = None
     # parameter -> the values it accepts (see Rule); extended by each family
-    _parameter_constraints = {}
+    _parameter_constraints: dict[str, list | Rule] = {}
 
     @classmethod
     def _get_param_names(cls):

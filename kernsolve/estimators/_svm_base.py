@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._constants import ESTIMATOR_KERNELS as _KERNELS
-from .._constants import GAMMA_KERNELS, PRECOMPUTED
+from .._constants import GAMMA_KERNELS, PRECOMPUTED, SvmType
 from .._kernels import Canonical
 from .._api import train
 from .._errors import IterationLimitWarning, twin
@@ -79,7 +79,7 @@ def _samples_at(X, index):
 class _BaseSVM(BaseEstimator):
     """What every SMO estimator shares: parameters -> Parameters, data -> train/predict."""
 
-    _svm_type = None
+    _svm_type: SvmType | None = None
 
     # Every parameter of the LIBSVM-type estimators; each class pops those it
     # does not take (C, nu, epsilon) and the classifiers add theirs.  The

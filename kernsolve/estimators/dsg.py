@@ -103,7 +103,7 @@ def _same(a, b):
 class _BaseDSG(BaseEstimator):
     """What DSGClassifier and DSGRegressor share: parameters -> Parameters, the trainer."""
 
-    _svm_type = None
+    _svm_type: SvmType | None = None
 
     # The parameters both estimators take, in the order of the checks; each
     # class adds its loss (and the regressor its epsilon, delta, tau).  The

@@ -21,7 +21,7 @@ import contextlib
 import sys
 import time
 import warnings
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -263,7 +263,8 @@ def _fit_predict_prob_folds(y, X, sample_weight, param, train_idx, test_idx, pro
 # input checks shared with grid search
 # --------------------------------------------------------------------------
 
-def prepare(y, X, options, sample_weight=None):
+def prepare(y, X, options, sample_weight=None) -> tuple[np.ndarray, Any, np.ndarray | None,
+                                                      Parameters]:
     """(y, X, sample_weight, Parameters) checked and in the form the tasks index."""
     param = options.copy() if isinstance(options, Parameters) else parse_options(options)
     X = check_X(libsvm_rows(X, precomputed=param.kernel_type == PRECOMPUTED))
@@ -434,9 +435,9 @@ def cross_validation(y: ArrayLike, X: MatrixLike, options: OptionsLike = "",
         folds = make_folds(y, k, seed, stratified)
     fit_param = fit_parameters(param)
     probability = bool(param.probability) and stratified
-    tasks = [(y, X, sw, fit_param, train_rows(folds, i), folds[i], probability)
-             for i in range(k)]
-    task_fn = fit_predict
+    tasks: list[tuple] = [(y, X, sw, fit_param, train_rows(folds, i), folds[i], probability)
+                          for i in range(k)]
+    task_fn: Callable[..., dict] = fit_predict
     if _probability_folds is not None:
         if len(_probability_folds) != k:
             raise ValueError(f"_probability_folds must hold one entry per fold ({k}), "

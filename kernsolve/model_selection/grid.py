@@ -557,8 +557,8 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
     targets = {ci: np.full(n, np.nan) for ci in todo}
     remaining = {ci: k for ci in todo}
     fold_seconds = {ci: 0.0 for ci in todo}
-    errors = {}
-    state = {"best": None, "best_rate": None, "done": 0}
+    errors: dict[int, str] = {}
+    state: dict[str, Any] = {"best": None, "best_rate": None, "done": 0}
     for rec in records:  # resumed cells count for the best so far, as in grid.py
         if rec["resumed"] and _better(rec["rate"], rec["params"], state["best_rate"],
                                       state["best"], minimize):
@@ -600,7 +600,7 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
     crash = None
     waves = []
     with out_writer as out_file:
-        if out_file is not None and resume and os.path.exists(out):
+        if out_file is not None and out is not None and resume and os.path.exists(out):
             with open(out, encoding="utf-8") as old:    # grid.py appends to it
                 out_file.write(old.read())
         try:

@@ -38,7 +38,7 @@ import math
 import numbers
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Callable, Mapping, Optional
+from typing import AbstractSet, Callable, Mapping, Optional
 
 __all__ = ["Option", "Ref", "SolverSpec", "exact_number", "is_real"]
 
@@ -313,7 +313,7 @@ class SolverSpec:
         training summary prints it (:meth:`mapping_note`).  :meth:`mapped`.
     """
     names: tuple
-    svm_types: frozenset
+    svm_types: AbstractSet[int]   # any set; kept as a frozenset of ints
     options: Mapping = field(default_factory=_no_options)
     median_gamma: bool = False
     binary: Optional[Callable] = None

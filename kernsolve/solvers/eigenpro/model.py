@@ -58,7 +58,7 @@ class EigenProModel(ModelKind):
     centres: object
     coef: np.ndarray
     stats: dict = field(default_factory=dict)
-    features: int = None
+    features: int | None = None
 
     kind = "eigenpro"
 

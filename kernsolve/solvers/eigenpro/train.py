@@ -275,7 +275,7 @@ class EigenProResult:
     step: float                # eta for a full batch
     kappa: float
     stats: dict = field(default_factory=dict)
-    centres: np.ndarray = None  # (p,) row indices of the centres (--centers), else None
+    centres: np.ndarray | None = None  # (p,) row indices of the centres (--centers), else None
 
 
 

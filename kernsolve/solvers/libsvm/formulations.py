@@ -116,7 +116,7 @@ def solve_nu_svc(ctx, rows, target, C):
             "(nu at its feasibility limit, or identical rows with different "
             "labels); try a smaller nu")
     ctx.info(f"C = {1 / r:f}\n")
-    coef = alpha * y_pm / r
+    coef = alpha * (y_pm / r)     # LIBSVM's alpha[i] *= y[i]/r: y/r rounded first
     rho, obj = info["rho"] / r, info["obj"] / (r * r)
     return Solution(coef, rho, obj, C / r, info)
 
