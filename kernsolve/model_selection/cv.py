@@ -507,8 +507,9 @@ def cross_validation(y: ArrayLike, X: MatrixLike, options: OptionsLike = "",
         raise ValueError(f"_probability_folds must hold one entry per fold ({k}), "
                          f"got {len(_probability_folds)}")
     total = resolve_n_jobs(n_jobs if n_jobs is not None else param.n_jobs)
-    shared = shared_kernel(X, fit_param, backend, total, _say if verbose else None,
-                           f"the {k} folds")
+    shared = shared_kernel(X, fit_param, backend, total,
+                           (lambda line: _say("cross validation: " + line)) if verbose
+                           else None, f"the {k} folds")
     tasks = [(y, X, sw, fit_param, train_rows(folds, i), folds[i], probability,
               None if _probability_folds is None else _probability_folds[i], shared)
              for i in range(k)]
