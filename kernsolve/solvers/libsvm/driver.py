@@ -110,7 +110,7 @@ def svm_train(y, X, param, spec, *, sample_weight=None, n_jobs=None, _folds=None
     if _shared is not None:
         if spec.binary is not None or data.K is not None:
             raise ValueError("_shared: only for SMO with a kernel that is not precomputed")
-        _shared.check(param, y.shape[0], data.n_features)
+        _shared.require_fit(param, y.shape[0], data.n_features)
         data.shared = _shared
 
     # Rows of weight 0 take no part (their bound would be 0).

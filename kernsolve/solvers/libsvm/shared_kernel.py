@@ -64,7 +64,7 @@ class SharedKernel:
         return SharedKernel(self.X, self.gram, self.kernel,
                             rows if self.index is None else self.index[rows])
 
-    def check(self, param, n_rows, n_features):
+    def require_fit(self, param, n_rows, n_features):
         """Raise ValueError unless a fit of ``n_rows`` rows with ``param`` can use it."""
         expected = self.X.shape[0] if self.index is None else self.index.size
         if n_rows != expected:
