@@ -581,8 +581,13 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
     out_writer = contextlib.nullcontext() if out is None else \
         output_file(out, keep_partial=True)
 
-    groups = _kernel_groups(X, todo, cell_params, backend,
-                            _cv._say if verbose and todo else None)
+    state = {"best": None, "best_rate": None, "done": 0}
+
+    def say(line):
+        with _writing("standard output", state):
+            _cv._say(line)
+
+    groups = _kernel_groups(X, todo, cell_params, backend, say if verbose and todo else None)
     tasks, owner = [], []
     for group in groups.values():
         for ci in group:
@@ -594,7 +599,6 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
     remaining = {ci: k for ci in todo}
     fold_seconds = {ci: 0.0 for ci in todo}
     errors = {}
-    state = {"best": None, "best_rate": None, "done": 0}
     for rec in records:  # resumed cells count for the best so far, as in grid.py
         if rec["resumed"] and _better(rec["rate"], rec["params"], state["best_rate"],
                                       state["best"], minimize):
@@ -643,7 +647,7 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
             start = 0
             for key, group in groups.items():
                 shared = None if key is None else _cv.shared_kernel(
-                    X, cell_params[group[0]], backend, total, _cv._say if verbose else None,
+                    X, cell_params[group[0]], backend, total, say if verbose else None,
                     f"its {len(group)} cells x {k} folds")
                 end = start + len(group) * k
                 group_tasks = [task + (shared,) for task in tasks[start:end]]
