@@ -998,7 +998,7 @@ def kernel_gram(X, int kernel_type, int degree, double gamma, double coef0, int 
     (the same code, ``_fill``), so a solve that gathers its rows from this
     matrix (``KernelRows(..., gram=G)``) sees the same bits as one that
     computes them.  Cross-validation computes it once for all the folds and
-    C values of a kernel (``kernsolve.model_selection.cv.SharedKernel``).
+    C values of a kernel (``kernsolve.solvers.libsvm.shared_kernel``).
     """
     if kernel_type == PRECOMPUTED:
         raise ValueError("kernel_gram: a precomputed kernel is its own matrix")
@@ -1009,5 +1009,4 @@ def kernel_gram(X, int kernel_type, int degree, double gamma, double coef0, int 
     with nogil:
         for p in range(n):
             kr._fill(p, 0, n, &G[p, 0])
-    kr.n_kernel_evals += n * n
     return out
