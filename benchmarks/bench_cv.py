@@ -12,6 +12,17 @@ Runs, one after the other on the same machine, each in its own Python process:
    ``kernsolve.grid_search(n_jobs=2)`` with SMO, and with SBP
    (``--solver sbp``) when ``kernsolve.train`` accepts that solver.
 
+3. ``--only vs-grid-py`` (issue 35): the whole default grid (110 cells, 5
+   folds, ``--libsvm-folds`` so the rates are comparable) on each of
+   ``--datasets`` (default heart_scale, svmguide1 scaled by ``svm-scale -l -1
+   -u 1``, a9a[:2000]), at 1 and 2 workers (``--workers``): ``kernsolve-grid``
+   (one kernel matrix per gamma shared by its fits), ``kernsolve-grid --cold``
+   (every fit computes its own kernel values) and LIBSVM's ``grid.py``
+   (Debian's ``svm-grid`` with ``/usr/bin/svm-train``; its worker count is
+   the constant ``nr_local_worker``, set in a copy of the script).  Each run is
+   a process of its own (``benchlib.run_process``: wall, CPU, peak RSS); the
+   three best lines are compared and a difference is reported.
+
 Measured per run: wall time, CPU time of the process (user+sys, including
 its threads; steadier than wall time on a shared machine), CV accuracy, and
 for the grid the chosen cell.  The machine's load average is recorded at the
@@ -23,6 +34,8 @@ Usage::
     python benchmarks/bench_cv.py --quick             # 3000-row slice, seconds
     python benchmarks/bench_cv.py --json out.json --markdown out.md
     python benchmarks/bench_cv.py --only cv           # or: grid
+    python benchmarks/bench_cv.py --only vs-grid-py --markdown grid.md
+    python benchmarks/bench_cv.py --only vs-grid-py --datasets svmguide1,a9a:5000 --workers 1
 
 ``--kernsolve-path DIR`` imports kernsolve from DIR (a frozen copy of the
 build, so editing the tree during a long run does not change what is measured).
@@ -37,9 +50,14 @@ import sys
 import tempfile
 import time
 
-from benchlib import DATA, load_average
+from benchlib import DATA, load_average, run_process, tree_env
 
 CV_OPTIONS = "-c 1 -g 0.05"
+GRID_PY = "/usr/bin/svm-grid"          # Debian's libsvm-tools: LIBSVM's tools/grid.py
+SVM_TRAIN = "/usr/bin/svm-train"
+SVM_SCALE = "/usr/bin/svm-scale"
+VS_GRID_PY_DATASETS = "heart_scale,svmguide1,a9a:2000"
+SCALED = {"svmguide1"}                 # scaled to [-1, 1] first, as the practical guide does
 GRID_LOG2C = [-1.0, 0.0, 1.0]
 GRID_LOG2G = [-6.0, -5.0, -4.0]
 
@@ -103,8 +121,12 @@ def _sbp_available(kernsolve_path):
 # ---------------------------------------------------------------- driver
 
 def _prepare(workdir, n_rows):
-    path = os.path.join(workdir, "a9a" if n_rows is None else f"a9a.{n_rows}")
-    with lzma.open(os.path.join(DATA, "a9a.xz"), "rb") as src, open(path, "wb") as dst:
+    return _prepare_named(workdir, "a9a", n_rows)
+
+
+def _prepare_named(workdir, name, n_rows):
+    path = os.path.join(workdir, name if n_rows is None else f"{name}.{n_rows}")
+    with lzma.open(os.path.join(DATA, name + ".xz"), "rb") as src, open(path, "wb") as dst:
         for i, line in enumerate(src):
             if n_rows is not None and i >= n_rows:
                 break
@@ -138,8 +160,83 @@ def _run(kind, threads, data, args, solver="smo", out_file=None, timeout=None):
             "error": (proc.stderr.strip().splitlines() or ["no output"])[-1]}
 
 
+# ---------------------------------------------------------------- vs grid.py
+
+def _grid_py_copy(workdir, workers):
+    """grid.py with ``nr_local_worker = workers`` (a constant of the script)."""
+    with open(GRID_PY) as f:
+        text = f.read()
+    if "nr_local_worker = 1" not in text:
+        raise SystemExit(f"{GRID_PY}: no 'nr_local_worker = 1' line to set the workers")
+    path = os.path.join(workdir, f"grid{workers}.py")
+    with open(path, "w") as f:
+        f.write(text.replace("nr_local_worker = 1", f"nr_local_worker = {workers}", 1))
+    return path
+
+
+def _vs_grid_py_data(workdir, spec):
+    """The file of ``name`` or ``name:rows`` (svmguide1 scaled by svm-scale)."""
+    name, _, rows = spec.partition(":")
+    path = _prepare_named(workdir, name, int(rows) if rows else None)
+    if name in SCALED:
+        scaled = path + ".scale"
+        with open(scaled, "wb") as out:
+            subprocess.run([SVM_SCALE, "-l", "-1", "-u", "1", path], stdout=out, check=True)
+        path = scaled
+    return path
+
+
+def _vs_grid_py(args, work, record):
+    env = tree_env(args.kernsolve_path)
+    for spec in args.datasets.split(","):
+        data = _vs_grid_py_data(work, spec)
+        for workers in [int(w) for w in args.workers.split(",")]:
+            ours = [sys.executable, "-m", "kernsolve.cli.grid", "--libsvm-folds",
+                    "--threads", str(workers), "-png", "null"]
+            runs = {
+                "kernsolve-grid": ours,
+                "kernsolve-grid --cold": ours + ["--cold"],
+                "grid.py": [sys.executable, _grid_py_copy(work, workers),
+                            "-svmtrain", SVM_TRAIN, "-gnuplot", "null"],
+            }
+            best = {}
+            for name, argv in runs.items():
+                out = os.path.join(work, f"{os.path.basename(data)}.{workers}.{len(best)}")
+                argv = argv + ["-out", out + ".out"]
+                sys.stderr.write(f"running {name} on {spec}, {workers} worker(s) ...\n")
+                res = run_process(argv + [data], dict(env, OMP_NUM_THREADS=str(workers)),
+                                  out + ".log", args.timeout)
+                lines = res["log"].strip().splitlines()
+                best[name] = lines[-1] if lines and res["returncode"] == 0 else None
+                row = {"kind": "vs-grid-py", "tool": name, "data": spec, "threads": workers,
+                       "wall": res["wall"], "cpu": res["cpu"], "maxrss_mb": res["maxrss_mb"],
+                       "best_line": best[name], "load_end": load_average()}
+                if res["returncode"] != 0:
+                    row["error"] = (lines or ["no output"])[-1]
+                record(row)
+            if len(set(best.values())) != 1:
+                sys.stderr.write(f"  best lines differ on {spec}: {best}\n")
+
+
 def markdown(rows, args):
     out = []
+    vs = [r for r in rows if r["kind"] == "vs-grid-py"]
+    if vs:
+        out.append("| data | workers | tool | wall s | CPU s | peak RSS MB | vs grid.py "
+                   "| best line (C gamma rate) |")
+        out.append("|---|---|---|---|---|---|---|---|")
+        for r in vs:
+            ref = next((g for g in vs if g["tool"] == "grid.py" and g["data"] == r["data"]
+                        and g["threads"] == r["threads"] and "error" not in g), None)
+            if "error" in r:
+                out.append(f"| {r['data']} | {r['threads']} | {r['tool']} | error: "
+                           f"{r['error']} | | | | |")
+                continue
+            ratio = f"{ref['wall'] / r['wall']:.2f}x" if ref else ""
+            out.append(f"| {r['data']} | {r['threads']} | {r['tool']} | {r['wall']:.1f} | "
+                       f"{r['cpu']:.1f} | {r['maxrss_mb']:.0f} | {ratio} | "
+                       f"{r['best_line']} |")
+        out.append("")
     cv = [r for r in rows if r["kind"] in ("ks-cv", "libsvm-cv")]
     if cv:
         base = next((r for r in cv if r["kind"] == "ks-cv" and r.get("threads") == 1
@@ -186,7 +283,13 @@ def main(argv=None):
     ap.add_argument("--out-file", help=argparse.SUPPRESS)
     ap.add_argument("--kernsolve-path", default=None)
     ap.add_argument("--quick", action="store_true", help="3000-row slice of a9a")
-    ap.add_argument("--only", choices=["cv", "grid"], default=None)
+    ap.add_argument("--only", choices=["cv", "grid", "vs-grid-py"], default=None,
+                    help="one part (vs-grid-py runs only when asked for)")
+    ap.add_argument("--datasets", default=VS_GRID_PY_DATASETS,
+                    help="vs-grid-py: comma-separated name or name:rows of the shared data "
+                         f"(default {VS_GRID_PY_DATASETS})")
+    ap.add_argument("--workers", default="1,2",
+                    help="vs-grid-py: comma-separated worker counts (default 1,2)")
     ap.add_argument("--grid-rows", type=int, default=None,
                     help="run the grids on the first N rows of a9a (default: all)")
     ap.add_argument("--libsvm-threads", default="1,2",
@@ -202,10 +305,11 @@ def main(argv=None):
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench_cv_") as work:
-        data = _prepare(work, 3000 if args.quick else None)
-        grid_data = data
-        if args.grid_rows and not args.quick:
-            grid_data = _prepare(work, args.grid_rows)
+        if args.only != "vs-grid-py":
+            data = _prepare(work, 3000 if args.quick else None)
+            grid_data = data
+            if args.grid_rows and not args.quick:
+                grid_data = _prepare(work, args.grid_rows)
 
         def record(res):
             rows.append(res)
@@ -213,6 +317,8 @@ def main(argv=None):
                 with open(args.json, "w") as f:
                     json.dump(rows, f, indent=1)
 
+        if args.only == "vs-grid-py":
+            _vs_grid_py(args, work, record)
         if args.only in (None, "cv"):
             for threads in (1, 2):
                 record(_run("ks-cv", threads, data, args))

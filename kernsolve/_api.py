@@ -21,7 +21,8 @@ __all__ = ["train", "check_parameters"]
 
 def train(y: ArrayLike, X: MatrixLike, options: OptionsLike = "", *,
           sample_weight: ArrayLike | None = None, n_jobs: int | None = None,
-          _folds: Any = None, _max_iter: int | None = None) -> Model | ModelKind:
+          _folds: Any = None, _max_iter: int | None = None,
+          _shared: Any = None) -> Model | ModelKind:
     """Train a model with any of kernsolve's solvers (``--solver``, default SMO).
 
     With SMO, SBP and the baselines it trains the way LIBSVM's ``svm-train``
@@ -50,9 +51,9 @@ def train(y: ArrayLike, X: MatrixLike, options: OptionsLike = "", *,
     n_jobs : int, optional
         Threads for the kernel computations; overrides ``--threads``.  None
         means ``--threads`` if given, else all cores (``resolve_n_jobs``).
-    _folds, _max_iter : private
-        Explicit probability folds and the SMO iteration limit, for the LIBSVM
-        driver (see ``svm_train``).
+    _folds, _max_iter, _shared : private
+        Explicit probability folds, the SMO iteration limit and a kernel
+        matrix shared between fits, for the LIBSVM driver (see ``svm_train``).
 
     Returns
     -------
@@ -75,10 +76,12 @@ def train(y: ArrayLike, X: MatrixLike, options: OptionsLike = "", *,
             "returns), or call kernsolve.svmutil.svm_train, which returns it")
     spec = _spec(param)
     if spec.train is not None:
+        if _shared is not None:
+            raise ValueError("_shared: only for the LIBSVM driver's solvers")
         # whole-model solvers compute with scipy's matrices (kernsolve-train reads a Csr)
         return spec.train(y, to_scipy(X), param, n_jobs=n_jobs, sample_weight=sample_weight)
     return driver.svm_train(y, X, param, spec, sample_weight=sample_weight, n_jobs=n_jobs,
-                            _folds=_folds, _max_iter=_max_iter)
+                            _folds=_folds, _max_iter=_max_iter, _shared=_shared)
 
 
 def check_parameters(param):

@@ -100,9 +100,11 @@ _LONG = {
 }
 _BIAS = Option("train with the bias term", kind="bool", default=True)
 # Long options that take no value -> field (set to True).
-_LONG_FLAGS = {"libsvm-folds": "libsvm_folds"}
+_LONG_FLAGS = {"libsvm-folds": "libsvm_folds", "cold": "cold"}
 _LIBSVM_FOLDS = Option("svm-train's glibc rand() folds (no value)", kind="bool",
                        default=False)
+_COLD = Option("cross-validation: every fit computes its own kernel values (no value)",
+               kind="bool", default=False)
 # The options of the grammar that take no value (for the splitters).
 FLAGS = ("-q",) + tuple("--" + name for name in _LONG_FLAGS)
 # Field -> the option that sets it, for messages about a Parameters built in Python.
@@ -114,7 +116,7 @@ _FIELD_OPTION["weight"] = "-w"
 # svm_check_parameter's, then kernsolve's): (field, option as written, Option).
 _CHECKED = tuple((_LETTERS[k][0], "-" + k, _LETTERS[k][1]) for k in "stdgrmecnphbq") + (
     ("bias", "--bias", _BIAS), ("libsvm_folds", "--libsvm-folds", _LIBSVM_FOLDS),
-    ("n_folds", "-v", _LETTERS["v"][1]))
+    ("cold", "--cold", _COLD), ("n_folds", "-v", _LETTERS["v"][1]))
 
 _INT_RE = re.compile(r"^[+-]?\d+$")
 
@@ -170,6 +172,11 @@ class Parameters:
         ``-b 1`` internal folds from glibc's ``rand()`` as svm-train does on
         Linux (``kernsolve.solvers.libsvm.libsvm_rand``) instead of from
         ``--seed``, so ``-v`` and ``-b 1`` give svm-train's numbers.
+    cold : bool
+        ``--cold`` (no value): cross-validation and grid search run every
+        fit on its own, computing its own kernel values, instead of sharing
+        one kernel matrix between the fits of a kernel (the same results;
+        doc/cross-validation.md).
     extra : dict
         Solver-specific options, keys in Python spelling (``max_kernel_evals``).
     """
@@ -193,6 +200,7 @@ class Parameters:
     n_jobs: int | None = None    # --threads
     seed: int = 0                # --seed
     libsvm_folds: bool = False   # --libsvm-folds (svm-train's glibc rand() folds)
+    cold: bool = False           # --cold (cross-validation: no kernel values shared)
     extra: dict = field(default_factory=dict)  # solver-specific long options
 
     @property
@@ -476,7 +484,7 @@ def _normalize(param):
         setattr(param, attr, float(getattr(param, attr)))
     if param.gamma is not None and param.gamma != "median":
         param.gamma = float(param.gamma)
-    for attr in ("shrinking", "probability", "quiet", "bias", "libsvm_folds"):
+    for attr in ("shrinking", "probability", "quiet", "bias", "libsvm_folds", "cold"):
         setattr(param, attr, bool(getattr(param, attr)))
     if param.n_jobs is not None:
         param.n_jobs = int(param.n_jobs)

@@ -180,11 +180,11 @@ def test_worker_that_dies(heart, tmp_path, monkeypatch):
     y, X = heart
     original = cv.fit_predict
 
-    def dying(y, X, sw, param, tr, te, prob, n_threads):
+    def dying(y, X, sw, param, tr, te, prob, prob_folds, shared, n_threads):
         if param.C == 8.0:
             import os
             os._exit(3)  # the worker process disappears
-        return original(y, X, sw, param, tr, te, prob, n_threads)
+        return original(y, X, sw, param, tr, te, prob, prob_folds, shared, n_threads)
 
     monkeypatch.setattr(cv, "fit_predict", dying)
     out = tmp_path / "crash.out"
@@ -205,7 +205,9 @@ def test_worker_that_dies(heart, tmp_path, monkeypatch):
 def test_progress_line_per_task_with_best(heart, capsys):
     y, X = heart
     grid_search(y, X, "", grid={"c": [1.0, 4.0], "g": [0.5]}, n_folds=3, n_jobs=2)
-    lines = capsys.readouterr().out.splitlines()
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("kernel values of rbf g=0.5 computed once for its 2 cells x 3 folds")
+    lines = out[1:]
     assert len(lines) == 6
     assert all(re.match(r"\[\d/6\] log2c=\S+ log2g=-1\.0 fold \d/3 done.* \(best: ", s)
                for s in lines)

@@ -147,6 +147,12 @@ cdef class KernelRows:
     cdef Py_ssize_t bit_words
     cdef kfloat* bit_table            # the kernel value for each count
     cdef bint bit_hamming             # count XOR (a distance base), else AND (a dot product)
+    # A kernel matrix over all of X's rows, computed once and shared read-only
+    # by several solves (cross-validation: every fold and C of one gamma; see
+    # kernel_gram): rows are gathered from it instead of computed.  NULL: none.
+    cdef const kfloat* gram
+    cdef Py_ssize_t gram_stride       # X's rows: the matrix is gram_stride x gram_stride
+    cdef object _gram_keepalive
 
     cdef const kfloat* get_row(self, Py_ssize_t p, Py_ssize_t length) noexcept nogil
     cdef void swap(self, Py_ssize_t p, Py_ssize_t q) noexcept nogil

@@ -331,10 +331,16 @@ cdef class KernelRows:
     rows : array of int, optional
         The data rows of X the positions start as (a sub-problem's rows,
         without copying them out of X); default all of X, in order.
+    gram : float32 ndarray of shape (N, N), optional
+        ``kernel_gram(X, ...)`` with the same kernel: the rows are gathered
+        from it (the values the engine would compute, to the bit) instead of
+        computed; it is read, never written, so solves running side by side
+        share one.  The cache then keeps only its minimum of two rows (a
+        gathered row costs as little as a cached one).
     """
 
     def __init__(self, X, int kernel_type, int degree, double gamma, double coef0,
-                 double cache_mb, int n_threads, rows=None):
+                 double cache_mb, int n_threads, rows=None, gram=None):
         if self.perm != NULL:
             raise RuntimeError("KernelRows is already initialised")
         if kernel_type not in KERNEL_NAMES:
@@ -369,6 +375,18 @@ cdef class KernelRows:
                 start = &picked[0]
         if n < 1:
             raise ValueError("X has no rows")
+        cdef const kfloat[:, ::1] shared
+        if gram is not None:
+            if kernel_type == PRECOMPUTED:
+                raise ValueError("gram: a precomputed kernel is its own matrix")
+            shared = gram
+            if shared.shape[0] != self.X.n_rows or shared.shape[1] != self.X.n_rows:
+                raise ValueError(f"gram must be {self.X.n_rows} x {self.X.n_rows} "
+                                 f"(X's rows), got {tuple(gram.shape)}")
+            self._gram_keepalive = gram
+            self.gram = &shared[0, 0]
+            self.gram_stride = self.X.n_rows
+            cache_mb = 0.0          # the minimum: two rows (see above)
         self.n = n
         self.params.kind = kernel_type
         self.params.degree = degree
@@ -433,7 +451,7 @@ cdef class KernelRows:
         cdef double bits_bytes = 8.0 * words * n + sizeof(kfloat) * (64.0 * words + 1)
         cdef bint binary = False
         cdef double cap
-        if (_binary_rows_on and kernel_type != PRECOMPUTED and words > 0
+        if (_binary_rows_on and kernel_type != PRECOMPUTED and self.gram == NULL and words > 0
                 and (not self.X.is_sparse or words <= nnz // n)
                 and bits_bytes <= BY_POSITION_SHARE * entries * sizeof(kfloat)):
             with nogil:
@@ -449,7 +467,7 @@ cdef class KernelRows:
         # norms), when it fits in its share of the budget, which it then uses.
         cdef double copy_bytes = 12.0 * nnz + 16.0 * (n + 1)
         if (self.X.is_sparse and kernel_type != PRECOMPUTED and not binary
-                and copy_bytes <= BY_POSITION_SHARE * entries * sizeof(kfloat)):
+                and self.gram == NULL and copy_bytes <= BY_POSITION_SHARE * entries * sizeof(kfloat)):
             entries -= copy_bytes / sizeof(kfloat)
             self.by_pos = self.X      # n_features, is_sparse; arrays set when built
             self.by_pos.n_rows = n
@@ -555,6 +573,12 @@ cdef class KernelRows:
             pre = X.values + i * X.n_features
             for k in range(start, end):
                 out[k] = <kfloat>pre[perm[k]]
+            return
+        cdef const kfloat* shared_row
+        if self.gram != NULL:
+            shared_row = self.gram + i * self.gram_stride
+            for k in range(start, end):
+                out[k] = shared_row[perm[k]]
             return
         if self.bits != NULL:
             self._fill_bits(p, start, end, out, nt, chunk)
@@ -963,3 +987,26 @@ cdef class KernelRows:
         self.n_kernel_evals = 0
         self.n_cache_hits = 0
         self.n_cache_misses = 0
+
+
+# ------------------------------------------------------------ kernel_gram
+
+def kernel_gram(X, int kernel_type, int degree, double gamma, double coef0, int n_threads):
+    """The float32 kernel matrix over all rows of X, as ``KernelRows`` rows hold it.
+
+    Row ``i`` is what a ``KernelRows`` over X computes for data row ``i``
+    (the same code, ``_fill``), so a solve that gathers its rows from this
+    matrix (``KernelRows(..., gram=G)``) sees the same bits as one that
+    computes them.  Cross-validation computes it once for all the folds and
+    C values of a kernel (``kernsolve.solvers.libsvm.shared_kernel``).
+    """
+    if kernel_type == PRECOMPUTED:
+        raise ValueError("kernel_gram: a precomputed kernel is its own matrix")
+    cdef KernelRows kr = KernelRows(X, kernel_type, degree, gamma, coef0, 0.0, n_threads)
+    cdef Py_ssize_t n = kr.n, p
+    out = np.empty((n, n), dtype=np.float32)
+    cdef kfloat[:, ::1] G = out
+    with nogil:
+        for p in range(n):
+            kr._fill(p, 0, n, &G[p, 0])
+    return out

@@ -92,6 +92,8 @@ kernsolve options:
 --stream : (--solver {_or(_STREAMS)}) train from the file read in byte windows, never all in memory
 --libsvm-folds : draw the -v folds and the -b 1 internal folds as svm-train does on Linux
 	(glibc rand()), so -v and -b 1 give svm-train's numbers
+--cold : with -v, every fold computes its own kernel values (the folds share one
+	kernel matrix when it fits in -m; the same results either way)
 --chunk-mb n : window size in MB for --stream (default 64; implies --stream)
 --help, or -h without a value : print this usage; --version : print the version
 """

@@ -15,18 +15,24 @@ the fits that run at the same time add up to at most ``n_jobs``.  Every fit
 gives the same model whatever its thread count, so the result is identical
 for every ``n_jobs`` and every backend, and equal to a serial run.
 
+Kernel values: with SMO on threads, the fits share one kernel matrix over
+all the rows (:func:`shared_kernel`, ``kernsolve.solvers.libsvm.shared_kernel``)
+when it fits in ``-m``, so each kernel value is computed once for all the
+folds (and, in a grid search, all the cells of a kernel); the values are the
+same bits, so are the models.  ``--cold`` turns it off.
+
 The same task runner serves :func:`kernsolve.grid_search` (``_grid.py``).
 """
 import contextlib
 import sys
 import time
 import warnings
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from .._api import train
-from .._constants import CLASSIFICATION, PRECOMPUTED, REGRESSION
+from .._constants import CLASSIFICATION, KERNEL_NAMES, PRECOMPUTED, REGRESSION
 from .._core import _random as _c
 from .._params import OptionsLike, Parameters, parse_options
 from .._predict import evaluations, predict
@@ -35,9 +41,12 @@ from .._threads import resolve_n_jobs
 from .._typing import ArrayLike, MatrixLike
 from .._validation import (check_sample_weight, check_targets, check_X, group_classes,
                            libsvm_rows)
+from ..solvers import spec_for
 from ..solvers.libsvm.libsvm_rand import cross_validation_folds
+from ..solvers.libsvm.shared_kernel import SharedKernel, gram_bytes
 
-__all__ = ["cross_validation", "CVResult", "make_folds", "plan_waves"]
+__all__ = ["cross_validation", "CVResult", "make_folds", "plan_waves", "shared_kernel",
+           "sharing_refused"]
 
 
 # --------------------------------------------------------------------------
@@ -221,14 +230,16 @@ def run_tasks(fn, tasks, n_jobs, backend, on_done):
     return waves
 
 
-def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, n_threads,
-                prob_folds=None):
+def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, prob_folds,
+                shared, n_threads):
     """One task: train on ``train_idx``, predict ``test_idx``.
 
     ``prob_folds``: the internal probability folds of the fit (``train``'s
-    ``_folds``), or None for kernsolve's own.  Never raises: a failure comes
-    back as ``{"error": "Type: message"}``, so the caller can name the fold
-    and the parameters that failed.
+    ``_folds``), or None for kernsolve's own.  ``shared``: a
+    :class:`SharedKernel` over all the rows of ``X`` the fit reads its kernel
+    rows from, or None.  Never raises: a failure comes back as
+    ``{"error": "Type: message"}``, so the caller can name the fold and the
+    parameters that failed.
     """
     t0 = time.perf_counter()
     try:
@@ -237,7 +248,8 @@ def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, n_
                     "n_threads": n_threads, "error": None}
         sw = None if sample_weight is None else sample_weight[train_idx]
         model = train(y[train_idx], X[train_idx], param, sample_weight=sw,
-                      n_jobs=n_threads, _folds=prob_folds)
+                      n_jobs=n_threads, _folds=prob_folds,
+                      _shared=None if shared is None else shared.view(train_idx))
         opts = f"-q --threads {n_threads}" + (" -b 1" if probability else "")
         pred, _, _ = predict(None, X[test_idx], model, opts)
         stats = model.stats
@@ -252,11 +264,68 @@ def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, n_
                 "error": f"{type(exc).__name__}: {exc}", "error_type": type(exc).__name__}
 
 
-def _fit_predict_prob_folds(y, X, sample_weight, param, train_idx, test_idx, probability,
-                            prob_folds, n_threads):
-    """:func:`fit_predict` with explicit probability folds (a task of its own shape)."""
-    return fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability,
-                       n_threads, prob_folds=prob_folds)
+# --------------------------------------------------------------------------
+# kernel values shared by the fits
+# --------------------------------------------------------------------------
+
+def _on_threads(backend):
+    """Whether the tasks will run on threads of this process (they can share memory)."""
+    import joblib       # at first use (see _backend_context)
+    with _backend_context(backend):
+        active, _ = joblib.parallel.get_active_backend(prefer="threads")
+    return isinstance(active, (joblib.parallel.ThreadingBackend,
+                               joblib.parallel.SequentialBackend))
+
+
+def sharing_refused(X, param, backend):
+    """Why the fits of ``param`` on rows of ``X`` cannot share a kernel matrix, or None.
+
+    They share one when SMO trains them (the driver's formulations), the
+    kernel is not precomputed (that is a matrix already) nor ``-g median``
+    (resolved on each fit's rows), they run on threads, ``--cold`` is not
+    given, and the float32 matrix over all the rows fits in ``-m``.
+    """
+    spec = spec_for(param.solver)
+    if param.cold:
+        return "--cold"
+    if spec is None or spec.train is not None or spec.binary is not None:
+        return f"--solver {param.solver} computes its own"
+    if param.kernel_type == PRECOMPUTED:
+        return "-t 4 is a kernel matrix already"
+    if param.gamma == "median":
+        return "-g median is resolved on each fit's rows"
+    if not _on_threads(backend):
+        return "the fits run in other processes"
+    n = X.shape[0]
+    need = gram_bytes(n)
+    if need > param.cache_size * 2 ** 20:
+        return (f"the {n} x {n} kernel matrix ({need / 2 ** 20:.1f} MB) does not fit "
+                f"in -m {param.cache_size:g}")
+    return None
+
+
+def shared_kernel(X, param, backend, n_threads, say=None, what="the fits"):
+    """The :class:`SharedKernel` of ``param``'s kernel over the rows of ``X`` for
+    fits running on threads, or None when they cannot share one
+    (:func:`sharing_refused`).  ``say(line)``, when given, is told which (for
+    the verbose output)."""
+    reason = sharing_refused(X, param, backend)
+    if reason is not None:
+        if say is not None:
+            say(f"kernel values not shared ({reason}): each of {what} computes its own")
+        return None
+    shared = SharedKernel.compute(X, param, n_threads)
+    if say is not None:
+        n = X.shape[0]
+        kind, _, gamma, _ = shared.kernel
+        say(f"kernel values of {KERNEL_NAMES[kind]} g={gamma:g} computed once for {what}: "
+            f"{n} x {n} matrix, {shared.nbytes / 2 ** 20:.1f} MB of -m {param.cache_size:g}")
+    return shared
+
+
+def _say(line):
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
 # --------------------------------------------------------------------------
@@ -435,16 +504,16 @@ def cross_validation(y: ArrayLike, X: MatrixLike, options: OptionsLike = "",
         folds = make_folds(y, k, seed, stratified)
     fit_param = fit_parameters(param)
     probability = bool(param.probability) and stratified
-    tasks: list[tuple] = [(y, X, sw, fit_param, train_rows(folds, i), folds[i], probability)
-                          for i in range(k)]
-    task_fn: Callable[..., dict] = fit_predict
-    if _probability_folds is not None:
-        if len(_probability_folds) != k:
-            raise ValueError(f"_probability_folds must hold one entry per fold ({k}), "
-                             f"got {len(_probability_folds)}")
-        tasks = [task + (_probability_folds[i],) for i, task in enumerate(tasks)]
-        task_fn = _fit_predict_prob_folds
+    if _probability_folds is not None and len(_probability_folds) != k:
+        raise ValueError(f"_probability_folds must hold one entry per fold ({k}), "
+                         f"got {len(_probability_folds)}")
     total = resolve_n_jobs(n_jobs if n_jobs is not None else param.n_jobs)
+    shared = shared_kernel(X, fit_param, backend, total,
+                           (lambda line: _say("cross validation: " + line)) if verbose
+                           else None, f"the {k} folds")
+    tasks = [(y, X, sw, fit_param, train_rows(folds, i), folds[i], probability,
+              None if _probability_folds is None else _probability_folds[i], shared)
+             for i in range(k)]
 
     target = np.full(n, np.nan)
     fold_results = [None] * k
@@ -473,7 +542,7 @@ def cross_validation(y: ArrayLike, X: MatrixLike, options: OptionsLike = "",
             sys.stdout.flush()
 
     try:
-        waves = run_tasks(task_fn, tasks, total, backend, on_done)
+        waves = run_tasks(fit_predict, tasks, total, backend, on_done)
     except Exception as exc:
         missing = [i + 1 for i in range(k) if fold_results[i] is None]
         raise RuntimeError(f"cross_validation: a worker failed ({type(exc).__name__}: "

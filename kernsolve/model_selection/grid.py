@@ -12,6 +12,13 @@ smaller ``c``; the output file has one ``log2c=... log2g=... rate=...`` line
 per finished cell, and a rerun with ``resume=True`` skips the cells it lists.
 The final best cell is chosen in the job order, so it is the same whatever
 order the tasks finished in.
+
+Kernel values: when the fits can share a kernel matrix (``_cv.sharing_refused``),
+the cells are run kernel by kernel (all the C values and folds of one gamma,
+in job order, then the next gamma in the order it first appears), each
+kernel's matrix computed once, shared by its tasks on threads and dropped
+before the next; the rates and the best cell are the same bits as the
+unshared run (``--cold``), only the order of the output lines differs.
 """
 import contextlib
 import itertools
@@ -32,6 +39,7 @@ from .._params import _LETTERS, _LONG, OptionsLike, parse_options
 from .._typing import ArrayLike, MatrixLike, StrPath
 from ..solvers import all_option_names
 from ..solvers.libsvm.libsvm_rand import cross_validation_folds
+from ..solvers.libsvm.shared_kernel import kernel_of
 
 _MAX_FAILURES_SHOWN = 3     # failed cells named in a GridSearchError message
 
@@ -432,6 +440,31 @@ def _best_text(result):
 
 
 # --------------------------------------------------------------------------
+# cells grouped by kernel (kernel values shared within a group)
+# --------------------------------------------------------------------------
+
+def _kernel_groups(X, todo, cell_params, backend, say):
+    """The cells to run, grouped by kernel: ``{kernel: [cell index, ...]}``.
+
+    When every cell's fits can share a kernel matrix, one group per kernel
+    (the kernel as :func:`kernel_of` gives it), in the order the kernels first
+    appear in the job order, the cells of each in job order.  Otherwise the
+    single group ``{None: todo}`` (today's job order, nothing shared), and
+    ``say`` is told why.
+    """
+    for ci in todo:
+        reason = _cv.sharing_refused(X, cell_params[ci], backend)
+        if reason is not None:
+            if say is not None:
+                say(f"kernel values not shared ({reason}): each fit computes its own")
+            return {None: list(todo)}
+    groups = {}
+    for ci in todo:
+        groups.setdefault(kernel_of(cell_params[ci], X.shape[1]), []).append(ci)
+    return groups
+
+
+# --------------------------------------------------------------------------
 # the public function
 # --------------------------------------------------------------------------
 
@@ -548,17 +581,24 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
     out_writer = contextlib.nullcontext() if out is None else \
         output_file(out, keep_partial=True)
 
+    state: dict[str, Any] = {"best": None, "best_rate": None, "done": 0}
+
+    def say(line):
+        with _writing("standard output", state):
+            _cv._say(line)
+
+    groups = _kernel_groups(X, todo, cell_params, backend, say if verbose and todo else None)
     tasks, owner = [], []
-    for ci in todo:
-        for f in range(k):
-            tasks.append((y, X, sw, cell_params[ci], _cv.train_rows(folds, f), folds[f],
-                          probability) + (() if prob_folds is None else (prob_folds[f],)))
-            owner.append((ci, f))
+    for group in groups.values():
+        for ci in group:
+            for f in range(k):
+                tasks.append((y, X, sw, cell_params[ci], _cv.train_rows(folds, f), folds[f],
+                              probability, None if prob_folds is None else prob_folds[f]))
+                owner.append((ci, f))
     targets = {ci: np.full(n, np.nan) for ci in todo}
     remaining = {ci: k for ci in todo}
     fold_seconds = {ci: 0.0 for ci in todo}
     errors: dict[int, str] = {}
-    state: dict[str, Any] = {"best": None, "best_rate": None, "done": 0}
     for rec in records:  # resumed cells count for the best so far, as in grid.py
         if rec["resumed"] and _better(rec["rate"], rec["params"], state["best_rate"],
                                       state["best"], minimize):
@@ -604,9 +644,17 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
             with open(out, encoding="utf-8") as old:    # grid.py appends to it
                 out_file.write(old.read())
         try:
-            waves = _cv.run_tasks(_cv.fit_predict if prob_folds is None
-                                  else _cv._fit_predict_prob_folds, tasks, total, backend,
-                                  on_done)
+            start = 0
+            for key, group in groups.items():
+                shared = None if key is None else _cv.shared_kernel(
+                    X, cell_params[group[0]], backend, total, say if verbose else None,
+                    f"its {len(group)} cells x {k} folds")
+                end = start + len(group) * k
+                group_tasks = [task + (shared,) for task in tasks[start:end]]
+                waves += _cv.run_tasks(_cv.fit_predict, group_tasks, total, backend,
+                                       lambda t, res, start=start: on_done(start + t, res))
+                start = end
+                del shared, group_tasks     # one kernel's matrix alive at a time
         except Exception as exc:  # a worker died: name the cells that did not finish
             if "write_error" in state:      # not a worker: our own output failed
                 raise state["write_error"] from None

@@ -53,7 +53,7 @@ __all__ = ["svm_train", "check_parameters"]
 # --------------------------------------------------------------------------
 
 def svm_train(y, X, param, spec, *, sample_weight=None, n_jobs=None, _folds=None,
-              _max_iter=None):
+              _max_iter=None, _shared=None):
     """Train an SVM the way LIBSVM's ``svm-train`` does (``kernsolve.train``).
 
     Parameters
@@ -75,6 +75,11 @@ def svm_train(y, X, param, spec, *, sample_weight=None, n_jobs=None, _folds=None
         ``perm[f*l//5:(f+1)*l//5]``, as in LIBSVM.  For comparisons with LIBSVM.
     _max_iter : private
         Iteration limit of the SMO core (default: LIBSVM's rule).
+    _shared : private
+        A ``shared_kernel.SharedKernel`` (a view on the rows of ``X``): the
+        SMO solves read their kernel rows from it instead of computing them
+        (the same values; cross-validation shares one between its fits).
+        Only for the driver's own SMO formulations.
 
     Returns
     -------
@@ -102,6 +107,11 @@ def svm_train(y, X, param, spec, *, sample_weight=None, n_jobs=None, _folds=None
     # LIBSVM: -g 0 (or no -g) means 1/num_features
     param = param.copy(gamma=resolve_gamma(param.gamma, data.n_features))
     data.param = param
+    if _shared is not None:
+        if spec.binary is not None or data.K is not None:
+            raise ValueError("_shared: only for SMO with a kernel that is not precomputed")
+        _shared.require_fit(param, y.shape[0], data.n_features)
+        data.shared = _shared
 
     # Rows of weight 0 take no part (their bound would be 0).
     kept = np.flatnonzero(sw > 0) if sw is not None else None
@@ -196,6 +206,7 @@ class _Data:
             return
         Xc = check_X(X, n_rows=n_rows)
         self.X = Xc
+        self.shared = None      # a SharedKernel the solves read their rows from
         self.K = None
         self.serial = None
         self.n_features = Xc.shape[1]
@@ -223,6 +234,7 @@ class _Data:
         serial = serial.astype(np.intp)
         # LIBSVM: K(x_i, x_j) = x_i[serial of x_j]
         self.K = np.ascontiguousarray(Xd[:, serial])
+        self.shared = None
         self.serial = Xd[:, :1].copy()
         self.X = None
         self.n_features = n_cols
@@ -232,6 +244,7 @@ class _Data:
         out = _Data.__new__(_Data)
         out.param = self.param
         out.n_features = self.n_features
+        out.shared = None if self.shared is None else self.shared.view(rows)
         if self.K is not None:
             out.K = np.ascontiguousarray(self.K[np.ix_(rows, rows)])
             out.serial = self.serial[rows]

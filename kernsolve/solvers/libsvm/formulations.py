@@ -44,7 +44,9 @@ def run_smo(ctx, rows, y_pm, p, alpha, C, *, svr=False, nu=False):
     """
     param = ctx.param
     # the sub-problem's rows are read in place (no copy of them)
-    Xs = ctx.data.solver_input(None)
+    Xs, gram, shared = ctx.data.solver_input(None), None, ctx.data.shared
+    if shared is not None:      # kernel rows read from a matrix shared by several fits
+        Xs, gram, rows = shared.X, shared.gram, shared.solver_rows(rows)
     info = _smo_solve(Xs, int(param.kernel_type), int(param.degree), float(param.gamma),
                       float(param.coef0), np.ascontiguousarray(y_pm, dtype=np.int8),
                       np.ascontiguousarray(p, dtype=np.float64), alpha,
@@ -52,7 +54,7 @@ def run_smo(ctx, rows, y_pm, p, alpha, C, *, svr=False, nu=False):
                       svr=svr, eps=float(param.eps), shrinking=bool(param.shrinking), nu=nu,
                       bias=bool(param.bias), cache_mb=float(param.cache_size),
                       n_threads=ctx.n_threads, max_iter=ctx.max_iter,
-                      progress=ctx.progress(), rows=rows)
+                      progress=ctx.progress(), rows=rows, gram=gram)
     info = dict(info)
     n_iter = int(info.get("n_iter", 0))
     # LIBSVM prints a dot every min(l, 1000) iterations, then the summary.

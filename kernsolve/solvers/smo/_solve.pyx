@@ -36,7 +36,7 @@ def _as_vector(name, a, dtype, m=None):
 def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alpha, C,
           *, bint svr=False, double eps=1e-3, bint shrinking=True, bint nu=False,
           bint bias=True, double cache_mb=100.0, int n_threads=1, max_iter=None,
-          progress=None, timers=None, rows=None):
+          progress=None, timers=None, rows=None, gram=None):
     """Solve LIBSVM's dual problem with SMO.
 
     Minimises ``0.5 a'Qa + p'a`` subject to ``y'a = Delta`` (the initial
@@ -87,6 +87,10 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
     rows : array of int or None
         The sub-problem's rows of X, in its order (read in place, not copied
         out); None: all of X.  n below is their number.
+    gram : float32 ndarray or None
+        ``kernsolve._core._kernel.kernel_gram`` of X with this kernel: the
+        kernel rows are read from it (the same values) instead of computed,
+        and the cache keeps its minimum; ``rows`` index its rows too.
     timers : bool or None
         True adds the phase timers' seconds to the result (``time_kernel_rows``,
         ``time_select``, ``time_gradient``, ``time_shrink``, ``time_sync``);
@@ -160,7 +164,7 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
                          f"({'2n for svr' if svr else 'n'})")
 
     cdef KernelRows kr = KernelRows(X, kernel_type, degree, gamma, coef0,
-                                    cache_mb, n_threads, rows)
+                                    cache_mb, n_threads, rows, gram)
     cdef _SMO s = _SMO()
     s.setup(kr, y, p, alpha, C, svr, nu, bias, shrinking, eps, n_threads, max_iter)
     s.progress = progress
