@@ -68,10 +68,11 @@ PRECISIONS = {"double": np.float64, "single": np.float32, "half": np.float16}
 # A low precision is refitted in the next one up (FALLBACK) when its conjugate
 # gradient breaks down or when the fitted values it computed on the first row
 # block differ from the double kernel's by more than DRIFT_TOL of the targets'
-# spread.  Measured (benchmarks/history/RESULTS.md, session 16): float16 on Fashion-MNIST
-# 0.01-0.035; on ijcnn1, housing, phishing, w8a, australian, abalone 0.44-4.8 with
-# the model's test error or MSE far from double's; a9a, mushrooms, german 0.10-0.13
-# with double's accuracy.
+# spread.  Measured (benchmarks/bench_precision.py; benchmarks/history/RESULTS.md,
+# "EigenPro on centres: the low precisions checked"): float16 on Fashion-MNIST
+# 0.01-0.035; on ijcnn1, housing, phishing, w8a, australian, abalone 0.51-11 with
+# the model's test error or MSE far from double's; a9a, mushrooms 0.13-0.14 with
+# double's accuracy.
 DRIFT_TOL = 0.1
 FALLBACK = {"half": "single", "single": "double"}
 # Conjugate gradient has broken down when a relative residual grows past GROWTH
