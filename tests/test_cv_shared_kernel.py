@@ -177,3 +177,21 @@ def test_cli_best_line_and_out_file_equal_cold(heart, tmp_path, monkeypatch):
     # every cell's rate, with every digit (the lines come in another order)
     assert sorted((tmp_path / "shared.out").read_text().splitlines()) == \
         sorted((tmp_path / "cold.out").read_text().splitlines())
+
+
+def test_binary_rows_keep_their_bit_sets_instead_of_sharing(a9a, heart):
+    # a9a's 0/1 rows: the row cache computes kernel rows from bit sets, cheaper
+    # than copying a row of the shared matrix (the grid took 15.4 s shared, 13.4
+    # s without: benchmarks/CURRENT.md#grid-a9a2000); other data still share
+    from kernsolve._core import _kernel
+    from kernsolve.model_selection.cv import sharing_refused
+    y, X = a9a
+    assert "bit sets" in sharing_refused(X, parse_options("-q"), None)
+    assert sharing_refused(heart[1], parse_options("-q"), None) is None
+    assert sharing_refused(X, parse_options("-q -t 4"), None) != sharing_refused(
+        X, parse_options("-q"), None)
+    before = _kernel.binary_rows(False)          # without bit sets, sharing pays
+    try:
+        assert sharing_refused(X, parse_options("-q"), None) is None
+    finally:
+        _kernel.binary_rows(before)
