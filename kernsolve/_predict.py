@@ -392,18 +392,20 @@ def _predict_arrays(X, model, probability=False, n_jobs=None, keep_values=True):
     if probability and not model.is_probability_model:
         raise ValueError("model does not support probability estimates (train it with -b 1)")
     n = Xc.shape[0]
+    keep = keep_values or probability
     labels, values = np.empty(n), None
     for start, stop, dec in _row_values(Xc, model, n_jobs,
                                         n if keep_values and not probability else None):
         part_labels, part = _labels_and_values(dec, model, probability)
         labels[start:stop] = part_labels
-        if keep_values or probability:
+        if not keep:
+            continue
+        if stop - start == n:               # one group: its values are the result
+            values = part
+        else:
             if values is None:
-                values = part if stop - start == n else np.empty((n, part.shape[1]))
-            if values is not part:
-                values[start:stop] = part
-    if values is None and (keep_values or probability):
-        values = np.empty((0, 0))
+                values = np.empty((n, part.shape[1]))
+            values[start:stop] = part
     return labels, values
 
 
