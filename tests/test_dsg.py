@@ -1,8 +1,8 @@
 """DSG (kernsolve.solvers.dsg, its _dsg.pyx) against independent oracles.
 
-* Algorithm 1 re-implemented in numpy on the explicitly materialised random
-  Fourier map (``random_features``, itself checked bit for bit against a
-  pure-Python copy of the spec in test_features.py): same coefficients.
+* Algorithm 1 re-implemented in numpy (dsg_reference.py: the explicitly
+  materialised random Fourier map, the fitted step from its definition):
+  same coefficients, for the functional gradient and the fitted steps.
 * Each loss's derivative against a central finite difference of its value,
   and values against the formulas of the DSG paper written here in numpy.
 * Kernel ridge regression on the paper's section 7.1 generator converges to
@@ -26,6 +26,8 @@ from kernsolve.solvers.dsg._row_features import row_slab_bytes
 from kernsolve._features import random_features
 from kernsolve._random import permutation, stream_key
 
+from dsg_reference import FIT_STEP_FACTOR, numpy_loss, reference_fit, t84
+
 
 @pytest.fixture(scope="module")
 def heart():
@@ -34,32 +36,6 @@ def heart():
 
 
 # ------------------------------------------------------------------ losses
-
-def _numpy_loss(name, u, y, param):
-    """Value and derivative of each loss, from the paper's section 4 formulas."""
-    if name == "hinge":
-        return np.maximum(0, 1 - y * u), np.where(y * u < 1, -y, 0.0)
-    if name == "squared-hinge":
-        m = np.maximum(0, 1 - y * u)
-        return 0.5 * m ** 2, np.where(y * u < 1, u - y, 0.0)
-    if name == "logistic":
-        return np.log1p(np.exp(-y * u)), -y * np.exp(-y * u) / (1 + np.exp(-y * u))
-    if name == "squared":
-        return 0.5 * (u - y) ** 2, u - y
-    if name == "huber":
-        r = u - y
-        return (np.where(np.abs(r) <= param, 0.5 * r ** 2, param * (np.abs(r) - param / 2)),
-                np.clip(r, -param, param))
-    if name == "epsilon-insensitive":
-        r = u - y
-        return np.maximum(0, np.abs(r) - param), np.where(np.abs(r) > param, np.sign(r), 0.0)
-    if name == "quantile":
-        return (np.maximum(param * (y - u), (1 - param) * (u - y)),
-                np.where(u >= y, 1 - param, -param))
-    if name == "novelty":
-        return np.maximum(0, -u), np.where(u < 0, -1.0, 0.0)
-    raise AssertionError(name)
-
 
 @pytest.mark.parametrize("name,param", [
     ("hinge", 0), ("squared-hinge", 0), ("logistic", 0), ("squared", 0),
@@ -72,7 +48,7 @@ def test_single_output_losses(name, param):
     code = LOSS[name].code
     value = _c.loss_values(code, u, y, param)
     grad = _c.loss_derivatives(code, u, y, param)
-    ref_value, ref_grad = _numpy_loss(name, u, y, param)
+    ref_value, ref_grad = numpy_loss(name, u, y, param)
     np.testing.assert_allclose(value, ref_value[:, 0], rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(grad, ref_grad, rtol=1e-12, atol=1e-14)
     # central finite differences, away from the kinks
@@ -112,150 +88,14 @@ def test_softmax_loss():
 
 # ------------------------------------------------- Algorithm 1 in numpy
 
-# The fitted step's ridges (doc/dsg.md, "The step rule"), for fit and fit-gcv.
-_RIDGES = 10.0 ** np.arange(-3, 1.01, 0.5)
-_FIRST_RIDGE = 6            # fit's ridge before any batch has judged one: 1
-# fit's step scale: 1 / the loss's curvature bound (softmax 1/2, logistic 1/4)
-_FIT_STEP_FACTOR = {"softmax": 2.0, "logistic": 4.0}
-
-
-def _ridge_fit(phi, G, rho):
-    """The ridge fit of G by the block's features, by numpy's solver."""
-    B, F = phi.shape
-    return np.linalg.solve(phi.T @ phi + rho * B * np.eye(F), phi.T @ G)
-
-
-def _gcv_direction(phi, G):
-    """fit-gcv's direction: the ridge of the smallest GCV score."""
-    B, F = phi.shape
-    best = None
-    for rho in _RIDGES:
-        A = phi.T @ phi + rho * B * np.eye(F)
-        c = np.linalg.solve(A, phi.T @ G)
-        df = np.trace(np.linalg.solve(A, phi.T @ phi))
-        if df >= B:
-            continue
-        score = np.sum((G - phi @ c) ** 2) / B / (1 - df / B) ** 2
-        if best is None or score < best[0]:
-            best = (score, c)
-    return best[1]
-
-
-def _t84(df):
-    """Student's t quantile at Phi(1), as doc/dsg.md writes it: a table to 5
-    degrees of freedom, then 1 + 1/(2 df) + 1/(4 df^2)."""
-    table = {1: 1.8373, 2: 1.3213, 3: 1.1969, 4: 1.1416, 5: 1.1105}
-    return table.get(df, 1.0 + 0.5 / df + 0.25 / df ** 2)
-
-
-def _one_se_ridge(scores, pairs, n):
-    """fit's choice after n judging batches: the largest ridge whose total is
-    within one standard error of the smallest total (the sum of n paired
-    per-batch differences: sqrt(n) times their sample deviation), widened by
-    Student's t; the largest ridge after one batch."""
-    if n < 2:
-        return len(scores) - 1
-    best = int(np.argmin(scores))
-    for i in range(len(scores) - 1, best, -1):
-        diff = scores[i] - scores[best]
-        var = (n * (pairs[i, i] - 2 * pairs[i, best] + pairs[best, best]) - diff ** 2) / (n - 1)
-        if diff <= _t84(n - 1) * np.sqrt(max(var, 0.0)):
-            return i
-    return best
-
-
 def test_t_quantiles_of_the_ridge_rule_match_scipy():
     """The compiled width is the doc's constants, bit for bit, and those are
     Student's t at Phi(1) to 4e-4 (scipy the oracle)."""
     from scipy.stats import norm, t
-    from kernsolve.solvers.dsg._dsg import t84
+    from kernsolve.solvers.dsg._dsg import t84 as compiled_t84
     for df in range(1, 200):
-        assert t84(df) == _t84(df), df
-        assert abs(_t84(df) - t.ppf(norm.cdf(1.0), df)) < 4e-4, df
-
-
-def _row_losses(loss, U, T, param):
-    """l(u_r, y_r) per row: the softmax's, or the binary/regression loss summed over outputs."""
-    if loss == "softmax":
-        m = U.max(axis=1)
-        return m + np.log(np.exp(U - m[:, None]).sum(axis=1)) - U[np.arange(len(U)),
-                                                                  T[:, 0].astype(int)]
-    return _numpy_loss(loss, U, T, param)[0].sum(axis=1)
-
-
-def _reference_dsg(X, targets, K, loss, param, *, lam, step, t0, B, F, gamma, seed,
-                   epochs, average=False, fit_intercept=True, rule="gradient", ridge=None):
-    """Algorithm 1 with mini-batches and feature blocks, written out plainly
-    (explicit features, explicit decay of every old coefficient); with
-    ``rule="fit"``/``"fit-gcv"`` the new block is the fitted step instead, its
-    ridge ``ridge``, or chosen by the next batches' losses (fit) or GCV."""
-    n = X.shape[0]
-    coef = np.zeros((0, F, K))
-    intercept = np.zeros(K)
-    avg_coef, avg_int = np.zeros((0, F, K)), np.zeros(K)
-    key = stream_key(seed, "sampling")
-    t = 0
-    scores = np.zeros(len(_RIDGES))     # fit: each ridge's loss on the batches that followed
-    pairs = np.zeros((len(_RIDGES), len(_RIDGES)))  # fit: sum_b L_b(i) L_b(j)
-    last = None     # fit: (step, block, chosen ridge, candidates, whole batch)
-    judged = 0      # fit: the number of batches that have judged a step
-    for epoch in range(epochs):
-        order = permutation(n, key, epoch)
-        for pos in range(0, n, B):
-            rows = order[pos:pos + B]
-            t += 1
-            nb = coef.shape[0]
-            Z = random_features(X[rows], nb * F, gamma=gamma, seed=seed, n_jobs=1)
-            U = intercept + Z @ coef.reshape(nb * F, K)
-            T = targets[rows]
-            if loss == "softmax":
-                p = np.exp(U - U.max(axis=1, keepdims=True))
-                p /= p.sum(axis=1, keepdims=True)
-                G = p.copy()
-                G[np.arange(len(rows)), T[:, 0].astype(int)] -= 1
-            else:
-                G = _numpy_loss(loss, U, T, param)[1]
-            g = step / (t0 + t)
-            if len(rows) < min(B, n):
-                g = g * len(rows) / min(B, n)     # a short batch: its share of a step
-            phi = random_features(X[rows], F, gamma=gamma, seed=seed, start=nb * F, n_jobs=1)
-            if rule == "gradient":
-                new = -g / (len(rows) * F) * phi.T @ G
-            elif ridge is not None:
-                new = -g * _ridge_fit(phi, G, ridge)
-            elif rule == "fit-gcv":
-                new = -g * _gcv_direction(phi, G)
-            else:
-                # judge the last step's candidates on this batch (if that
-                # step's batch was whole), then take the one-SE ridge of the
-                # totals so far (ridge 1 before any judgement)
-                if last is not None:
-                    g_past, block, chosen, cands, whole = last
-                    if whole:
-                        P = random_features(X[rows], F, gamma=gamma, seed=seed,
-                                            start=block * F, n_jobs=1)
-                        batch = np.array([_row_losses(
-                            loss, U + g_past * P @ (cands[chosen] - c), T, param).sum()
-                            for c in cands])
-                        scores += batch
-                        pairs += np.outer(batch, batch)
-                        judged += 1
-                chosen = _one_se_ridge(scores, pairs, judged) if judged else _FIRST_RIDGE
-                cands = [_ridge_fit(phi, G, rho) for rho in _RIDGES]
-                new = -g * cands[chosen]
-                last = (g, nb, chosen, cands, len(rows) >= min(B, n))
-            coef = np.concatenate([coef * (1 - g * lam), new[None]])
-            if loss == "novelty":
-                intercept = intercept - g * (G.mean(axis=0) + lam)
-            elif fit_intercept:
-                intercept = intercept - g * G.mean(axis=0)
-            if average:
-                avg_coef = np.concatenate([avg_coef, np.zeros((1, F, K))])
-                avg_coef += (coef - avg_coef) / t
-                avg_int += (intercept - avg_int) / t
-    if average:
-        return avg_coef, avg_int
-    return coef, intercept
+        assert compiled_t84(df) == t84(df), df
+        assert abs(t84(df) - t.ppf(norm.cdf(1.0), df)) < 4e-4, df
 
 
 def _task_data(heart, task):
@@ -305,8 +145,8 @@ def test_matches_numpy_algorithm_1(heart, task, loss, extra):
     targets = Targets.from_data(_TASKS[s], loss, y)
     lam = param.extra.get("lambda", param.nu if s == 2 else 1 / (param.C * X.shape[0]))
     loss_param = {"huber": 0.5, "epsilon-insensitive": 0.2, "quantile": 0.3}.get(loss, 0)
-    step = 2 * (_FIT_STEP_FACTOR.get(loss, 1.0) if rule == "fit" else 1.0)
-    coef, intercept = _reference_dsg(
+    step = 2 * (FIT_STEP_FACTOR.get(loss, 1.0) if rule == "fit" else 1.0)
+    coef, intercept, _ = reference_fit(
         X, targets.encode(y), targets.n_outputs, loss, loss_param, lam=lam, step=step, t0=3,
         B=7, F=5,
         gamma=0.3, seed=11, epochs=2, average="--average 1" in extra,

@@ -1,11 +1,12 @@
 """UDSG and CDSG (Algorithms 3 and 4 of "utilize old coordinates", with
 mini-batches and feature blocks) against independent oracles.
 
-* Both algorithms re-implemented in numpy on the explicitly materialised
-  random Fourier map (``random_features``, checked bit for bit against the
-  spec in test_features.py), with the explicit decay of every coefficient
-  and the true (not lazily scaled) beta_j: same blocks chosen, same
-  coefficients.
+* Both algorithms re-implemented in numpy (dsg_reference.py: the explicitly
+  materialised random Fourier map, the explicit decay of every coefficient,
+  the true (not lazily scaled) beta_j, the fitted step from its definition):
+  same blocks chosen, same coefficients, with Algorithm 1's functional
+  gradient and with the fitted step (the default), for the losses whose
+  rule (9) bound M differs.
 * UDSG with U = 0 is DSG bit for bit.
 * Fewer blocks than DSG for the same iterations; the regularised empirical
   risk (doc/dsg.md) decreases and the test error is close to DSG's on the
@@ -19,8 +20,8 @@ import kernsolve
 from kernsolve.solvers.dsg.options import hyperparameters
 from kernsolve.solvers.dsg.targets import Targets
 from kernsolve.solvers.dsg.trainer import DSGTrainer
-from kernsolve._features import random_features
-from kernsolve._random import integers, permutation, stream_key
+
+from dsg_reference import FIT_STEP_FACTOR, reference_fit
 
 
 @pytest.fixture(scope="module")
@@ -31,93 +32,65 @@ def heart():
 
 # ------------------------------------------ Algorithms 3 and 4 in numpy
 
-def _hinge_grad(u, t):
-    return np.where(t * u < 1, -t, 0.0)
-
-
-def _reference(X, t_enc, solver, *, lam, step, t0, B, F, gamma, seed, epochs,
-               G_new=1, U_old=0, ratio=1.0):
-    """UDSG / CDSG on the hinge loss (one output), every quantity explicit."""
-    n = X.shape[0]
-    coef = np.zeros((0, F))
-    beta = np.zeros(0)
-    b0 = 0.0
-    key = stream_key(seed, "sampling")
-    t = 0
-    chosen = []
-
-    def phi(block, rows):
-        return random_features(X[rows], F, gamma=gamma, seed=seed, start=block * F, n_jobs=1)
-
-    for epoch in range(epochs):
-        order = permutation(n, key, epoch)
-        for pos in range(0, n, B):
-            rows = order[pos:pos + B]
-            t += 1
-            m = coef.shape[0]
-            Z = random_features(X[rows], m * F, gamma=gamma, seed=seed, n_jobs=1)
-            u = b0 + Z @ coef.ravel()
-            g = _hinge_grad(u, t_enc[rows, 0])
-            gamma_t = step / (t0 + t)
-            if len(rows) < min(B, n):
-                gamma_t = gamma_t * len(rows) / min(B, n)     # a short batch: its share
-            eta, target = gamma_t, m
-            if solver == "udsg" and m > 0 and (t - 1) % (G_new + U_old) >= G_new:
-                # the documented rule: integer(key(key(seed, sampling), 2**64-1), t, m)
-                target = int(integers(m, key, 2**64 - 1, start=t)[0])
-            elif solver == "cdsg" and m > 0:
-                gbar = g.mean()
-                sigma2 = phi(m - 1, rows).var(axis=0, ddof=1).mean() if len(rows) > 1 else 1.0
-                M = 1.0                                   # |hinge'| <= 1
-                best = gamma_t
-                for j in range(m):
-                    # largest eta <= ratio*gamma_t with
-                    # 2 (beta_j - eta g)^2 + 2 (eta M sigma)^2 / B^2 <= beta_j^2 + (gamma_t g)^2
-                    A = 2 * gbar ** 2 + 2 * M ** 2 * sigma2 / len(rows) ** 2
-                    coeffs = [A, -4 * beta[j] * gbar, beta[j] ** 2 - gamma_t ** 2 * gbar ** 2]
-                    disc = coeffs[1] ** 2 - 4 * coeffs[0] * coeffs[2]
-                    if A <= 0 or disc < 0:
-                        continue
-                    lo, hi = sorted(np.roots(coeffs).real) if disc > 0 else 2 * [-coeffs[1] / (2 * A)]
-                    e = min(hi, ratio * gamma_t)
-                    if e >= lo and e > best:
-                        best, target = e, j
-                if target < m:
-                    eta = best
-            chosen.append(target)
-            delta = -eta / (len(rows) * F) * (phi(target, rows).T @ g)
-            coef = coef * (1 - eta * lam)
-            beta = beta * (1 - eta * lam)
-            if target == m:
-                coef = np.vstack([coef, delta])
-                beta = np.append(beta, -eta * g.mean())
-            else:
-                coef[target] += delta
-                beta[target] -= eta * g.mean()
-            b0 -= eta * g.mean()
-    return coef, b0, chosen
-
-
 @pytest.mark.parametrize("solver,extra,kw", [
-    ("udsg", "--new-blocks 1 --old-blocks 1", dict(G_new=1, U_old=1)),
-    ("udsg", "--new-blocks 2 --old-blocks 3", dict(G_new=2, U_old=3)),
+    ("udsg", "--new-blocks 1 --old-blocks 1", dict(new_blocks=1, old_blocks=1)),
+    ("udsg", "--new-blocks 2 --old-blocks 3", dict(new_blocks=2, old_blocks=3)),
     ("cdsg", "", dict(ratio=2.0)),
     ("cdsg", "--max-step-ratio 5", dict(ratio=5.0)),
 ])
-def test_matches_numpy_algorithms_3_and_4(heart, solver, extra, kw):
+@pytest.mark.parametrize("loss,rule", [
+    ("hinge", "gradient"),
+    # the fitted step, the default rule: the next-batch ridge choice judges
+    # the old block a step updated; a given ridge; the logistic loss's step x 4
+    ("hinge", "fit"),
+    ("hinge", "fit --ridge 0.3"),
+    ("logistic", "fit"),
+    ("squared-hinge", "fit"),
+])
+def test_matches_numpy_algorithms_3_and_4(heart, solver, extra, kw, loss, rule):
     y, X = heart
-    opts = (f"-q --solver {solver} --loss hinge -g 0.3 --batch-size 7 --feature-block 5 "
+    opts = (f"-q --solver {solver} --loss {loss} -g 0.3 --batch-size 7 --feature-block 5 "
             f"--step 2 --t0 3 --epochs 2 --seed 11 --threads 1 --lambda 0.01 "
-            f"--step-rule gradient {extra}")
+            f"--step-rule {rule} {extra}")
     model = kernsolve.train(y, X, opts)
-    enc = Targets.from_data("classification", "hinge", y).encode(y)
-    coef, b0, chosen = _reference(X, enc, solver, lam=0.01, step=2, t0=3, B=7, F=5,
-                                  gamma=0.3, seed=11, epochs=2, **kw)
+    enc = Targets.from_data("classification", loss, y).encode(y)
+    name = rule.split()[0]
+    step = 2 * (FIT_STEP_FACTOR.get(loss, 1.0) if name == "fit" else 1.0)
+    coef, b0, chosen = reference_fit(
+        X, enc, 1, loss, 0, solver=solver, rule=name,
+        ridge=float(rule.split()[-1]) if "--ridge" in rule else None, lam=0.01, step=step,
+        t0=3, B=7, F=5, gamma=0.3, seed=11, epochs=2, **kw)
     assert len(chosen) == model.stats["n_iter"]
     assert model.n_blocks == coef.shape[0] < model.stats["n_iter"]
     assert model.stats["n_old_updates"] == model.stats["n_iter"] - coef.shape[0] > 0
-    np.testing.assert_allclose(model.coef[:, :, 0], coef, rtol=1e-9, atol=1e-13)
-    np.testing.assert_allclose(model.intercept[0], b0, rtol=1e-9, atol=1e-13)
+    np.testing.assert_allclose(model.coef, coef, rtol=1e-9, atol=1e-13)
+    np.testing.assert_allclose(model.intercept, b0, rtol=1e-9, atol=1e-13)
+
+
+@pytest.mark.parametrize("solver", ["udsg", "cdsg"])
+@pytest.mark.parametrize("task,loss,s", [
+    ("multiclass", "softmax", 0),      # rule (9)'s M = sqrt(2), the step x 2
+    ("regression", "huber", 3),        # M = delta
+    ("regression", "squared", 3),      # M = the batch's largest ||g_r||
+])
+def test_fitted_step_other_losses_match_numpy(heart, solver, task, loss, s):
+    y, X = heart
+    if task == "multiclass":
+        y = np.digitize(X[:, 0].toarray().ravel(), [-0.3, 0.3]).astype(float)
+    else:
+        y = X[:, 1].toarray().ravel() + 0.5 * X[:, 2].toarray().ravel()
+    opts = (f"-s {s} -q --solver {solver} --loss {loss} -g 0.3 --batch-size 7 "
+            f"--feature-block 5 --step 2 --t0 3 --epochs 2 --seed 11 --threads 1 "
+            f"--lambda 0.01 --delta 0.5")
+    model = kernsolve.train(y, X, opts)
+    targets = Targets.from_data("classification" if s == 0 else "regression", loss, y)
+    coef, b0, chosen = reference_fit(
+        X, targets.encode(y), targets.n_outputs, loss, 0.5, solver=solver, rule="fit",
+        lam=0.01, step=2 * FIT_STEP_FACTOR.get(loss, 1.0), t0=3, B=7, F=5, gamma=0.3,
+        seed=11, epochs=2)
+    assert model.stats["n_old_updates"] == len(chosen) - coef.shape[0]
+    np.testing.assert_allclose(model.coef, coef, rtol=1e-9, atol=1e-13)
+    np.testing.assert_allclose(model.intercept, b0, rtol=1e-9, atol=1e-13)
 
 
 def test_udsg_without_old_blocks_is_dsg(heart):
