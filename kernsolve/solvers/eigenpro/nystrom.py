@@ -42,6 +42,8 @@ factors' tiles are fixed by p, each block's kernel values come from one call
 of a fixed shape (the kernel engine, or one sgemm), each block's products and
 each tile run on one BLAS thread and the blocks' sums are added in row order.
 """
+import hashlib
+import math
 import time
 import warnings
 from copy import copy
@@ -57,10 +59,10 @@ from ..._constants import BOUNDED_KERNELS, KERNEL_NAMES, LINEAR, POLY, RBF, spok
 from ..._random import permutation
 from ..._sparse import issparse
 from ..._threads import one_blas_thread, worker_pool
-from ..._validation import check_allocation
+from ..._validation import check_allocation, memory_limit
 
-__all__ = ["centre_indices", "auxiliary_indices", "fit_centres", "BLOCK_VALUES",
-           "PRECISIONS"]
+__all__ = ["centre_indices", "auxiliary_indices", "distinct_rows", "default_centres",
+           "fit_centres", "BLOCK_VALUES", "PRECISIONS"]
 
 BLOCK_VALUES = 2 ** 22      # kernel values per row block of K(X, C): 32 MB in double
 # Storage of K(X, C); half (float16) is multiplied in float32 (_block_ops.half_products).
@@ -93,6 +95,101 @@ def auxiliary_indices(n, p, q, seed):
     """The q auxiliary rows of the subsampled preconditioner: the q rows after
     the centres in the same permutation (so none is a centre), sorted."""
     return np.sort(permutation(n, seed, "sampling")[p:p + q]).astype(np.intp)
+
+
+# The default number of centres, p = DEFAULT_CENTRES sqrt(n / DEFAULT_CENTRES_ROWS)
+# (at most n and what the preconditioner's memory allows): 15000 centres on the
+# 60,000 rows of Fashion-MNIST is the measured good point
+# (benchmarks/CURRENT.md#eigenpro-centres: 9.99%, where 5000 and 10000 gave
+# 11.35% and 10.35%), and on 120,000 rows more centres lowered the error
+# (benchmarks/CURRENT.md#more-rows-120k-p25k: 25000 centres 10.18% against 15000's
+# 10.52%); the square root gives 21213 there.  The root (not n/4, the share that
+# reached SMO's accuracy at 60,000 rows) because the p^3 factors and the n p
+# kernel values a pass grow faster than the rows.
+DEFAULT_CENTRES = 15000
+DEFAULT_CENTRES_ROWS = 60000
+
+
+def default_centres(n, subsample=None, limit=None):
+    """The number of centres when none is given (``--centers auto``): about
+    ``DEFAULT_CENTRES * sqrt(n / DEFAULT_CENTRES_ROWS)``, at most n (less the
+    ``subsample`` auxiliary rows, which are drawn besides the centres) and at
+    most what the preconditioner's memory check (:func:`fit_centres`) admits
+    under ``limit`` bytes (default: :func:`~kernsolve._validation.memory_limit`):
+    ``16 p^2`` for the exact factors, ``8 p (q + RESIDUAL_BLOCK)`` with
+    ``--subsample q``."""
+    limit = memory_limit() if limit is None else limit
+    p = int(round(DEFAULT_CENTRES * math.sqrt(n / DEFAULT_CENTRES_ROWS)))
+    if subsample is None:
+        cap = math.isqrt(limit // 16)
+    else:
+        cap = limit // (8 * (subsample + RESIDUAL_BLOCK))
+    return max(1, min(p, n - (subsample or 0), cap))
+
+
+def _row_keys(R):
+    """One key per row of R (dense or canonical CSR): equal keys for rows of
+    equal values (-0.0 is 0.0; a stored zero is no entry), a 128-bit digest of
+    the row's values (and, sparse, their columns)."""
+    if issparse(R):
+        R = R.tocsr(copy=True)
+        R.data = R.data + 0.0
+        R.eliminate_zeros()
+        R.sort_indices()
+        rows = ((R.indices[a:b].tobytes(), R.data[a:b].tobytes())
+                for a, b in zip(R.indptr[:-1], R.indptr[1:]))
+        return [hashlib.blake2b(i + b"|" + v, digest_size=16).digest() for i, v in rows]
+    R = np.ascontiguousarray(R, dtype=np.float64) + 0.0
+    return [hashlib.blake2b(row.tobytes(), digest_size=16).digest() for row in R]
+
+
+def distinct_rows(kern, S, q, seed):
+    """The centres S (sorted row indices) and the q auxiliary rows without
+    repeated rows: ``(S, Q, replaced)``.
+
+    Equal rows as centres make ``K_MM`` singular (noise-free augmentation
+    repeats rows), and equal auxiliary rows ``K_QQ``.  Of equal centres the
+    first (in row order) is kept; the others are replaced by the next rows of
+    the seed's "sampling" permutation that are not centres and repeat no
+    kept row, so p stays p while the data have p distinct rows; then the q
+    auxiliary rows are the next such rows.  Without repeated rows among them
+    the result is ``S`` and :func:`auxiliary_indices` (Q is None when q is),
+    and ``replaced`` (the centres replaced) is 0.  Q is None when q is None.
+    """
+    n, p = kern.n_rows, len(S)
+    keys = _row_keys(kern.rows(S))
+    Q = None if q is None else auxiliary_indices(n, p, q, seed)
+    q_keys = [] if Q is None else _row_keys(kern.rows(Q))
+    if len(set(keys)) == p and len(set(keys).union(q_keys)) == p + len(q_keys):
+        return S, Q, 0
+    seen, kept = set(), []
+    for i, key in zip(S, keys):
+        if key not in seen:
+            seen.add(key)
+            kept.append(i)
+    replaced = p - len(kept)
+    taken = set(int(i) for i in S)
+    order = [int(i) for i in permutation(n, seed, "sampling") if int(i) not in taken]
+    aux, at, chunk = [], 0, max(64, replaced + (q or 0))
+    while (len(kept) < p or q is not None and len(aux) < q) and at < len(order):
+        batch = order[at:at + chunk]
+        at += len(batch)
+        for i, key in zip(batch, _row_keys(kern.rows(np.asarray(batch, dtype=np.intp)))):
+            if key in seen:
+                continue
+            seen.add(key)
+            if len(kept) < p:
+                kept.append(i)
+            elif q is not None and len(aux) < q:
+                aux.append(i)
+    S = np.sort(np.asarray(kept, dtype=np.intp))
+    if q is not None:
+        if not aux:
+            raise ValueError(f"--subsample: the data have no rows besides the p = {len(S)} "
+                             "distinct centres to draw the auxiliary rows from; use fewer "
+                             "centres or no --subsample")
+        Q = np.sort(np.asarray(aux, dtype=np.intp))
+    return S, Q, replaced
 
 
 class _SingleKernel:
@@ -401,14 +498,15 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
         check_allocation(8 * p * (subsample + RESIDUAL_BLOCK), f"--centers {p} --subsample "
                          f"{subsample}: the preconditioner's p x (q + {RESIDUAL_BLOCK}) values",
                          "use fewer centres or a smaller --subsample")
-    S = centre_indices(n, p, seed)
+    # repeated rows would make K_MM (or K_QQ) singular: replaced (distinct_rows)
+    S, Q, replaced = distinct_rows(kern, centre_indices(n, p, seed), subsample, seed)
     C = kern.rows(S)
     user = UntimedCallback(callback)
     with worker_pool(n_threads, "eigenpro") as pool:
         fitted = precision
         while True:
             alpha, stats = _solve(kern, Y, S, C, lam, iterations, cache_mb, pool, fitted,
-                                  subsample, seed, user, progress)
+                                  Q, user, progress)
             blocks = stats.pop("blocks")
             if fitted == "double":
                 break
@@ -433,9 +531,10 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
                              f"({stats['breakdown']}): the system is numerically singular "
                              f"at --lambda {lam:g}; use a larger --lambda or fewer centres")
     stats.update({
-        "centers": p,
+        "centers": len(S),
+        "replaced_centres": replaced,
         "lambda": float(lam),
-        "subsample": subsample,
+        "subsample": None if Q is None else len(Q),
         "seconds": time.perf_counter() - t0 - user.seconds,
         "n_threads": n_threads,
         "gamma": kern.gamma,
@@ -443,12 +542,14 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
     return alpha, S, stats
 
 
-def _solve(kern, Y, S, C, lam, iterations, cache_mb, pool, precision, subsample, seed, user,
+def _solve(kern, Y, S, C, lam, iterations, cache_mb, pool, precision, Q, user,
            progress=None):
-    """One FALKON solve in the given precision: alpha and the stats (with the
-    row blocks, for the drift check, and the CG breakdown, if any)."""
+    """One FALKON solve in the given precision (Q: the auxiliary rows of the
+    subsampled preconditioner, or None): alpha and the stats (with the row
+    blocks, for the drift check, and the CG breakdown, if any)."""
     t0 = time.perf_counter()
     n, p = kern.n_rows, C.shape[0]
+    subsample = None if Q is None else len(Q)
     if subsample is None:
         K_MM = kern.block(C, C)
         if not np.all(np.isfinite(K_MM)):
@@ -460,8 +561,7 @@ def _solve(kern, Y, S, C, lam, iterations, cache_mb, pool, precision, subsample,
     else:
         one = copy(kern)
         one.n_threads = 1
-        pre = SubsampledPreconditioner(one, C, kern.rows(
-            auxiliary_indices(n, p, subsample, seed)), lam, pool)
+        pre = SubsampledPreconditioner(one, C, kern.rows(Q), lam, pool)
         blocks = _RowBlocks(kern, C, cache_mb * 2 ** 20, pool, PRECISIONS[precision],
                             rows_at=S)
     t_setup = time.perf_counter() - t0
