@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import AUTO, spec_for
-from .eigenpro.nystrom import default_centres
+from .eigenpro.nystrom import RESIDUAL_BLOCK, default_centres
 from .._constants import (BOUNDED_KERNELS, C_SVC, EPSILON_SVR, FOURIER_KERNELS, KERNEL_NAMES,
                           POLY, PRECOMPUTED, PSD_KERNELS, SVM_TYPE_NAMES)
 from .._params import Parameters
@@ -157,10 +157,11 @@ def _centres(param, problem):
     if refused is not None:
         return None, refused
     n, q = problem.n_rows, CENTRES_SUBSAMPLE
-    p = default_centres(n, q, problem.memory)
+    beside_rows = problem.memory - problem.dense_bytes
+    p = default_centres(n, q, beside_rows) if beside_rows > 0 else 0
     precision = "half" if t in BOUNDED_KERNELS else "single"
-    fixed = problem.dense_bytes + 8 * p * (q + 512)       # the rows, the preconditioner
-    if fixed > problem.memory:
+    fixed = problem.dense_bytes + 8 * p * (q + RESIDUAL_BLOCK)  # the rows, the preconditioner
+    if p == 0 or fixed > problem.memory:
         return None, (f"EigenPro's rows made dense take {_size_text(problem.dense_bytes)} "
                       f"of the {_size_text(problem.memory)} at hand")
     options = {"centers": p, "subsample": q, "lambda": CENTRES_LAMBDA,
