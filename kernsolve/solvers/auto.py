@@ -44,9 +44,9 @@ __all__ = ["SMO_MAX_ROWS", "Problem", "Choice", "describe", "choose", "resolve"]
 # on 15000 centres is 0.5 points behind in 30 s (#eigenpro-centres), and on a9a
 # and ijcnn1 it is the most accurate and among the fastest (#exact-a9a,
 # #exact-ijcnn1; no approximate solver within a point of it on ijcnn1,
-# #tta-ijcnn1-other).  Its time grows about as n^2 (#exact-fashion against
-# #smo-fmnist10's 20,000 rows), so at 100,000 rows it is extrapolated to about
-# 4.5 minutes, and at 1.2 million to about 11 hours: a judgement from these
+# #tta-ijcnn1-other).  Its time grows faster than the rows (5.7 times for 3
+# times the rows: #smo-fmnist10's 20,000 against #exact-fashion's 60,000), so
+# about 4 minutes at 100,000 rows and hours at a million: a judgement from these
 # rows, not a measured crossover (the 480k/1.2M panel of issue 33 is not run).
 SMO_MAX_ROWS = 100_000
 

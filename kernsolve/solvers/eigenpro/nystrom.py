@@ -100,10 +100,10 @@ def auxiliary_indices(n, p, q, seed):
 # The default number of centres, p = DEFAULT_CENTRES sqrt(n / DEFAULT_CENTRES_ROWS)
 # (at most n and what the preconditioner's memory allows): 15000 centres on the
 # 60,000 rows of Fashion-MNIST is the measured good point
-# (benchmarks/CURRENT.md#eigenpro-centres: 9.99%, where 5000 and 10000 gave
-# 11.35% and 10.35%), and on 120,000 rows more centres lowered the error
-# (benchmarks/CURRENT.md#more-rows-120k-p25k: 25000 centres 10.18% against 15000's
-# 10.52%); the square root gives 21213 there.  The root (not n/4, the share that
+# (benchmarks/CURRENT.md#eigenpro-centres: 9.99%, where 5000 and 8000 gave
+# 11.41% and 10.89%, #tta-fashion-eigenpro), and on 120,000 rows more centres
+# lowered the error (benchmarks/CURRENT.md#more-rows-120k-p25k: 25000 centres
+# 10.18% against 15000's 10.52%); the square root gives 21213 there.  The root (not n/4, the share that
 # reached SMO's accuracy at 60,000 rows) because the p^3 factors and the n p
 # kernel values a pass grow faster than the rows.
 DEFAULT_CENTRES = 15000
@@ -356,7 +356,7 @@ class _Factors:
         K_MM[np.diag_indices(p)] += jitter
         if cholesky_upper(K_MM, pool) != 0:
             raise ValueError(f"--centers: the kernel matrix of the p = {p} centres is not "
-                             "numerically positive definite (duplicate centres, or a linear "
+                             "numerically positive definite (nearly equal centres, or a linear "
                              "or polynomial kernel with more centres than its feature "
                              "space has dimensions); use fewer centres")
         A = upper_times_transpose(K_MM, pool)
