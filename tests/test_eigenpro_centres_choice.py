@@ -15,7 +15,7 @@ import pytest
 
 import kernsolve
 from kernsolve import Parameters, _validation
-from kernsolve.solvers.eigenpro import nystrom
+from kernsolve.solvers.eigenpro import centres, nystrom
 from kernsolve.solvers.eigenpro.train import eigenpro_options, fit_eigenpro
 
 GIB = 2 ** 30
@@ -35,25 +35,25 @@ def _one_blas_thread():
 @pytest.mark.parametrize("n, p", [(60000, 15000), (120000, 21213), (240000, 30000),
                                   (1_200_000, 67082), (15000, 7500), (1000, 1000), (1, 1)])
 def test_the_default_grows_as_the_root_of_n(n, p):
-    assert nystrom.default_centres(n, limit=2 ** 62) == p == \
+    assert centres.default_centres(n, limit=2 ** 62) == p == \
         min(n, round(15000 * np.sqrt(n / 60000)))
 
 
 def test_the_default_leaves_room_for_the_auxiliary_rows():
-    assert nystrom.default_centres(1000, subsample=300, limit=2 ** 62) == 700
+    assert centres.default_centres(1000, subsample=300, limit=2 ** 62) == 700
 
 
 def test_the_default_is_capped_by_the_preconditioners_memory():
     # exact factors: 16 p^2 bytes; 1 GiB holds p = 8192
-    assert nystrom.default_centres(1_200_000, limit=GIB) == 8192
+    assert centres.default_centres(1_200_000, limit=GIB) == 8192
     assert 16 * 8192 ** 2 <= GIB < 16 * 8193 ** 2
     # subsampled: 8 p (q + 512) bytes
     q = 3000
-    p = nystrom.default_centres(1_200_000, subsample=q, limit=GIB)
-    assert p == GIB // (8 * (q + nystrom.RESIDUAL_BLOCK)) == 38216
+    p = centres.default_centres(1_200_000, subsample=q, limit=GIB)
+    assert p == GIB // (8 * (q + centres.RESIDUAL_BLOCK)) == 38216
     # by default the limit is kernsolve's (half the machine's memory)
-    assert nystrom.default_centres(10 ** 9) == \
-        nystrom.default_centres(10 ** 9, limit=_validation.memory_limit())
+    assert centres.default_centres(10 ** 9) == \
+        centres.default_centres(10 ** 9, limit=_validation.memory_limit())
 
 
 def test_centers_auto_trains_the_default_number(monkeypatch):
@@ -64,7 +64,7 @@ def test_centers_auto_trains_the_default_number(monkeypatch):
     # holds 16 p^2 bytes for p = 100 only, 100 centres
     model = kernsolve.train(y, X, "--solver eigenpro --centers auto -q")
     assert model.stats["centers"] == 500
-    monkeypatch.setattr(nystrom, "memory_limit", lambda: 16 * 100 ** 2)
+    monkeypatch.setattr(centres, "memory_limit", lambda: 16 * 100 ** 2)
     model = kernsolve.train(y, X, "--solver eigenpro --centers auto -q")
     ref = kernsolve.train(y, X, "--solver eigenpro --centers 100 -q")
     assert model.stats["centers"] == 100

@@ -19,7 +19,7 @@ from kernsolve import parse_options
 from kernsolve.cli import train as cli_train
 from kernsolve.solvers import auto
 from kernsolve.solvers.eigenpro.model import EigenProModel
-from kernsolve.solvers.eigenpro.nystrom import default_centres
+from kernsolve.solvers.eigenpro.centres import default_centres
 
 GIB = 2 ** 30
 

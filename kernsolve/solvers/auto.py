@@ -13,7 +13,7 @@ same data and options on the same machine give the same choice:
    and for up to :data:`SMO_MAX_ROWS` rows, where it is the most accurate and
    among the fastest to its answer.
 2. Beyond, **EigenPro on centres** (FALKON) with the measured command's
-   settings and :func:`~kernsolve.solvers.eigenpro.nystrom.default_centres`
+   settings and :func:`~kernsolve.solvers.eigenpro.centres.default_centres`
    centres, when its kernel and options apply (a positive semi-definite
    kernel; -c, -e, -h, -p at their defaults: it refuses them) and the rows
    made dense and its preconditioner fit the memory at hand.
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import AUTO, spec_for
-from .eigenpro.nystrom import RESIDUAL_BLOCK, default_centres
+from .eigenpro.centres import default_centres, preconditioner_bytes
 from .._constants import (BOUNDED_KERNELS, C_SVC, EPSILON_SVR, FOURIER_KERNELS, KERNEL_NAMES,
                           POLY, PRECOMPUTED, PSD_KERNELS, SVM_TYPE_NAMES)
 from .._params import Parameters
@@ -160,7 +160,7 @@ def _centres(param, problem):
     beside_rows = problem.memory - problem.dense_bytes
     p = default_centres(n, q, beside_rows) if beside_rows > 0 else 0
     precision = "half" if t in BOUNDED_KERNELS else "single"
-    fixed = problem.dense_bytes + 8 * p * (q + RESIDUAL_BLOCK)  # the rows, the preconditioner
+    fixed = problem.dense_bytes + preconditioner_bytes(p, q)   # the rows, the preconditioner
     if p == 0 or fixed > problem.memory:
         return None, (f"EigenPro's rows made dense take {_size_text(problem.dense_bytes)} "
                       f"of the {_size_text(problem.memory)} at hand")

@@ -43,7 +43,6 @@ of a fixed shape (the kernel engine, or one sgemm), each block's products and
 each tile run on one BLAS thread and the blocks' sums are added in row order.
 """
 import hashlib
-import math
 import time
 import warnings
 from copy import copy
@@ -53,16 +52,17 @@ import scipy.linalg
 
 from . import _block_ops
 from ._common import UntimedCallback
-from ._subsampled import RESIDUAL_BLOCK, SubsampledPreconditioner
+from ._subsampled import SubsampledPreconditioner
+from .centres import RESIDUAL_BLOCK, preconditioner_bytes
 from ._tiled_cholesky import TILE, cholesky_upper, upper_times_transpose
 from ..._constants import BOUNDED_KERNELS, KERNEL_NAMES, LINEAR, POLY, RBF, spoken
 from ..._random import permutation
 from ..._sparse import issparse
 from ..._threads import one_blas_thread, worker_pool
-from ..._validation import check_allocation, memory_limit
+from ..._validation import check_allocation
 
-__all__ = ["centre_indices", "auxiliary_indices", "distinct_rows", "default_centres",
-           "fit_centres", "BLOCK_VALUES", "PRECISIONS"]
+__all__ = ["centre_indices", "auxiliary_indices", "distinct_rows", "fit_centres",
+           "BLOCK_VALUES", "PRECISIONS"]
 
 BLOCK_VALUES = 2 ** 22      # kernel values per row block of K(X, C): 32 MB in double
 # Storage of K(X, C); half (float16) is multiplied in float32 (_block_ops.half_products).
@@ -95,36 +95,6 @@ def auxiliary_indices(n, p, q, seed):
     """The q auxiliary rows of the subsampled preconditioner: the q rows after
     the centres in the same permutation (so none is a centre), sorted."""
     return np.sort(permutation(n, seed, "sampling")[p:p + q]).astype(np.intp)
-
-
-# The default number of centres, p = DEFAULT_CENTRES sqrt(n / DEFAULT_CENTRES_ROWS)
-# (at most n and what the preconditioner's memory allows): 15000 centres on the
-# 60,000 rows of Fashion-MNIST is the measured good point
-# (benchmarks/CURRENT.md#eigenpro-centres: 9.99%, where 5000 and 8000 gave
-# 11.41% and 10.89%, #tta-fashion-eigenpro), and on 120,000 rows more centres
-# lowered the error (benchmarks/CURRENT.md#more-rows-120k-p25k: 25000 centres
-# 10.18% against 15000's 10.52%); the square root gives 21213 there.  The root (not n/4, the share that
-# reached SMO's accuracy at 60,000 rows) because the p^3 factors and the n p
-# kernel values a pass grow faster than the rows.
-DEFAULT_CENTRES = 15000
-DEFAULT_CENTRES_ROWS = 60000
-
-
-def default_centres(n, subsample=None, limit=None):
-    """The number of centres when none is given (``--centers auto``): about
-    ``DEFAULT_CENTRES * sqrt(n / DEFAULT_CENTRES_ROWS)``, at most n (less the
-    ``subsample`` auxiliary rows, which are drawn besides the centres) and at
-    most what the preconditioner's memory check (:func:`fit_centres`) admits
-    under ``limit`` bytes (default: :func:`~kernsolve._validation.memory_limit`):
-    ``16 p^2`` for the exact factors, ``8 p (q + RESIDUAL_BLOCK)`` with
-    ``--subsample q``."""
-    limit = memory_limit() if limit is None else limit
-    p = int(round(DEFAULT_CENTRES * math.sqrt(n / DEFAULT_CENTRES_ROWS)))
-    if subsample is None:
-        cap = math.isqrt(limit // 16)
-    else:
-        cap = limit // (8 * (subsample + RESIDUAL_BLOCK))
-    return max(1, min(p, n - (subsample or 0), cap))
 
 
 def _row_keys(R):
@@ -492,10 +462,11 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
         raise ValueError(f"--subsample: the q = {subsample} auxiliary rows are drawn "
                          f"besides the p = {p} centres, so p + q must be at most n = {n}")
     if subsample is None:       # K_MM and T T^T while factoring (_Factors)
-        check_allocation(16 * p * p, f"--centers {p}: the preconditioner's two p x p "
-                         "matrices", "use fewer centres, or --subsample q (no p x p matrix)")
+        check_allocation(preconditioner_bytes(p), f"--centers {p}: the preconditioner's two "
+                         "p x p matrices", "use fewer centres, or --subsample q (no p x p "
+                         "matrix)")
     else:                       # K_MQ, and the residual's diagonal blocks (_subsampled)
-        check_allocation(8 * p * (subsample + RESIDUAL_BLOCK), f"--centers {p} --subsample "
+        check_allocation(preconditioner_bytes(p, subsample), f"--centers {p} --subsample "
                          f"{subsample}: the preconditioner's p x (q + {RESIDUAL_BLOCK}) values",
                          "use fewer centres or a smaller --subsample")
     # repeated rows would make K_MM (or K_QQ) singular: replaced (distinct_rows)

@@ -60,7 +60,8 @@ from ._common import (AUTO_RTOL, RANK_RTOL, KernelBlocks, check_diverged, epoch_
                       step_size, top_eigensystem, UntimedCallback)
 from .features import fit_features
 from .model import EigenProModel
-from .nystrom import default_centres, fit_centres
+from .centres import default_centres
+from .nystrom import fit_centres
 from ..._constants import C_SVC, EPSILON_SVR, POLY, PRECOMPUTED, PSD_KERNELS, SIGMOID
 from ..._kernels import check_kernel_params
 from ..._model import Model
@@ -146,7 +147,7 @@ def eigenpro_options(param, n_samples=None):
                 raise ValueError(f"--centers: the centres' model is solved by conjugate "
                                  f"gradient, which takes no --{option_name(key)}")
         M = opts["subsample"]       # q auxiliary rows, or None: FALKON's exact factors
-        if p == "auto":             # grows with n, capped by memory (nystrom.default_centres)
+        if p == "auto":             # grows with n, capped by memory (centres.default_centres)
             p = p if n is None else default_centres(n, M)
         else:
             p = _size(opts, "centers", "p", None, n)
