@@ -13,8 +13,7 @@ from ._model_kind import ModelKind
 from ._params import OptionsLike, Parameters, parse_options
 from ._sparse import to_scipy
 from ._typing import ArrayLike, MatrixLike
-from .solvers import AUTO, spec_for
-from .solvers import auto
+from .solvers import AUTO, auto, spec_for
 from .solvers.libsvm import driver
 
 __all__ = ["train", "check_parameters"]

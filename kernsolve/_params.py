@@ -591,14 +591,19 @@ def _unknown_solver(name):
             f"(known: {', '.join(solver_names() + (AUTO,))})")
 
 
+def _auto_takes_no_option(dashed):
+    """``--epochs: --solver auto chooses the solver and its options; ...``."""
+    owners = sorted(s for s in solver_names() if dashed in option_names(s))
+    return (f"--{dashed}: --solver auto chooses the solver and its options; name the "
+            f"solver to set it" + (f" (it belongs to {', '.join(owners)})" if owners else ""))
+
+
 def _set_extra(param, name, value):
     dashed = option_name(name)
     if dashed not in option_names(param.solver):
         owners = sorted(s for s in solver_names() if dashed in option_names(s))
         if owners and param.solver == AUTO:
-            raise ValueError(f"--{dashed}: --solver auto chooses the solver and its "
-                             "options; name the solver to set it (it belongs to "
-                             f"{', '.join(owners)})")
+            raise ValueError(_auto_takes_no_option(dashed))
         if owners:
             raise ValueError(f"--{dashed}: not an option of solver {param.solver!r} "
                              f"(it belongs to {', '.join(owners)})")
@@ -734,9 +739,7 @@ def _check(param, n_features=None):
         raise ValueError(f"--seed: must be in [0, 2**64), got {seed}")
     if param.solver == AUTO:      # the chosen solver's options are checked when it trains
         if param.extra:
-            first = option_name(next(iter(param.extra)))
-            raise ValueError(f"--{first}: --solver auto chooses the solver and its options; "
-                             "name the solver to set it")
+            raise ValueError(_auto_takes_no_option(option_name(next(iter(param.extra)))))
         return _check_n_features(n_features)
     param.solver_options()        # declared, typed and in range (the spec's check)
     _check_used_letters(param)

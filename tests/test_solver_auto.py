@@ -199,7 +199,9 @@ def test_solver_options_with_auto_are_refused():
                                          r"its options; name the solver to set it \(it "
                                          r"belongs to .*eigenpro"):
         parse_options("--solver auto --epochs 3")
-    with pytest.raises(ValueError, match=r"^--centers: --solver auto chooses"):
+    with pytest.raises(ValueError, match=r"^--centers: --solver auto chooses the solver and "
+                                         r"its options; name the solver to set it \(it "
+                                         r"belongs to eigenpro\)$"):
         kernsolve.Parameters(solver="auto", extra={"centers": 5}).check()
     assert cli_train.cli(["--solver", "auto", "--epochs", "3", "x", "y"]) != 0
 

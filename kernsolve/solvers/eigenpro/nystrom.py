@@ -121,10 +121,11 @@ def distinct_rows(kern, S, q, seed):
     repeats rows), and equal auxiliary rows ``K_QQ``.  Of equal centres the
     first (in row order) is kept; the others are replaced by the next rows of
     the seed's "sampling" permutation that are not centres and repeat no
-    kept row, so p stays p while the data have p distinct rows; then the q
-    auxiliary rows are the next such rows.  Without repeated rows among them
-    the result is ``S`` and :func:`auxiliary_indices` (Q is None when q is),
-    and ``replaced`` (the centres replaced) is 0.  Q is None when q is None.
+    kept row, so p stays p while the data have p distinct rows (else the
+    centres are all the distinct rows); then the q auxiliary rows are the
+    next such rows.  ``replaced`` counts the repeated centres.  Without
+    repeated rows among them the result is ``S``, :func:`auxiliary_indices`
+    (None when q is None) and 0: the centres as before.
     """
     n, p = kern.n_rows, len(S)
     keys = _row_keys(kern.rows(S))
