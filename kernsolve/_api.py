@@ -13,7 +13,7 @@ from ._model_kind import ModelKind
 from ._params import OptionsLike, Parameters, parse_options
 from ._sparse import to_scipy
 from ._typing import ArrayLike, MatrixLike
-from .solvers import spec_for
+from .solvers import AUTO, auto, spec_for
 from .solvers.libsvm import driver
 
 __all__ = ["train", "check_parameters"]
@@ -23,7 +23,8 @@ def train(y: ArrayLike, X: MatrixLike, options: OptionsLike = "", *,
           sample_weight: ArrayLike | None = None, n_jobs: int | None = None,
           _folds: Any = None, _max_iter: int | None = None,
           _shared: Any = None) -> Model | ModelKind:
-    """Train a model with any of kernsolve's solvers (``--solver``, default SMO).
+    """Train a model with any of kernsolve's solvers (``--solver``, default SMO;
+    ``--solver auto`` picks one for the data: ``kernsolve.solvers.auto``).
 
     With SMO, SBP and the baselines it trains the way LIBSVM's ``svm-train``
     does; see :func:`kernsolve.solvers.libsvm.driver.svm_train`.
@@ -74,14 +75,23 @@ def train(y: ArrayLike, X: MatrixLike, options: OptionsLike = "", *,
             f"-v {param.n_folds}: kernsolve.train trains one model; cross-validate with "
             "kernsolve.cross_validation(y, X, options) (its .score is what svm_train -v "
             "returns), or call kernsolve.svmutil.svm_train, which returns it")
+    choice = None
+    if param.solver == AUTO:        # the solver for this data (kernsolve.solvers.auto)
+        param.check()
+        param, X, choice = auto.resolve(param, y, X, sample_weight)
     spec = _spec(param)
     if spec.train is not None:
         if _shared is not None:
             raise ValueError("_shared: only for the LIBSVM driver's solvers")
         # whole-model solvers compute with scipy's matrices (kernsolve-train reads a Csr)
-        return spec.train(y, to_scipy(X), param, n_jobs=n_jobs, sample_weight=sample_weight)
-    return driver.svm_train(y, X, param, spec, sample_weight=sample_weight, n_jobs=n_jobs,
-                            _folds=_folds, _max_iter=_max_iter, _shared=_shared)
+        model = spec.train(y, to_scipy(X), param, n_jobs=n_jobs, sample_weight=sample_weight)
+    else:
+        model = driver.svm_train(y, X, param, spec, sample_weight=sample_weight,
+                                 n_jobs=n_jobs, _folds=_folds, _max_iter=_max_iter,
+                                 _shared=_shared)
+    if choice is not None:          # (LIBSVM's model files do not keep it: the stats do)
+        model.stats.update(solver=choice.solver, auto=choice.line())
+    return model
 
 
 def check_parameters(param):
@@ -92,6 +102,9 @@ def check_parameters(param):
 
     Raises ValueError.
     """
+    if param.solver == AUTO:        # the chosen solver's rules are checked when it trains
+        param.check()
+        return
     spec = _spec(param)
     if spec.uses_driver:
         driver.check_parameters(param, spec)      # Parameters.check first

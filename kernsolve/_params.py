@@ -22,7 +22,8 @@ from ._constants import (C_SVC, C_TYPES, EPSILON_SVR, FOURIER_KERNELS, GAMMA_KER
                          KERNEL_NAMES, NU_TYPES, POLY, SVM_TYPE_NAMES, spoken)
 from ._threads import check_n_jobs
 from ._validation import resolve_gamma
-from .solvers import DEFAULT_SOLVER, median_gamma_solvers, option_names, solver_names, spec_for
+from .solvers import (AUTO, DEFAULT_SOLVER, known_solver, median_gamma_solvers, option_names,
+                      solver_names, spec_for)
 from .solvers._spec import Option, exact_number, is_real
 
 SVM_TYPES = SVM_TYPE_NAMES   # -s 0..4 (names as in model files; owner: _constants)
@@ -552,7 +553,7 @@ def _from_tokens(argv):
     # --solver first, so that the solver's options are known.
     if "solver" in long_values:
         param.solver = long_values.pop("solver").strip().lower()
-        if spec_for(param.solver) is None:
+        if not known_solver(param.solver):
             raise ValueError(_unknown_solver(param.solver))
     for name, value in long_values.items():
         if name in _LONG:
@@ -586,13 +587,23 @@ def unknown_option(token):
 
 
 def _unknown_solver(name):
-    return f"--solver: unknown solver {name!r} (known: {', '.join(solver_names())})"
+    return (f"--solver: unknown solver {name!r} "
+            f"(known: {', '.join(solver_names() + (AUTO,))})")
+
+
+def _auto_takes_no_option(dashed):
+    """``--epochs: --solver auto chooses the solver and its options; ...``."""
+    owners = sorted(s for s in solver_names() if dashed in option_names(s))
+    return (f"--{dashed}: --solver auto chooses the solver and its options; name the "
+            f"solver to set it" + (f" (it belongs to {', '.join(owners)})" if owners else ""))
 
 
 def _set_extra(param, name, value):
     dashed = option_name(name)
     if dashed not in option_names(param.solver):
         owners = sorted(s for s in solver_names() if dashed in option_names(s))
+        if owners and param.solver == AUTO:
+            raise ValueError(_auto_takes_no_option(dashed))
         if owners:
             raise ValueError(f"--{dashed}: not an option of solver {param.solver!r} "
                              f"(it belongs to {', '.join(owners)})")
@@ -638,7 +649,7 @@ def _from_dict(d):
     pending = dict(d)
     if "solver" in pending:
         param.solver = str(pending.pop("solver")).strip().lower()
-        if spec_for(param.solver) is None:
+        if not known_solver(param.solver):
             raise ValueError(_unknown_solver(param.solver))
     for key, value in pending.items():
         if not isinstance(key, str):
@@ -718,7 +729,7 @@ def _check(param, n_features=None):
             raise ValueError(f"-w{_fmt_label(label)}: weight must be a finite number, got {w!r}")
         if float(w) < 0:
             raise ValueError(f"-w{_fmt_label(label)}: weight must be >= 0, got {exact_number(w)}")
-    if spec_for(param.solver) is None:
+    if not known_solver(param.solver):
         raise ValueError(_unknown_solver(param.solver))
     check_n_jobs(param.n_jobs, "--threads")
     seed = param.seed
@@ -726,8 +737,16 @@ def _check(param, n_features=None):
         raise ValueError(f"--seed: expected an integer, got {seed!r}")
     if not 0 <= int(seed) < 2 ** 64:
         raise ValueError(f"--seed: must be in [0, 2**64), got {seed}")
+    if param.solver == AUTO:      # the chosen solver's options are checked when it trains
+        if param.extra:
+            raise ValueError(_auto_takes_no_option(option_name(next(iter(param.extra)))))
+        return _check_n_features(n_features)
     param.solver_options()        # declared, typed and in range (the spec's check)
     _check_used_letters(param)
+    _check_n_features(n_features)
+
+
+def _check_n_features(n_features):
     if n_features is not None:
         if isinstance(n_features, bool) or not hasattr(n_features, "__index__") \
                 or n_features < 0:
@@ -762,6 +781,8 @@ def _check_hard_margin(param, s):
     and scikit-learn do); nu-SVR's starting point (C * nu * l / 2) and the
     other solvers' step sizes need a finite C."""
     spec = spec_for(param.solver)
+    if param.solver == AUTO and s in (C_SVC, EPSILON_SVR):    # auto chooses SMO for it
+        return
     if s not in (C_SVC, EPSILON_SVR) or spec is None or not spec.uses_driver \
             or spec.binary is not None:
         raise ValueError(f"-c: C = inf (the hard margin) is for C-SVC and epsilon-SVR "

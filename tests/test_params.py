@@ -161,7 +161,7 @@ ERRORS = [
     ("--threads two", "--threads: expected an integer, got 'two'"),
     ("--seed -1", "--seed: must be in [0, 2**64), got -1"),
     ("--bias 2", "--bias: expected 0 or 1, got '2'"),
-    ("--solver foo", "--solver: unknown solver 'foo' (known: " + ", ".join(solver_names()) + ")"),
+    ("--solver foo", "--solver: unknown solver 'foo' (known: " + ", ".join(solver_names()) + ", auto)"),
     ("--validation-fraction 0.1", "--validation-fraction: not an option of solver 'smo' "
                                   "(it belongs to sbp)"),
     ("--solver sbp --loss hinge", "--loss: not an option of solver 'sbp' "

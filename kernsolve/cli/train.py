@@ -19,8 +19,8 @@ from .. import _api
 from .._model import save_model
 from .._params import FLAGS, parse_options
 from ..model_selection.cv import cross_validation, make_folds
-from ..solvers import (DEFAULT_SOLVER, REGISTRY, median_gamma_solvers, solver_names, spec_for,
-                       streaming_solvers)
+from ..solvers import (AUTO, DEFAULT_SOLVER, REGISTRY, median_gamma_solvers, solver_names,
+                       spec_for, streaming_solvers)
 
 PROG = "kernsolve-train"
 
@@ -83,7 +83,7 @@ options:
 -q : quiet mode (no outputs)
 """ + f"""\
 kernsolve options:
-{_wrapped(f"--solver name : {_or(solver_names())} (default {DEFAULT_SOLVER})")}
+{_wrapped(f"--solver name : {_or(solver_names() + (AUTO,))} (default {DEFAULT_SOLVER}; auto: chosen from the data, doc/choosing-a-solver.md)")}
 --threads n : number of threads; negative counts back from all cores (default: all cores)
 --seed s : seed of the random numbers (folds, probability CV, sampling) (default 0)
 --bias 0|1 : whether the decision function has a bias term (default 1)

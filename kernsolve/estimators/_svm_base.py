@@ -10,6 +10,7 @@ the binary sign flip, ``ovr`` values, probabilities), ``_BaseSVR`` the
 regressors; the public classes declare only their own parameters.
 """
 import dataclasses
+import sys
 import warnings
 from numbers import Integral
 
@@ -24,7 +25,7 @@ from .._errors import IterationLimitWarning, twin
 from .._model import _check_model
 from .._params import Parameters, letter_option, option_key
 from .._predict import decision_function, ovo_vote, predict_probability
-from ..solvers import DEFAULT_SOLVER, REGISTRY, option_names, spec_for
+from ..solvers import AUTO, DEFAULT_SOLVER, REGISTRY, auto, option_names, spec_for
 from .._validation import (check_sample_weight, check_X, column_or_1d, estimator_gamma,
                            is_number, seed_of)
 from ._base import (CACHE_SIZE, COEF0, DEGREE, N_JOBS, BaseEstimator, ConvergenceWarning,
@@ -473,6 +474,10 @@ class _BaseSVC(_BaseSVM):
         if sw is not None and np.unique(y_enc[sw > 0]).size < 2:
             raise ValueError(self._one_class_message)
         class_weight = self._class_weight(classes, y_enc)
+        weight = {float(i): float(w) for i, w in enumerate(class_weight) if w != 1.0}
+        gamma = self._gamma_value(X, t)
+        if solver == AUTO:
+            solver = self._auto_solver(t, gamma, X, y_enc.size, weight, sw)
         if spec_for(solver).binary is not None:
             # The SBP and the comparison solvers have one budget (one lambda)
             # for every point: kernsolve.train refuses per-class or per-row C.
@@ -492,8 +497,6 @@ class _BaseSVC(_BaseSVM):
         Xo = Xt[order]
         yo = y_enc[order].astype(np.float64)
         swo = sw[order] if sw is not None else None
-        weight = {float(i): float(w) for i, w in enumerate(class_weight) if w != 1.0}
-        gamma = self._gamma_value(X, t)
         param = self._parameters(t, gamma, weight=weight, probability=self.probability,
                                  seed=seed, bias=getattr(self, "bias", True),
                                  solver=solver, extra=extra)
@@ -539,6 +542,21 @@ class _BaseSVC(_BaseSVM):
         """Platt scaling's B for each one-vs-one pair (empty unless ``probability=True``)."""
         return self._prob_attribute("probB")
 
+    def _auto_solver(self, t, gamma, X, n, weight, sw):
+        """``solver='auto'``: the rule of ``kernsolve.solvers.auto`` among the
+        solvers this estimator runs (LIBSVM's driver: SMO where the rule
+        would leave it for EigenPro or DSG, whose models are another kind);
+        the choice and its reason in ``solver_choice_``, on stderr if verbose."""
+        param = self._parameters(t, gamma, weight=weight, probability=self.probability,
+                                 bias=getattr(self, "bias", True), solver=AUTO)
+        choice = auto.choose(param, auto.describe(X, n),
+                             candidates=_driver_solvers(self._svm_type),
+                             weighted=sw is not None)
+        self.solver_choice_ = choice.line()
+        if not param.quiet:
+            print(self.solver_choice_, file=sys.stderr)
+        return choice.solver
+
     def _check_solver(self):
         """(solver, extra): the ``solver`` name and ``solver_options`` validated.
 
@@ -550,6 +568,11 @@ class _BaseSVC(_BaseSVM):
         allowed = _driver_solvers(self._svm_type)
         solver = self.solver
         key = solver.strip().lower() if isinstance(solver, str) else solver
+        if key == AUTO:
+            if self.solver_options:
+                raise ValueError(f"{name}: solver='auto' chooses the solver and its "
+                                 "options; name the solver to give solver_options")
+            return key, {}
         if key not in allowed:
             hint = ""
             spec = spec_for(key)
@@ -558,7 +581,7 @@ class _BaseSVC(_BaseSVM):
                         f"kernsolve.{spec.estimator}")
             elif spec is not None:
                 hint = f"; {key!r} does not train {name}'s problem"
-            raise ValueError(f"{name}: solver must be one of {list(allowed)}, "
+            raise ValueError(f"{name}: solver must be one of {list(allowed) + [AUTO]}, "
                              f"got {solver!r}{hint}")
         options = self.solver_options or {}
         declared = option_names(key)

@@ -100,7 +100,7 @@ class SVC(_BaseSVC):
     random_state : int, RandomState or None, default=None
         Seed of the probability folds (None means seed 0: kernsolve is
         reproducible by default).
-    solver : {'smo', 'sbp', 'pegasos', 'sdca', 'perceptron'}, default='smo'
+    solver : {'smo', 'sbp', 'pegasos', 'sdca', 'perceptron', 'auto'}, default='smo'
         kernsolve's solver (``--solver``).  'smo' is LIBSVM's exact solver;
         'sbp' the Kernelized Stochastic Batch Perceptron, whose slack budget
         nu is mapped from ``C`` (doc/sbp.md); 'pegasos', 'sdca' and
@@ -108,7 +108,12 @@ class SVC(_BaseSVC):
         (``intercept_`` is 0; doc/baselines.md).  Each one-vs-one pair is
         trained by the solver; prediction is the same for all.  The
         approximate solvers take neither ``class_weight`` nor unequal
-        ``sample_weight``, and ``max_iter`` is SMO's only.
+        ``sample_weight``, and ``max_iter`` is SMO's only.  'auto' applies
+        ``kernsolve-train --solver auto``'s rule (doc/choosing-a-solver.md)
+        among these solvers, which picks 'smo' (the rule's other choices,
+        EigenPro on centres and UDSG, train other kinds of model: their
+        estimators are ``EigenProClassifier`` and ``DSGClassifier(solver='udsg')``); the
+        choice and its reason are in ``solver_choice_``.
     solver_options : dict or None, default=None
         The solver's long options, by name (dashes or underscores):
         'sbp': ``epochs``, ``max_kernel_evals``, ``time_limit``,

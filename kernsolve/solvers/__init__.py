@@ -20,7 +20,8 @@ from .eigenpro import SPEC as _EIGENPRO
 from .sbp import SPEC as _SBP
 from .smo import SPEC as _SMO
 
-__all__ = ["REGISTRY", "Option", "Ref", "SolverSpec", "DEFAULT_SOLVER", "spec_for",
+__all__ = ["REGISTRY", "Option", "Ref", "SolverSpec", "DEFAULT_SOLVER", "AUTO", "spec_for",
+           "known_solver",
            "solver_names", "option_names", "all_option_names", "median_gamma_solvers",
            "streaming_solvers", "model_kinds"]
 
@@ -34,6 +35,9 @@ REGISTRY = (
 )
 
 DEFAULT_SOLVER = REGISTRY[0].name
+#: ``--solver auto``: not a solver but the rule that picks one for the data
+#: (``kernsolve.solvers.auto``, which ``kernsolve.train`` runs).
+AUTO = "auto"
 
 
 def _by_name():
@@ -52,6 +56,11 @@ _BY_NAME = _by_name()
 def spec_for(name):
     """The spec of solver ``name`` (``"udsg"`` -> the DSG family's), or None."""
     return _BY_NAME.get(name) if isinstance(name, str) else None
+
+
+def known_solver(name):
+    """Whether ``--solver name`` is accepted: a registry name or ``auto``."""
+    return name == AUTO or spec_for(name) is not None
 
 
 def solver_names():

@@ -104,6 +104,7 @@ class Option:
     svm_types: tuple = ()
     kernel_types: tuple = ()
     exact: bool = False
+    words: tuple = ()               # words a number may be instead (``--centers auto``)
 
     def bounds_text(self):
         """The range of a number as messages state it (``> 0``, ``in (0, 1]``)."""
@@ -127,6 +128,11 @@ class Option:
         """The range as the usage text and the docs write it (``integer >= 1``)."""
         if self.kind == "choice":
             return "|".join(str(c) for c in self.choices)
+        if self.words:
+            return "|".join((self._number_text(),) + self.words)
+        return self._number_text()
+
+    def _number_text(self):
         if self.kind in ("flag", "bool"):
             return "0|1"
         if self.kind == "index":
@@ -179,13 +185,16 @@ class Option:
                 raise ValueError(f"{option}: unknown {self.noun or option.lstrip('-')} "
                                  f"{text!r} (known: {', '.join(self.choices)})")
             return text
+        if isinstance(value, str) and value.strip().lower() in self.words:
+            return value.strip().lower()
         if self.kind == "bool":
             if not (isinstance(value, bool) or is_real(value) and value in (0, 1)):
                 raise ValueError(f"{option}: expected 0 or 1, got {value!r}")
             return bool(value)
         integral = self.kind in ("int", "flag", "index")
         if not is_real(value) or not math.isfinite(value) and integral:
-            raise ValueError(f"{option}: expected {_KIND_WORDS[self.kind]}, got {value!r}")
+            expected = " or ".join((_KIND_WORDS[self.kind],) + self.words)
+            raise ValueError(f"{option}: expected {expected}, got {value!r}")
         if not math.isfinite(value) and not (value == self.high == math.inf
                                              and not self.high_open):
             shown = float(value) if self.exact else value

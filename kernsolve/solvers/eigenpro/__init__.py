@@ -37,8 +37,10 @@ SPEC = SolverSpec(
         "features": Option("random features instead of the kernel expansion", kind="int",
                            low=1, noun="the number of random features"),
         "centers": Option("a model on p centres drawn from the rows, solved by FALKON "
-                          "(Nystrom-preconditioned conjugate gradient)", kind="int", low=1,
-                          only=("eigenpro",), noun="the number of centres p"),
+                          "(Nystrom-preconditioned conjugate gradient); auto: about "
+                          "15000 sqrt(n / 60000), capped by memory", kind="int", low=1,
+                          only=("eigenpro",), noun="the number of centres p",
+                          words=("auto",)),
         "lambda": Option("ridge regularisation with --centers (default 1e-6)", low=0,
                          only=("eigenpro",), noun="lambda"),
         "precision": Option("K(X, centres) in double, single or half precision with "

@@ -38,11 +38,10 @@ import scipy.linalg
 
 from . import _block_ops
 from ._tiled_cholesky import cholesky_upper
+from .centres import RESIDUAL_BLOCK     # centres per diagonal block of the residual: b
 from ..._threads import one_blas_thread
 
 __all__ = ["SubsampledPreconditioner", "RESIDUAL_BLOCK"]
-
-RESIDUAL_BLOCK = 512    # centres per diagonal block of the residual: b
 
 
 def _jittered(K, p):

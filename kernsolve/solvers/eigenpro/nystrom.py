@@ -42,6 +42,7 @@ factors' tiles are fixed by p, each block's kernel values come from one call
 of a fixed shape (the kernel engine, or one sgemm), each block's products and
 each tile run on one BLAS thread and the blocks' sums are added in row order.
 """
+import hashlib
 import time
 import warnings
 from copy import copy
@@ -51,7 +52,8 @@ import scipy.linalg
 
 from . import _block_ops
 from ._common import UntimedCallback
-from ._subsampled import RESIDUAL_BLOCK, SubsampledPreconditioner
+from ._subsampled import SubsampledPreconditioner
+from .centres import RESIDUAL_BLOCK, preconditioner_bytes
 from ._tiled_cholesky import TILE, cholesky_upper, upper_times_transpose
 from ..._constants import BOUNDED_KERNELS, KERNEL_NAMES, LINEAR, POLY, RBF, spoken
 from ..._random import permutation
@@ -59,8 +61,8 @@ from ..._sparse import issparse
 from ..._threads import one_blas_thread, worker_pool
 from ..._validation import check_allocation
 
-__all__ = ["centre_indices", "auxiliary_indices", "fit_centres", "BLOCK_VALUES",
-           "PRECISIONS"]
+__all__ = ["centre_indices", "auxiliary_indices", "distinct_rows", "fit_centres",
+           "BLOCK_VALUES", "PRECISIONS"]
 
 BLOCK_VALUES = 2 ** 22      # kernel values per row block of K(X, C): 32 MB in double
 # Storage of K(X, C); half (float16) is multiplied in float32 (_block_ops.half_products).
@@ -93,6 +95,72 @@ def auxiliary_indices(n, p, q, seed):
     """The q auxiliary rows of the subsampled preconditioner: the q rows after
     the centres in the same permutation (so none is a centre), sorted."""
     return np.sort(permutation(n, seed, "sampling")[p:p + q]).astype(np.intp)
+
+
+def _row_keys(R):
+    """One key per row of R (dense or canonical CSR): equal keys for rows of
+    equal values (-0.0 is 0.0; a stored zero is no entry), a 128-bit digest of
+    the row's values (and, sparse, their columns)."""
+    if issparse(R):
+        R = R.tocsr(copy=True)
+        R.data = R.data + 0.0
+        R.eliminate_zeros()
+        R.sort_indices()
+        rows = ((R.indices[a:b].tobytes(), R.data[a:b].tobytes())
+                for a, b in zip(R.indptr[:-1], R.indptr[1:]))
+        return [hashlib.blake2b(i + b"|" + v, digest_size=16).digest() for i, v in rows]
+    R = np.ascontiguousarray(R, dtype=np.float64) + 0.0
+    return [hashlib.blake2b(row.tobytes(), digest_size=16).digest() for row in R]
+
+
+def distinct_rows(kern, S, q, seed):
+    """The centres S (sorted row indices) and the q auxiliary rows without
+    repeated rows: ``(S, Q, replaced)``.
+
+    Equal rows as centres make ``K_MM`` singular (noise-free augmentation
+    repeats rows), and equal auxiliary rows ``K_QQ``.  Of equal centres the
+    first (in row order) is kept; the others are replaced by the next rows of
+    the seed's "sampling" permutation that are not centres and repeat no
+    kept row, so p stays p while the data have p distinct rows (else the
+    centres are all the distinct rows); then the q auxiliary rows are the
+    next such rows.  ``replaced`` counts the repeated centres.  Without
+    repeated rows among them the result is ``S``, :func:`auxiliary_indices`
+    (None when q is None) and 0: the centres as before.
+    """
+    n, p = kern.n_rows, len(S)
+    keys = _row_keys(kern.rows(S))
+    Q = None if q is None else auxiliary_indices(n, p, q, seed)
+    q_keys = [] if Q is None else _row_keys(kern.rows(Q))
+    if len(set(keys)) == p and len(set(keys).union(q_keys)) == p + len(q_keys):
+        return S, Q, 0
+    seen, kept = set(), []
+    for i, key in zip(S, keys):
+        if key not in seen:
+            seen.add(key)
+            kept.append(i)
+    replaced = p - len(kept)
+    taken = set(int(i) for i in S)
+    order = [int(i) for i in permutation(n, seed, "sampling") if int(i) not in taken]
+    aux, at, chunk = [], 0, max(64, replaced + (q or 0))
+    while (len(kept) < p or q is not None and len(aux) < q) and at < len(order):
+        batch = order[at:at + chunk]
+        at += len(batch)
+        for i, key in zip(batch, _row_keys(kern.rows(np.asarray(batch, dtype=np.intp)))):
+            if key in seen:
+                continue
+            seen.add(key)
+            if len(kept) < p:
+                kept.append(i)
+            elif q is not None and len(aux) < q:
+                aux.append(i)
+    S = np.sort(np.asarray(kept, dtype=np.intp))
+    if q is not None:
+        if not aux:
+            raise ValueError(f"--subsample: the data have no rows besides the p = {len(S)} "
+                             "distinct centres to draw the auxiliary rows from; use fewer "
+                             "centres or no --subsample")
+        Q = np.sort(np.asarray(aux, dtype=np.intp))
+    return S, Q, replaced
 
 
 class _SingleKernel:
@@ -259,7 +327,7 @@ class _Factors:
         K_MM[np.diag_indices(p)] += jitter
         if cholesky_upper(K_MM, pool) != 0:
             raise ValueError(f"--centers: the kernel matrix of the p = {p} centres is not "
-                             "numerically positive definite (duplicate centres, or a linear "
+                             "numerically positive definite (nearly equal centres, or a linear "
                              "or polynomial kernel with more centres than its feature "
                              "space has dimensions); use fewer centres")
         A = upper_times_transpose(K_MM, pool)
@@ -395,20 +463,22 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
         raise ValueError(f"--subsample: the q = {subsample} auxiliary rows are drawn "
                          f"besides the p = {p} centres, so p + q must be at most n = {n}")
     if subsample is None:       # K_MM and T T^T while factoring (_Factors)
-        check_allocation(16 * p * p, f"--centers {p}: the preconditioner's two p x p "
-                         "matrices", "use fewer centres, or --subsample q (no p x p matrix)")
+        check_allocation(preconditioner_bytes(p), f"--centers {p}: the preconditioner's two "
+                         "p x p matrices", "use fewer centres, or --subsample q (no p x p "
+                         "matrix)")
     else:                       # K_MQ, and the residual's diagonal blocks (_subsampled)
-        check_allocation(8 * p * (subsample + RESIDUAL_BLOCK), f"--centers {p} --subsample "
+        check_allocation(preconditioner_bytes(p, subsample), f"--centers {p} --subsample "
                          f"{subsample}: the preconditioner's p x (q + {RESIDUAL_BLOCK}) values",
                          "use fewer centres or a smaller --subsample")
-    S = centre_indices(n, p, seed)
+    # repeated rows would make K_MM (or K_QQ) singular: replaced (distinct_rows)
+    S, Q, replaced = distinct_rows(kern, centre_indices(n, p, seed), subsample, seed)
     C = kern.rows(S)
     user = UntimedCallback(callback)
     with worker_pool(n_threads, "eigenpro") as pool:
         fitted = precision
         while True:
             alpha, stats = _solve(kern, Y, S, C, lam, iterations, cache_mb, pool, fitted,
-                                  subsample, seed, user, progress)
+                                  Q, user, progress)
             blocks = stats.pop("blocks")
             if fitted == "double":
                 break
@@ -433,9 +503,10 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
                              f"({stats['breakdown']}): the system is numerically singular "
                              f"at --lambda {lam:g}; use a larger --lambda or fewer centres")
     stats.update({
-        "centers": p,
+        "centers": len(S),
+        "replaced_centres": replaced,
         "lambda": float(lam),
-        "subsample": subsample,
+        "subsample": None if Q is None else len(Q),
         "seconds": time.perf_counter() - t0 - user.seconds,
         "n_threads": n_threads,
         "gamma": kern.gamma,
@@ -443,12 +514,14 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
     return alpha, S, stats
 
 
-def _solve(kern, Y, S, C, lam, iterations, cache_mb, pool, precision, subsample, seed, user,
+def _solve(kern, Y, S, C, lam, iterations, cache_mb, pool, precision, Q, user,
            progress=None):
-    """One FALKON solve in the given precision: alpha and the stats (with the
-    row blocks, for the drift check, and the CG breakdown, if any)."""
+    """One FALKON solve in the given precision (Q: the auxiliary rows of the
+    subsampled preconditioner, or None): alpha and the stats (with the row
+    blocks, for the drift check, and the CG breakdown, if any)."""
     t0 = time.perf_counter()
     n, p = kern.n_rows, C.shape[0]
+    subsample = None if Q is None else len(Q)
     if subsample is None:
         K_MM = kern.block(C, C)
         if not np.all(np.isfinite(K_MM)):
@@ -460,8 +533,7 @@ def _solve(kern, Y, S, C, lam, iterations, cache_mb, pool, precision, subsample,
     else:
         one = copy(kern)
         one.n_threads = 1
-        pre = SubsampledPreconditioner(one, C, kern.rows(
-            auxiliary_indices(n, p, subsample, seed)), lam, pool)
+        pre = SubsampledPreconditioner(one, C, kern.rows(Q), lam, pool)
         blocks = _RowBlocks(kern, C, cache_mb * 2 ** 20, pool, PRECISIONS[precision],
                             rows_at=S)
     t_setup = time.perf_counter() - t0

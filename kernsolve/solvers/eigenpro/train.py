@@ -60,6 +60,7 @@ from ._common import (AUTO_RTOL, RANK_RTOL, KernelBlocks, check_diverged, epoch_
                       step_size, top_eigensystem, UntimedCallback)
 from .features import fit_features
 from .model import EigenProModel
+from .centres import default_centres
 from .nystrom import fit_centres
 from ..._constants import C_SVC, EPSILON_SVR, POLY, PRECOMPUTED, PSD_KERNELS, SIGMOID
 from ..._kernels import check_kernel_params
@@ -145,10 +146,13 @@ def eigenpro_options(param, n_samples=None):
             if key in given:
                 raise ValueError(f"--centers: the centres' model is solved by conjugate "
                                  f"gradient, which takes no --{option_name(key)}")
-        p = _size(opts, "centers", "p", None, n)
-        lam = DEFAULT_LAMBDA if lam is None else lam
         M = opts["subsample"]       # q auxiliary rows, or None: FALKON's exact factors
-        if M is not None and n is not None and p + M > n:
+        if p == "auto":             # grows with n, capped by memory (centres.default_centres)
+            p = p if n is None else default_centres(n, M)
+        else:
+            p = _size(opts, "centers", "p", None, n)
+        lam = DEFAULT_LAMBDA if lam is None else lam
+        if M is not None and n is not None and p is not None and p + M > n:
             raise ValueError(f"--subsample: the q = {M} auxiliary rows of the "
                              f"preconditioner are drawn besides the p = {p} centres, "
                              f"so p + q must be at most n = {n}")
@@ -519,9 +523,11 @@ def train_eigenpro(y, X, param, n_jobs=None, sample_weight=None, callback=None):
     stats["n_SV"] = 0 if opts["features"] is not None else idx.size   # (cross_validation)
     stats["wall_seconds"] = time.perf_counter() - t0
     if not param.quiet and res.centres is not None:
-        print(f"{param.solver}: n = {n}, centres p = {idx.size}, lambda = "
-              f"{stats['lambda']:g}, iterations = {stats['n_iter']}, relative residual = "
-              f"{stats['relative_residual']:.3g}, kernel evaluations = "
+        replaced = stats["replaced_centres"]
+        print(f"{param.solver}: n = {n}, centres p = {idx.size}"
+              + (f" ({replaced} repeated rows replaced)" if replaced else "")
+              + f", lambda = {stats['lambda']:g}, iterations = {stats['n_iter']}, relative "
+              f"residual = {stats['relative_residual']:.3g}, kernel evaluations = "
               f"{stats['n_kernel_evals']}")
     elif not param.quiet:
         print(f"{param.solver}: n = {n}, k = {stats['eigen_directions']}, "
