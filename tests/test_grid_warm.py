@@ -71,3 +71,26 @@ def test_warm_grid_same_best_cell_rates_within_a_row(heart):
     # --cold: the exact path, whatever --warm says
     cold = grid_search(y, X, "-q --warm --cold", grid=grid, n_folds=5, n_jobs=2)
     assert [c["rate"] for c in cold.cells] == [c["rate"] for c in exact.cells]
+
+
+@pytest.mark.parametrize("name", ["SVC", "SVR"])
+def test_estimator_warm_start_along_C(heart, name):
+    """warm_start=True: the next fit at another C starts from the previous
+    solution (fewer or other iterations), reaching the cold fit's optimum."""
+    y, X = heart
+    Est = getattr(kernsolve, name)
+    est = Est(gamma=0.1, warm_start=True)
+    for C in (0.5, 8.0, 64.0):
+        est.set_params(C=C).fit(X, y)
+        cold = Est(gamma=0.1, C=C).fit(X, y)
+        np.testing.assert_allclose(est.decision_function(X) if name == "SVC" else
+                                   est.predict(X),
+                                   cold.decision_function(X) if name == "SVC" else
+                                   cold.predict(X), atol=5e-3 * C)
+        first = C == 0.5
+        assert np.array_equal(est.n_iter_, cold.n_iter_) == first
+    # other data: a fresh start (the cold fit's bits)
+    est.fit(X[:200], y[:200])
+    cold = Est(gamma=0.1, C=64.0).fit(X[:200], y[:200])
+    np.testing.assert_array_equal(np.asarray(est.intercept_), np.asarray(cold.intercept_))
+    assert np.array_equal(est.n_iter_, cold.n_iter_)
