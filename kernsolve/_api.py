@@ -22,7 +22,7 @@ __all__ = ["train", "check_parameters"]
 def train(y: ArrayLike, X: MatrixLike, options: OptionsLike = "", *,
           sample_weight: ArrayLike | None = None, n_jobs: int | None = None,
           _folds: Any = None, _max_iter: int | None = None,
-          _shared: Any = None) -> Model | ModelKind:
+          _shared: Any = None, _warm: Any = None) -> Model | ModelKind:
     """Train a model with any of kernsolve's solvers (``--solver``, default SMO).
 
     With SMO, SBP and the baselines it trains the way LIBSVM's ``svm-train``
@@ -51,9 +51,10 @@ def train(y: ArrayLike, X: MatrixLike, options: OptionsLike = "", *,
     n_jobs : int, optional
         Threads for the kernel computations; overrides ``--threads``.  None
         means ``--threads`` if given, else all cores (``resolve_n_jobs``).
-    _folds, _max_iter, _shared : private
-        Explicit probability folds, the SMO iteration limit and a kernel
-        matrix shared between fits, for the LIBSVM driver (see ``svm_train``).
+    _folds, _max_iter, _shared, _warm : private
+        Explicit probability folds, the SMO iteration limit, a kernel matrix
+        shared between fits and the previous fit's solution to start from,
+        for the LIBSVM driver (see ``svm_train``).
 
     Returns
     -------
@@ -81,7 +82,8 @@ def train(y: ArrayLike, X: MatrixLike, options: OptionsLike = "", *,
         # whole-model solvers compute with scipy's matrices (kernsolve-train reads a Csr)
         return spec.train(y, to_scipy(X), param, n_jobs=n_jobs, sample_weight=sample_weight)
     return driver.svm_train(y, X, param, spec, sample_weight=sample_weight, n_jobs=n_jobs,
-                            _folds=_folds, _max_iter=_max_iter, _shared=_shared)
+                            _folds=_folds, _max_iter=_max_iter, _shared=_shared,
+                            _warm=_warm)
 
 
 def check_parameters(param):

@@ -43,6 +43,7 @@ from .._typing import ArrayLike, MatrixLike
 from .._validation import (check_sample_weight, check_targets, check_X, group_classes,
                            libsvm_rows)
 from ..solvers import spec_for
+from ..solvers.libsvm.formulations import WarmStart
 from ..solvers.libsvm.libsvm_rand import cross_validation_folds
 from ..solvers.libsvm.shared_kernel import SharedKernel, gram_bytes
 
@@ -232,13 +233,15 @@ def run_tasks(fn, tasks, n_jobs, backend, on_done):
 
 
 def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, prob_folds,
-                shared, n_threads):
+                shared, n_threads, warm=None):
     """One task: train on ``train_idx``, predict ``test_idx``.
 
     ``prob_folds``: the internal probability folds of the fit (``train``'s
     ``_folds``), or None for kernsolve's own.  ``shared``: a
     :class:`SharedKernel` over all the rows of ``X`` the fit reads its kernel
-    rows from, or None.  Never raises: a failure comes back as
+    rows from, or None.  ``warm``: a ``WarmStart`` holding the solution of
+    the previous fit on these rows (see :func:`fit_predict_path`), or None.
+    Never raises: a failure comes back as
     ``{"error": "Type: message"}``, so the caller can name the fold and the
     parameters that failed.
     """
@@ -250,7 +253,8 @@ def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, pr
         sw = None if sample_weight is None else sample_weight[train_idx]
         model = train(y[train_idx], X[train_idx], param, sample_weight=sw,
                       n_jobs=n_threads, _folds=prob_folds,
-                      _shared=None if shared is None else shared.view(train_idx))
+                      _shared=None if shared is None else shared.view(train_idx),
+                      _warm=warm)
         opts = f"-q --threads {n_threads}" + (" -b 1" if probability else "")
         pred, _, _ = predict(None, X[test_idx], model, opts)
         stats = model.stats
@@ -263,6 +267,17 @@ def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, pr
         return {"pred": None, "seconds": time.perf_counter() - t0,
                 "n_threads": n_threads,
                 "error": f"{type(exc).__name__}: {exc}", "error_type": type(exc).__name__}
+
+
+def fit_predict_path(y, X, sample_weight, params, train_idx, test_idx, probability,
+                     prob_folds, shared, warm, n_threads):
+    """One task of several fits on the same rows: :func:`fit_predict` for each of
+    ``params`` in turn, a list of their results.  With ``warm``, each fit
+    starts from the previous one's solution (alpha seeding along C: give
+    ``params`` in increasing C); otherwise each solves from scratch."""
+    start = WarmStart() if warm else None
+    return [fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability,
+                        prob_folds, shared, n_threads, warm=start) for param in params]
 
 
 # --------------------------------------------------------------------------

@@ -23,8 +23,53 @@ import numpy as np
 from ..._errors import IterationLimitWarning
 from ..smo._solve import solve as _smo_solve
 
-__all__ = ["Solution", "run_smo", "solve_c_svc", "solve_nu_svc", "solve_one_class",
-           "solve_epsilon_svr", "solve_nu_svr"]
+__all__ = ["Solution", "WarmStart", "run_smo", "solve_c_svc", "solve_nu_svc",
+           "solve_one_class", "solve_epsilon_svr", "solve_nu_svr"]
+
+
+class WarmStart:
+    """Alpha seeding along C (DeCoste and Wagstaff 2000): the solutions of one
+    fit's sub-problems start the same sub-problems of the next fit on the same
+    rows, at another C.
+
+    Sub-problems are matched by their order in the fit (the one-vs-one pairs,
+    their probability folds): fits on the same rows with the same options but
+    C make the same sequence.  A solution at bounds ``C_prev`` starts the
+    solve at bounds ``C`` as ``alpha * C / C_prev`` (clipped to ``[0, C]``
+    against rounding): every bound scales by the same ratio, so the start is
+    in the new box and keeps ``y'alpha`` (the equality constraint); the solver
+    recomputes the gradient from it.  For C-SVC and epsilon-SVR, whose box is
+    C (nu-SVC and one-class have none to scale).
+    """
+
+    def __init__(self):
+        self._solutions = {}
+        self._next = 0
+
+    def begin_fit(self):
+        self._next = 0
+
+    def start(self, C):
+        """The starting alphas of the next sub-problem, whose bounds are ``C``."""
+        key, self._next = self._next, self._next + 1
+        prev = self._solutions.get(key)
+        if prev is None or prev[1].shape != C.shape:
+            return np.zeros(C.size)
+        alpha, C_prev = prev
+        return np.clip(alpha * (C / C_prev), 0.0, C)
+
+    def keep(self, alpha, C):
+        """The solution of the sub-problem ``start`` was last called for."""
+        self._solutions[self._next - 1] = (alpha.copy(), C.copy())
+
+
+def _start(ctx, C):
+    return np.zeros(C.size) if ctx.warm is None else ctx.warm.start(C)
+
+
+def _keep(ctx, alpha, C):
+    if ctx.warm is not None:
+        ctx.warm.keep(alpha, C)
 
 
 class Solution(NamedTuple):
@@ -82,8 +127,9 @@ def solve_c_svc(ctx, rows, target, C, cp=None, cn=None):
     param = ctx.param
     l = _n_rows(ctx, rows)
     y_pm = np.where(target > 0, 1, -1).astype(np.int8)
-    alpha = np.zeros(l)
+    alpha = _start(ctx, C)
     info = run_smo(ctx, rows, y_pm, np.full(l, -1.0), alpha, C)
+    _keep(ctx, alpha, C)
     if cp is not None and cp == cn:
         ctx.info(f"nu = {alpha.sum() / C.sum():f}\n")
     coef = alpha * y_pm
@@ -146,10 +192,12 @@ def solve_epsilon_svr(ctx, rows, target, C):
     """epsilon-SVR: 2l variables, ``p = epsilon -+ y``, alpha from 0."""
     param = ctx.param
     l = _n_rows(ctx, rows)
-    alpha2 = np.zeros(2 * l)
+    C2 = np.concatenate([C, C])
+    alpha2 = _start(ctx, C2)
     p = np.concatenate([param.p - target, param.p + target])
     y_pm = np.concatenate([np.ones(l, np.int8), -np.ones(l, np.int8)])
-    info = run_smo(ctx, rows, y_pm, p, alpha2, np.concatenate([C, C]), svr=True)
+    info = run_smo(ctx, rows, y_pm, p, alpha2, C2, svr=True)
+    _keep(ctx, alpha2, C2)
     coef = alpha2[:l] - alpha2[l:]
     ctx.info(f"nu = {np.abs(coef).sum() / C.sum():f}\n")
     return Solution(coef, info["rho"], info["obj"], C, info)
