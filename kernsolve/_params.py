@@ -182,8 +182,8 @@ class Parameters:
     warm : bool
         ``--warm`` (no value): grid search runs the C values of each fold in
         increasing order, each fit starting from the previous C's solution
-        (C-SVC, epsilon-SVR; rates equal the cold ones within the solver's
-        tolerance, not to the bit).  Ignored with ``--cold``.
+        (C-SVC, epsilon-SVR, nu-SVR; rates equal the cold ones within the
+        solver's tolerance, not to the bit).  Ignored with ``--cold``.
     extra : dict
         Solver-specific options, keys in Python spelling (``max_kernel_evals``).
     """

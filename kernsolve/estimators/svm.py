@@ -215,18 +215,20 @@ class NuSVR(_BaseSVR):
     """Nu-Support Vector Regression (LIBSVM's nu-SVR); see :class:`SVR`.
 
     ``nu`` in (0, 1] replaces ``epsilon``: the tube width is found by the solver.
+    ``warm_start`` as :class:`SVC` (nu-SVR's constraints scale with C).
     """
 
     _svm_type = SvmType.NU_SVR
     # nu-SVR starts from alpha = C * nu * n / 2: C = inf has no meaning there
     _parameter_constraints = {**_without(_BaseSVR._parameter_constraints, "epsilon"),
-                              "C": [Interval(Real, 0, None, closed="neither")]}
+                              "C": [Interval(Real, 0, None, closed="neither")],
+                              "warm_start": ["boolean"]}
 
     def __init__(self, *, nu: float = 0.5, C: float = 1.0, kernel: KernelLike = "rbf",
                  degree: int = 3, gamma: float | Literal["scale", "auto"] = "scale",
                  coef0: float = 0.0, shrinking: bool = True, tol: float = 1e-3,
                  cache_size: float = 200, verbose: bool = False, max_iter: int = -1,
-                 n_jobs: int | None = None) -> None:
+                 n_jobs: int | None = None, warm_start: bool = False) -> None:
         self._store_params(locals())
 
 

@@ -33,7 +33,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from . import cv as _cv
-from .._constants import C_SVC, CLASSIFICATION, EPSILON_SVR, REGRESSION
+from .._constants import C_SVC, CLASSIFICATION, EPSILON_SVR, NU_SVR, REGRESSION
 from .._fileutil import output_file
 from .._params import _LETTERS, _LONG, OptionsLike, parse_options
 from .._typing import ArrayLike, MatrixLike, StrPath
@@ -599,7 +599,9 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
             _cv._say(line)
 
     groups = _kernel_groups(X, todo, cell_params, backend, say if verbose and todo else None)
-    warm = bool(param.warm) and not param.cold and svm_type in (C_SVC, EPSILON_SVR)
+    # alpha seeding scales a solution with C: the types whose constraints have C
+    # (nu-SVC and one-class have none: LIBSVM ignores -c for them)
+    warm = bool(param.warm) and not param.cold and svm_type in (C_SVC, EPSILON_SVR, NU_SVR)
     n_tasks = len(todo) * k         # (cell, fold) pairs; a task runs a chain of cells
 
     def group_tasks(group, shared):

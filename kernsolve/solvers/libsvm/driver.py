@@ -82,7 +82,7 @@ def svm_train(y, X, param, spec, *, sample_weight=None, n_jobs=None, _folds=None
         Only for the driver's own SMO formulations.
     _warm : private
         A ``formulations.WarmStart`` shared by successive fits on the same
-        rows at growing C: each SMO solve of C-SVC and epsilon-SVR starts from
+        rows at growing C: each SMO solve of C-SVC, epsilon-SVR and nu-SVR starts from
         the previous fit's solution of the same sub-problem (alpha seeding).
 
     Returns
