@@ -314,14 +314,17 @@ class GridResult:
     def table(self):
         """The results as text: one row per cell, best marked with ``*``."""
         keys = list(self.axes)
-        head = [f"log2{k}" if k in _LOG2 else k for k in keys] + [self.metric, ""]
+        subsampled = any("rows" in cell for cell in self.cells)    # successive halving
+        head = [f"log2{k}" if k in _LOG2 else k for k in keys] + \
+            ["rows"] * subsampled + [self.metric, ""]
         rows = []
         for cell in self.cells:
             vals = [_fmt_value(float(math.log2(cell["params"][k]))) if k in _LOG2
                     else _fmt_value(cell["params"][k]) for k in keys]
             rate = cell.get("rate")
             mark = "*" if cell["params"] == self.best_params else ""
-            rows.append(vals + ["" if rate is None else f"{rate:.6g}", mark])
+            rows.append(vals + [str(cell.get("rows") or "")] * subsampled +
+                        ["" if rate is None else f"{rate:.6g}", mark])
         widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
         lines = ["  ".join(str(v).rjust(w) for v, w in zip(r, widths)).rstrip()
                  for r in [head] + rows]
@@ -496,8 +499,8 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
                 grid: Mapping[str, Any] | None = None, n_folds: int = 5,
                 n_jobs: int | None = None, seed: int | None = None, out: StrPath | None = None,
                 resume: bool = True, backend: Any = None, verbose: bool | None = None,
-                png: StrPath | None = None,
-                sample_weight: ArrayLike | None = None) -> GridResult:
+                png: StrPath | None = None, sample_weight: ArrayLike | None = None,
+                _cells: list[dict] | None = None) -> GridResult:
     """Cross-validate every cell of a parameter grid, all (cell, fold) tasks in parallel.
 
     Parameters
@@ -532,6 +535,9 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
         Write the heat map there (needs matplotlib).
     sample_weight : array-like, optional
         Per-row weights for every fit.
+    _cells : private
+        The cells to run, a part of the grid's in its job order (successive
+        halving's rounds, :mod:`kernsolve.model_selection.halving`).
 
     Returns
     -------
@@ -561,7 +567,7 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
     svm_type = int(param.svm_type)
     minimize = svm_type in REGRESSION
     metric = "mean_squared_error" if minimize else "accuracy"
-    cells = grid_order(axes)
+    cells = grid_order(axes) if _cells is None else _cells
     cell_params = [_cv.fit_parameters(_cell_parameters(param, c)) for c in cells]
     stratified = svm_type in CLASSIFICATION
     if stratified:
