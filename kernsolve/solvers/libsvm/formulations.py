@@ -133,7 +133,8 @@ def _uniform(C):
 
 
 def solve_c_svc(ctx, rows, target, C, cp=None, cn=None):
-    """C-SVC: ``p = -1``, alpha from 0 (or the warm seed); prints nu when the two class C's agree."""
+    """C-SVC: ``p = -1``, alpha from 0 (or the warm seed); prints nu when the two
+    class C's agree."""
     param = ctx.param
     l = _n_rows(ctx, rows)
     y_pm = np.where(target > 0, 1, -1).astype(np.int8)
