@@ -36,6 +36,8 @@ grid_options :
     needs matplotlib: pip install 'kernsolve[plot]')
 -resume [pathname] : resume the grid task using an existing output file
     (default pathname is dataset.out)
+-svmtrain pathname, -gnuplot pathname : accepted for grid.py's callers (easy.py)
+    and not used: kernsolve-grid trains and draws the heat map itself
 --grid name=v1,v2,... : also search solver option `name` over these values
 --halving : successive halving: every cell on a subsample of the rows, the best
     1/factor of them on factor x more rows, ... the last round on all rows
@@ -177,8 +179,10 @@ def parse_command_line(argv):
                 settings["resume"] = ""
                 i += 1
         elif tok in ("-svmtrain", "-gnuplot"):
-            raise UsageError(f"{tok}: not needed by kernsolve-grid (it trains and plots "
-                             "itself)")
+            # grid.py's; LIBSVM's easy.py passes both: accepted, not used
+            # (kernsolve-grid trains and plots itself)
+            value()
+            i += 2
         elif tok == "--grid" or tok.startswith("--grid="):
             spec = tok.split("=", 1)[1] if tok.startswith("--grid=") else value()
             i += 1 if tok.startswith("--grid=") else 2
