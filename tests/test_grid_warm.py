@@ -93,6 +93,12 @@ def test_estimator_warm_start_along_C(heart, name):
                                    cold.predict(X), atol=5e-3 * C)
         first = C == 0.5
         assert np.array_equal(est.n_iter_, cold.n_iter_) == first
+    # another kernel: a fresh start (the cold fit's bits)
+    est.set_params(gamma=0.2).fit(X, y)
+    cold = Est(gamma=0.2, C=64.0).fit(X, y)
+    np.testing.assert_array_equal(np.asarray(est.intercept_), np.asarray(cold.intercept_))
+    assert np.array_equal(est.n_iter_, cold.n_iter_)
+    est.set_params(gamma=0.1)
     # other data: a fresh start (the cold fit's bits)
     est.fit(X[:200], y[:200])
     cold = Est(gamma=0.1, C=64.0).fit(X[:200], y[:200])
