@@ -482,6 +482,18 @@ def _c_chains(group, cells):
 # the public function
 # --------------------------------------------------------------------------
 
+def prepare_search(y, X, base_options, grid, n_folds, seed, png, sample_weight):
+    """A search's inputs checked before any work (also successive halving's):
+    ``(y, X, sample_weight, Parameters, axes, n_folds, seed)``."""
+    y, X, sw, param = _cv.prepare(y, X, base_options, sample_weight)
+    axes = _normalize_grid(grid)
+    if png is not None:
+        _require_matplotlib()
+    k = _cv._check_n_folds(n_folds, y.shape[0])
+    seed = _cv._seed(param.seed if seed is None else seed)
+    return y, X, sw, param, axes, k, seed
+
+
 @contextlib.contextmanager
 def _writing(name, state):
     """An error of writing ``name`` (a full disk) stops the run with the file
@@ -555,13 +567,9 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
         ``png`` given without matplotlib (checked before any work).
     """
     t0 = time.perf_counter()
-    y, X, sw, param = _cv.prepare(y, X, base_options, sample_weight)
-    axes = _normalize_grid(grid)
-    if png is not None:
-        _require_matplotlib()
+    y, X, sw, param, axes, k, seed = prepare_search(y, X, base_options, grid, n_folds, seed,
+                                                    png, sample_weight)
     n = y.shape[0]
-    k = _cv._check_n_folds(n_folds, n)
-    seed = _cv._seed(param.seed if seed is None else seed)
     if verbose is None:
         verbose = not param.quiet
     svm_type = int(param.svm_type)

@@ -18,8 +18,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from . import cv as _cv
-from .grid import (GridResult, GridSearchError, _normalize_grid, _require_matplotlib,
-                   cell_label, grid_order, grid_search, plot_grid)
+from .grid import (GridResult, GridSearchError, cell_label, grid_order, grid_search,
+                   plot_grid, prepare_search)
 from .._constants import CLASSIFICATION
 from .._fileutil import output_file
 from .._random import permutation
@@ -105,13 +105,9 @@ def halving_grid_search(y: ArrayLike, X: MatrixLike, base_options: Any = "",
         full grid never takes it for a rate on all rows).
     """
     t0 = time.perf_counter()
-    y, X, sw, param = _cv.prepare(y, X, base_options, sample_weight)
-    axes = _normalize_grid(grid)
-    if png is not None:
-        _require_matplotlib()
+    y, X, sw, param, axes, k, seed = prepare_search(y, X, base_options, grid, n_folds, seed,
+                                                    png, sample_weight)
     n = y.shape[0]
-    k = _cv._check_n_folds(n_folds, n)
-    seed = _cv._seed(param.seed if seed is None else seed)
     min_rows = _check_factor(factor, min_rows, n, k)
     stratified = int(param.svm_type) in CLASSIFICATION
     if min_rows is None:
