@@ -252,8 +252,7 @@ def run_unordered(calls, n_threads, name="task"):
     imports logging, and the cross-validation of one ``kernsolve-train -v``
     process needs neither it nor joblib (doc/cross-validation.md).
     """
-    todo: queue.SimpleQueue = queue.SimpleQueue()
-    done: queue.SimpleQueue = queue.SimpleQueue()
+    todo, done = queue.SimpleQueue(), queue.SimpleQueue()
     for call in calls:
         todo.put(call)
     stop = threading.Event()

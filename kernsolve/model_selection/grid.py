@@ -482,7 +482,8 @@ def _c_chains(group, cells):
 # the public function
 # --------------------------------------------------------------------------
 
-def prepare_search(y, X, base_options, grid, n_folds, seed, png, sample_weight):
+def prepare_search(y, X, base_options, grid, n_folds, seed, png, sample_weight
+                   ) -> tuple[np.ndarray, Any, np.ndarray | None, Any, dict, int, int]:
     """A search's inputs checked before any work (also successive halving's):
     ``(y, X, sample_weight, Parameters, axes, n_folds, seed)``."""
     y, X, sw, param = _cv.prepare(y, X, base_options, sample_weight)

@@ -120,7 +120,8 @@ def halving_grid_search(y: ArrayLike, X: MatrixLike, base_options: Any = "",
     rounds = halving_rounds(len(cells), n, int(factor), min_rows)
     order = nested_row_order(y, seed, stratified)
     alive = list(range(len(cells)))
-    n_tasks, result = 0, None
+    n_tasks = 0
+    result: Any = None     # the last round's GridResult (attributes set at run time)
     for r, (rows, _) in enumerate(rounds):
         last = r == len(rounds) - 1
         sub = np.sort(order[:rows])
