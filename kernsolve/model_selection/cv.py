@@ -202,7 +202,8 @@ def _needs_joblib(backend):
     """Whether joblib runs the tasks: unless they run on this process's threads
     by default, with no backend given and joblib not imported (so no enclosing
     ``joblib.parallel_config`` can be in force).  A ``kernsolve-train -v`` run
-    then never imports joblib, a fifth of its imports (doc/cross-validation.md)."""
+    then never imports joblib, the largest of its imports after numpy
+    (doc/cross-validation.md, "The fast path from easy.py and grid.py")."""
     return backend is not None or "joblib" in sys.modules
 
 

@@ -4,10 +4,10 @@ idea, on rows): every cell is cross-validated on a subsample, the best
 round, which cross-validates its cells on all the rows.
 
 Each round is a :func:`kernsolve.model_selection.grid.grid_search` over the
-cells still in, on the rows of its subsample, so it shares kernel values,
-warm starts along C and uses LIBSVM's folds (``--libsvm-folds``, drawn on the
-subsample as a ``svm-train -v`` run on that subsample would) exactly as the
-full grid does.  The subsamples are nested prefixes of one row order drawn
+cells still in, on the rows of its subsample, so kernel sharing, warm
+starts along C (``--warm``) and LIBSVM's folds (``--libsvm-folds``, drawn as a
+``svm-train -v`` run on that subsample would draw them) work as in the full
+grid.  The subsamples are nested prefixes of one row order drawn
 from the seed (stream ``"sampling"``), stratified by class for
 classification, each taken in data order.
 """
