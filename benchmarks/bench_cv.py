@@ -17,11 +17,14 @@ Runs, one after the other on the same machine, each in its own Python process:
    ``--datasets`` (default heart_scale, svmguide1 scaled by ``svm-scale -l -1
    -u 1``, a9a[:2000]), at 1 and 2 workers (``--workers``): ``kernsolve-grid``
    (one kernel matrix per gamma shared by its fits), ``kernsolve-grid --cold``
-   (every fit computes its own kernel values) and LIBSVM's ``grid.py``
+   (every fit computes its own kernel values), ``kernsolve-grid --warm`` (shared
+   kernel and alpha seeding along C), ``kernsolve-grid --halving`` (successive
+   halving over the cells: its best line may name another cell, within 0.5
+   points on the test problems) and LIBSVM's ``grid.py``
    (Debian's ``svm-grid`` with ``/usr/bin/svm-train``; its worker count is
    the constant ``nr_local_worker``, set in a copy of the script).  Each run is
    a process of its own (``benchlib.run_process``: wall, CPU, peak RSS); the
-   three best lines are compared and a difference is reported.
+   best lines are compared and a difference is reported.
 
 Measured per run: wall time, CPU time of the process (user+sys, including
 its threads; steadier than wall time on a shared machine), CV accuracy, and
@@ -196,6 +199,8 @@ def _vs_grid_py(args, work, record):
             runs = {
                 "kernsolve-grid": ours,
                 "kernsolve-grid --cold": ours + ["--cold"],
+                "kernsolve-grid --warm": ours + ["--warm"],
+                "kernsolve-grid --halving": ours + ["--halving"],
                 "grid.py": [sys.executable, _grid_py_copy(work, workers),
                             "-svmtrain", SVM_TRAIN, "-gnuplot", "null"],
             }

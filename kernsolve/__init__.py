@@ -49,6 +49,7 @@ _EXPORTS = {
     "DSGRegressor": ".estimators.dsg",
     "cross_validation": ".model_selection.cv",
     "grid_search": ".model_selection.grid",
+    "halving_grid_search": ".model_selection.halving",
     "EigenProRegressor": ".estimators.eigenpro",
     "EigenProClassifier": ".estimators.eigenpro",
     "random_features": "._features",
@@ -78,6 +79,7 @@ if TYPE_CHECKING:  # the lazy exports above, spelled out for type checkers (py.t
     from .estimators.svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM
     from .model_selection.cv import cross_validation
     from .model_selection.grid import grid_search
+    from .model_selection.halving import halving_grid_search
 
 
 def __getattr__(name):

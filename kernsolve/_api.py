@@ -22,7 +22,7 @@ __all__ = ["train", "check_parameters"]
 def train(y: ArrayLike, X: MatrixLike, options: OptionsLike = "", *,
           sample_weight: ArrayLike | None = None, n_jobs: int | None = None,
           _folds: Any = None, _max_iter: int | None = None,
-          _shared: Any = None) -> Model | ModelKind:
+          _shared: Any = None, _warm: Any = None) -> Model | ModelKind:
     """Train a model with any of kernsolve's solvers (``--solver``, default SMO;
     ``--solver auto`` picks one for the data: ``kernsolve.solvers.auto``).
 
@@ -52,9 +52,10 @@ def train(y: ArrayLike, X: MatrixLike, options: OptionsLike = "", *,
     n_jobs : int, optional
         Threads for the kernel computations; overrides ``--threads``.  None
         means ``--threads`` if given, else all cores (``resolve_n_jobs``).
-    _folds, _max_iter, _shared : private
-        Explicit probability folds, the SMO iteration limit and a kernel
-        matrix shared between fits, for the LIBSVM driver (see ``svm_train``).
+    _folds, _max_iter, _shared, _warm : private
+        Explicit probability folds, the SMO iteration limit, a kernel matrix
+        shared between fits and the previous fit's solution to start from,
+        for the LIBSVM driver (see ``svm_train``).
 
     Returns
     -------
@@ -88,7 +89,7 @@ def train(y: ArrayLike, X: MatrixLike, options: OptionsLike = "", *,
     else:
         model = driver.svm_train(y, X, param, spec, sample_weight=sample_weight,
                                  n_jobs=n_jobs, _folds=_folds, _max_iter=_max_iter,
-                                 _shared=_shared)
+                                 _shared=_shared, _warm=_warm)
     if choice is not None:          # (LIBSVM's model files do not keep it: the stats do)
         model.stats.update(solver=choice.solver, auto=choice.line())
     return model

@@ -101,11 +101,13 @@ _LONG = {
 }
 _BIAS = Option("train with the bias term", kind="bool", default=True)
 # Long options that take no value -> field (set to True).
-_LONG_FLAGS = {"libsvm-folds": "libsvm_folds", "cold": "cold"}
+_LONG_FLAGS = {"libsvm-folds": "libsvm_folds", "cold": "cold", "warm": "warm"}
 _LIBSVM_FOLDS = Option("svm-train's glibc rand() folds (no value)", kind="bool",
                        default=False)
 _COLD = Option("cross-validation: every fit computes its own kernel values (no value)",
                kind="bool", default=False)
+_WARM = Option("grid search: each fold's fit at the next C starts from the previous C's "
+               "solution (no value)", kind="bool", default=False)
 # The options of the grammar that take no value (for the splitters).
 FLAGS = ("-q",) + tuple("--" + name for name in _LONG_FLAGS)
 # Field -> the option that sets it, for messages about a Parameters built in Python.
@@ -117,7 +119,7 @@ _FIELD_OPTION["weight"] = "-w"
 # svm_check_parameter's, then kernsolve's): (field, option as written, Option).
 _CHECKED = tuple((_LETTERS[k][0], "-" + k, _LETTERS[k][1]) for k in "stdgrmecnphbq") + (
     ("bias", "--bias", _BIAS), ("libsvm_folds", "--libsvm-folds", _LIBSVM_FOLDS),
-    ("cold", "--cold", _COLD), ("n_folds", "-v", _LETTERS["v"][1]))
+    ("cold", "--cold", _COLD), ("warm", "--warm", _WARM), ("n_folds", "-v", _LETTERS["v"][1]))
 
 _INT_RE = re.compile(r"^[+-]?\d+$")
 
@@ -178,6 +180,11 @@ class Parameters:
         fit on its own, computing its own kernel values, instead of sharing
         one kernel matrix between the fits of a kernel (the same results;
         doc/cross-validation.md).
+    warm : bool
+        ``--warm`` (no value): grid search runs the C values of each fold in
+        increasing order, each fit starting from the previous C's solution
+        (C-SVC, epsilon-SVR, nu-SVR; rates equal the cold ones within the
+        solver's tolerance, not to the bit).  Ignored with ``--cold``.
     extra : dict
         Solver-specific options, keys in Python spelling (``max_kernel_evals``).
     """
@@ -202,6 +209,7 @@ class Parameters:
     seed: int = 0                # --seed
     libsvm_folds: bool = False   # --libsvm-folds (svm-train's glibc rand() folds)
     cold: bool = False           # --cold (cross-validation: no kernel values shared)
+    warm: bool = False           # --warm (grid search: alpha seeding along C)
     extra: dict = field(default_factory=dict)  # solver-specific long options
 
     @property
@@ -485,7 +493,8 @@ def _normalize(param):
         setattr(param, attr, float(getattr(param, attr)))
     if param.gamma is not None and param.gamma != "median":
         param.gamma = float(param.gamma)
-    for attr in ("shrinking", "probability", "quiet", "bias", "libsvm_folds", "cold"):
+    for attr in ("shrinking", "probability", "quiet", "bias", "libsvm_folds", "cold",
+                 "warm"):
         setattr(param, attr, bool(getattr(param, attr)))
     if param.n_jobs is not None:
         param.n_jobs = int(param.n_jobs)

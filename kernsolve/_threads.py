@@ -9,14 +9,16 @@
   module's private part, which must run before the compiled core loads),
   reported by :func:`wait_policy`;
 * the BLAS limit: :func:`one_blas_thread`;
-* Python worker threads: :func:`worker_pool` (EigenPro on centres) and
-  :func:`shared_pool` (the reader).
+* Python worker threads: :func:`worker_pool` (EigenPro on centres),
+  :func:`shared_pool` (the reader) and :func:`run_unordered` (the folds of a
+  cross-validation when joblib is not needed).
 
 The compiled layer's own thresholds (when a loop is worth threads) stay
 beside their loops; doc/threads.md lists them all.
 """
 import contextlib
 import os
+import queue
 import threading
 import warnings
 from typing import Any
@@ -239,3 +241,44 @@ def shared_pool(n_threads, name="reader"):
     if pool is None:
         pool = _SHARED_POOLS[key] = worker_pool(n_threads, name)
     return pool
+
+
+def run_unordered(calls, n_threads, name="task"):
+    """Run the zero-argument ``calls``, ``n_threads`` at a time on new Python
+    threads; yield their results in the order they finish (an exception a call
+    raised is raised here, and the calls not started are dropped).
+
+    Plain threads and a queue, not :func:`worker_pool`: ``concurrent.futures``
+    imports logging, and the cross-validation of one ``kernsolve-train -v``
+    process needs neither it nor joblib (doc/cross-validation.md).
+    """
+    todo, done = queue.SimpleQueue(), queue.SimpleQueue()
+    for call in calls:
+        todo.put(call)
+    stop = threading.Event()
+
+    def work():
+        while not stop.is_set():
+            try:
+                call = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                done.put((True, call()))
+            except BaseException as exc:  # handed to the caller's thread
+                done.put((False, exc))
+
+    threads = [threading.Thread(target=work, name=f"kernsolve-{name}-{i}", daemon=True)
+               for i in range(max(1, min(n_threads, len(calls))))]
+    for t in threads:
+        t.start()
+    try:
+        for _ in range(len(calls)):
+            ok, value = done.get()
+            if not ok:
+                raise value
+            yield value
+    finally:           # also when the caller stops early: no call starts after this
+        stop.set()
+        for t in threads:
+            t.join()

@@ -128,6 +128,41 @@ def test_train_threads_reach_the_reader(tmp_path, heart, threads, pool):
     assert proc.stdout.split() == ["0", str(pool)]
 
 
+# kernsolve-train -v: the folds run on plain threads, without joblib (whose
+# import was a fifth of the command's, doc/cross-validation.md) nor
+# concurrent.futures and logging.
+CV_CHILD = textwrap.dedent("""\
+    import sys
+    from kernsolve.cli import train
+    code = train.cli(sys.argv[1:])
+    print(code, sorted(m for m in sys.modules if m.split(".")[0] in
+                       ("joblib", "scipy", "concurrent", "logging")))
+    """)
+
+
+@pytest.mark.parametrize("options", [["-c", "4", "-g", "0.5"], ["-s", "3", "--threads", "2"]])
+def test_cross_validation_runs_without_joblib_and_matches_the_api(tmp_path, heart, options):
+    """Oracle: kernsolve.cross_validation in this process through joblib's
+    threading backend (the same folds and fits, joblib's runner)."""
+    y, X = heart
+    train = _split_files(tmp_path, y, X)[0]
+    proc = subprocess.run([sys.executable, "-c", CV_CHILD, "-q", "-v", "5"] + options + [train],
+                          cwd=tmp_path, env=package_env(), capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    *lines, last = proc.stdout.splitlines()
+    assert last == "0 []"
+    r = kernsolve.cross_validation(*kernsolve.read_problem(train), " ".join(options) + " -q",
+                                   n_folds=5, backend="threading",
+                                   n_jobs=2 if "--threads" in options else None)
+    if "-s" in options:
+        assert lines == [f"Cross Validation Mean squared error = {r.mean_squared_error:g}",
+                         f"Cross Validation Squared correlation coefficient = "
+                         f"{r.squared_correlation:g}"]
+    else:
+        assert lines == [f"Cross Validation Accuracy = {r.accuracy:g}%"]
+
+
 def test_precomputed_kernel_without_scipy(tmp_path, heart):
     y, X = heart
     D = X.toarray()

@@ -279,3 +279,32 @@ def test_precomputed_kernel_gives_the_same_predictions(heart):
     rbf = cross_validation(y, X, "-g 0.1 -q", n_folds=4, n_jobs=2)
     pre = cross_validation(y, Xp, "-t 4 -q", n_folds=4, n_jobs=2)
     np.testing.assert_array_equal(pre.target, rbf.target)
+
+
+def test_runner_without_joblib_gives_joblib_results(heart, monkeypatch):
+    """The plain-thread runner (used when joblib is not imported) against joblib's
+    threading backend: the same predictions for every fold, the same grid."""
+    import kernsolve.model_selection.cv as cv
+    y, X = heart
+    oracle = cross_validation(y, X, "-c 2 -g 0.3 -q", n_folds=5, n_jobs=2,
+                              backend="threading")
+    grid_oracle = kernsolve.grid_search(y, X, "-q", grid={"c": [1, 8], "g": [0.1, 0.5]},
+                                        n_folds=3, n_jobs=2, backend="threading")
+    monkeypatch.setattr(cv, "_needs_joblib", lambda backend: False)
+    ours = cross_validation(y, X, "-c 2 -g 0.3 -q", n_folds=5, n_jobs=2)
+    assert np.array_equal(ours.target, oracle.target) and ours.waves == oracle.waves
+    grid = kernsolve.grid_search(y, X, "-q", grid={"c": [1, 8], "g": [0.1, 0.5]},
+                                 n_folds=3, n_jobs=2)
+    assert [c["rate"] for c in grid.cells] == [c["rate"] for c in grid_oracle.cells]
+
+
+def test_run_unordered_hands_over_results_and_errors():
+    from kernsolve._threads import run_unordered
+    assert sorted(run_unordered([lambda i=i: i * i for i in range(7)], 3)) == \
+        [i * i for i in range(7)]
+
+    def boom():
+        raise KeyError("fold 3")
+
+    with pytest.raises(KeyError, match="fold 3"):
+        list(run_unordered([lambda: 1, boom, lambda: 2], 1))

@@ -178,15 +178,15 @@ def test_failing_cell_is_named_and_finished_cells_are_kept(german, tmp_path):
 def test_worker_that_dies(heart, tmp_path, monkeypatch):
     import kernsolve.model_selection.cv as cv
     y, X = heart
-    original = cv.fit_predict
+    original = cv.fit_predict_path
 
-    def dying(y, X, sw, param, tr, te, prob, prob_folds, shared, n_threads):
-        if param.C == 8.0:
+    def dying(y, X, sw, params, tr, te, prob, prob_folds, shared, warm, n_threads):
+        if params[0].C == 8.0:
             import os
             os._exit(3)  # the worker process disappears
-        return original(y, X, sw, param, tr, te, prob, prob_folds, shared, n_threads)
+        return original(y, X, sw, params, tr, te, prob, prob_folds, shared, warm, n_threads)
 
-    monkeypatch.setattr(cv, "fit_predict", dying)
+    monkeypatch.setattr(cv, "fit_predict_path", dying)
     out = tmp_path / "crash.out"
     grid = {"c": [0.5, 2.0, 8.0], "g": [0.5]}
     with pytest.raises(GridSearchError, match=r"log2c=3\.0 log2g=-1\.0: not finished "
@@ -195,7 +195,7 @@ def test_worker_that_dies(heart, tmp_path, monkeypatch):
     kept = {c["label"] for c in e.value.result.cells if c["rate"] is not None}
     assert "log2c=3.0 log2g=-1.0" not in kept
     assert {s.rsplit(" ", 1)[0] for s in out.read_text().splitlines()} == kept
-    monkeypatch.setattr(cv, "fit_predict", original)
+    monkeypatch.setattr(cv, "fit_predict_path", original)
     r = grid_search(y, X, "-q", grid=grid, n_folds=2, n_jobs=2, out=out)
     assert r.n_tasks == 2 * (3 - len(kept)) and all(c["rate"] is not None for c in r.cells)
 

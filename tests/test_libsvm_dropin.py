@@ -255,3 +255,52 @@ def test_script_with_debian_tools_gives_the_same_files(tmp_path, shared):
     # dots of the progress line, not LIBSVM's '*' marks (doc/cli.md)
     assert p_ours[4][0].replace("*", "").split("\n")[1:] == \
         p_theirs[4][0].replace("*", "").split("\n")[1:]
+
+
+def _easy_py():
+    path = shutil.which("svm-easy")
+    if path is None:
+        pytest.skip("LIBSVM's easy.py (Debian's svm-easy, libsvm-tools) is not installed")
+    return path
+
+
+def test_easy_py_runs_with_kernsolve_grid(tmp_path):
+    """LIBSVM's easy.py with kernsolve's four commands in its path lines
+    (kernsolve-grid where grid.py stands, doc/cross-validation.md): it runs
+    to the end, and its 'Best c=..., g=... CV rate=...' line is kernsolve-grid's
+    last line on the scaled file.  Oracle for the line: kernsolve.grid_search
+    in this process with the same options."""
+    import kernsolve
+    from kernsolve import grid_search, read_problem
+    easy = _easy_py()
+    tools = {}
+    for name, module, extra in (("svmscale_exe", "scale", ""), ("svmtrain_exe", "train", ""),
+                                ("svmpredict_exe", "predict", ""),
+                                ("grid_py", "grid", " --libsvm-folds -log2c -1,5,2 "
+                                                    "-log2g -1,-7,-2")):
+        script = tmp_path / f"kernsolve-{module}"
+        script.write_text(f"#!/bin/sh\nexec {sys.executable} -m kernsolve.cli.{module}"
+                          f"{extra} \"$@\"\n")
+        script.chmod(0o755)
+        tools[name] = str(script)
+    tools["gnuplot_exe"] = shutil.which("true")
+    lines = open(easy).read().splitlines(True)
+    for i, line in enumerate(lines):
+        for name, path in tools.items():
+            if line.strip().startswith(name + " =") and "win" not in line:
+                lines[i] = line[:len(line) - len(line.lstrip())] + f'{name} = "{path}"\n'
+                break
+    (tmp_path / "easy.py").write_text("".join(lines))
+    y, X = read_problem(kernsolve.dataset_path("heart_scale"))
+    kernsolve.write_problem(str(tmp_path / "heart"), y, X)
+    kernsolve.write_problem(str(tmp_path / "heart.t"), y[::3], X[::3])
+    out = subprocess.run([sys.executable, "easy.py", "heart", "heart.t"], cwd=tmp_path,
+                         env=package_env(), capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    best = next(line for line in out.stdout.splitlines() if line.startswith("Best c="))
+    ys, Xs = read_problem(str(tmp_path / "heart.scale"))
+    r = grid_search(ys, Xs, "--libsvm-folds -q", grid={
+        "c": [2.0 ** v for v in (-1, 1, 3, 5)], "g": [2.0 ** v for v in (-1, -3, -5, -7)]})
+    c, g, rate = map(float, r.summary_line().split())
+    assert best == f"Best c={c}, g={g} CV rate={rate}"
+    assert "Accuracy = " in out.stdout and (tmp_path / "heart.t.predict").exists()

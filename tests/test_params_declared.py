@@ -36,7 +36,8 @@ def test_every_letter_is_checked_by_its_declaration(monkeypatch):
     monkeypatch.setattr(Option, "check", recording)
     Parameters(gamma=0.5).check()
     letters = {"-" + k for k in "stdgrcnpmehbvq"}
-    assert set(seen) == letters | {"--bias", "--libsvm-folds", "--cold"}
+    assert set(seen) == letters | {"--bias", "--libsvm-folds", "--cold",
+                                  "--warm"}
     assert len(seen) == len(set(seen))          # each once
 
 

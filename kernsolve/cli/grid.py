@@ -17,6 +17,7 @@ from .train import check_rows_for_folds, check_solver_options
 from .._io import read_problem
 from .._params import FLAGS, parse_options
 from ..model_selection.grid import GridSearchError, grid_search
+from ..model_selection.halving import halving_grid_search
 
 PROG = "kernsolve-grid"
 
@@ -35,7 +36,14 @@ grid_options :
     needs matplotlib: pip install 'kernsolve[plot]')
 -resume [pathname] : resume the grid task using an existing output file
     (default pathname is dataset.out)
+-svmtrain pathname, -gnuplot pathname : accepted for grid.py's callers (easy.py)
+    and not used: kernsolve-grid trains and draws the heat map itself
 --grid name=v1,v2,... : also search solver option `name` over these values
+--halving : successive halving: every cell on a subsample of the rows, the best
+    1/factor of them on factor x more rows, ... the last round on all rows
+--halving-factor n : with --halving, keep 1/n of the cells per round (default 3)
+--halving-min-rows n : with --halving, rows of the first round at least
+    (default 5 x folds x max(classes, 2))
 --backend name : joblib backend (threading, loky, dask; default threads)
 --scheduler address : run on a Dask cluster (tcp://host:8786); implies --backend dask
 --threads n : cores for the whole search (default: all)
@@ -45,7 +53,9 @@ svm_options : any option of kernsolve-train (-s, -t, -b, -wi, --solver, --seed,
     --libsvm-folds ...), except -c/-g when they are searched; --libsvm-folds gives
     every cell svm-train's folds, so the rates are grid.py's; --cold makes every fit
     compute its own kernel values (by default the cells of one gamma share one kernel
-    matrix when it fits in -m: the same rates and best cell, cells run gamma by gamma)
+    matrix when it fits in -m: the same rates and best cell, cells run gamma by gamma);
+    --warm starts each fold's fit at the next C from the previous C's solution
+    (C-SVC, epsilon-SVR, nu-SVR: rates within the solver's tolerance, not to the bit)
 The last line is grid.py's: the best C and gamma, then the rate (as svm-train prints it).
 """
 
@@ -118,7 +128,8 @@ def parse_command_line(argv):
     settings = {"log2c": list(range_f(*_DEFAULT_C)), "log2g": list(range_f(*_DEFAULT_G)),
                 "fold": 5, "out": None, "out_null": False, "png": None,
                 "png_null": False, "resume": None, "grid": {}, "backend": None,
-                "scheduler": None, "quiet": False}
+                "scheduler": None, "quiet": False, "halving": False,
+                "halving_factor": None, "halving_min_rows": None}
     svm = []
     if "--help" in argv or argv[-1:] == ["-h"]:
         raise HelpRequested()
@@ -168,8 +179,10 @@ def parse_command_line(argv):
                 settings["resume"] = ""
                 i += 1
         elif tok in ("-svmtrain", "-gnuplot"):
-            raise UsageError(f"{tok}: not needed by kernsolve-grid (it trains and plots "
-                             "itself)")
+            # grid.py's; LIBSVM's easy.py passes both: accepted, not used
+            # (kernsolve-grid trains and plots itself)
+            value()
+            i += 2
         elif tok == "--grid" or tok.startswith("--grid="):
             spec = tok.split("=", 1)[1] if tok.startswith("--grid=") else value()
             i += 1 if tok.startswith("--grid=") else 2
@@ -186,6 +199,12 @@ def parse_command_line(argv):
             else:
                 i += 1
             settings[name[2:]] = v
+        elif tok == "--halving":
+            settings["halving"] = True
+            i += 1
+        elif tok in ("--halving-factor", "--halving-min-rows"):
+            settings[tok[2:].replace("-", "_")] = parse_int(tok, value())
+            i += 2
         elif tok == "-q":
             settings["quiet"] = True
             svm.append(tok)
@@ -207,6 +226,18 @@ def parse_command_line(argv):
             raise UsageError(f"unexpected argument {tok!r} before the dataset")
     if settings["log2c"] is None and settings["log2g"] is None and not settings["grid"]:
         raise UsageError("-log2c and -log2g can't both be null")
+    for name in ("halving_factor", "halving_min_rows"):
+        if settings[name] is not None and not settings["halving"]:
+            raise UsageError(f"--{name.replace('_', '-')}: only with --halving")
+    if settings["halving_factor"] is not None and settings["halving_factor"] < 2:
+        raise UsageError("--halving-factor: must be an integer >= 2")
+    if settings["halving_min_rows"] is not None and \
+            settings["halving_min_rows"] < 2 * settings["fold"]:
+        raise UsageError(f"--halving-min-rows: must be at least 2 x the folds "
+                         f"(-v {settings['fold']}): {2 * settings['fold']}")
+    if settings["halving"] and settings["resume"] is not None:
+        raise UsageError("-resume: not with --halving (its rounds run on subsamples; "
+                         "the output file is written anew)")
     return settings, svm, dataset
 
 
@@ -270,9 +301,13 @@ def main(argv):
     y = np.asarray(y, dtype=np.float64)
     check_rows_for_folds(dataset, len(y))
     try:
-        result = grid_search(y, X, params, grid=grid, n_folds=min(settings["fold"], len(y)),
-                             n_jobs=params.n_jobs, out=out, resume=resume, backend=backend,
-                             verbose=not settings["quiet"], png=png)
+        common = dict(grid=grid, n_folds=min(settings["fold"], len(y)), n_jobs=params.n_jobs,
+                      out=out, backend=backend, verbose=not settings["quiet"], png=png)
+        if settings["halving"]:
+            result = halving_grid_search(y, X, params, factor=settings["halving_factor"] or 3,
+                                         min_rows=settings["halving_min_rows"], **common)
+        else:
+            result = grid_search(y, X, params, resume=resume, **common)
     except GridSearchError as exc:
         raise CommandError(str(exc)) from None
     finally:

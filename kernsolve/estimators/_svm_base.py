@@ -10,6 +10,7 @@ the binary sign flip, ``ovr`` values, probabilities), ``_BaseSVR`` the
 regressors; the public classes declare only their own parameters.
 """
 import dataclasses
+import hashlib
 import sys
 import warnings
 from numbers import Integral
@@ -26,6 +27,7 @@ from .._model import _check_model
 from .._params import Parameters, letter_option, option_key
 from .._predict import decision_function, ovo_vote, predict_probability
 from ..solvers import AUTO, DEFAULT_SOLVER, REGISTRY, auto, option_names, spec_for
+from ..solvers.libsvm.formulations import WarmStart
 from .._validation import (check_sample_weight, check_X, column_or_1d, estimator_gamma,
                            is_number, seed_of)
 from ._base import (CACHE_SIZE, COEF0, DEGREE, N_JOBS, BaseEstimator, ConvergenceWarning,
@@ -220,7 +222,8 @@ class _BaseSVM(BaseEstimator):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             model = train(y, Xt, param, sample_weight=sample_weight, n_jobs=self.n_jobs,
-                          _max_iter=max_iter)
+                          _max_iter=max_iter,
+                          _warm=self._warm_start_state(y, Xt, param, sample_weight))
         # the solver's own iteration-limit warnings become scikit-learn's one
         # warning, when the model's status (or its probability fits') says so
         for w in caught:
@@ -231,6 +234,17 @@ class _BaseSVM(BaseEstimator):
                           "Consider pre-processing your data with StandardScaler or "
                           "MinMaxScaler.", twin(ConvergenceWarning), stacklevel=3)
         return model
+
+    def _warm_start_state(self, y, Xt, param, sample_weight):
+        """With ``warm_start=True``: the previous fit's solutions (a ``WarmStart``)
+        when this fit has the same data, weights and options but C (scikit-learn's
+        convention), else a new one; None without warm_start."""
+        if not getattr(self, "warm_start", False):
+            return None
+        key = _fingerprint(y, Xt, sample_weight, param.copy(C=1.0).to_options())
+        if getattr(self, "_warm_key", None) != key:
+            self._warm_key, self._warm = key, WarmStart()
+        return self._warm
 
     def _fit_one_output(self, X, y, sample_weight):
         """Fit a regressor (``y`` the targets) or the one-class SVM (``y`` None):
@@ -728,3 +742,15 @@ class _BaseSVR(_BaseSVM):
         return r2_score(self, X, y, sample_weight)
 
 
+def _fingerprint(y, Xt, sample_weight, options):
+    """A digest of a fit's data and options (warm_start: is it the previous fit's?)."""
+    h = hashlib.sha256(options.encode())
+    X = Xt.X if isinstance(Xt, Canonical) else Xt
+    parts = [y, sample_weight]
+    parts += [X.data, X.indices, X.indptr] if issparse(X) else [X]
+    for a in parts:
+        if a is not None:
+            a = np.ascontiguousarray(a)
+            h.update(str((a.dtype, a.shape)).encode())
+            h.update(a.tobytes())
+    return h.hexdigest()

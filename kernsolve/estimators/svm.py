@@ -124,6 +124,11 @@ class SVC(_BaseSVC):
         False trains the SVM without the unregularised bias term (rho = 0).
     n_jobs : int, default=None
         Threads for kernel computations (None: all cores).
+    warm_start : bool, default=False
+        Start each fit from the previous fit's solution when the data, the
+        weights and every parameter but ``C`` are unchanged (scikit-learn's
+        convention; alpha seeding along C, doc/cross-validation.md): the
+        same optimum within ``tol``, not the same bits.
 
     Attributes
     ----------
@@ -142,7 +147,7 @@ class SVC(_BaseSVC):
 
     _svm_type = SvmType.C_SVC
     _parameter_constraints = {**_without(_BaseSVC._parameter_constraints, "nu", "epsilon"),
-                              "bias": ["no_validation"]}
+                              "bias": ["no_validation"], "warm_start": ["boolean"]}
 
     def __init__(self, *, C: float = 1.0, kernel: KernelLike = "rbf", degree: int = 3,
                  gamma: float | Literal["scale", "auto"] = "scale", coef0: float = 0.0,
@@ -152,7 +157,8 @@ class SVC(_BaseSVC):
                  decision_function_shape: Literal["ovr", "ovo"] = "ovr",
                  break_ties: bool = False, random_state: RandomStateLike = None,
                  solver: str = DEFAULT_SOLVER, solver_options: dict[str, Any] | None = None,
-                 bias: bool = True, n_jobs: int | None = None) -> None:
+                 bias: bool = True, n_jobs: int | None = None,
+                 warm_start: bool = False) -> None:
         self._store_params(locals())
 
 
@@ -194,17 +200,19 @@ class SVR(_BaseSVR):
     ``epsilon`` (width of the insensitive tube, >= 0).  Attributes:
     ``support_``, ``support_vectors_``, ``n_support_``, ``dual_coef_``
     (alpha - alpha*), ``intercept_``, ``fit_status_``, ``shape_fit_``,
-    ``n_features_in_``, ``n_iter_``, ``model_``.
+    ``n_features_in_``, ``n_iter_``, ``model_``; ``warm_start`` as :class:`SVC`.
     """
 
     _svm_type = SvmType.EPSILON_SVR
-    _parameter_constraints = _without(_BaseSVR._parameter_constraints, "nu")
+    _parameter_constraints = {**_without(_BaseSVR._parameter_constraints, "nu"),
+                              "warm_start": ["boolean"]}
 
     def __init__(self, *, kernel: KernelLike = "rbf", degree: int = 3,
                  gamma: float | Literal["scale", "auto"] = "scale", coef0: float = 0.0,
                  tol: float = 1e-3, C: float = 1.0, epsilon: float = 0.1,
                  shrinking: bool = True, cache_size: float = 200, verbose: bool = False,
-                 max_iter: int = -1, n_jobs: int | None = None) -> None:
+                 max_iter: int = -1, n_jobs: int | None = None,
+                 warm_start: bool = False) -> None:
         self._store_params(locals())
 
 
@@ -212,18 +220,20 @@ class NuSVR(_BaseSVR):
     """Nu-Support Vector Regression (LIBSVM's nu-SVR); see :class:`SVR`.
 
     ``nu`` in (0, 1] replaces ``epsilon``: the tube width is found by the solver.
+    ``warm_start`` as :class:`SVC` (nu-SVR's constraints scale with C).
     """
 
     _svm_type = SvmType.NU_SVR
     # nu-SVR starts from alpha = C * nu * n / 2: C = inf has no meaning there
     _parameter_constraints = {**_without(_BaseSVR._parameter_constraints, "epsilon"),
-                              "C": [Interval(Real, 0, None, closed="neither")]}
+                              "C": [Interval(Real, 0, None, closed="neither")],
+                              "warm_start": ["boolean"]}
 
     def __init__(self, *, nu: float = 0.5, C: float = 1.0, kernel: KernelLike = "rbf",
                  degree: int = 3, gamma: float | Literal["scale", "auto"] = "scale",
                  coef0: float = 0.0, shrinking: bool = True, tol: float = 1e-3,
                  cache_size: float = 200, verbose: bool = False, max_iter: int = -1,
-                 n_jobs: int | None = None) -> None:
+                 n_jobs: int | None = None, warm_start: bool = False) -> None:
         self._store_params(locals())
 
 

@@ -24,6 +24,7 @@ same bits, so are the models.  ``--cold`` turns it off.
 The same task runner serves :func:`kernsolve.grid_search` (``_grid.py``).
 """
 import contextlib
+import functools
 import sys
 import time
 import warnings
@@ -38,11 +39,12 @@ from .._params import OptionsLike, Parameters, parse_options
 from .._predict import evaluations, predict
 from .._random import permutation, stream_key
 from .._sparse import issparse
-from .._threads import resolve_n_jobs
+from .._threads import resolve_n_jobs, run_unordered
 from .._typing import ArrayLike, MatrixLike
 from .._validation import (check_sample_weight, check_targets, check_X, group_classes,
                            libsvm_rows)
 from ..solvers import spec_for
+from ..solvers.libsvm.formulations import WarmStart
 from ..solvers.libsvm.libsvm_rand import cross_validation_folds
 from ..solvers.libsvm.shared_kernel import SharedKernel, gram_bytes
 
@@ -196,6 +198,15 @@ def _spread(n_cores, n_tasks):
     return [max(1, base + (1 if i < extra else 0)) for i in range(n_tasks)]
 
 
+def _needs_joblib(backend):
+    """Whether joblib runs the tasks: unless they run on this process's threads
+    by default, with no backend given and joblib not imported (so no enclosing
+    ``joblib.parallel_config`` can be in force).  A ``kernsolve-train -v`` run
+    then never imports joblib, the largest of its imports after numpy
+    (doc/cross-validation.md, "The fast path from easy.py and grid.py")."""
+    return backend is not None or "joblib" in sys.modules
+
+
 def _backend_context(backend):
     if backend is None:
         return contextlib.nullcontext()
@@ -208,37 +219,46 @@ def _call_indexed(index, fn, args, n_threads):
 
 
 def run_tasks(fn, tasks, n_jobs, backend, on_done):
-    """Run ``fn(*tasks[i], n_threads)`` for every task through joblib.
+    """Run ``fn(*tasks[i], n_threads)`` for every task through joblib, or on
+    threads of :func:`kernsolve._threads.run_unordered` when joblib is not
+    needed (:func:`_needs_joblib`; the same tasks, threads and results).
 
     ``on_done(i, result)`` is called in this thread as each task finishes (in
     the order they finish).  Exceptions raised by the runner itself (a worker
     that died) propagate; ``fn`` should catch its own errors.
     Returns the waves used (see :func:`plan_waves`).
     """
-    import joblib       # at first use (see _backend_context)
     total = resolve_n_jobs(n_jobs)
     waves = plan_waves(len(tasks), total)
     pos = 0
     for count, workers, threads in waves:
-        calls = [joblib.delayed(_call_indexed)(pos + t, fn, tasks[pos + t], threads[t])
-                 for t in range(count)]
-        with _backend_context(backend):
-            parallel = joblib.Parallel(n_jobs=workers, prefer="threads",
-                                       return_as="generator_unordered")
-            for index, result in parallel(calls):
+        args = [(pos + t, fn, tasks[pos + t], threads[t]) for t in range(count)]
+        if _needs_joblib(backend):
+            import joblib       # at first use (see _backend_context)
+            with _backend_context(backend):
+                parallel = joblib.Parallel(n_jobs=workers, prefer="threads",
+                                           return_as="generator_unordered")
+                for index, result in parallel(joblib.delayed(_call_indexed)(*a)
+                                              for a in args):
+                    on_done(index, result)
+        else:
+            calls = [functools.partial(_call_indexed, *a) for a in args]
+            for index, result in run_unordered(calls, workers, "fold"):
                 on_done(index, result)
         pos += count
     return waves
 
 
 def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, prob_folds,
-                shared, n_threads):
+                shared, n_threads, warm=None):
     """One task: train on ``train_idx``, predict ``test_idx``.
 
     ``prob_folds``: the internal probability folds of the fit (``train``'s
     ``_folds``), or None for kernsolve's own.  ``shared``: a
     :class:`SharedKernel` over all the rows of ``X`` the fit reads its kernel
-    rows from, or None.  Never raises: a failure comes back as
+    rows from, or None.  ``warm``: a ``WarmStart`` holding the solution of
+    the previous fit on these rows (see :func:`fit_predict_path`), or None.
+    Never raises: a failure comes back as
     ``{"error": "Type: message"}``, so the caller can name the fold and the
     parameters that failed.
     """
@@ -250,7 +270,8 @@ def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, pr
         sw = None if sample_weight is None else sample_weight[train_idx]
         model = train(y[train_idx], X[train_idx], param, sample_weight=sw,
                       n_jobs=n_threads, _folds=prob_folds,
-                      _shared=None if shared is None else shared.view(train_idx))
+                      _shared=None if shared is None else shared.view(train_idx),
+                      _warm=warm)
         opts = f"-q --threads {n_threads}" + (" -b 1" if probability else "")
         pred, _, _ = predict(None, X[test_idx], model, opts)
         stats = model.stats
@@ -265,12 +286,25 @@ def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, pr
                 "error": f"{type(exc).__name__}: {exc}", "error_type": type(exc).__name__}
 
 
+def fit_predict_path(y, X, sample_weight, params, train_idx, test_idx, probability,
+                     prob_folds, shared, warm, n_threads):
+    """One task of several fits on the same rows: :func:`fit_predict` for each of
+    ``params`` in turn, a list of their results.  With ``warm``, each fit
+    starts from the previous one's solution (alpha seeding along C: give
+    ``params`` in increasing C); otherwise each solves from scratch."""
+    start = WarmStart() if warm else None
+    return [fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability,
+                        prob_folds, shared, n_threads, warm=start) for param in params]
+
+
 # --------------------------------------------------------------------------
 # kernel values shared by the fits
 # --------------------------------------------------------------------------
 
 def _on_threads(backend):
     """Whether the tasks will run on threads of this process (they can share memory)."""
+    if not _needs_joblib(backend):
+        return True
     import joblib       # at first use (see _backend_context)
     with _backend_context(backend):
         active, _ = joblib.parallel.get_active_backend(prefer="threads")

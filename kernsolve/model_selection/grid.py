@@ -33,7 +33,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from . import cv as _cv
-from .._constants import CLASSIFICATION, REGRESSION
+from .._constants import C_SVC, CLASSIFICATION, EPSILON_SVR, NU_SVR, REGRESSION
 from .._fileutil import output_file
 from .._params import _LETTERS, _LONG, OptionsLike, parse_options
 from .._typing import ArrayLike, MatrixLike, StrPath
@@ -314,14 +314,17 @@ class GridResult:
     def table(self):
         """The results as text: one row per cell, best marked with ``*``."""
         keys = list(self.axes)
-        head = [f"log2{k}" if k in _LOG2 else k for k in keys] + [self.metric, ""]
+        subsampled = any("rows" in cell for cell in self.cells)    # successive halving
+        head = [f"log2{k}" if k in _LOG2 else k for k in keys] + \
+            ["rows"] * subsampled + [self.metric, ""]
         rows = []
         for cell in self.cells:
             vals = [_fmt_value(float(math.log2(cell["params"][k]))) if k in _LOG2
                     else _fmt_value(cell["params"][k]) for k in keys]
             rate = cell.get("rate")
             mark = "*" if cell["params"] == self.best_params else ""
-            rows.append(vals + ["" if rate is None else f"{rate:.6g}", mark])
+            rows.append(vals + [str(cell.get("rows") or "")] * subsampled +
+                        ["" if rate is None else f"{rate:.6g}", mark])
         widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
         lines = ["  ".join(str(v).rjust(w) for v, w in zip(r, widths)).rstrip()
                  for r in [head] + rows]
@@ -464,9 +467,33 @@ def _kernel_groups(X, todo, cell_params, backend, say):
     return groups
 
 
+def _c_chains(group, cells):
+    """The cells of ``group`` as chains of cells that differ in ``c`` only, each
+    in increasing C (for alpha seeding along C), in the order the chains first
+    appear."""
+    chains = {}
+    for ci in group:
+        rest = tuple(sorted((k, repr(v)) for k, v in cells[ci].items() if k != "c"))
+        chains.setdefault(rest, []).append(ci)
+    return [sorted(chain, key=lambda ci: cells[ci].get("c", 0.0)) for chain in chains.values()]
+
+
 # --------------------------------------------------------------------------
 # the public function
 # --------------------------------------------------------------------------
+
+def prepare_search(y, X, base_options, grid, n_folds, seed, png, sample_weight
+                   ) -> tuple[np.ndarray, Any, np.ndarray | None, Any, dict, int, int]:
+    """A search's inputs checked before any work (also successive halving's):
+    ``(y, X, sample_weight, Parameters, axes, n_folds, seed)``."""
+    y, X, sw, param = _cv.prepare(y, X, base_options, sample_weight)
+    axes = _normalize_grid(grid)
+    if png is not None:
+        _require_matplotlib()
+    k = _cv._check_n_folds(n_folds, y.shape[0])
+    seed = _cv._seed(param.seed if seed is None else seed)
+    return y, X, sw, param, axes, k, seed
+
 
 @contextlib.contextmanager
 def _writing(name, state):
@@ -485,8 +512,8 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
                 grid: Mapping[str, Any] | None = None, n_folds: int = 5,
                 n_jobs: int | None = None, seed: int | None = None, out: StrPath | None = None,
                 resume: bool = True, backend: Any = None, verbose: bool | None = None,
-                png: StrPath | None = None,
-                sample_weight: ArrayLike | None = None) -> GridResult:
+                png: StrPath | None = None, sample_weight: ArrayLike | None = None,
+                _cells: list[dict] | None = None) -> GridResult:
     """Cross-validate every cell of a parameter grid, all (cell, fold) tasks in parallel.
 
     Parameters
@@ -521,6 +548,9 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
         Write the heat map there (needs matplotlib).
     sample_weight : array-like, optional
         Per-row weights for every fit.
+    _cells : private
+        The cells to run, a part of the grid's in its job order (successive
+        halving's rounds, :mod:`kernsolve.model_selection.halving`).
 
     Returns
     -------
@@ -538,19 +568,15 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
         ``png`` given without matplotlib (checked before any work).
     """
     t0 = time.perf_counter()
-    y, X, sw, param = _cv.prepare(y, X, base_options, sample_weight)
-    axes = _normalize_grid(grid)
-    if png is not None:
-        _require_matplotlib()
+    y, X, sw, param, axes, k, seed = prepare_search(y, X, base_options, grid, n_folds, seed,
+                                                    png, sample_weight)
     n = y.shape[0]
-    k = _cv._check_n_folds(n_folds, n)
-    seed = _cv._seed(param.seed if seed is None else seed)
     if verbose is None:
         verbose = not param.quiet
     svm_type = int(param.svm_type)
     minimize = svm_type in REGRESSION
     metric = "mean_squared_error" if minimize else "accuracy"
-    cells = grid_order(axes)
+    cells = grid_order(axes) if _cells is None else _cells
     cell_params = [_cv.fit_parameters(_cell_parameters(param, c)) for c in cells]
     stratified = svm_type in CLASSIFICATION
     if stratified:
@@ -588,13 +614,19 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
             _cv._say(line)
 
     groups = _kernel_groups(X, todo, cell_params, backend, say if verbose and todo else None)
-    tasks, owner = [], []
-    for group in groups.values():
-        for ci in group:
-            for f in range(k):
-                tasks.append((y, X, sw, cell_params[ci], _cv.train_rows(folds, f), folds[f],
-                              probability, None if prob_folds is None else prob_folds[f]))
-                owner.append((ci, f))
+    # alpha seeding scales a solution with C: the types whose constraints have C
+    # (nu-SVC and one-class have none: LIBSVM ignores -c for them)
+    warm = bool(param.warm) and not param.cold and svm_type in (C_SVC, EPSILON_SVR, NU_SVR)
+    n_tasks = len(todo) * k         # (cell, fold) pairs; a task runs a chain of cells
+
+    def group_tasks(group, shared):
+        """The tasks of a kernel's cells: (chain of cells, fold) each (a chain is
+        one cell, or with --warm the cells that differ in C only, C increasing)."""
+        chains = _c_chains(group, cells) if warm else [[ci] for ci in group]
+        return [((y, X, sw, [cell_params[ci] for ci in chain], _cv.train_rows(folds, f),
+                  folds[f], probability, None if prob_folds is None else prob_folds[f],
+                  shared, warm), [(ci, f) for ci in chain])
+                for chain in chains for f in range(k)]
     targets = {ci: np.full(n, np.nan) for ci in todo}
     remaining = {ci: k for ci in todo}
     fold_seconds = {ci: 0.0 for ci in todo}
@@ -604,8 +636,7 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
                                       state["best"], minimize):
             state["best"], state["best_rate"] = rec["params"], rec["rate"]
 
-    def on_done(t, res):
-        ci, f = owner[t]
+    def on_done(ci, f, res):
         rec = records[ci]
         state["done"] += 1
         if res["error"] is not None:
@@ -633,7 +664,7 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
                     f"{cell_label(state['best'])} rate={state['best_rate']:.6g}")
             status = "FAILED " + errors[ci] if ci in errors and res["error"] else "done"
             with _writing("standard output", state):
-                sys.stdout.write(f"[{state['done']}/{len(tasks)}] {rec['label']} fold "
+                sys.stdout.write(f"[{state['done']}/{n_tasks}] {rec['label']} fold "
                                  f"{f + 1}/{k} {status}{finished} (best: {best})\n")
                 sys.stdout.flush()
 
@@ -644,17 +675,19 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
             with open(out, encoding="utf-8") as old:    # grid.py appends to it
                 out_file.write(old.read())
         try:
-            start = 0
             for key, group in groups.items():
                 shared = None if key is None else _cv.shared_kernel(
                     X, cell_params[group[0]], backend, total, say if verbose else None,
                     f"its {len(group)} cells x {k} folds")
-                end = start + len(group) * k
-                group_tasks = [task + (shared,) for task in tasks[start:end]]
-                waves += _cv.run_tasks(_cv.fit_predict, group_tasks, total, backend,
-                                       lambda t, res, start=start: on_done(start + t, res))
-                start = end
-                del shared, group_tasks     # one kernel's matrix alive at a time
+                tasks = group_tasks(group, shared)
+
+                def chain_done(t, results, tasks=tasks):
+                    for (ci, f), res in zip(tasks[t][1], results):
+                        on_done(ci, f, res)
+
+                waves += _cv.run_tasks(_cv.fit_predict_path, [t[0] for t in tasks], total,
+                                       backend, chain_done)
+                del shared, tasks           # one kernel's matrix alive at a time
         except Exception as exc:  # a worker died: name the cells that did not finish
             if "write_error" in state:      # not a worker: our own output failed
                 raise state["write_error"] from None
@@ -670,7 +703,7 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
         best_options = _cell_parameters(param, best).to_options()
     result = GridResult(cells=records, axes=axes, best_params=dict(best) if best else None,
                         best_rate=best_rate, best_options=best_options, metric=metric,
-                        n_folds=k, seed=seed, n_jobs=total, n_tasks=len(tasks),
+                        n_folds=k, seed=seed, n_jobs=total, n_tasks=n_tasks,
                         folds=folds, waves=waves, seconds=time.perf_counter() - t0)
 
     failed = {}

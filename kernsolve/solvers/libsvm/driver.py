@@ -53,7 +53,7 @@ __all__ = ["svm_train", "check_parameters"]
 # --------------------------------------------------------------------------
 
 def svm_train(y, X, param, spec, *, sample_weight=None, n_jobs=None, _folds=None,
-              _max_iter=None, _shared=None):
+              _max_iter=None, _shared=None, _warm=None):
     """Train an SVM the way LIBSVM's ``svm-train`` does (``kernsolve.train``).
 
     Parameters
@@ -80,6 +80,10 @@ def svm_train(y, X, param, spec, *, sample_weight=None, n_jobs=None, _folds=None
         SMO solves read their kernel rows from it instead of computing them
         (the same values; cross-validation shares one between its fits).
         Only for the driver's own SMO formulations.
+    _warm : private
+        A ``formulations.WarmStart`` shared by successive fits on the same
+        rows at growing C: each SMO solve of C-SVC, epsilon-SVR and nu-SVR starts from
+        the previous fit's solution of the same sub-problem (alpha seeding).
 
     Returns
     -------
@@ -133,6 +137,9 @@ def svm_train(y, X, param, spec, *, sample_weight=None, n_jobs=None, _folds=None
 
     ctx = _Context(param, n_threads, data, spec.planned_iterations, spec.binary)
     ctx.max_iter = _max_iter
+    if _warm is not None and spec.binary is None:
+        ctx.warm = _warm
+        _warm.begin_fit()
     try:
         if param.svm_type in CLASSIFICATION:
             model = _train_classification(ctx, y, sw, orig_index, _folds)
@@ -329,6 +336,7 @@ class _Context:
         self.data = data
         self.quiet = bool(param.quiet)
         self.max_iter = None
+        self.warm = None        # a WarmStart (alpha seeding), or None: solves from 0
         # the progress line on stderr (kernsolve._progress), off with -q
         self.reporter = None if self.quiet else Progress(param.solver)
         if self.reporter is not None and param.probability:

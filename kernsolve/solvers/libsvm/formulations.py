@@ -23,8 +23,63 @@ import numpy as np
 from ..._errors import IterationLimitWarning
 from ..smo._solve import solve as _smo_solve
 
-__all__ = ["Solution", "run_smo", "solve_c_svc", "solve_nu_svc", "solve_one_class",
-           "solve_epsilon_svr", "solve_nu_svr"]
+__all__ = ["Solution", "WarmStart", "run_smo", "solve_c_svc", "solve_nu_svc",
+           "solve_one_class", "solve_epsilon_svr", "solve_nu_svr"]
+
+
+class WarmStart:
+    """Alpha seeding along C (DeCoste and Wagstaff 2000): the solutions of one
+    fit's sub-problems start the same sub-problems of the next fit on the same
+    rows, at another C.
+
+    Sub-problems are matched by their order in the fit (the one-vs-one pairs,
+    their probability folds): fits on the same rows with the same options but
+    C make the same sequence.  A solution at bounds ``C_prev`` starts the
+    solve at bounds ``C`` as ``alpha * C / C_prev``, a variable at its old
+    bound exactly at its new one.  Every bound scales by the same ratio, so
+    the start is in the new box and keeps the equality constraints scaled
+    with C: ``y'alpha = 0`` (C-SVC, epsilon-SVR) and nu-SVR's
+    ``sum alpha = sum alpha* = C nu l / 2``; the SMO core recomputes the
+    gradient from it.  nu-SVC and one-class have no C in their constraints
+    (LIBSVM ignores ``-c`` for them): nothing to scale, they start cold.
+    """
+
+    def __init__(self):
+        self._solutions = {}
+        self._next = 0
+
+    def begin_fit(self):
+        self._next = 0
+
+    def start(self, C):
+        """The starting alphas of the next sub-problem, whose bounds are ``C``;
+        None (start cold) without a kept solution of the same size and finite
+        bounds."""
+        key, self._next = self._next, self._next + 1
+        prev = self._solutions.get(key)
+        if prev is None or prev[1].shape != C.shape:
+            return None
+        alpha, C_prev = prev
+        if not (np.all(np.isfinite(C)) and np.all(np.isfinite(C_prev))):
+            return None         # the hard margin (C = inf) has no ratio to scale by
+        ratio = np.divide(C, C_prev, out=np.zeros(C.size), where=C_prev > 0)
+        start = np.where((alpha >= C_prev) & (C_prev > 0), C, alpha * ratio)
+        return np.minimum(start, C)     # the ratio's rounding never leaves the box
+
+    def keep(self, alpha, C):
+        """The solution of the sub-problem ``start`` was last called for."""
+        self._solutions[self._next - 1] = (alpha.copy(), C.copy())
+
+
+def _start(ctx, C, cold):
+    """The solve's starting alphas: the warm seed if there is one, else ``cold``."""
+    seed = None if ctx.warm is None else ctx.warm.start(C)
+    return cold if seed is None else seed
+
+
+def _keep(ctx, alpha, C):
+    if ctx.warm is not None:
+        ctx.warm.keep(alpha, C)
 
 
 class Solution(NamedTuple):
@@ -78,12 +133,14 @@ def _uniform(C):
 
 
 def solve_c_svc(ctx, rows, target, C, cp=None, cn=None):
-    """C-SVC: ``p = -1``, alpha from 0; prints nu when the two class C's agree."""
+    """C-SVC: ``p = -1``, alpha from 0 (or the warm seed); prints nu when the two
+    class C's agree."""
     param = ctx.param
     l = _n_rows(ctx, rows)
     y_pm = np.where(target > 0, 1, -1).astype(np.int8)
-    alpha = np.zeros(l)
+    alpha = _start(ctx, C, np.zeros(l))
     info = run_smo(ctx, rows, y_pm, np.full(l, -1.0), alpha, C)
+    _keep(ctx, alpha, C)
     if cp is not None and cp == cn:
         ctx.info(f"nu = {alpha.sum() / C.sum():f}\n")
     coef = alpha * y_pm
@@ -143,13 +200,15 @@ def solve_one_class(ctx, rows, target, C):
 
 
 def solve_epsilon_svr(ctx, rows, target, C):
-    """epsilon-SVR: 2l variables, ``p = epsilon -+ y``, alpha from 0."""
+    """epsilon-SVR: 2l variables, ``p = epsilon -+ y``, alpha from 0 (or the warm seed)."""
     param = ctx.param
     l = _n_rows(ctx, rows)
-    alpha2 = np.zeros(2 * l)
+    C2 = np.concatenate([C, C])
+    alpha2 = _start(ctx, C2, np.zeros(2 * l))
     p = np.concatenate([param.p - target, param.p + target])
     y_pm = np.concatenate([np.ones(l, np.int8), -np.ones(l, np.int8)])
-    info = run_smo(ctx, rows, y_pm, p, alpha2, np.concatenate([C, C]), svr=True)
+    info = run_smo(ctx, rows, y_pm, p, alpha2, C2, svr=True)
+    _keep(ctx, alpha2, C2)
     coef = alpha2[:l] - alpha2[l:]
     ctx.info(f"nu = {np.abs(coef).sum() / C.sum():f}\n")
     return Solution(coef, info["rho"], info["obj"], C, info)
@@ -159,6 +218,20 @@ def solve_nu_svr(ctx, rows, target, C):
     """nu-SVR: 2l variables filled up to C*nu*l/2, ``p = -+ y``; prints epsilon."""
     param = ctx.param
     l = _n_rows(ctx, rows)
+    C2 = np.concatenate([C, C])
+    alpha2 = _start(ctx, C2, _nu_svr_start(param, C))
+    p = np.concatenate([-target, target])
+    y_pm = np.concatenate([np.ones(l, np.int8), -np.ones(l, np.int8)])
+    info = run_smo(ctx, rows, y_pm, p, alpha2, C2, svr=True, nu=True)
+    _keep(ctx, alpha2, C2)
+    ctx.info(f"epsilon = {-info['r']:f}\n")
+    coef = alpha2[:l] - alpha2[l:]
+    return Solution(coef, info["rho"], info["obj"], C, info)
+
+
+def _nu_svr_start(param, C):
+    """LIBSVM's nu-SVR start: alpha = alpha* filled in row order up to C nu l / 2."""
+    l = C.size
     alpha2 = np.empty(2 * l)
     if _uniform(C):
         total = C[0] * param.nu * l / 2
@@ -167,9 +240,4 @@ def solve_nu_svr(ctx, rows, target, C):
     for i in range(l):
         alpha2[i] = alpha2[i + l] = min(total, C[i])
         total -= alpha2[i]
-    p = np.concatenate([-target, target])
-    y_pm = np.concatenate([np.ones(l, np.int8), -np.ones(l, np.int8)])
-    info = run_smo(ctx, rows, y_pm, p, alpha2, np.concatenate([C, C]), svr=True, nu=True)
-    ctx.info(f"epsilon = {-info['r']:f}\n")
-    coef = alpha2[:l] - alpha2[l:]
-    return Solution(coef, info["rho"], info["obj"], C, info)
+    return alpha2

@@ -1,0 +1,182 @@
+"""Warm starts along C (issue 35 item 2): each fold's fit at the next C starts
+from the previous C's solution (alpha seeding); the solutions equal the cold
+fits' within the solver's tolerance, the grid's best cell is the same."""
+import io
+
+import numpy as np
+import pytest
+
+import kernsolve
+from kernsolve import grid_search, parse_options, read_problem, train
+from kernsolve.model_selection.cv import make_folds, train_rows
+from kernsolve.solvers.libsvm.formulations import WarmStart
+
+
+@pytest.fixture(scope="module")
+def heart():
+    return read_problem(kernsolve.dataset_path("heart_scale"))
+
+
+def test_seed_is_the_scaled_solution_in_the_new_box():
+    warm = WarmStart()
+    C1 = np.array([1.0, 1.0, 2.0, 2.0])
+    assert warm.start(C1) is None                          # nothing kept yet: cold
+    alpha = np.array([0.0, 0.3, 0.5, 2.0])
+    warm.keep(alpha, C1)
+    warm.begin_fit()
+    start = warm.start(3 * C1)
+    np.testing.assert_allclose(start, 3 * alpha, rtol=1e-15)
+    assert start[3] == 6.0                                 # at the old bound: at the new
+    y = np.array([1, -1, 1, -1])
+    assert abs(y @ start - 3 * (y @ alpha)) <= 1e-15       # y'alpha scaled with C
+    warm.begin_fit()
+    assert np.all(warm.start(C1 / 7) <= C1 / 7)
+    warm.begin_fit()
+    assert warm.start(np.ones(3)) is None                  # another problem: cold
+    warm.begin_fit()
+    assert warm.start(np.full(4, np.inf)) is None          # the hard margin: cold
+
+
+@pytest.mark.parametrize("options", ["-c {} -g 0.5", "-s 3 -p 0.1 -c {} -g 0.5",
+                                     "-s 4 -n 0.4 -c {} -g 0.5",
+                                     "-c {} -g 0.1 -b 1", "--bias 0 -c {}"])
+def test_warm_fit_equals_cold_fit_within_tolerance(heart, options):
+    """Oracle: the cold fit at the same C (same optimum: the dual objective
+    agrees to the stopping tolerance, the decision values to a few eps)."""
+    y, X = heart
+    rows = train_rows(make_folds(y, 5, 0), 0)
+    warm = WarmStart()
+    iterations = []
+    for C in (0.5, 4.0, 32.0):
+        param = parse_options(options.format(C) + " -q")
+        hot = train(y[rows], X[rows], param, _warm=warm)
+        cold = train(y[rows], X[rows], param)
+        np.testing.assert_allclose(hot.stats["objective"], cold.stats["objective"],
+                                   rtol=2e-3)
+        hot_values = kernsolve.predict(None, X, hot, "-q")[2]
+        cold_values = kernsolve.predict(None, X, cold, "-q")[2]
+        np.testing.assert_allclose(hot_values, cold_values, atol=5e-3 * C)
+        iterations.append((hot.stats["n_iter"], cold.stats["n_iter"]))
+    # the first C starts from 0 (the cold path); the next ones from the seed
+    assert iterations[0][0] == iterations[0][1]
+    assert any(h != c for h, c in iterations[1:])
+
+
+def test_warm_grid_same_best_cell_rates_within_a_row(heart):
+    y, X = heart
+    grid = {"c": [2.0 ** v for v in range(-5, 16, 2)], "g": [2.0 ** v for v in (-3, -5, -7)]}
+    warm = grid_search(y, X, "-q --warm", grid=grid, n_folds=5, n_jobs=2)
+    exact = grid_search(y, X, "-q", grid=grid, n_folds=5, n_jobs=2)
+    assert warm.best_params == exact.best_params
+    assert warm.summary_line() == exact.summary_line()
+    one_row = 100.0 / y.size
+    assert all(abs(a["rate"] - b["rate"]) <= one_row + 1e-12
+               for a, b in zip(warm.cells, exact.cells))
+    # --cold: the exact path, whatever --warm says
+    cold = grid_search(y, X, "-q --warm --cold", grid=grid, n_folds=5, n_jobs=2)
+    assert [c["rate"] for c in cold.cells] == [c["rate"] for c in exact.cells]
+
+
+@pytest.mark.parametrize("name", ["SVC", "SVR", "NuSVR"])
+def test_estimator_warm_start_along_C(heart, name):
+    """warm_start=True: the next fit at another C starts from the previous
+    solution (fewer or other iterations), reaching the cold fit's optimum."""
+    y, X = heart
+    Est = getattr(kernsolve, name)
+    est = Est(gamma=0.1, warm_start=True)
+    for C in (0.5, 8.0, 64.0):
+        est.set_params(C=C).fit(X, y)
+        cold = Est(gamma=0.1, C=C).fit(X, y)
+        np.testing.assert_allclose(est.decision_function(X) if name == "SVC" else
+                                   est.predict(X),
+                                   cold.decision_function(X) if name == "SVC" else
+                                   cold.predict(X), atol=5e-3 * C)
+        first = C == 0.5
+        assert np.array_equal(est.n_iter_, cold.n_iter_) == first
+    # another kernel: a fresh start (the cold fit's bits)
+    est.set_params(gamma=0.2).fit(X, y)
+    cold = Est(gamma=0.2, C=64.0).fit(X, y)
+    np.testing.assert_array_equal(np.asarray(est.intercept_), np.asarray(cold.intercept_))
+    assert np.array_equal(est.n_iter_, cold.n_iter_)
+    est.set_params(gamma=0.1)
+    # other data: a fresh start (the cold fit's bits)
+    est.fit(X[:200], y[:200])
+    cold = Est(gamma=0.1, C=64.0).fit(X[:200], y[:200])
+    np.testing.assert_array_equal(np.asarray(est.intercept_), np.asarray(cold.intercept_))
+    assert np.array_equal(est.n_iter_, cold.n_iter_)
+
+
+def _rbf(A, B, gamma):
+    """The RBF kernel in float64 with numpy (the oracle's own kernel values)."""
+    d = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2 * A @ B.T
+    return np.exp(-gamma * np.maximum(d, 0.0))
+
+
+def _c_svc_kkt(model, y, X, bounds, gamma):
+    """LIBSVM's stopping gap and dual objective of a binary C-SVC model, from
+    numpy: alpha from the model's coefficients, the gradient from an exact
+    float64 kernel.  Returns (gap, objective, sum of |coef|)."""
+    y_pm = np.where(y == model.labels[0], 1.0, -1.0)
+    coef = np.zeros(y.size)
+    coef[model.support_indices - 1] = model.dual_coef[0]
+    alpha = np.abs(coef)
+    f = _rbf(X, X, gamma) @ coef                 # sum_j y_j alpha_j K_ij
+    grad = y_pm * f - 1.0                        # (Q alpha - e)_i
+    minus_yg = -y_pm * grad
+    up = ((y_pm > 0) & (alpha < bounds)) | ((y_pm < 0) & (alpha > 0))
+    low = ((y_pm > 0) & (alpha > 0)) | ((y_pm < 0) & (alpha < bounds))
+    gap = minus_yg[up].max() - minus_yg[low].min()
+    objective = 0.5 * coef @ f - alpha.sum()
+    assert np.all(alpha <= bounds * (1 + 1e-12)) and abs(y_pm @ alpha) < 1e-9 * bounds.max()
+    return gap, objective, alpha.sum()
+
+
+@pytest.mark.parametrize("weights", ["", "-w-1 3"])
+def test_warm_solution_is_an_optimum_of_the_new_problem(heart, weights):
+    """Oracle: numpy.  The warm fit's alphas are feasible for the new box and
+    y'alpha = 0, satisfy the KKT conditions to the stopping tolerance (eps,
+    plus the float32 kernel values' rounding), and reach the cold fit's dual
+    objective."""
+    y, X = heart
+    rows = train_rows(make_folds(y, 5, 0), 1)
+    ys, Xs = y[rows], X[rows].toarray() if hasattr(X, "toarray") else X[rows]
+    warm = WarmStart()
+    gamma, eps = 0.2, 1e-3
+    for C in (0.25, 2.0, 16.0, 128.0):
+        param = parse_options(f"-c {C} -g {gamma} -e {eps} {weights} -q")
+        hot = train(ys, Xs, param, _warm=warm)
+        cold = train(ys, Xs, param)
+        # each row's bound: C, times the class weight of -1 rows
+        bounds = C * np.where((ys < 0) & (weights != ""), 3.0, 1.0)
+        gap_hot, obj_hot, size = _c_svc_kkt(hot, ys, Xs, bounds, gamma)
+        gap_cold, obj_cold, _ = _c_svc_kkt(cold, ys, Xs, bounds, gamma)
+        rounding = 1e-6 * size       # float32 kernel values in the solver's gradient
+        assert gap_hot <= eps + rounding and gap_cold <= eps + rounding
+        # two eps-optimal points of one dual: their objectives differ by at most
+        # the gap times the distance the alphas can move (sum of |coef|)
+        assert abs(obj_hot - obj_cold) <= (eps + rounding) * size
+        np.testing.assert_allclose(hot.stats["objective"], obj_hot, rtol=1e-4)
+
+
+@pytest.mark.parametrize("options", ["-s 3 -p 0.2", "-s 4 -n 0.5"])
+def test_warm_grid_regression_same_best_cell(heart, options):
+    """epsilon-SVR and nu-SVR in the grid: --warm finds the cold grid's best
+    cell, every cell's MSE within 1% of the cold one's."""
+    y, X = heart
+    grid = {"c": [2.0 ** v for v in range(-5, 10, 2)], "g": [2.0 ** v for v in (-3, -5, -7)]}
+    warm = grid_search(y, X, options + " -q --warm", grid=grid, n_folds=5, n_jobs=2)
+    exact = grid_search(y, X, options + " -q", grid=grid, n_folds=5, n_jobs=2)
+    assert warm.best_params == exact.best_params
+    for a, b in zip(warm.cells, exact.cells):
+        np.testing.assert_allclose(a["rate"], b["rate"], rtol=1e-2)
+
+
+def test_nu_svc_and_one_class_grids_ignore_warm(heart):
+    """nu-SVC and one-class have no C in their constraints: --warm leaves them on
+    the exact path (the same rates to the bit)."""
+    y, X = heart
+    grid = {"n": [0.3, 0.5], "g": [0.1, 0.5]}
+    for options in ("-s 1", "-s 2"):
+        warm = grid_search(y, X, options + " -q --warm", grid=grid, n_folds=3, n_jobs=2)
+        exact = grid_search(y, X, options + " -q", grid=grid, n_folds=3, n_jobs=2)
+        assert [c["rate"] for c in warm.cells] == [c["rate"] for c in exact.cells]
