@@ -145,8 +145,9 @@ class _RowBlocks:
     ``rows_at`` (sorted row indices, optional): ``apply`` also returns
     ``K(X, C) u`` at those rows (with the centres, ``K_MM u`` for free)."""
 
-    def __init__(self, kern, C, cache_bytes, pool, dtype=np.float64, rows_at=None):
+    def __init__(self, kern, C, cache_bytes, pool, dtype=np.float64, rows_at=None, Y=None):
         self.kern = copy(kern)              # the pool's engine: one thread per block
+        self.Y = Y                          # the targets' rows, V of apply(u, targets=True)
         self.kern.n_threads = 1
         self.C = C
         self.dtype = np.dtype(dtype)
@@ -194,9 +195,11 @@ class _RowBlocks:
                 t = K @ u
         return t.astype(np.float64)
 
-    def apply(self, u, V):
-        """``sum_b K_b^T (K_b u + V_b)`` over the row blocks b (u or V may be None);
-        with ``rows_at``, also ``(K u)[rows_at]`` (u given): a pair."""
+    def parts(self, u, targets=False):
+        """Each block's ``K_b^T (K_b u + V_b)`` (V the targets, or none), in row
+        order, computed on the pool; with ``rows_at`` and u, each a pair with
+        the block's ``(K u)`` at those rows.  Add them with :class:`RowSum`."""
+        V = self.Y if targets else None
         if u is not None:
             u = u.astype(self.work, copy=False)
         gather = u is not None and self.rows_at is not None
@@ -228,21 +231,59 @@ class _RowBlocks:
         computed = sum(min(self.rows, self.n - self.starts[i]) for i in range(len(self.starts))
                        if i not in self.cache)
         self.n_evals += computed * self.p
-        out, at = None, []
-        for i, part in enumerate(self.pool.map(one, range(len(self.starts)))):  # row order
-            if isinstance(part, tuple):
-                part, rows = part
-                at.append(rows)
-            if out is None:
-                out = part.astype(np.float64)
-            else:
-                out += part
+        return self.pool.map(one, range(len(self.starts)))      # row order
+
+    def apply(self, u, targets=False):
+        """``sum_b K_b^T (K_b u + V_b)`` over the row blocks b (V the targets
+        when ``targets``; u may be None); with ``rows_at``, also
+        ``(K u)[rows_at]`` (u given): a pair."""
+        total = RowSum()
+        for i, part in enumerate(self.parts(u, targets)):
+            total.add(part)
             if self.report is not None:
                 self.report(self.passes, (i + 1) / len(self.starts))
         self.passes += 1
-        if u is not None and self.rows_at is not None:
-            return out, np.concatenate(at).astype(np.float64)
-        return out
+        return total.result(u is not None and self.rows_at is not None)
+
+    def first_block_error(self, alpha):
+        """On the first row block, rms over its rows of ``K alpha - K~ alpha``
+        per output: K in double from the kernel engine, K~ alpha as the passes
+        compute it (the low precisions' drift, :func:`_drift`)."""
+        stop = min(self.rows, self.n)
+        seen = self.values(0, alpha)
+        with one_blas_thread():
+            exact = self.kern.block(self.kern.row_range(0, stop), self.C) @ alpha
+        return np.sqrt(np.mean((exact - seen) ** 2, axis=0))
+
+    def close(self):
+        """Free the cached blocks (a refit's blocks replace these)."""
+        self.cache.clear()
+        self.keep = 0
+
+
+class RowSum:
+    """The blocks' parts added in row order, in float64 (the first part
+    converted, each next one added to it): the one order of the sum, so that
+    a sum continued elsewhere (over partitions, ``_partitioned``) has the
+    bits of one process's.  With ``rows_at``, also the blocks' ``(K u)`` rows."""
+
+    def __init__(self):
+        self.out = None
+        self.at = []
+
+    def add(self, part):
+        if isinstance(part, tuple):
+            part, rows = part
+            self.at.append(rows)
+        if self.out is None:
+            self.out = part.astype(np.float64)
+        else:
+            self.out += part
+
+    def result(self, gathered):
+        if gathered:
+            return self.out, np.concatenate(self.at).astype(np.float64)
+        return self.out
 
 
 class _Factors:
@@ -346,6 +387,10 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
                 precision="double", subsample=None, callback=None, progress=None):
     """Fit ``alpha`` (p, c) on the centres by FALKON; see the module docstring.
 
+    The rows are ``kern``'s, in this process (:class:`LocalRows`); over
+    partitions held elsewhere, :func:`solve_centres` with a
+    ``_partitioned.PartitionedRows``.
+
     Parameters
     ----------
     kern : KernelBlocks
@@ -384,8 +429,43 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
     centres : ndarray (p,) of row indices
     stats : dict
     """
+    return solve_centres(LocalRows(kern, Y), kern, p=p, lam=lam, iterations=iterations,
+                         seed=seed, cache_mb=cache_mb, n_threads=n_threads,
+                         precision=precision, subsample=subsample, callback=callback,
+                         progress=progress)
+
+
+class LocalRows:
+    """The training rows of :func:`solve_centres` in this process: ``kern``'s
+    rows and the targets Y, passed over by :class:`_RowBlocks`.
+
+    A row source has ``n_rows``, ``n_features``, ``n_outputs``, ``rows(idx)``
+    (canonical rows by global index), ``blocks(C, cache_bytes, pool, dtype,
+    rows_at)`` (an object with ``_RowBlocks``'s ``apply``, ``starts``,
+    ``keep``, ``n_evals``, ``report``, ``close``) and ``drift(blocks, alpha)``."""
+
+    def __init__(self, kern, Y):
+        self.kern, self.Y = kern, Y
+        self.n_rows, self.n_features, self.n_outputs = kern.n_rows, kern.X.shape[1], Y.shape[1]
+
+    def rows(self, idx):
+        return self.kern.rows(idx)
+
+    def blocks(self, C, cache_bytes, pool, dtype, rows_at=None):
+        return _RowBlocks(self.kern, C, cache_bytes, pool, dtype, rows_at, self.Y)
+
+    def drift(self, blocks, alpha):
+        return _drift(blocks.first_block_error(alpha), target_spread(self.Y))
+
+
+def solve_centres(rows, kern, *, p, lam, iterations, seed=0, cache_mb=100.0, n_threads=1,
+                  precision="double", subsample=None, callback=None, progress=None):
+    """:func:`fit_centres` on a row source (``rows``: :class:`LocalRows`, or
+    ``_partitioned.PartitionedRows``); ``kern`` is the kernel engine of the
+    centres' own blocks (its rows are not used).  The same bits for any row
+    source that gives the same rows, blocks and sums."""
     t0 = time.perf_counter()
-    n = kern.n_rows
+    n = rows.n_rows
     # float16 holds values up to 65504 with 11 significant bits: kernels bounded by 1 only
     if precision == "half" and kern.code not in BOUNDED_KERNELS:
         bounded = spoken(f"{KERNEL_NAMES[t]} (-t {t})" for t in sorted(BOUNDED_KERNELS))
@@ -402,29 +482,31 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
                          f"{subsample}: the preconditioner's p x (q + {RESIDUAL_BLOCK}) values",
                          "use fewer centres or a smaller --subsample")
     S = centre_indices(n, p, seed)
-    C = kern.rows(S)
+    C = rows.rows(S)
     user = UntimedCallback(callback)
     with worker_pool(n_threads, "eigenpro") as pool:
         fitted = precision
         while True:
-            alpha, stats = _solve(kern, Y, S, C, lam, iterations, cache_mb, pool, fitted,
+            alpha, stats = _solve(rows, kern, S, C, lam, iterations, cache_mb, pool, fitted,
                                   subsample, seed, user, progress)
             blocks = stats.pop("blocks")
             if fitted == "double":
                 break
             why = stats["breakdown"]
             if why is None:
-                stats["drift"] = drift = _drift(kern, C, Y, alpha, blocks)
+                stats["drift"] = drift = rows.drift(blocks, alpha)
                 if drift > DRIFT_TOL:
                     why = (f"the fitted values move by {drift:.2g} of the targets' spread "
                            "with the kernel in double")
             if why is None:
                 break
-            blocks = None       # the refit's blocks replace these, not join them
+            blocks.close()      # the refit's blocks replace these, not join them
+            blocks = None
             fitted = FALLBACK[fitted]
             warnings.warn(f"EigenPro --centers: --precision {stats['precision']} does not "
                           f"hold here ({why}); refitting in {fitted} precision (a larger "
                           "--lambda keeps low precisions usable)", stacklevel=3)
+        blocks.close()
         del blocks
         if fitted != precision:
             stats["refitted_from"] = precision
@@ -443,12 +525,12 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
     return alpha, S, stats
 
 
-def _solve(kern, Y, S, C, lam, iterations, cache_mb, pool, precision, subsample, seed, user,
+def _solve(rows, kern, S, C, lam, iterations, cache_mb, pool, precision, subsample, seed, user,
            progress=None):
     """One FALKON solve in the given precision: alpha and the stats (with the
     row blocks, for the drift check, and the CG breakdown, if any)."""
     t0 = time.perf_counter()
-    n, p = kern.n_rows, C.shape[0]
+    n, p = rows.n_rows, C.shape[0]
     if subsample is None:
         K_MM = kern.block(C, C)
         if not np.all(np.isfinite(K_MM)):
@@ -456,22 +538,21 @@ def _solve(kern, Y, S, C, lam, iterations, cache_mb, pool, precision, subsample,
                              "(gamma too large for the data?)")
         fac = _Factors(K_MM, lam, pool)
         del K_MM
-        blocks = _RowBlocks(kern, C, cache_mb * 2 ** 20, pool, PRECISIONS[precision])
+        blocks = rows.blocks(C, cache_mb * 2 ** 20, pool, PRECISIONS[precision])
     else:
         one = copy(kern)
         one.n_threads = 1
-        pre = SubsampledPreconditioner(one, C, kern.rows(
+        pre = SubsampledPreconditioner(one, C, rows.rows(
             auxiliary_indices(n, p, subsample, seed)), lam, pool)
-        blocks = _RowBlocks(kern, C, cache_mb * 2 ** 20, pool, PRECISIONS[precision],
-                            rows_at=S)
+        blocks = rows.blocks(C, cache_mb * 2 ** 20, pool, PRECISIONS[precision], rows_at=S)
     t_setup = time.perf_counter() - t0
     if progress is not None:       # the first pass, then one a CG iteration
-        share_of_run = _share_of_run(blocks, kern.X.shape[1], Y.shape[1], iterations)
+        share_of_run = _share_of_run(blocks, rows.n_features, rows.n_outputs, iterations)
         blocks.report = lambda done, share: progress(
             {"n_iter": done, "max_iter": iterations, "fraction": share_of_run(done, share),
              "n_kernel_evals": blocks.n_evals})
     floor = BREAKDOWN_FLOOR[blocks.work]
-    r = blocks.apply(None, Y) / n
+    r = blocks.apply(None, True) / n
     if not np.all(np.isfinite(r)):
         raise ValueError("the kernel values of the rows and the centres are not "
                          "finite (gamma too large for the data?)")
@@ -537,14 +618,15 @@ def _share_of_run(blocks, d, c, iterations):
     return share_of_run
 
 
-def _drift(kern, C, Y, alpha, blocks):
-    """How far the low precision moved the fit: on the first row block, the
-    largest over outputs of rms(K alpha - K~ alpha) / the target's spread,
-    K in double from the kernel engine, K~ alpha as the passes computed it."""
-    stop = min(blocks.rows, kern.n_rows)
-    seen = blocks.values(0, alpha)
-    with one_blas_thread():
-        exact = kern.block(kern.row_range(0, stop), C) @ alpha
+def target_spread(Y):
+    """Each output's spread (its standard deviation; else its rms, at least 1),
+    the scale of the drift check."""
     spread = np.std(Y, axis=0)
-    spread = np.where(spread > 0, spread, np.maximum(np.sqrt(np.mean(Y * Y, axis=0)), 1.0))
-    return float(np.max(np.sqrt(np.mean((exact - seen) ** 2, axis=0)) / spread))
+    return np.where(spread > 0, spread, np.maximum(np.sqrt(np.mean(Y * Y, axis=0)), 1.0))
+
+
+def _drift(error, spread):
+    """How far the low precision moved the fit: the largest over outputs of
+    the first row block's rms(K alpha - K~ alpha) (``_RowBlocks.first_block_error``)
+    over the target's spread (:func:`target_spread`)."""
+    return float(np.max(error / spread))
