@@ -33,7 +33,7 @@ import uuid
 import numpy as np
 
 from ._common import KernelBlocks
-from .nystrom import BLOCK_VALUES, RowSum, _RowBlocks, _drift, target_spread
+from .nystrom import RowSum, _RowBlocks, _drift, block_rows, target_spread
 from ..._threads import shared_pool
 from ..._validation import check_allocation
 
@@ -46,10 +46,10 @@ _LOCK = threading.Lock()
 
 def grid_boundaries(sizes, p):
     """Partition boundaries on the row blocks' grid: each inner boundary of
-    ``sizes`` moved down to a multiple of ``BLOCK_VALUES // p`` (so at most a
-    block's rows move), empty partitions dropped.  Returns the boundaries
-    ``[0, ..., n]``."""
-    rows = max(1, BLOCK_VALUES // p)
+    ``sizes`` moved down to a multiple of ``nystrom.block_rows(p)`` (so at
+    most a block's rows move), empty partitions dropped.  Returns the
+    boundaries ``[0, ..., n]``."""
+    rows = block_rows(p)
     n = int(sum(sizes))
     cuts = np.cumsum(sizes)[:-1] // rows * rows
     return sorted({0, n} | {int(c) for c in cuts if 0 < c < n})
@@ -206,7 +206,7 @@ class PartitionedBlocks:
         self.dtype = np.dtype(dtype)
         self.work = np.dtype(np.float32) if self.dtype == np.float16 else self.dtype
         self.p = C.shape[0]
-        self.rows = max(1, BLOCK_VALUES // self.p)
+        self.rows = block_rows(self.p)
         self.n = source.n_rows
         self.starts = list(range(0, self.n, self.rows))
         self.gathers = rows_at is not None

@@ -59,8 +59,8 @@ from ..._sparse import issparse
 from ..._threads import one_blas_thread, worker_pool
 from ..._validation import check_allocation
 
-__all__ = ["centre_indices", "auxiliary_indices", "fit_centres", "BLOCK_VALUES",
-           "PRECISIONS"]
+__all__ = ["centre_indices", "auxiliary_indices", "fit_centres", "solve_centres",
+           "block_rows", "BLOCK_VALUES", "PRECISIONS"]
 
 BLOCK_VALUES = 2 ** 22      # kernel values per row block of K(X, C): 32 MB in double
 # Storage of K(X, C); half (float16) is multiplied in float32 (_block_ops.half_products).
@@ -82,6 +82,11 @@ FALLBACK = {"half": "single", "single": "double"}
 # products (BREAKDOWN_FLOOR, by their dtype).
 GROWTH = 10.0
 BREAKDOWN_FLOOR = {np.dtype(np.float64): 1e-6, np.dtype(np.float32): 1e-3}
+
+
+def block_rows(p):
+    """Rows of a row block of K(X, C) for p centres (the blocks' fixed grid)."""
+    return max(1, BLOCK_VALUES // p)
 
 
 def centre_indices(n, p, seed):
@@ -157,7 +162,7 @@ class _RowBlocks:
             self.single = _SingleKernel(self.kern, C)
         self.rows_at = rows_at
         self.n, self.p = kern.n_rows, C.shape[0]
-        self.rows = max(1, BLOCK_VALUES // self.p)
+        self.rows = block_rows(self.p)
         self.starts = list(range(0, self.n, self.rows))
         block_bytes = self.dtype.itemsize * self.rows * self.p
         self.keep = min(len(self.starts), int(cache_bytes // block_bytes))
