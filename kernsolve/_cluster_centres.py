@@ -259,6 +259,7 @@ def _fit_partitioned(loaded, p, *, kernel, targets, n_outputs, opts, seed, n_job
         for key, where in parts:
             runner.submit(_partitioned.drop, key, where=where)
     stats["partitions"] = len(parts)
+    stats["traffic_per_pass"] = rows.traffic
     stats["largest_received_bytes"] = runner.largest_received
     return alpha, S, stats, model_rows[0]
 

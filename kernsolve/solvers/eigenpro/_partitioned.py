@@ -179,6 +179,7 @@ class PartitionedRows:
         self.rows = take
         self.run = uuid.uuid4().hex
         self.generations = 0
+        self.traffic = None     # the last pass's bytes (PartitionedBlocks.apply)
 
     def blocks(self, C, cache_bytes, pool, dtype, rows_at=None):
         self.generations += 1
@@ -194,7 +195,7 @@ class PartitionedRows:
 class PartitionedBlocks:
     """``_RowBlocks``' interface over the partitions (``PartitionedRows.blocks``).
 
-    ``traffic``: the bytes of one pass that this object sends and receives,
+    Each pass sets the source's ``traffic``: the bytes it sent and received,
     sized from what it hands the runner: u to each worker, the carried sum
     from partition to partition when they are on different workers, the sum
     back."""
@@ -218,7 +219,6 @@ class PartitionedBlocks:
         self.n_evals = 0
         self.passes = 0
         self.report = None
-        self.traffic = None
 
     def apply(self, u, targets=False):
         runner, parts = self.runner, self.source.partitions
@@ -241,8 +241,8 @@ class PartitionedBlocks:
         self.passes += 1
         result = total.result(u is not None and self.gathers)
         sum_bytes = total.out.nbytes + sum(a.nbytes for a in total.at)
-        self.traffic = {"u_out": 0 if u is None else u.nbytes * len({w for _, w in parts}),
-                        "between_partitions": hops * sum_bytes, "sum_back": sum_bytes}
+        self.source.traffic = {"u_out": 0 if u is None else u.nbytes * len({w for _, w in parts}),
+                               "between_partitions": hops * sum_bytes, "sum_back": sum_bytes}
         return result
 
     def close(self):
