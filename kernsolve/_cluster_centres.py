@@ -21,14 +21,14 @@ import uuid
 import numpy as np
 import scipy.sparse as sp
 
-from ._cluster import LibsvmPartitions, _client, _dask, _row_blocks, read_partitions
+from ._cluster import LibsvmPartitions, _client, _dask, array_blocks, read_partitions
 from ._constants import C_SVC, GAMMA_KERNELS
 from ._kernels import as_canonical, check_kernel_params
 from ._progress import Progress
 from ._sparse import issparse
 from ._threads import resolve_n_jobs
 from ._validation import check_targets, check_X, estimator_gamma, seed_of
-from .estimators._base import encode_classes, regression_targets
+from .estimators._base import encode_classes, feature_names, regression_targets
 from .solvers.eigenpro import SPEC as EIGENPRO, _partitioned
 from .solvers.eigenpro._common import KernelBlocks, densifies
 from .solvers.eigenpro.nystrom import auxiliary_indices, centre_indices, solve_centres
@@ -193,13 +193,7 @@ def _load_collection(client, X, y, rule):
             raise ValueError("y is read from the LIBSVM file; do not pass it")
         pieces = [client.submit(_load_window, w, rule, pure=False) for w in X.windows()]
     elif isinstance(X, da.Array):
-        if y is None:
-            raise ValueError("y (the targets, a Dask array) is required with a Dask array X")
-        blocks, sizes = _row_blocks(X, da)
-        y = y if isinstance(y, da.Array) else da.from_array(np.asarray(y), chunks=-1)
-        if y.ndim != 1 or y.shape[0] != sum(sizes):
-            raise ValueError(f"y must be 1-D with {sum(sizes)} values, got shape {y.shape}")
-        y_blocks = y.rechunk((tuple(sizes),)).to_delayed()
+        blocks, y_blocks = array_blocks(X, y, da)
         pieces = client.compute([dask.delayed(_load, pure=True)(b, yb, rule)
                                  for b, yb in zip(blocks, y_blocks)])
     else:
@@ -352,10 +346,8 @@ def fit_estimator(est, X, y):
         raise ValueError(f"{name}: gamma='scale' needs the variance of all of X, which a "
                          "sum over partitions does not give bit for bit; give "
                          "gamma='auto' or a number")
-    names = None
+    names = feature_names(X)
     if hasattr(X, "to_dask_array"):          # a dask.dataframe
-        names = np.asarray([str(c) for c in X.columns], dtype=object) \
-            if all(isinstance(c, str) for c in X.columns) else None
         X = X.to_dask_array(lengths=True)
     if hasattr(y, "to_dask_array"):
         y = y.to_dask_array(lengths=True)
