@@ -35,7 +35,7 @@ from .solvers.eigenpro.nystrom import auxiliary_indices, centre_indices, solve_c
 from .solvers.eigenpro.train import (centres_result, check_train_param, eigenpro_model,
                                      eigenpro_options, one_class_model)
 
-__all__ = ["dask_train_centres", "fit_estimator", "is_collection"]
+__all__ = ["dask_train_centres", "train_file_on_cluster", "fit_estimator", "is_collection"]
 
 
 def is_collection(X):
@@ -331,6 +331,18 @@ def dask_train_centres(X, param, *, n_jobs=None, callback=None):
             progress.close()
     res = centres_result(alpha, S, stats, s != C_SVC, t_prep)
     return eigenpro_model(param, gamma, labels, res, opts, loaded.n, centres, t0)
+
+
+def train_file_on_cluster(path, param):
+    """``kernsolve-train --scheduler``: :func:`dask_train_centres` on a LIBSVM
+    file cut into byte ranges (64 MiB, and at least one per worker of the
+    active client), read by the workers."""
+    client = _require_client("--scheduler: EigenPro")
+    parts = read_partitions(path)
+    workers = len(client.scheduler_info()["workers"])
+    if parts.npartitions < workers:
+        parts = read_partitions(path, npartitions=workers)
+    return dask_train_centres(parts, param)
 
 
 def fit_estimator(est, X, y):

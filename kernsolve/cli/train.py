@@ -16,8 +16,6 @@ from ._common import (STDIN, CommandError, UsageError, c_divide, check_input_pat
                       check_output_path, parse_float, parse_int, read_data,
                       end_process, regression_summary, run, split_options)
 from .. import _api
-from .._cluster import read_partitions
-from .._cluster_centres import dask_train_centres
 from .._model import save_model
 from .._params import FLAGS, parse_options
 from ..model_selection.cv import cross_validation, make_folds
@@ -57,6 +55,7 @@ def _or(names):
 
 
 _STREAMS = streaming_solvers()
+_CLUSTER = [spec.names[0] for spec in REGISTRY if spec.train_cluster is not None]
 
 # svm-train's text, then kernsolve's options (the solver lines from the registry)
 USAGE = """\
@@ -232,19 +231,19 @@ def _save(model_path, model):
 
 
 def _train_on_cluster(data_path, model_path, params, scheduler):
-    """``--scheduler``: the model trained on the cluster from the file's byte
-    ranges (at least one per worker), read by the workers."""
+    """``--scheduler``: the solver's ``train_cluster`` (EigenPro's on centres)
+    on that scheduler's workers, which read the file."""
+    spec = spec_for(params.solver)
+    if spec is None or spec.train_cluster is None:
+        raise UsageError(f"--scheduler: --solver {params.solver} does not train on a "
+                         f"cluster; --solver {_or(_CLUSTER)} (with --centers) does")
     try:        # optional (the dask extra), needed for --scheduler only
         from distributed import Client
     except ImportError:
         raise CommandError("--scheduler needs dask.distributed: pip install "
                            "'kernsolve[dask]'") from None
     with Client(scheduler, set_as_default=False) as client, client.as_current():
-        parts = read_partitions(data_path)
-        workers = len(client.scheduler_info()["workers"])
-        if parts.npartitions < workers:
-            parts = read_partitions(data_path, npartitions=workers)
-        model = dask_train_centres(parts, params)
+        model = spec.train_cluster(os.path.abspath(data_path), params)
     return _save(model_path, model)
 
 
