@@ -22,7 +22,7 @@ from kernsolve import EigenProClassifier, EigenProRegressor
 from kernsolve._cluster_centres import dask_train_centres
 from kernsolve._params import parse_options
 from kernsolve.cli import train as train_cli
-from kernsolve.solvers.eigenpro import nystrom
+from kernsolve.solvers.eigenpro import _partitioned, nystrom
 
 SMALL_BLOCKS = 2 ** 13          # 128 rows a block at p = 64
 P = 64
@@ -40,6 +40,16 @@ def test_without_a_distributed_client_the_error_says_so():
     with pytest.raises(ValueError, match="dask.distributed"):
         EigenProClassifier(centers=8, gamma=0.5).fit(da.from_array(X, chunks=(50, -1)),
                                                      da.from_array(y, chunks=50))
+
+
+def test_partitions_move_to_the_blocks_grid(monkeypatch):
+    # blocks of 128 rows: the boundaries 300, 301, 301, 551 move down to 256,
+    # 256, 256, 512 (at most a block's rows move); the empty partitions go
+    monkeypatch.setattr(nystrom, "BLOCK_VALUES", SMALL_BLOCKS)
+    assert nystrom.block_rows(P) == 128
+    assert _partitioned.grid_boundaries(list(CHUNKS), P) == [0, 256, 512, 1000]
+    assert _partitioned.grid_boundaries([100, 20, 8], P) == [0, 128]
+    assert _partitioned.grid_boundaries([640], P) == [0, 640]
 
 
 @pytest.fixture(scope="module")

@@ -39,8 +39,8 @@ from ..._validation import check_allocation
 
 __all__ = ["PartitionState", "PartitionedRows", "grid_boundaries"]
 
-_STATES = {}            # key -> PartitionState, in the worker process that holds it
-_BUDGETS = {}           # (run, generation) -> cache bytes left in this process
+_STATES: dict[str, "PartitionState"] = {}   # key -> the state, in the process holding it
+_BUDGETS: dict[tuple, float] = {}           # (run, generation) -> cache bytes left here
 _LOCK = threading.Lock()
 
 
