@@ -1,7 +1,8 @@
 """Running on a Dask cluster: prediction over partitions, partial_fit from partitions.
 
 The one owner of what kernsolve does on ``dask.distributed`` beyond
-cross-validation's joblib backend (``kernsolve.model_selection.cv``):
+cross-validation's joblib backend (``kernsolve.model_selection.cv``) and
+EigenPro's centres model, which builds on it (``_cluster_centres``):
 
 * :func:`read_partitions` cuts a LIBSVM file into byte ranges
   (``read_problem(..., offset=, length=)`` windows); the ranges are read by the
@@ -279,6 +280,18 @@ def _row_blocks(X, da):
     return list(X.to_delayed()[:, 0]), list(X.chunks[0])
 
 
+def array_blocks(X, y, da):
+    """The row blocks of a 2-D Dask array X and the targets' blocks, y (a Dask
+    array, or an array) cut as X's rows: two lists of delayed objects."""
+    if y is None:
+        raise ValueError("y (a Dask array of the targets) is required with a Dask array X")
+    blocks, sizes = _row_blocks(X, da)
+    y = y if isinstance(y, da.Array) else da.from_array(np.asarray(y), chunks=-1)
+    if y.ndim != 1 or y.shape[0] != sum(sizes):
+        raise ValueError(f"y must be 1-D with {sum(sizes)} values, got shape {y.shape}")
+    return blocks, list(y.rechunk((tuple(sizes),)).to_delayed())
+
+
 def dask_predict(X: Any, model: Any, options: str | list[str] | None = "") -> tuple[Any, Any]:
     """Predict a Dask array or a partitioned LIBSVM file on a Dask cluster.
 
@@ -450,13 +463,7 @@ def dask_partial_fit(estimator: Any, X: Any, y: Any = None, classes: Any = None)
                                  X.zero_based)
         parts, y_blocks = X.windows(), None
     elif isinstance(X, da.Array):
-        if y is None:
-            raise ValueError("y (a Dask array of the targets) is required with a Dask array X")
-        parts, sizes = _row_blocks(X, da)
-        y = y if isinstance(y, da.Array) else da.from_array(np.asarray(y), chunks=-1)
-        if y.ndim != 1 or y.shape[0] != sum(sizes):
-            raise ValueError(f"y must be 1-D with {sum(sizes)} values, got shape {y.shape}")
-        y_blocks = list(y.rechunk((tuple(sizes),)).to_delayed())
+        parts, y_blocks = array_blocks(X, y, da)
     else:
         raise ValueError(f"X must be a dask.array.Array or LibsvmPartitions, "
                          f"got {type(X).__name__}")

@@ -455,12 +455,17 @@ _DENSIFY_MAX_BYTES = 1 << 30
 
 
 def worth_densifying(X, Y):
+    return sparse_worth_densifying(*[(M.nnz, M.shape) for M in (X, Y) if issparse(M)])
+
+
+def sparse_worth_densifying(*matrices):
+    """:func:`worth_densifying` from the (nnz, shape) of the sparse operands
+    (a matrix held in parts: the whole's counts)."""
     size = 0
-    for M in (X, Y):
-        if issparse(M):
-            if M.nnz < _DENSIFY_MIN_DENSITY * M.shape[0] * M.shape[1]:
-                return False
-            size += 8 * M.shape[0] * M.shape[1]
+    for nnz, (rows, cols) in matrices:
+        if nnz < _DENSIFY_MIN_DENSITY * rows * cols:
+            return False
+        size += 8 * rows * cols
     return size <= _DENSIFY_MAX_BYTES
 
 

@@ -55,6 +55,7 @@ def _or(names):
 
 
 _STREAMS = streaming_solvers()
+_CLUSTER = [spec.names[0] for spec in REGISTRY if spec.train_cluster is not None]
 
 # svm-train's text, then kernsolve's options (the solver lines from the registry)
 USAGE = """\
@@ -95,6 +96,8 @@ kernsolve options:
 --cold : with -v, every fold computes its own kernel values (the folds share one
 	kernel matrix when it fits in -m; the same results either way)
 --chunk-mb n : window size in MB for --stream (default 64; implies --stream)
+--scheduler address : (--centers p) train on a Dask cluster (tcp://host:8786); its workers
+	read the file's byte ranges, the rows are never gathered; the same model file
 --help, or -h without a value : print this usage; --version : print the version
 """
 
@@ -187,11 +190,14 @@ _DEFAULT_CHUNK_MB = 64.0
 
 
 def _stream_options(options):
-    """Take ``--stream`` and ``--chunk-mb`` out of the options (the library's
-    parser does not know them); returns (options, chunk size in MB or None)."""
-    kept, chunk_mb = [], None
+    """Take ``--stream``, ``--chunk-mb`` and ``--scheduler`` out of the options
+    (the library's parser does not know them); returns (options, chunk size in
+    MB or None, scheduler address or None)."""
+    kept, chunk_mb, scheduler = [], None, None
     for name, values in options:
-        if name == "--stream":
+        if name == "--scheduler":
+            scheduler = values[0]
+        elif name == "--stream":
             chunk_mb = _DEFAULT_CHUNK_MB if chunk_mb is None else chunk_mb
         elif name == "--chunk-mb":
             chunk_mb = parse_float(name, values[0])
@@ -199,7 +205,7 @@ def _stream_options(options):
                 raise UsageError(f"bad value for --chunk-mb: {values[0]!r} (must be > 0)")
         else:
             kept.append((name, values))
-    return kept, chunk_mb
+    return kept, chunk_mb, scheduler
 
 
 def _check_stream_options(params, chunk_mb):
@@ -224,6 +230,23 @@ def _save(model_path, model):
     return 0
 
 
+def _train_on_cluster(data_path, model_path, params, scheduler):
+    """``--scheduler``: the solver's ``train_cluster`` (EigenPro's on centres)
+    on that scheduler's workers, which read the file."""
+    spec = spec_for(params.solver)
+    if spec is None or spec.train_cluster is None:
+        raise UsageError(f"--scheduler: --solver {params.solver} does not train on a "
+                         f"cluster; --solver {_or(_CLUSTER)} (with --centers) does")
+    try:        # optional (the dask extra), needed for --scheduler only
+        from distributed import Client
+    except ImportError:
+        raise CommandError("--scheduler needs dask.distributed: pip install "
+                           "'kernsolve[dask]'") from None
+    with Client(scheduler, set_as_default=False) as client, client.as_current():
+        model = spec.train_cluster(os.path.abspath(data_path), params)
+    return _save(model_path, model)
+
+
 def _train_streamed(data_path, model_path, params, tokens, chunk_mb):
     """``--stream``: the solver's ``train_file`` (DSG's), windows of ``chunk_mb`` MB."""
     train_file = spec_for(params.solver).train_file
@@ -235,7 +258,7 @@ def main(argv):
     if not argv:
         raise UsageError("no training set file given")
     options, positional = split_options(argv, flags=FLAGS + ("--stream",), own_h=True)
-    options, chunk_mb = _stream_options(options)
+    options, chunk_mb, scheduler = _stream_options(options)
     tokens = _option_tokens(options)
     for name, values in options:
         if name == "-v":
@@ -250,6 +273,10 @@ def main(argv):
         raise UsageError(f"unexpected arguments after the model file: "
                          f"{' '.join(positional[2:])}")
     data_path = positional[0]
+    if scheduler is not None and (chunk_mb is not None or params.n_folds
+                                  or data_path == STDIN):
+        raise UsageError("--scheduler trains from a file the workers read: not with "
+                         "--stream, -v or stdin ('-')")
     if data_path == STDIN and chunk_mb is not None:
         raise UsageError("--stream reads the training file once per pass; it cannot "
                          "read stdin ('-')")
@@ -261,6 +288,8 @@ def main(argv):
     if not params.n_folds:
         check_output_path(model_path)
 
+    if scheduler is not None:
+        return _train_on_cluster(data_path, model_path, params, scheduler)
     if chunk_mb is not None:
         return _train_streamed(data_path, model_path, params, tokens, chunk_mb)
 

@@ -24,6 +24,7 @@ from .._params import Parameters
 from .._typing import RandomStateLike
 from .._validation import check_X, column_or_1d, estimator_gamma, seed_of
 from ..solvers.eigenpro import SPEC as _EIGENPRO
+from .._cluster_centres import fit_estimator, is_collection
 
 __all__ = ["EigenProRegressor", "EigenProClassifier"]
 
@@ -96,19 +97,25 @@ class _BaseEigenPro(BaseEstimator):
         res = fit_eigenpro(X, Y, kernel_type=t, gamma=gamma, degree=int(self.degree),
                            coef0=float(self.coef0), options=opts,
                            seed=seed_of(self.random_state), n_jobs=self.n_jobs)
+        centres = X if res.centres is None else X[res.centres]
+        self._fitted(res, centres, gamma, t, opts, X.shape[1],
+                     getattr(self, "_fit_feature_names", None))
+        return res
+
+    def _fitted(self, res, centres, gamma, t, opts, n_features, names):
+        """The fitted attributes shared by both estimators (``centres``: the
+        expansion's rows; ``names``: the columns' names, or None)."""
         param = Parameters(svm_type=int(C_SVC), kernel_type=t, degree=int(self.degree),
                            gamma=gamma if t in GAMMA_KERNELS else None, coef0=float(self.coef0),
                            solver=_EIGENPRO.name, seed=seed_of(self.random_state))
         D = opts["features"]
-        centres = X if res.centres is None else X[res.centres]
         alpha = res.alpha.reshape(centres.shape[0] if D is None else D, -1)
         self.model_ = EigenProModel(param=param, labels=np.arange(alpha.shape[1],
                                                                   dtype=np.float64),
                                     centres=centres if D is None else None, coef=alpha,
                                     stats=res.stats, features=D)
-        self.n_features_in_ = int(X.shape[1])
-        names = getattr(self, "_fit_feature_names", None)
-        if names is not None and len(names) == X.shape[1]:
+        self.n_features_in_ = int(n_features)
+        if names is not None and len(names) == n_features:
             self.feature_names_in_ = names
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
@@ -120,7 +127,6 @@ class _BaseEigenPro(BaseEstimator):
         self.n_iter_ = int(res.stats["epochs"])
         self.n_steps_ = int(res.stats["n_iter"])
         self._gamma = gamma
-        return res
 
     def _validated_X(self, X, fit=False):
         name = type(self).__name__
@@ -150,10 +156,18 @@ class _BaseEigenPro(BaseEstimator):
             Targets (regressor) or class labels: numbers, strings, booleans...
             (classifier).
 
+        X may also be a Dask collection (``dask.array`` with numpy or
+        scipy.sparse chunks, ``dask.dataframe``) with ``centers=p`` and a
+        ``dask.distributed`` client: the rows stay on the workers and the
+        fitted attributes are those of ``fit`` on the concatenated rows
+        (``doc/cluster.md``).
+
         Returns
         -------
         self
         """
+        if is_collection(X):
+            return fit_estimator(self, X, y)
         X = self._validated_X(X, fit=True)
         Y, fitted = self._fit_targets(X, y)
         res = self._fit_outputs(X, Y)

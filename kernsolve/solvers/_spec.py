@@ -300,6 +300,9 @@ class SolverSpec:
         ``train_file(path, param, *, chunk_bytes)``: training from a data file
         read in byte windows (``kernsolve-train --stream``), for the names in
         ``streams``.
+    train_cluster : Ref or None
+        ``train_cluster(path, param)``: training on the active Dask cluster
+        from a data file its workers read (``kernsolve-train --scheduler``).
     bias : bool
         False when the solver has no bias term: the driver trains ``--bias 0``.
     model_kind : str or None
@@ -330,6 +333,7 @@ class SolverSpec:
     check: Optional[Callable] = None
     planned_iterations: Optional[Callable] = None
     train_file: Optional[Callable] = None
+    train_cluster: Optional[Callable] = None
     streams: tuple = ()
     bias: bool = True
     model_kind: Optional[str] = None

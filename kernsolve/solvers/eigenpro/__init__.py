@@ -51,6 +51,7 @@ SPEC = SolverSpec(
     },
     median_gamma=True,
     train=Ref(__name__ + ".train", "train_eigenpro"),
+    train_cluster=Ref("kernsolve._cluster_centres", "train_file_on_cluster"),
     model_kind="eigenpro",
     model=Ref(__name__ + ".model", "EigenProModel"),
     estimator="EigenProClassifier",

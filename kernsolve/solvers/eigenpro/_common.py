@@ -15,7 +15,7 @@ import scipy.sparse as sp
 
 from ..._constants import BOUNDED_KERNELS, KERNEL_TABLE, LINEAR
 from ..._core import _kernel_matrix
-from ..._kernels import as_canonical, worth_densifying
+from ..._kernels import as_canonical, sparse_worth_densifying
 from ..._random import normal, random_u64
 from ..._sparse import issparse
 from ..._threads import one_blas_thread
@@ -45,12 +45,19 @@ RSVD_POWER = 4
 # --------------------------------------------------------------------------
 
 class KernelBlocks:
-    """K(rows, centres) blocks on canonical data, bit-identical for any thread count."""
+    """K(rows, centres) blocks on canonical data, bit-identical for any thread count.
 
-    def __init__(self, X, kernel_type, gamma, degree, coef0, n_threads):
-        Xc = as_canonical(X)
-        if issparse(Xc) and KERNEL_TABLE[kernel_type].blas and worth_densifying(Xc, None):
-            Xc = np.ascontiguousarray(Xc.toarray())
+    ``densify``: whether sparse rows are made dense for a BLAS kernel (None:
+    as :func:`densifies` decides from X itself; a part of a larger X takes
+    the whole's decision).  X None: an engine for given blocks only (``block``)."""
+
+    def __init__(self, X, kernel_type, gamma, degree, coef0, n_threads, densify=None):
+        Xc = None if X is None else as_canonical(X)
+        if issparse(Xc):
+            if densify is None:
+                densify = densifies(Xc.nnz, Xc.shape, kernel_type)
+            if densify:
+                Xc = np.ascontiguousarray(Xc.toarray())
         self.X = Xc
         self.code = int(kernel_type)
         self.gamma = float(gamma)
@@ -106,6 +113,12 @@ class KernelBlocks:
         if self.code == LINEAR:
             return sq
         return (self.gamma * sq + self.coef0) ** self.degree
+
+
+def densifies(nnz, shape, kernel_type):
+    """Whether sparse training rows of this shape and nnz are made dense (a
+    BLAS kernel, dense enough, small enough): the kernel engine's rule."""
+    return bool(KERNEL_TABLE[kernel_type].blas) and sparse_worth_densifying((nnz, shape))
 
 
 # --------------------------------------------------------------------------

@@ -62,7 +62,7 @@ from ..._threads import one_blas_thread, worker_pool
 from ..._validation import check_allocation
 
 __all__ = ["centre_indices", "auxiliary_indices", "distinct_rows", "fit_centres",
-           "BLOCK_VALUES", "PRECISIONS"]
+           "solve_centres", "block_rows", "BLOCK_VALUES", "PRECISIONS"]
 
 BLOCK_VALUES = 2 ** 22      # kernel values per row block of K(X, C): 32 MB in double
 # Storage of K(X, C); half (float16) is multiplied in float32 (_block_ops.half_products).
@@ -84,6 +84,11 @@ FALLBACK = {"half": "single", "single": "double"}
 # products (BREAKDOWN_FLOOR, by their dtype).
 GROWTH = 10.0
 BREAKDOWN_FLOOR = {np.dtype(np.float64): 1e-6, np.dtype(np.float32): 1e-3}
+
+
+def block_rows(p):
+    """Rows of a row block of K(X, C) for p centres (the blocks' fixed grid)."""
+    return max(1, BLOCK_VALUES // p)
 
 
 def centre_indices(n, p, seed):
@@ -113,9 +118,10 @@ def _row_keys(R):
     return [hashlib.blake2b(row.tobytes(), digest_size=16).digest() for row in R]
 
 
-def distinct_rows(kern, S, q, seed):
+def distinct_rows(rows, S, q, seed):
     """The centres S (sorted row indices) and the q auxiliary rows without
-    repeated rows: ``(S, Q, replaced)``.
+    repeated rows: ``(S, Q, replaced)``; ``rows`` has ``n_rows`` and
+    ``rows(idx)`` (a row source, or the kernel engine's blocks).
 
     Equal rows as centres make ``K_MM`` singular (noise-free augmentation
     repeats rows), and equal auxiliary rows ``K_QQ``.  Of equal centres the
@@ -127,10 +133,10 @@ def distinct_rows(kern, S, q, seed):
     repeated rows among them the result is ``S``, :func:`auxiliary_indices`
     (None when q is None) and 0: the centres as before.
     """
-    n, p = kern.n_rows, len(S)
-    keys = _row_keys(kern.rows(S))
+    n, p = rows.n_rows, len(S)
+    keys = _row_keys(rows.rows(S))
     Q = None if q is None else auxiliary_indices(n, p, q, seed)
-    q_keys = [] if Q is None else _row_keys(kern.rows(Q))
+    q_keys = [] if Q is None else _row_keys(rows.rows(Q))
     if len(set(keys)) == p and len(set(keys).union(q_keys)) == p + len(q_keys):
         return S, Q, 0
     seen, kept = set(), []
@@ -145,7 +151,7 @@ def distinct_rows(kern, S, q, seed):
     while (len(kept) < p or q is not None and len(aux) < q) and at < len(order):
         batch = order[at:at + chunk]
         at += len(batch)
-        for i, key in zip(batch, _row_keys(kern.rows(np.asarray(batch, dtype=np.intp)))):
+        for i, key in zip(batch, _row_keys(rows.rows(np.asarray(batch, dtype=np.intp)))):
             if key in seen:
                 continue
             seen.add(key)
@@ -213,8 +219,9 @@ class _RowBlocks:
     ``rows_at`` (sorted row indices, optional): ``apply`` also returns
     ``K(X, C) u`` at those rows (with the centres, ``K_MM u`` for free)."""
 
-    def __init__(self, kern, C, cache_bytes, pool, dtype=np.float64, rows_at=None):
+    def __init__(self, kern, C, cache_bytes, pool, dtype=np.float64, rows_at=None, Y=None):
         self.kern = copy(kern)              # the pool's engine: one thread per block
+        self.Y = Y                          # the targets' rows, V of apply(u, targets=True)
         self.kern.n_threads = 1
         self.C = C
         self.dtype = np.dtype(dtype)
@@ -224,7 +231,7 @@ class _RowBlocks:
             self.single = _SingleKernel(self.kern, C)
         self.rows_at = rows_at
         self.n, self.p = kern.n_rows, C.shape[0]
-        self.rows = max(1, BLOCK_VALUES // self.p)
+        self.rows = block_rows(self.p)
         self.starts = list(range(0, self.n, self.rows))
         block_bytes = self.dtype.itemsize * self.rows * self.p
         self.keep = min(len(self.starts), int(cache_bytes // block_bytes))
@@ -262,9 +269,11 @@ class _RowBlocks:
                 t = K @ u
         return t.astype(np.float64)
 
-    def apply(self, u, V):
-        """``sum_b K_b^T (K_b u + V_b)`` over the row blocks b (u or V may be None);
-        with ``rows_at``, also ``(K u)[rows_at]`` (u given): a pair."""
+    def parts(self, u, targets=False):
+        """Each block's ``K_b^T (K_b u + V_b)`` (V the targets, or none), in row
+        order, computed on the pool; with ``rows_at`` and u, each a pair with
+        the block's ``(K u)`` at those rows.  Add them with :class:`RowSum`."""
+        V = self.Y if targets else None
         if u is not None:
             u = u.astype(self.work, copy=False)
         gather = u is not None and self.rows_at is not None
@@ -296,21 +305,59 @@ class _RowBlocks:
         computed = sum(min(self.rows, self.n - self.starts[i]) for i in range(len(self.starts))
                        if i not in self.cache)
         self.n_evals += computed * self.p
-        out, at = None, []
-        for i, part in enumerate(self.pool.map(one, range(len(self.starts)))):  # row order
-            if isinstance(part, tuple):
-                part, rows = part
-                at.append(rows)
-            if out is None:
-                out = part.astype(np.float64)
-            else:
-                out += part
+        return self.pool.map(one, range(len(self.starts)))      # row order
+
+    def apply(self, u, targets=False):
+        """``sum_b K_b^T (K_b u + V_b)`` over the row blocks b (V the targets
+        when ``targets``; u may be None); with ``rows_at``, also
+        ``(K u)[rows_at]`` (u given): a pair."""
+        total = RowSum()
+        for i, part in enumerate(self.parts(u, targets)):
+            total.add(part)
             if self.report is not None:
                 self.report(self.passes, (i + 1) / len(self.starts))
         self.passes += 1
-        if u is not None and self.rows_at is not None:
-            return out, np.concatenate(at).astype(np.float64)
-        return out
+        return total.result(u is not None and self.rows_at is not None)
+
+    def first_block_error(self, alpha):
+        """On the first row block, rms over its rows of ``K alpha - K~ alpha``
+        per output: K in double from the kernel engine, K~ alpha as the passes
+        compute it (the low precisions' drift, :func:`_drift`)."""
+        stop = min(self.rows, self.n)
+        seen = self.values(0, alpha)
+        with one_blas_thread():
+            exact = self.kern.block(self.kern.row_range(0, stop), self.C) @ alpha
+        return np.sqrt(np.mean((exact - seen) ** 2, axis=0))
+
+    def close(self):
+        """Free the cached blocks (a refit's blocks replace these)."""
+        self.cache.clear()
+        self.keep = 0
+
+
+class RowSum:
+    """The blocks' parts added in row order, in float64 (the first part
+    converted, each next one added to it): the one order of the sum, so that
+    a sum continued elsewhere (over partitions, ``_partitioned``) has the
+    bits of one process's.  With ``rows_at``, also the blocks' ``(K u)`` rows."""
+
+    def __init__(self):
+        self.out = None
+        self.at = []
+
+    def add(self, part):
+        if isinstance(part, tuple):
+            part, rows = part
+            self.at.append(rows)
+        if self.out is None:
+            self.out = part.astype(np.float64)
+        else:
+            self.out += part
+
+    def result(self, gathered):
+        if gathered:
+            return self.out, np.concatenate(self.at).astype(np.float64)
+        return self.out
 
 
 class _Factors:
@@ -414,6 +461,10 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
                 precision="double", subsample=None, callback=None, progress=None):
     """Fit ``alpha`` (p, c) on the centres by FALKON; see the module docstring.
 
+    The rows are ``kern``'s, in this process (:class:`LocalRows`); over
+    partitions held elsewhere, :func:`solve_centres` with a
+    ``_partitioned.PartitionedRows``.
+
     Parameters
     ----------
     kern : KernelBlocks
@@ -452,8 +503,43 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
     centres : ndarray (p,) of row indices
     stats : dict
     """
+    return solve_centres(LocalRows(kern, Y), kern, p=p, lam=lam, iterations=iterations,
+                         seed=seed, cache_mb=cache_mb, n_threads=n_threads,
+                         precision=precision, subsample=subsample, callback=callback,
+                         progress=progress)
+
+
+class LocalRows:
+    """The training rows of :func:`solve_centres` in this process: ``kern``'s
+    rows and the targets Y, passed over by :class:`_RowBlocks`.
+
+    A row source has ``n_rows``, ``n_features``, ``n_outputs``, ``rows(idx)``
+    (canonical rows by global index), ``blocks(C, cache_bytes, pool, dtype,
+    rows_at)`` (an object with ``_RowBlocks``'s ``apply``, ``starts``,
+    ``keep``, ``n_evals``, ``report``, ``close``) and ``drift(blocks, alpha)``."""
+
+    def __init__(self, kern, Y):
+        self.kern, self.Y = kern, Y
+        self.n_rows, self.n_features, self.n_outputs = kern.n_rows, kern.X.shape[1], Y.shape[1]
+
+    def rows(self, idx):
+        return self.kern.rows(idx)
+
+    def blocks(self, C, cache_bytes, pool, dtype, rows_at=None):
+        return _RowBlocks(self.kern, C, cache_bytes, pool, dtype, rows_at, self.Y)
+
+    def drift(self, blocks, alpha):
+        return _drift(blocks.first_block_error(alpha), target_spread(self.Y))
+
+
+def solve_centres(rows, kern, *, p, lam, iterations, seed=0, cache_mb=100.0, n_threads=1,
+                  precision="double", subsample=None, callback=None, progress=None):
+    """:func:`fit_centres` on a row source (``rows``: :class:`LocalRows`, or
+    ``_partitioned.PartitionedRows``); ``kern`` is the kernel engine of the
+    centres' own blocks (its rows are not used).  The same bits for any row
+    source that gives the same rows, blocks and sums."""
     t0 = time.perf_counter()
-    n = kern.n_rows
+    n = rows.n_rows
     # float16 holds values up to 65504 with 11 significant bits: kernels bounded by 1 only
     if precision == "half" and kern.code not in BOUNDED_KERNELS:
         bounded = spoken(f"{KERNEL_NAMES[t]} (-t {t})" for t in sorted(BOUNDED_KERNELS))
@@ -471,30 +557,32 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
                          f"{subsample}: the preconditioner's p x (q + {RESIDUAL_BLOCK}) values",
                          "use fewer centres or a smaller --subsample")
     # repeated rows would make K_MM (or K_QQ) singular: replaced (distinct_rows)
-    S, Q, replaced = distinct_rows(kern, centre_indices(n, p, seed), subsample, seed)
-    C = kern.rows(S)
+    S, Q, replaced = distinct_rows(rows, centre_indices(n, p, seed), subsample, seed)
+    C = rows.rows(S)
     user = UntimedCallback(callback)
     with worker_pool(n_threads, "eigenpro") as pool:
         fitted = precision
         while True:
-            alpha, stats = _solve(kern, Y, S, C, lam, iterations, cache_mb, pool, fitted,
+            alpha, stats = _solve(rows, kern, S, C, lam, iterations, cache_mb, pool, fitted,
                                   Q, user, progress)
             blocks = stats.pop("blocks")
             if fitted == "double":
                 break
             why = stats["breakdown"]
             if why is None:
-                stats["drift"] = drift = _drift(kern, C, Y, alpha, blocks)
+                stats["drift"] = drift = rows.drift(blocks, alpha)
                 if drift > DRIFT_TOL:
                     why = (f"the fitted values move by {drift:.2g} of the targets' spread "
                            "with the kernel in double")
             if why is None:
                 break
-            blocks = None       # the refit's blocks replace these, not join them
+            blocks.close()      # the refit's blocks replace these, not join them
+            blocks = None
             fitted = FALLBACK[fitted]
             warnings.warn(f"EigenPro --centers: --precision {stats['precision']} does not "
                           f"hold here ({why}); refitting in {fitted} precision (a larger "
                           "--lambda keeps low precisions usable)", stacklevel=3)
+        blocks.close()
         del blocks
         if fitted != precision:
             stats["refitted_from"] = precision
@@ -514,13 +602,13 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
     return alpha, S, stats
 
 
-def _solve(kern, Y, S, C, lam, iterations, cache_mb, pool, precision, Q, user,
+def _solve(rows, kern, S, C, lam, iterations, cache_mb, pool, precision, Q, user,
            progress=None):
     """One FALKON solve in the given precision (Q: the auxiliary rows of the
     subsampled preconditioner, or None): alpha and the stats (with the row
     blocks, for the drift check, and the CG breakdown, if any)."""
     t0 = time.perf_counter()
-    n, p = kern.n_rows, C.shape[0]
+    n, p = rows.n_rows, C.shape[0]
     subsample = None if Q is None else len(Q)
     if subsample is None:
         K_MM = kern.block(C, C)
@@ -529,21 +617,20 @@ def _solve(kern, Y, S, C, lam, iterations, cache_mb, pool, precision, Q, user,
                              "(gamma too large for the data?)")
         fac = _Factors(K_MM, lam, pool)
         del K_MM
-        blocks = _RowBlocks(kern, C, cache_mb * 2 ** 20, pool, PRECISIONS[precision])
+        blocks = rows.blocks(C, cache_mb * 2 ** 20, pool, PRECISIONS[precision])
     else:
         one = copy(kern)
         one.n_threads = 1
-        pre = SubsampledPreconditioner(one, C, kern.rows(Q), lam, pool)
-        blocks = _RowBlocks(kern, C, cache_mb * 2 ** 20, pool, PRECISIONS[precision],
-                            rows_at=S)
+        pre = SubsampledPreconditioner(one, C, rows.rows(Q), lam, pool)
+        blocks = rows.blocks(C, cache_mb * 2 ** 20, pool, PRECISIONS[precision], rows_at=S)
     t_setup = time.perf_counter() - t0
     if progress is not None:       # the first pass, then one a CG iteration
-        share_of_run = _share_of_run(blocks, kern.X.shape[1], Y.shape[1], iterations)
+        share_of_run = _share_of_run(blocks, rows.n_features, rows.n_outputs, iterations)
         blocks.report = lambda done, share: progress(
             {"n_iter": done, "max_iter": iterations, "fraction": share_of_run(done, share),
              "n_kernel_evals": blocks.n_evals})
     floor = BREAKDOWN_FLOOR[blocks.work]
-    r = blocks.apply(None, Y) / n
+    r = blocks.apply(None, True) / n
     if not np.all(np.isfinite(r)):
         raise ValueError("the kernel values of the rows and the centres are not "
                          "finite (gamma too large for the data?)")
@@ -609,14 +696,15 @@ def _share_of_run(blocks, d, c, iterations):
     return share_of_run
 
 
-def _drift(kern, C, Y, alpha, blocks):
-    """How far the low precision moved the fit: on the first row block, the
-    largest over outputs of rms(K alpha - K~ alpha) / the target's spread,
-    K in double from the kernel engine, K~ alpha as the passes computed it."""
-    stop = min(blocks.rows, kern.n_rows)
-    seen = blocks.values(0, alpha)
-    with one_blas_thread():
-        exact = kern.block(kern.row_range(0, stop), C) @ alpha
+def target_spread(Y):
+    """Each output's spread (its standard deviation; else its rms, at least 1),
+    the scale of the drift check."""
     spread = np.std(Y, axis=0)
-    spread = np.where(spread > 0, spread, np.maximum(np.sqrt(np.mean(Y * Y, axis=0)), 1.0))
-    return float(np.max(np.sqrt(np.mean((exact - seen) ** 2, axis=0)) / spread))
+    return np.where(spread > 0, spread, np.maximum(np.sqrt(np.mean(Y * Y, axis=0)), 1.0))
+
+
+def _drift(error, spread):
+    """How far the low precision moved the fit: the largest over outputs of
+    the first row block's rms(K alpha - K~ alpha) (``_RowBlocks.first_block_error``)
+    over the target's spread (:func:`target_spread`)."""
+    return float(np.max(error / spread))

@@ -283,6 +283,16 @@ class EigenProResult:
 
 
 
+def centres_result(alpha, centres, stats, single, t_prep):
+    """The :class:`EigenProResult` of the centres' model (``t_prep``: the
+    seconds before the solve, counted in its setup)."""
+    stats["setup_seconds"] += t_prep
+    stats["seconds"] += t_prep
+    return EigenProResult(alpha=alpha[:, 0].copy() if single else alpha,
+                          eigenvalues=np.zeros(0), subsample=centres, step=math.nan,
+                          kappa=math.nan, stats=stats, centres=centres)
+
+
 def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, options=None,
                  seed=0, n_jobs=None, callback=None, progress=None, _kernel=None):
     """Fit ``alpha`` (n, n_outputs) by EigenPro (k > 0) or plain kernel SGD (k = 0).
@@ -347,11 +357,7 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
                                             precision=opts.get("precision", "double"),
                                             subsample=opts["subsample"],
                                             callback=each or callback, progress=progress)
-        stats["setup_seconds"] += t_prep
-        stats["seconds"] += t_prep
-        return EigenProResult(alpha=alpha[:, 0].copy() if single else alpha,
-                              eigenvalues=np.zeros(0), subsample=centres, step=math.nan,
-                              kappa=math.nan, stats=stats, centres=centres)
+        return centres_result(alpha, centres, stats, single, t_prep)
     if opts.get("features") is not None:
         W, s, S, stats = fit_features(kern.X, Y[:, 0] if single else Y,
                                       kernel_type=kern.code, gamma=kern.gamma, options=opts,
@@ -462,15 +468,8 @@ def exact_kernel_ridge(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, 
 # kernsolve.train / kernsolve.predict entry points
 # --------------------------------------------------------------------------
 
-def train_eigenpro(y, X, param, n_jobs=None, sample_weight=None, callback=None):
-    """``kernsolve.train`` for ``--solver eigenpro`` and ``--solver kernel-sgd``.
-
-    ``-s 0`` (default): classification, one output per class (one-hot targets,
-    labels in LIBSVM's order: first appearance, -1/+1 swapped); returns an
-    :class:`EigenProModel`.  ``-s 3``: regression; returns a LIBSVM
-    epsilon-SVR-shaped :class:`~kernsolve.Model` (rho = 0).
-    """
-    t0 = time.perf_counter()
+def check_train_param(param, sample_weight=None):
+    """The checks of ``kernsolve.train`` before the data: returns the SVM type."""
     param.check()
     if sample_weight is not None:
         raise ValueError(f"--solver {param.solver} does not take sample weights")
@@ -486,6 +485,36 @@ def train_eigenpro(y, X, param, n_jobs=None, sample_weight=None, callback=None):
     if param.n_folds:
         raise ValueError("-v (cross-validation) is handled by kernsolve.cross_validation")
     _check_kernel(int(param.kernel_type), float(param.coef0))
+    return s
+
+
+def one_hot(index, n_classes):
+    """The one-hot targets of rows whose classes are at ``index``."""
+    Y = np.zeros((index.size, n_classes))
+    Y[np.arange(index.size), index] = 1.0
+    return Y
+
+
+def one_class_model(param, gamma, labels, n_features, t0):
+    """LIBSVM's one-class case, before any kernel work: a model with no centres."""
+    if not param.quiet:
+        print(ONE_CLASS_INFO, end="")
+    warn_one_class(labels[0])
+    return EigenProModel(param=param.copy(gamma=float(gamma)), labels=labels.astype(np.float64),
+                         centres=sp.csr_matrix((0, n_features)), coef=np.zeros((0, 1)),
+                         stats={"n_SV": 0, "wall_seconds": time.perf_counter() - t0})
+
+
+def train_eigenpro(y, X, param, n_jobs=None, sample_weight=None, callback=None):
+    """``kernsolve.train`` for ``--solver eigenpro`` and ``--solver kernel-sgd``.
+
+    ``-s 0`` (default): classification, one output per class (one-hot targets,
+    labels in LIBSVM's order: first appearance, -1/+1 swapped); returns an
+    :class:`EigenProModel`.  ``-s 3``: regression; returns a LIBSVM
+    epsilon-SVR-shaped :class:`~kernsolve.Model` (rho = 0).
+    """
+    t0 = time.perf_counter()
+    s = check_train_param(param, sample_weight)
     y = check_targets(y, s)
     Xc = check_X(X, n_rows=y.shape[0])
     n = y.shape[0]
@@ -493,19 +522,13 @@ def train_eigenpro(y, X, param, n_jobs=None, sample_weight=None, callback=None):
     gamma = param.resolved_gamma(Xc.shape[1], Xc)
     if n_jobs is None:
         n_jobs = param.n_jobs
+    labels = None
     if s == C_SVC:
         # One output per class, in LIBSVM's label order (with its -1/+1 swap).
         labels, index = class_index(y)
-        if labels.size == 1:        # LIBSVM's one-class case, before any kernel work
-            if not param.quiet:
-                print(ONE_CLASS_INFO, end="")
-            warn_one_class(labels[0])
-            return EigenProModel(param=param.copy(gamma=float(gamma)),
-                                 labels=labels.astype(np.float64),
-                                 centres=sp.csr_matrix((0, Xc.shape[1])), coef=np.zeros((0, 1)),
-                                 stats={"n_SV": 0, "wall_seconds": time.perf_counter() - t0})
-        Y = np.zeros((n, labels.size))
-        Y[np.arange(n), index] = 1.0
+        if labels.size == 1:
+            return one_class_model(param, gamma, labels, Xc.shape[1], t0)
+        Y = one_hot(index, labels.size)
     else:
         Y = y
     progress = None if param.quiet else Progress(param.solver)
@@ -517,6 +540,14 @@ def train_eigenpro(y, X, param, n_jobs=None, sample_weight=None, callback=None):
     finally:
         if progress is not None:
             progress.close()
+    centres = Xc if res.centres is None else Xc[res.centres]
+    return eigenpro_model(param, gamma, labels, res, opts, n, centres, t0)
+
+
+def eigenpro_model(param, gamma, labels, res, opts, n, centres, t0):
+    """The model of a fit (``labels`` None: regression) and its summary line;
+    ``centres`` the rows of the expansion (X, or its rows at ``res.centres``)."""
+    s = int(param.svm_type)
     fitted = param.copy(gamma=float(gamma))
     stats = dict(res.stats)
     idx = res.centres if res.centres is not None else np.arange(n, dtype=np.intp)
@@ -541,7 +572,6 @@ def train_eigenpro(y, X, param, n_jobs=None, sample_weight=None, callback=None):
         coef = res.alpha.reshape(opts["features"], -1)
         return EigenProModel(param=fitted, labels=labels, centres=None, coef=coef,
                              stats=stats, features=opts["features"])
-    centres = Xc if res.centres is None else Xc[idx]
     if s == EPSILON_SVR:
         alpha = res.alpha
         return Model(param=fitted, labels=np.zeros(0, dtype=np.int64), support_vectors=centres,

@@ -1,0 +1,251 @@
+"""EigenPro's centres model (``nystrom.solve_centres``) over row partitions
+held by other processes: the row source :class:`PartitionedRows`, and the
+tasks that run where the partitions are.
+
+The solve touches the training rows only through its row source: the row
+blocks' sums ``sum_b K_b^T (K_b u + V_b)`` (one per conjugate-gradient step),
+the centres' and auxiliary rows (once) and the first block (the low
+precisions' drift check, once).  Here each partition lives in a worker process
+as a :class:`PartitionState` (its canonical rows, its targets' rows, a
+``nystrom._RowBlocks`` over them with its cached blocks), and a step sends u
+(p x c) out and brings one p x c sum back.
+
+Same bits as one process on the concatenated rows:
+
+* the partitions start on the grid of the row blocks (multiples of
+  ``rows = BLOCK_VALUES // p``; whoever makes them moves the boundary rows),
+  so each partition's blocks are one process's blocks, computed by the same
+  calls of the same shapes;
+* each partition computes its blocks' parts at once, in parallel with the
+  others, and keeps them; then a ``nystrom.RowSum`` travels from partition to
+  partition in row order and each adds its parts to it, one after the other,
+  as one process adds them.
+
+The tasks run through a *runner* (``kernsolve._cluster_centres``: Dask's
+``client.submit`` pinned to the worker that holds the partition): this module
+imports no Dask.  Each worker process keeps its states in ``_STATES`` (keys
+unique to a training run) and its share of the ``-m`` cache in ``_BUDGETS``:
+the cache budget holds per worker process, its partitions take it in turn.
+"""
+import threading
+import uuid
+
+import numpy as np
+
+from ._common import KernelBlocks
+from .nystrom import RowSum, _RowBlocks, _drift, block_rows, target_spread
+from ..._threads import shared_pool
+from ..._validation import check_allocation
+
+__all__ = ["PartitionState", "PartitionedRows", "grid_boundaries"]
+
+_STATES: dict[str, "PartitionState"] = {}   # key -> the state, in the process holding it
+_BUDGETS: dict[tuple, float] = {}           # (run, generation) -> cache bytes left here
+_LOCK = threading.Lock()
+
+
+def grid_boundaries(sizes, p):
+    """Partition boundaries on the row blocks' grid: each inner boundary of
+    ``sizes`` moved down to a multiple of ``nystrom.block_rows(p)`` (so at
+    most a block's rows move), empty partitions dropped.  Returns the
+    boundaries ``[0, ..., n]``."""
+    rows = block_rows(p)
+    n = int(sum(sizes))
+    cuts = np.cumsum(sizes)[:-1] // rows * rows
+    return sorted({0, n} | {int(c) for c in cuts if 0 < c < n})
+
+
+# ---------------------------------------------------------------- worker side
+
+class PartitionState:
+    """One partition where it lives: its rows as the kernel engine takes them
+    (the whole data's dense-or-sparse decision), its targets' rows Y, its
+    first row's global index, and the current row blocks."""
+
+    def __init__(self, X, Y, offset, kernel, densify, n_threads):
+        self.kern = KernelBlocks(X, *kernel, n_threads, densify=densify)
+        self.Y = Y
+        self.offset = offset
+        self.n_threads = n_threads
+        self.blocks = None
+        self.parts = None
+        self.generation = None
+
+
+def create(key, piece, offset, kernel, densify, targets, n_threads):
+    """Make partition ``key``'s state from its loaded piece ``(X, y)``:
+    ``targets(y)`` its Y (built here, as one process builds it).  Returns its rows."""
+    X, y = piece
+    _STATES[key] = PartitionState(X, targets(y), offset, kernel, densify, n_threads)
+    return X.shape[0]
+
+
+def setup(key, C, dtype, rows_at, cache_bytes, run, generation):
+    """New row blocks over this partition for the centres C (a new precision
+    or solve), with the centres' rows among its own (``rows_at``, global,
+    sorted, or None) and as many cached blocks as this process's share of the
+    cache left for the run allows.  Returns the blocks kept."""
+    state = _STATES[key]
+    local = None
+    if rows_at is not None:
+        lo, hi = np.searchsorted(rows_at, [state.offset, state.offset + state.kern.n_rows])
+        local = rows_at[lo:hi] - state.offset
+    blocks = _RowBlocks(state.kern, C, 0, shared_pool(state.n_threads, "eigenpro"), dtype,
+                        local, state.Y)
+    block_bytes = blocks.dtype.itemsize * blocks.rows * blocks.p
+    with _LOCK:         # the partitions of one process share its budget, first come first kept
+        left = _BUDGETS.setdefault((run, generation), cache_bytes)
+        blocks.keep = min(len(blocks.starts), int(left // block_bytes))
+        _BUDGETS[(run, generation)] = left - blocks.keep * block_bytes
+    state.blocks, state.generation = blocks, generation
+    return blocks.keep
+
+
+def compute(key, u, targets):
+    """This partition's blocks' parts of a pass (``_RowBlocks.parts``), kept
+    for :func:`fold`; returns the kernel values computed."""
+    state = _STATES[key]
+    blocks = state.blocks
+    c = (state.Y.shape[1] if u is None else u.shape[1])
+    check_allocation(len(blocks.starts) * blocks.p * c * blocks.work.itemsize,
+                     f"a partition's {len(blocks.starts)} p x c parts of a pass",
+                     "use more partitions (or fewer centres)")
+    before = blocks.n_evals
+    state.parts = list(blocks.parts(u, targets))
+    return blocks.n_evals - before
+
+
+def fold(key, carried, evals):
+    """Add this partition's parts, in row order, to the sum carried from the
+    partitions before it: ``(RowSum, kernel values so far)``."""
+    total, count = carried
+    state = _STATES[key]
+    for part in state.parts:
+        total.add(part)
+    state.parts = None
+    return total, count + evals
+
+
+def first_block_error(key, alpha):
+    """``_RowBlocks.first_block_error`` of the partition that starts at row 0."""
+    return _STATES[key].blocks.first_block_error(alpha)
+
+
+def targets_of(key):
+    """The partition's targets' rows Y (for the spread of the drift check)."""
+    return _STATES[key].Y
+
+
+def spread(*Ys):
+    """``target_spread`` of the targets, concatenated in row order as one process holds them."""
+    return target_spread(np.concatenate(Ys))
+
+
+def release(key, run, generation):
+    """Free the partition's row blocks of a generation and the run's budget entry."""
+    state = _STATES.get(key)
+    if state is not None and state.generation == generation:
+        state.blocks.close()
+        state.blocks = state.parts = None
+    with _LOCK:
+        _BUDGETS.pop((run, generation), None)
+
+
+def drop(key):
+    """Forget the partition (the end of the training run)."""
+    _STATES.pop(key, None)
+
+
+# ---------------------------------------------------------------- client side
+
+class PartitionedRows:
+    """The row source of ``nystrom.solve_centres`` over partitions in worker
+    processes.
+
+    ``partitions``: per partition in row order, ``(key, where)`` (its state's
+    key, the worker holding it), made by :func:`create` on rows that start on
+    the blocks' grid; ``sizes`` their row counts; ``rows(idx)`` returns the
+    rows (gathered once by the caller: ``take``) of the centres and auxiliary
+    rows; ``runner`` submits a task to a worker (``submit(fn, *args,
+    where=)``), broadcasts a value (``share``), gathers results (``gather``)
+    and waits for one (``wait``)."""
+
+    def __init__(self, runner, partitions, sizes, n_features, n_outputs, take):
+        self.runner = runner
+        self.partitions = list(partitions)
+        self.sizes = list(sizes)
+        self.n_rows = int(sum(sizes))
+        self.n_features, self.n_outputs = n_features, n_outputs
+        self.rows = take
+        self.run = uuid.uuid4().hex
+        self.generations = 0
+        self.traffic = None     # the last pass's bytes (PartitionedBlocks.apply)
+
+    def blocks(self, C, cache_bytes, pool, dtype, rows_at=None):
+        self.generations += 1
+        return PartitionedBlocks(self, C, cache_bytes, dtype, rows_at, self.generations)
+
+    def drift(self, blocks, alpha):
+        submit, (key0, where0) = self.runner.submit, self.partitions[0]
+        error = submit(first_block_error, key0, alpha, where=where0)
+        Ys = [submit(targets_of, key, where=where) for key, where in self.partitions]
+        return _drift(*self.runner.gather([error, submit(spread, *Ys, where=where0)]))
+
+
+class PartitionedBlocks:
+    """``_RowBlocks``' interface over the partitions (``PartitionedRows.blocks``).
+
+    Each pass sets the source's ``traffic``: the bytes it sent and received,
+    sized from what it hands the runner: u to each worker, the carried sum
+    from partition to partition when they are on different workers, the sum
+    back."""
+
+    def __init__(self, source, C, cache_bytes, dtype, rows_at, generation):
+        self.source = source
+        self.runner = source.runner
+        self.generation = generation
+        self.dtype = np.dtype(dtype)
+        self.work = np.dtype(np.float32) if self.dtype == np.float16 else self.dtype
+        self.p = C.shape[0]
+        self.rows = block_rows(self.p)
+        self.n = source.n_rows
+        self.starts = list(range(0, self.n, self.rows))
+        self.gathers = rows_at is not None
+        shared = self.runner.share(C)
+        kept = [self.runner.submit(setup, key, shared, self.dtype, rows_at, cache_bytes,
+                                   source.run, generation, where=where)
+                for key, where in source.partitions]
+        self.keep = int(sum(self.runner.gather(kept)))
+        self.n_evals = 0
+        self.passes = 0
+        self.report = None
+
+    def apply(self, u, targets=False):
+        runner, parts = self.runner, self.source.partitions
+        shared = None if u is None else runner.share(u)
+        computed = [runner.submit(compute, key, shared, targets, where=where)
+                    for key, where in parts]
+        carried, done, hops = (RowSum(), 0), 0, 0
+        chain = []
+        for i, ((key, where), evals) in enumerate(zip(parts, computed)):
+            carried = runner.submit(fold, key, carried, evals, where=where)
+            chain.append(carried)
+            hops += i > 0 and where != parts[i - 1][1]
+        for i, link in enumerate(chain):        # the progress line, partition by partition
+            if self.report is not None:
+                runner.wait(link)
+                done += -(-self.source.sizes[i] // self.rows)
+                self.report(self.passes, done / len(self.starts))
+        total, evals = runner.gather(chain[-1])
+        self.n_evals += evals
+        self.passes += 1
+        result = total.result(u is not None and self.gathers)
+        sum_bytes = total.out.nbytes + sum(a.nbytes for a in total.at)
+        self.source.traffic = {"u_out": 0 if u is None else u.nbytes * len({w for _, w in parts}),
+                               "between_partitions": hops * sum_bytes, "sum_back": sum_bytes}
+        return result
+
+    def close(self):
+        for key, where in self.source.partitions:
+            self.runner.submit(release, key, self.source.run, self.generation, where=where)
+        self.keep = 0
