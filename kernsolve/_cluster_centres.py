@@ -31,7 +31,7 @@ from ._validation import check_targets, check_X, estimator_gamma, seed_of
 from .estimators._base import encode_classes, feature_names, regression_targets
 from .solvers.eigenpro import SPEC as EIGENPRO, _partitioned
 from .solvers.eigenpro._common import KernelBlocks, densifies
-from .solvers.eigenpro.nystrom import auxiliary_indices, centre_indices, solve_centres
+from .solvers.eigenpro.nystrom import solve_centres
 from .solvers.eigenpro.train import (centres_result, check_train_param, eigenpro_model,
                                      eigenpro_options, one_class_model)
 
@@ -135,11 +135,6 @@ def _join(width, *pieces):
     return X, np.concatenate([y for _, y in pieces])
 
 
-def _take(piece, idx):
-    """Rows ``idx`` (local, sorted) of a partition, as one process indexes its X."""
-    return piece[0][idx]
-
-
 class OneHot:
     """Targets of a classification: one-hot over ``labels`` (LIBSVM's order of
     the integer labels, or the estimator's sorted classes)."""
@@ -230,17 +225,10 @@ def _fit_partitioned(loaded, p, *, kernel, targets, n_outputs, opts, seed, n_job
         made.append(runner.submit(_partitioned.create, key, joined[-1], lo, kernel, densify,
                                   targets, threads[where], where=where))
     runner.gather(made)              # every state exists before a task asks for it
-    centres_idx = centre_indices(loaded.n, p, seed)
-    wanted = [centres_idx]
-    if opts["subsample"] is not None:
-        wanted.append(auxiliary_indices(loaded.n, p, opts["subsample"], seed))
-    model_rows = [_gather_rows(runner, joined, bounds, parts, idx) for idx in wanted]
     del joined                       # the states hold the rows from here on
     engine = KernelBlocks(None, *kernel, resolve_n_jobs(n_jobs))
-    kernel_rows = {idx.tobytes(): KernelBlocks(rows, *kernel, 1, densify=densify).X
-                   for idx, rows in zip(wanted, model_rows)}
     rows = _partitioned.PartitionedRows(runner, parts, np.diff(bounds), loaded.width,
-                                        n_outputs, lambda idx: kernel_rows[idx.tobytes()])
+                                        n_outputs)
     try:
         alpha, S, stats = solve_centres(rows, engine, p=p, lam=opts["lambda"],
                                         iterations=opts["epochs"], seed=seed,
@@ -249,24 +237,14 @@ def _fit_partitioned(loaded, p, *, kernel, targets, n_outputs, opts, seed, n_job
                                         precision=opts["precision"],
                                         subsample=opts["subsample"], callback=callback,
                                         progress=progress)
+        centre_rows = rows.raw_rows(S)
     finally:
         for key, where in parts:
             runner.submit(_partitioned.drop, key, where=where)
     stats["partitions"] = len(parts)
     stats["traffic_per_pass"] = rows.traffic
     stats["largest_received_bytes"] = runner.largest_received
-    return alpha, S, stats, model_rows[0]
-
-
-def _gather_rows(runner, joined, bounds, parts, idx):
-    """Rows ``idx`` (global, sorted) taken from the partitions that hold them."""
-    cut = np.searchsorted(idx, bounds)
-    got = runner.gather([runner.submit(_take, joined[j], idx[cut[j]:cut[j + 1]] - bounds[j],
-                                       where=parts[j][1])
-                         for j in range(len(parts)) if cut[j + 1] > cut[j]])
-    if issparse(got[0]):
-        return as_canonical(sp.vstack(got, format="csr")) if len(got) > 1 else got[0]
-    return np.concatenate(got)
+    return alpha, S, stats, centre_rows
 
 
 def _libsvm_labels(found):

@@ -31,9 +31,12 @@ import threading
 import uuid
 
 import numpy as np
+import scipy.sparse as sp
 
 from ._common import KernelBlocks
 from .nystrom import RowSum, _RowBlocks, _drift, block_rows, target_spread
+from ..._kernels import as_canonical
+from ..._sparse import issparse
 from ..._threads import shared_pool
 from ..._validation import check_allocation
 
@@ -58,11 +61,12 @@ def grid_boundaries(sizes, p):
 # ---------------------------------------------------------------- worker side
 
 class PartitionState:
-    """One partition where it lives: its rows as the kernel engine takes them
-    (the whole data's dense-or-sparse decision), its targets' rows Y, its
-    first row's global index, and the current row blocks."""
+    """One partition where it lives: its rows as loaded and as the kernel
+    engine takes them (the whole data's dense-or-sparse decision), its
+    targets' rows Y, its first row's global index, and the current row blocks."""
 
     def __init__(self, X, Y, offset, kernel, densify, n_threads):
+        self.raw = X                # as loaded: the model's centres are these rows
         self.kern = KernelBlocks(X, *kernel, n_threads, densify=densify)
         self.Y = Y
         self.offset = offset
@@ -78,6 +82,13 @@ def create(key, piece, offset, kernel, densify, targets, n_threads):
     X, y = piece
     _STATES[key] = PartitionState(X, targets(y), offset, kernel, densify, n_threads)
     return X.shape[0]
+
+
+def rows_of(key, idx, raw):
+    """The partition's rows ``idx`` (local, sorted): as the kernel engine
+    takes them (``KernelBlocks.rows``), or as loaded (``raw``)."""
+    state = _STATES[key]
+    return state.raw[idx] if raw else state.kern.rows(idx)
 
 
 def setup(key, C, dtype, rows_at, cache_bytes, run, generation):
@@ -164,22 +175,49 @@ class PartitionedRows:
 
     ``partitions``: per partition in row order, ``(key, where)`` (its state's
     key, the worker holding it), made by :func:`create` on rows that start on
-    the blocks' grid; ``sizes`` their row counts; ``rows(idx)`` returns the
-    rows (gathered once by the caller: ``take``) of the centres and auxiliary
-    rows; ``runner`` submits a task to a worker (``submit(fn, *args,
+    the blocks' grid; ``sizes`` their row counts; ``rows(idx)`` gathers rows
+    by global index as one process's ``KernelBlocks.rows`` gives them (the
+    centres, the auxiliary rows, the rows that replace repeated ones), and
+    ``raw_rows(idx)`` as loaded (the model's centres); ``runner`` submits a task to a worker (``submit(fn, *args,
     where=)``), broadcasts a value (``share``), gathers results (``gather``)
     and waits for one (``wait``)."""
 
-    def __init__(self, runner, partitions, sizes, n_features, n_outputs, take):
+    def __init__(self, runner, partitions, sizes, n_features, n_outputs):
         self.runner = runner
         self.partitions = list(partitions)
         self.sizes = list(sizes)
         self.n_rows = int(sum(sizes))
         self.n_features, self.n_outputs = n_features, n_outputs
-        self.rows = take
         self.run = uuid.uuid4().hex
         self.generations = 0
         self.traffic = None     # the last pass's bytes (PartitionedBlocks.apply)
+
+    def rows(self, idx):
+        return self._gather(idx, False)
+
+    def raw_rows(self, idx):
+        return self._gather(idx, True)
+
+    def _gather(self, idx, raw):
+        """Rows ``idx`` (global, any order) from the partitions that hold them."""
+        idx = np.asarray(idx, dtype=np.intp)
+        order = np.argsort(idx, kind="stable")
+        ordered = idx[order]
+        bounds = np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.intp)
+        cut = np.searchsorted(ordered, bounds)
+        got = self.runner.gather([
+            self.runner.submit(rows_of, key, ordered[cut[j]:cut[j + 1]] - bounds[j], raw,
+                               where=where)
+            for j, (key, where) in enumerate(self.partitions) if cut[j + 1] > cut[j]])
+        if issparse(got[0]):
+            rows = got[0] if len(got) == 1 else as_canonical(sp.vstack(got, format="csr"))
+        else:
+            rows = got[0] if len(got) == 1 else np.concatenate(got)
+        if np.array_equal(order, np.arange(idx.size)):
+            return rows
+        back = np.empty_like(order)
+        back[order] = np.arange(idx.size)
+        return as_canonical(rows[back]) if issparse(rows) else np.ascontiguousarray(rows[back])
 
     def blocks(self, C, cache_bytes, pool, dtype, rows_at=None):
         self.generations += 1
