@@ -50,7 +50,7 @@ import numpy as np
 import scipy.linalg
 
 from . import _block_ops
-from ._common import UntimedCallback
+from ._common import UntimedCallback, announce_cost
 from ._subsampled import RESIDUAL_BLOCK, SubsampledPreconditioner
 from ._tiled_cholesky import TILE, cholesky_upper, upper_times_transpose
 from ..._constants import BOUNDED_KERNELS, KERNEL_NAMES, LINEAR, POLY, RBF, spoken
@@ -401,6 +401,11 @@ def fit_centres(kern, Y, *, p, lam, iterations, seed=0, cache_mb=100.0, n_thread
         check_allocation(8 * p * (subsample + RESIDUAL_BLOCK), f"--centers {p} --subsample "
                          f"{subsample}: the preconditioner's p x (q + {RESIDUAL_BLOCK}) values",
                          "use fewer centres or a smaller --subsample")
+    evals = (iterations + 1) * n * p      # the first pass and one a CG iteration
+    announce_cost(progress, evals, kern.X.shape[1],
+                  f"the centres' model on n = {n} rows: p = {p} centres, up to {iterations} "
+                  f"iterations, at most {evals:.2g} kernel evaluations of {kern.X.shape[1]} "
+                  f"features (fewer when K(X, centres) fits in -m)")
     S = centre_indices(n, p, seed)
     C = kern.rows(S)
     user = UntimedCallback(callback)
