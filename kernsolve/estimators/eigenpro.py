@@ -6,11 +6,12 @@ classifier fits one output per class on one-hot targets and predicts the class
 of the largest output.  They follow the estimator contract of
 ``kernsolve.estimators.svm`` (parameters from ``__init__``, fitted attributes
 with a trailing underscore, scikit-learn's messages) and do not import
-scikit-learn.  By default (``centers="auto"``) they fit the model on p
-centres by FALKON (``kernsolve.solvers.eigenpro.nystrom``), which answers
-in seconds where the kernel expansion over all n rows costs n^2 kernel
-values an epoch; an option of the SGD iteration, or ``centers=None``, fits
-the expansion (``eigen_directions=0`` is plain kernel SGD).
+scikit-learn.  By default (``centers="auto"``) they fit the model on 2000
+centres by FALKON (``kernsolve.solvers.eigenpro.nystrom``) when n is larger,
+which answers in seconds where the kernel expansion over all n rows costs
+n^2 kernel values an epoch; on fewer rows, with an option of the SGD
+iteration, or with ``centers=None``, they fit the expansion
+(``eigen_directions=0`` is plain kernel SGD).
 """
 from numbers import Real
 from typing import Literal
@@ -78,13 +79,15 @@ class _BaseEigenPro(BaseEstimator):
 
     def _centres(self, n):
         """p for the solver, or None for the kernel expansion: ``centers``, or
-        with "auto" min(n, DEFAULT_CENTRES) unless an SGD option is given."""
+        with "auto" DEFAULT_CENTRES when n is larger and no SGD option is given.
+        (Up to that n the expansion is cheap, n^2 kernel values an epoch, and
+        all n rows as centres would make K_MM singular at duplicate rows.)"""
         if not (isinstance(self.centers, str) and self.centers == "auto"):
             return self.centers
         sgd = [key for key in self._SGD_OPTIONS if getattr(self, key) is not None]
-        if sgd or self.damping != 1.0:
+        if sgd or self.damping != 1.0 or n <= DEFAULT_CENTRES:
             return None
-        return min(n, DEFAULT_CENTRES)
+        return DEFAULT_CENTRES
 
     def _options(self, n):
         """The solver options (validated by ``eigenpro_options``) and the kernel code."""
@@ -195,12 +198,13 @@ class _BaseEigenPro(BaseEstimator):
 class EigenProRegressor(_BaseEigenPro):
     """Kernel least-squares regression by EigenPro (preconditioned mini-batch SGD).
 
-    By default (``centers="auto"``) a kernel expansion over p = min(n, 2000)
-    centres drawn from the rows, fitted to the ridge-regularised square loss
-    by FALKON's preconditioned conjugate gradient: seconds on a9a and
-    Fashion-MNIST.  With ``centers=None``, or any of ``eigen_directions``,
-    ``subsample``, ``batch_size``, ``step``, ``features`` or a ``damping``
-    other than 1, it minimises ``(1/2n) sum_i (f(x_i) - y_i)^2`` over
+    By default (``centers="auto"``), on more than 2000 rows, a kernel
+    expansion over p = 2000 centres drawn from the rows, fitted to the
+    ridge-regularised square loss by FALKON's preconditioned conjugate
+    gradient: seconds on a9a and Fashion-MNIST.  On at most 2000 rows, with
+    ``centers=None``, or with any of ``eigen_directions``, ``subsample``,
+    ``batch_size``, ``step``, ``features`` or a ``damping`` other than 1, it
+    minimises ``(1/2n) sum_i (f(x_i) - y_i)^2`` over
     ``f(x) = sum_i alpha_i k(x_i, x)`` on all n rows without a regulariser:
     the epochs are the regularisation (early stopping), as in Ma & Belkin's
     EigenPro; that costs n^2 kernel values an epoch.  See ``doc/eigenpro.md``.
@@ -236,9 +240,9 @@ class EigenProRegressor(_BaseEigenPro):
         on the ridge-regularised square loss, by FALKON's preconditioned
         conjugate gradient (``--centers``); ``epochs`` are then its
         iterations.  Takes none of eigen_directions, batch_size, step,
-        features.  "auto": p = min(n, 2000), unless one of those, or
-        ``subsample``, or a ``damping`` other than 1 is given, which selects
-        the kernel expansion over all rows.  None: the kernel expansion.
+        features.  "auto": p = 2000 when n > 2000, unless one of those, or
+        ``subsample``, or a ``damping`` other than 1 is given; otherwise the
+        kernel expansion over all rows.  None: the kernel expansion.
     lam : float or None, default=None
         The ridge lambda with ``centers`` (``--lambda``, as
         ``exact_kernel_ridge``'s ``lam``); None: 1e-6.
