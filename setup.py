@@ -317,9 +317,10 @@ class BuildExt(build_ext):
         # KERNSOLVE_DEBUG=1 keeps it, with Cython's bounds checks.
         compile_args = ["-O3", "-fno-math-errno", "-g" if debug else "-g0"] + \
             (["-fopenmp"] if openmp else [])
-        # ... and are stripped at link (GNU ld's -s: no symbol table; the
-        # module's exported PyInit_ stays in the dynamic one).  Elsewhere the
-        # linkers spell it differently: cibuildwheel's wheels strip there.
+        # ... and on Linux are stripped at link (GNU ld's -s: no symbol table;
+        # the module's exported PyInit_ stays in the dynamic one).  macOS's and
+        # Windows' linkers spell it differently: there the modules keep their
+        # symbol table (-g0 still leaves out the debug information).
         link_args = (["-fopenmp"] if openmp else []) + \
             (["-s"] if not debug and sys.platform.startswith("linux") else [])
         self._say(f"C compiler {os.path.basename(exe)} works; OpenMP "
@@ -328,11 +329,11 @@ class BuildExt(build_ext):
         for ext in self.extensions:
             ext.extra_compile_args = list(compile_args)
             ext.extra_link_args = list(link_args)
-        # (NumPy's version too: a module built against an older NumPy's C API
-        # may not load with a newer one, so another NumPy builds again)
+        # (NumPy's major version too: a module built against NumPy 1 does not
+        # load under NumPy 2, so another major version builds again)
         record = {"OPENMP": openmp, "DEBUG": debug, "COMPILER": exe,
                   "COMPILE_ARGS": compile_args, "LINK_ARGS": link_args,
-                  "NUMPY": numpy.__version__}
+                  "NUMPY_MAJOR": int(numpy.__version__.split(".")[0])}
         previous = self._built_with(self._config_folder())
         if previous is not None and previous != record:
             # built before with other switches: every module again, since

@@ -10,6 +10,7 @@ status line::
 
 A solver whose work is large enough to matter before its first line says
 what it will cost with :meth:`Progress.announce`, at once.
+
 It writes nothing during the first ``delay`` seconds (short runs stay
 silent) and at most once per ``interval`` seconds after that.  On a terminal
 the line is rewritten in place (``\\r``); elsewhere (a pipe, a log file) each

@@ -84,8 +84,10 @@ DEFAULT_K = 160
 # large enough for a well-conditioned preconditioner.
 DEFAULT_LAMBDA = 1e-6
 # The estimators' default number of centres (centers="auto", when n is larger):
-# a9a 85.16% / 84.92% test accuracy with 1000 / 2000 (SMO 85.09%),
-# Fashion-MNIST 87.11% with 2000, in seconds (doc/eigenpro.md, "Defaults").
+# single runs of EigenProClassifier(centers=p) on the loaded 2-core machine
+# (session 17) gave a9a 85.16% / 84.92% test accuracy with 1000 / 2000 (SMO
+# 85.09%) and Fashion-MNIST 87.11% with 2000, in seconds; n p d a pass
+# (doc/eigenpro.md, "Defaults").
 DEFAULT_CENTRES = 2000
 
 
