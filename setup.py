@@ -25,7 +25,7 @@ doc/install.md lists them all.
 
 Every build keeps the modules already built in the source tree (by
 ``build_ext --inplace`` or ``pip install -e .``) that are newer than their
-``.pyx``, their generated C and every header, when the source tree's
+``.pyx`` and every ``.h``/``.pxd`` of the project, when the source tree's
 ``_build_config.py`` records the same switches: they are copied, not
 compiled.  So an editable install compiles only what changed (setuptools
 builds it in a fresh temporary folder, which would compile everything), and
@@ -268,15 +268,16 @@ class BuildExt(build_ext):
         name = os.path.basename(self.get_ext_filename(ext.name))
         return os.path.join(*ext.name.split(".")[:-1], name)
 
-    def _up_to_date_in_source(self, ext, pyx):
-        """True when the source tree has this module, built after its .pyx, its C
-        and every header it depends on (the flags are checked by the caller)."""
+    def _up_to_date_in_source(self, ext):
+        """True when the source tree has this module, built after its .pyx and
+        every header and declaration file of the project (the switches are
+        checked by the caller)."""
         target = self._in_source(ext)
         if not os.path.exists(target):
             return False
         built = os.path.getmtime(target)
         return all(os.path.getmtime(dep) <= built
-                   for dep in [pyx] + list(ext.sources) + list(ext.depends or [])
+                   for dep in list(ext.sources) + list(ext.depends or [])
                    if os.path.exists(dep))
 
     def build_extension(self, ext):
@@ -340,24 +341,29 @@ class BuildExt(build_ext):
             # setuptools compares only the files' times
             self.force = True
 
+        # The modules the source tree has, built with these switches after
+        # every project source they come from: neither translated nor compiled
+        # (a fresh Cython or NumPy under pip's build isolation would otherwise
+        # make their C "newer" than the module).
+        if not self.force and self._built_with("kernsolve") == record:
+            self._kept = {ext.name for ext in self.extensions
+                          if self._up_to_date_in_source(ext)}
+        kept = len(self._kept)
+        work = [ext for ext in self.extensions if ext.name not in self._kept]
+
         n = len(self.extensions)
-        self._say(f"Cython: translating {n} .pyx modules to C with {jobs} "
+        self._say(f"Cython: translating {len(work)} .pyx modules to C with {jobs} "
                   f"process{'es' if jobs > 1 else ''} (unchanged ones are skipped)")
         directives = dict(DIRECTIVES, boundscheck=debug, wraparound=debug,
                           initializedcheck=debug)
         # include_path ".": solvers cimport the engines as kernsolve._core.NAME
-        pyx = {ext.name: ext.sources[0] for ext in self.extensions}
-        translated = cythonize(self.extensions, compiler_directives=directives,
+        translated = cythonize(work, compiler_directives=directives,
                                include_path=["."], nthreads=jobs if jobs > 1 else 0,
-                               force=self.force, quiet=not loud)
+                               force=self.force, quiet=not loud) if work else []
         sources = {ext.name: ext.sources for ext in translated}
-        for ext in self.extensions:
+        for ext in work:
             ext.sources = sources[ext.name]
-        if not self.force and self._built_with("kernsolve") == record:
-            self._kept = {ext.name for ext in self.extensions
-                          if self._up_to_date_in_source(ext, pyx[ext.name])}
 
-        kept = len(self._kept)
         self._say(f"compiling {n - kept} extension modules with {jobs} parallel "
                   f"job{'s' if jobs > 1 else ''}"
                   + (f" ({kept} already built in the source tree and unchanged: kept)"
