@@ -156,7 +156,8 @@ def test_announce_is_a_line_of_its_own_on_a_terminal():
 
 
 @pytest.mark.parametrize("make", [
-    lambda verbose: kernsolve.EigenProClassifier(gamma=0.5, epochs=3, verbose=verbose),
+    lambda verbose: kernsolve.EigenProClassifier(gamma=0.5, epochs=3, centers=40,
+                                                 verbose=verbose),
     lambda verbose: kernsolve.EigenProClassifier(gamma=0.5, epochs=2, batch_size=64,
                                                  verbose=verbose),
     lambda verbose: kernsolve.DSGClassifier(gamma=0.5, max_iter=2, verbose=verbose),
