@@ -49,10 +49,9 @@ def test_the_imported_modules_match_their_build_switch():
             assert ".symtab" not in sections(path) and ".dynsym" in sections(path), path
 
 
-@pytest.mark.parametrize("debug", ["0", "1"])
-def test_a_build_has_debug_sections_only_with_kernsolve_debug(debug, tmp_path):
-    """One small module built from a copy of the sources (so that nothing in
-    this checkout is rebuilt), as a release and as a debug build."""
+def _sources(tmp_path):
+    """A copy of the sources with no build products, so that nothing in this
+    checkout is rebuilt (skips without a C compiler)."""
     if shutil.which(os.environ.get("CC", "cc")) is None:
         pytest.skip("no C compiler")
     src = tmp_path / "src"
@@ -61,6 +60,14 @@ def test_a_build_has_debug_sections_only_with_kernsolve_debug(debug, tmp_path):
                                                   "_build_config.py"))
     for name in ("setup.py", "pyproject.toml", "README.md"):
         shutil.copy(os.path.join(ROOT, name), src / name)
+    return src
+
+
+@pytest.mark.parametrize("debug", ["0", "1"])
+def test_a_build_has_debug_sections_only_with_kernsolve_debug(debug, tmp_path):
+    """One small module built from a copy of the sources (so that nothing in
+    this checkout is rebuilt), as a release and as a debug build."""
+    src = _sources(tmp_path)
     env = dict(os.environ, KERNSOLVE_ONLY="_parallel", KERNSOLVE_DEBUG=debug,
                KERNSOLVE_BUILD_JOBS="1")
     proc = subprocess.run([sys.executable, "setup.py", "build_ext", "--build-lib",
@@ -101,17 +108,9 @@ def test_an_in_place_build_keeps_what_is_built_until_a_source_or_a_switch_change
     """The editable install's case: each build in fresh folders; the module in
     the source tree is copied while its sources and the switches are the
     same, compiled again when the .pyx changes or when KERNSOLVE_DEBUG does."""
-    if shutil.which(os.environ.get("CC", "cc")) is None:
-        pytest.skip("no C compiler")
-    src = tmp_path / "src"
-    shutil.copytree(os.path.join(ROOT, "kernsolve"), src / "kernsolve",
-                    ignore=shutil.ignore_patterns("*.so", "*.c", "__pycache__",
-                                                  "_build_config.py"))
-    for name in ("setup.py", "pyproject.toml", "README.md"):
-        shutil.copy(os.path.join(ROOT, name), src / name)
-    module = lambda: _modules(src / "kernsolve")          # noqa: E731
+    src = _sources(tmp_path)
     assert _build_in_place(src, tmp_path, 1).startswith("kernsolve build: compiling 1 ")
-    (built,) = module()
+    (built,) = _modules(src / "kernsolve")
     first = os.stat(built).st_mtime_ns
     line = _build_in_place(src, tmp_path, 2)
     assert line.startswith("kernsolve build: compiling 0 ")
