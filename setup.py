@@ -18,9 +18,19 @@ when given, else ``KERNSOLVE_BUILD_JOBS``, else the number of cores this
 process may use.  ``KERNSOLVE_OPENMP=0`` forces OpenMP off, ``=1`` forces it
 on (the build then fails if the compiler cannot do it); ``KERNSOLVE_DEBUG=1``
 turns Cython's bounds and wraparound checks back on and keeps the debug
-information (``-g``; release builds compile with ``-g0``, so the modules carry
-no debug sections); ``KERNSOLVE_ONLY=_a,_b``
-builds only those modules (by basename).  doc/install.md lists them all.
+information (``-g``; release builds compile with ``-g0`` and, on Linux, link
+with ``-s``, so the modules carry no debug sections and no symbol table);
+``KERNSOLVE_ONLY=_a,_b`` builds only those modules (by basename).
+doc/install.md lists them all.
+
+Every build keeps the modules already built in the source tree (by
+``build_ext --inplace`` or ``pip install -e .``) that are newer than their
+``.pyx`` and every ``.h``/``.pxd`` of the project, when the source tree's
+``_build_config.py`` records the same switches: they are copied, not
+compiled.  So an editable install compiles only what changed (setuptools
+builds it in a fresh temporary folder, which would compile everything), and
+``pip wheel --no-build-isolation`` of a built clone takes seconds.  A build
+with other switches than the last one's compiles everything.
 """
 import contextlib
 import glob
@@ -156,6 +166,7 @@ class BuildExt(build_ext):
 
     def run(self):
         self._into_source = self.inplace      # setuptools resets it while building
+        self._kept = set()                    # modules built in place already, kept
         super().run()
 
     def _say(self, text):
@@ -237,17 +248,60 @@ class BuildExt(build_ext):
                   file=sys.stderr)
         return found
 
+    @staticmethod
+    def _built_with(folder):
+        """The record of the build that made the modules in ``folder``, or None."""
+        try:
+            with open(os.path.join(folder, "_build_config.py")) as f:
+                text = f.read()
+        except OSError:
+            return None
+        record = {}
+        try:
+            exec(compile(text, "_build_config.py", "exec"), {}, record)
+        except Exception:     # a hand-edited or truncated record: build again
+            return None
+        return record
+
+    def _in_source(self, ext):
+        """Where the module of ``ext`` sits in the source tree."""
+        name = os.path.basename(self.get_ext_filename(ext.name))
+        return os.path.join(*ext.name.split(".")[:-1], name)
+
+    def _up_to_date_in_source(self, ext):
+        """True when the source tree has this module, built after its .pyx and
+        every header and declaration file of the project (the switches are
+        checked by the caller)."""
+        target = self._in_source(ext)
+        if not os.path.exists(target):
+            return False
+        built = os.path.getmtime(target)
+        return all(os.path.getmtime(dep) <= built
+                   for dep in list(ext.sources) + list(ext.depends or [])
+                   if os.path.exists(dep))
+
+    def build_extension(self, ext):
+        if ext.name in self._kept:       # the source tree's module, unchanged
+            target = self.get_ext_fullpath(ext.name)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.copy2(self._in_source(ext), target)
+            return
+        super().build_extension(ext)
+
+    def _config_folder(self):
+        # beside the built modules: the source tree for --inplace and editable installs
+        if getattr(self, "_into_source", self.inplace):
+            return "kernsolve"
+        return os.path.join(self.build_lib, "kernsolve")
+
     def _write_build_config(self, record):
-        # Read by kernsolve.show_config(); beside the built modules (in the
-        # source tree for --inplace and editable installs).
+        # Read by kernsolve.show_config(), and by the next build (its flags).
         text = "# Written by setup.py at build time.\n" + "".join(
             f"{key} = {value!r}\n" for key, value in record.items())
-        into_source = getattr(self, "_into_source", self.inplace)
-        folders = ["kernsolve"] if into_source else [os.path.join(self.build_lib, "kernsolve")]
-        for folder in folders:
-            os.makedirs(folder, exist_ok=True)
-            with open(os.path.join(folder, "_build_config.py"), "w") as f:
-                f.write(text)
+        folder = self._config_folder()
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "_build_config.py"), "w") as f:
+            f.write(text)
 
     def build_extensions(self):
         start = time.perf_counter()
@@ -264,35 +318,66 @@ class BuildExt(build_ext):
         # KERNSOLVE_DEBUG=1 keeps it, with Cython's bounds checks.
         compile_args = ["-O3", "-fno-math-errno", "-g" if debug else "-g0"] + \
             (["-fopenmp"] if openmp else [])
+        # ... and on Linux are stripped at link (GNU ld's -s: no symbol table;
+        # the module's exported PyInit_ stays in the dynamic one).  macOS's and
+        # Windows' linkers spell it differently: there the modules keep their
+        # symbol table (-g0 still leaves out the debug information).
+        link_args = (["-fopenmp"] if openmp else []) + \
+            (["-s"] if not debug and sys.platform.startswith("linux") else [])
         self._say(f"C compiler {os.path.basename(exe)} works; OpenMP "
-                  f"{'on' if openmp else 'off'}; flags {' '.join(compile_args)}")
+                  f"{'on' if openmp else 'off'}; flags {' '.join(compile_args)}; "
+                  f"link {' '.join(link_args) or '(no flags)'}")
         for ext in self.extensions:
             ext.extra_compile_args = list(compile_args)
-            ext.extra_link_args = ["-fopenmp"] if openmp else []
-        self._write_build_config({"OPENMP": openmp, "DEBUG": debug, "COMPILER": exe,
-                                  "COMPILE_ARGS": compile_args})
+            ext.extra_link_args = list(link_args)
+        # (NumPy's major version too: a module built against NumPy 1 does not
+        # load under NumPy 2, so another major version builds again)
+        record = {"OPENMP": openmp, "DEBUG": debug, "COMPILER": exe,
+                  "COMPILE_ARGS": compile_args, "LINK_ARGS": link_args,
+                  "NUMPY_MAJOR": int(numpy.__version__.split(".")[0])}
+        previous = self._built_with(self._config_folder())
+        if previous is not None and previous != record:
+            # built before with other switches: every module again, since
+            # setuptools compares only the files' times
+            self.force = True
+
+        # The modules the source tree has, built with these switches after
+        # every project source they come from: neither translated nor compiled
+        # (a fresh Cython or NumPy under pip's build isolation would otherwise
+        # make their C "newer" than the module).
+        if not self.force and self._built_with("kernsolve") == record:
+            self._kept = {ext.name for ext in self.extensions
+                          if self._up_to_date_in_source(ext)}
+        kept = len(self._kept)
+        work = [ext for ext in self.extensions if ext.name not in self._kept]
 
         n = len(self.extensions)
-        self._say(f"Cython: translating {n} .pyx modules to C with {jobs} "
+        self._say(f"Cython: translating {len(work)} .pyx modules to C with {jobs} "
                   f"process{'es' if jobs > 1 else ''} (unchanged ones are skipped)")
         directives = dict(DIRECTIVES, boundscheck=debug, wraparound=debug,
                           initializedcheck=debug)
         # include_path ".": solvers cimport the engines as kernsolve._core.NAME
-        translated = cythonize(self.extensions, compiler_directives=directives,
+        translated = cythonize(work, compiler_directives=directives,
                                include_path=["."], nthreads=jobs if jobs > 1 else 0,
-                               force=self.force, quiet=not loud)
+                               force=self.force, quiet=not loud) if work else []
         sources = {ext.name: ext.sources for ext in translated}
-        for ext in self.extensions:
+        for ext in work:
             ext.sources = sources[ext.name]
 
-        self._say(f"compiling {n} extension modules with {jobs} parallel "
+        self._say(f"compiling {n - kept} extension modules with {jobs} parallel "
                   f"job{'s' if jobs > 1 else ''}"
+                  + (f" ({kept} already built in the source tree and unchanged: kept)"
+                     if kept else "")
                   + ("" if loud else " (compiler output shown only if one fails; "
                                      "KERNSOLVE_BUILD_VERBOSE=1 shows it all)"))
         self.parallel = jobs
         with _quiet_fds(not loud):
             super().build_extensions()
-        self._say(f"built {n} modules in {time.perf_counter() - start:.0f} s")
+        # written once the modules are built, so that it never speaks for a
+        # failed or an older build
+        self._write_build_config(record)
+        self._say(f"built {n - kept} modules in {time.perf_counter() - start:.0f} s"
+                  + (f" ({kept} kept)" if kept else ""))
 
 
 # Every hand-written header and declaration file: a change to one rebuilds the

@@ -6,6 +6,10 @@ costs the hot loops nothing.  :class:`Progress` turns those calls into one
 status line::
 
     kernsolve sdca: pair 3/45, iter 1200/5400, kernel evals 3.1e+08, 14 s elapsed, about 40 s left
+    kernsolve eigenpro: epoch 2/10, iter 150/1280, kernel evals 4.9e+09, 31 s elapsed, about 3 min left
+
+A solver whose work is large enough to matter before its first line says
+what it will cost with :meth:`Progress.announce`, at once.
 
 It writes nothing during the first ``delay`` seconds (short runs stay
 silent) and at most once per ``interval`` seconds after that.  On a terminal
@@ -158,6 +162,8 @@ class Progress:
         parts = []
         if self.n_parts > 1:
             parts.append(f"pair {self.part + 1}/{self.n_parts}")
+        if "phase" in state:            # where in the run: "epoch 2/10", "fold 3/5"
+            parts.append(state["phase"])
         if "n_iter" in state:
             if "max_iter" in state:
                 parts.append(f"iter {state['n_iter']}/{state['max_iter']}")
@@ -175,6 +181,17 @@ class Progress:
         if frac is not None and frac > 0:
             parts.append(f"about {_seconds(elapsed * (1 - frac) / frac)} left")
         return f"kernsolve {self.solver}: " + ", ".join(parts)
+
+    def announce(self, text):
+        """Write ``kernsolve <solver>: text`` now, whatever the delay and the
+        rate limit (what the run will cost, said before the work).  A line of
+        its own, on a terminal too: it stays above the progress line."""
+        self.clear()
+        try:
+            self.stream.write(f"kernsolve {self.solver}: {text}\n")
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass           # a closed or broken stderr must not stop training
 
     def _write(self, text):
         stream = self.stream

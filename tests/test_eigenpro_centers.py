@@ -18,6 +18,7 @@ import kernsolve
 from kernsolve import Parameters
 from kernsolve.cli import train as cli_train
 from kernsolve.estimators.eigenpro import EigenProClassifier, EigenProRegressor
+from kernsolve.solvers.eigenpro import centres
 from kernsolve.solvers.eigenpro import nystrom
 from kernsolve.solvers.eigenpro.model import EigenProModel
 from kernsolve.solvers.eigenpro.train import eigenpro_options, fit_eigenpro
@@ -386,3 +387,50 @@ def test_every_pass_is_reported_with_its_share_of_the_run(monkeypatch):
     with contextlib.redirect_stderr(err):
         kernsolve.train(y, X, "--solver eigenpro --centers 30 -g 0.5 -q")
     assert err.getvalue() == ""
+
+
+# ---------------------------------------------------------------- the estimators' default
+
+def test_default_centres_above_the_threshold_and_the_expansion_below(monkeypatch):
+    """centers="auto" (the default): EXACT_CENTRES centres when n is larger,
+    else the kernel expansion; an option of the SGD iteration selects the
+    expansion.  Oracle: the same estimator with the choice spelled out."""
+    import kernsolve.estimators.eigenpro as estimators
+    monkeypatch.setattr(estimators, "EXACT_CENTRES", 50)
+    monkeypatch.setattr(centres, "EXACT_CENTRES", 50)
+    y, X = _classes(n=200)
+    _, Xt = _classes(n=60, seed=1)
+
+    def same(a, b):
+        outputs = "decision_function" if hasattr(a, "decision_function") else "predict"
+        np.testing.assert_array_equal(getattr(a.fit(X, y), outputs)(Xt),
+                                      getattr(b.fit(X, y), outputs)(Xt))
+        return a
+
+    # n = 200 > 50: the centres' model on 50 centres
+    est = same(EigenProClassifier(gamma=0.5), EigenProClassifier(gamma=0.5, centers=50))
+    assert est.centre_indices_.shape == (50,) and est.eigenvalues_.size == 0
+    # an SGD option, or centers=None: the expansion over all 200 rows
+    est = same(EigenProClassifier(gamma=0.5, batch_size=64),
+               EigenProClassifier(gamma=0.5, batch_size=64, centers=None))
+    assert est.centre_indices_ is None and est.centres_.shape[0] == 200
+    same(EigenProRegressor(gamma=0.5, damping=0.5), EigenProRegressor(gamma=0.5, damping=0.5,
+                                                                     centers=None))
+    # n <= EXACT_CENTRES: the expansion
+    monkeypatch.setattr(estimators, "EXACT_CENTRES", 200)
+    est = same(EigenProClassifier(gamma=0.5), EigenProClassifier(gamma=0.5, centers=None))
+    assert est.centre_indices_ is None
+
+
+def test_default_classifier_on_an_a9a_slice_is_as_accurate_as_svc(shared):
+    """The default no longer fits the n^2 expansion on a9a-sized data; on 8000
+    rows (2000 centres) its test accuracy is within a point and a half of
+    scikit-learn's SVC with its defaults (the same gamma="scale").  Oracle:
+    sklearn.svm.SVC on the same rows."""
+    sklearn_svm = pytest.importorskip("sklearn.svm")
+    y, X = kernsolve.read_problem(shared.path("a9a"))
+    Xtr, ytr, Xte, yte = X[:8000], y[:8000], X[-4000:], y[-4000:]
+    est = EigenProClassifier().fit(Xtr, ytr)
+    assert est.centre_indices_.shape == (2000,)
+    svc = sklearn_svm.SVC().fit(Xtr, ytr)
+    assert est.score(Xte, yte) >= svc.score(Xte, yte) - 0.015

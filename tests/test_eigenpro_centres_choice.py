@@ -33,10 +33,18 @@ def _one_blas_thread():
 # --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("n, p", [(60000, 15000), (120000, 21213), (240000, 30000),
-                                  (1_200_000, 67082), (15000, 7500), (1000, 1000), (1, 1)])
+                                  (1_200_000, 67082), (15000, 7500), (4000, 3873)])
 def test_the_default_grows_as_the_root_of_n(n, p):
-    assert centres.default_centres(n, limit=2 ** 62) == p == \
-        min(n, round(15000 * np.sqrt(n / 60000)))
+    """With the subsampled preconditioner (q = 100 here)."""
+    assert centres.default_centres(n, subsample=100, limit=2 ** 62) == p == \
+        min(n - 100, round(15000 * np.sqrt(n / 60000)))
+
+
+@pytest.mark.parametrize("n, p", [(1_200_000, 2000), (60000, 2000), (2000, 2000), (500, 500),
+                                  (1, 1)])
+def test_the_exact_factors_keep_their_default(n, p):
+    """Without --subsample: FALKON's p^3 factors, EXACT_CENTRES (at most n)."""
+    assert centres.default_centres(n, limit=2 ** 62) == p == min(n, centres.EXACT_CENTRES)
 
 
 def test_the_default_leaves_room_for_the_auxiliary_rows():
@@ -44,9 +52,9 @@ def test_the_default_leaves_room_for_the_auxiliary_rows():
 
 
 def test_the_default_is_capped_by_the_preconditioners_memory():
-    # exact factors: 16 p^2 bytes; 1 GiB holds p = 8192
-    assert centres.default_centres(1_200_000, limit=GIB) == 8192
-    assert 16 * 8192 ** 2 <= GIB < 16 * 8193 ** 2
+    # exact factors: 16 p^2 bytes; 32 MiB holds p = 1448
+    assert centres.default_centres(1_200_000, limit=2 ** 25) == 1448
+    assert 16 * 1448 ** 2 <= 2 ** 25 < 16 * 1449 ** 2
     # subsampled: 8 p (q + 512) bytes
     q = 3000
     p = centres.default_centres(1_200_000, subsample=q, limit=GIB)
@@ -60,7 +68,7 @@ def test_centers_auto_trains_the_default_number(monkeypatch):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(500, 3))
     y = (X[:, 0] > 0).astype(float)
-    # 15000 sqrt(500 / 60000) = 1369 > n: all 500 rows; with a memory limit that
+    # EXACT_CENTRES = 2000 > n: all 500 rows; with a memory limit that
     # holds 16 p^2 bytes for p = 100 only, 100 centres
     model = kernsolve.train(y, X, "--solver eigenpro --centers auto -q")
     assert model.stats["centers"] == 500

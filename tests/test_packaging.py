@@ -347,3 +347,120 @@ def test_build_makes_an_sdist_and_a_wheel_that_install_and_run(tmp_path):
     assert proc.returncode != 0
     assert "kernsolve needs a C compiler to build its compiled core and found none" in out
     assert "Traceback" not in out
+
+
+# ------------------------------------------------------------------ the wheel of a built clone
+
+def _built_in_place():
+    """This checkout's modules as ``build_ext --inplace`` (or ``pip install -e .``)
+    left them, with the record of their switches, or None."""
+    record = os.path.join(ROOT, "kernsolve", "_build_config.py")
+    modules = glob.glob(os.path.join(ROOT, "kernsolve", "**", "*.so"), recursive=True)
+    if not os.path.exists(record) or len(modules) != len(_pyx_modules()):
+        return None
+    return [record] + modules + glob.glob(os.path.join(ROOT, "kernsolve", "**", "*.c"),
+                                          recursive=True)
+
+
+@in_clone
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the Linux wheel")
+def test_wheel_of_a_built_clone_keeps_its_modules_and_installs_in_a_fresh_venv(tmp_path):
+    """``pip wheel --no-deps --no-build-isolation`` of a clone built in place
+    compiles nothing (every module is kept, in seconds), and the wheel installs
+    in a fresh venv and runs from outside the clone.  The full build from a
+    clean sdist is the slow test above (CI)."""
+    built = _built_in_place()
+    if built is None:
+        pytest.skip("this checkout has no complete in-place build (python setup.py "
+                    "build_ext --inplace, or pip install -e .)")
+    src, dist = tmp_path / "src", tmp_path / "dist"
+    _clean_copy(src)
+    for path in built:               # copy2: the build's times, newer than the sources
+        shutil.copy2(path, src / os.path.relpath(path, ROOT))
+    proc, out = _run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps",
+                      "--no-build-isolation", "--no-index", "-w", str(dist), str(src)],
+                     timeout=600)
+    assert proc.returncode == 0, out[-5000:]
+    modules = _pyx_modules()
+    (compiling,) = [ln.strip() for ln in out.splitlines() if "kernsolve build: compiling" in ln]
+    assert compiling.startswith("kernsolve build: compiling 0 extension modules with"), compiling
+    assert f"({len(modules)} already built in the source tree and unchanged: kept)" in compiling
+    assert not re.search(r"^\s*(gcc|cc|x86_64-linux-gnu-gcc)\b.* -c ", out, re.M)
+
+    (wheel,) = glob.glob(str(dist / "*.whl"))
+    with zipfile.ZipFile(wheel) as whl:
+        names = set(whl.namelist())
+        (metadata_name,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        metadata = whl.read(metadata_name).decode().splitlines()
+        config = whl.read("kernsolve/_build_config.py").decode()
+    for module in modules:
+        assert [n for n in names if n.startswith(module + ".") and n.endswith(".so")], module
+    assert [n for n in names if n.endswith(".c")] == []
+    project = _pyproject()["project"]
+    assert f"Name: {project['name']}" in metadata and f"Version: {project['version']}" in metadata
+    assert "License-Expression: BSD-3-Clause" in metadata
+    # the wheel says how its modules were built: the in-place build's record
+    with open(os.path.join(ROOT, "kernsolve", "_build_config.py")) as f:
+        assert config == f.read()
+
+    # a fresh venv; NumPy, SciPy, joblib and threadpoolctl come from this
+    # environment's site-packages through a .pth file (no network needed), the
+    # package only from the wheel
+    venv = tmp_path / "venv"
+    proc, out = _run([sys.executable, "-m", "venv", str(venv)], timeout=600)
+    assert proc.returncode == 0, out
+    python = str(venv / "bin" / "python")
+    proc, out = _run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                     timeout=120)
+    site = proc.stdout.strip()
+    deps = {os.path.dirname(os.path.dirname(importlib.util.find_spec(name).origin))
+            for name in ("numpy", "scipy", "joblib", "threadpoolctl")}
+    with open(os.path.join(site, "kernsolve-test-deps.pth"), "w") as f:
+        f.write("\n".join(sorted(deps)) + "\n")
+    proc, out = _run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+                      wheel], timeout=600)
+    assert proc.returncode == 0, out[-5000:]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    proc, out = _run([python, "-c", "import kernsolve; print(kernsolve.__file__)"],
+                     timeout=120, cwd=elsewhere)
+    assert proc.returncode == 0, out
+    assert proc.stdout.strip().startswith(site), proc.stdout
+    proc, out = _run([python, "-m", "kernsolve"], timeout=300, cwd=elsewhere)
+    assert proc.returncode == 0, out
+    assert re.search(r"^Accuracy = [\d.]+% \(\d+/70\) \(classification\)$", proc.stdout, re.M)
+    # --docs names a place that exists for this installed user
+    proc, out = _run([python, "-m", "kernsolve", "--docs"], timeout=120, cwd=elsewhere)
+    assert proc.returncode == 0 and "python -m pydoc kernsolve" in proc.stdout, out
+
+
+@in_clone
+def test_cibuildwheel_configuration_builds_what_is_claimed():
+    """The [tool.cibuildwheel] table against the project's own claims:
+    CPython versions from requires-python, 64-bit only, a test command that runs
+    the installed package, and OpenMP settled on each platform."""
+    project = _pyproject()["project"]
+    cibw = _pyproject()["tool"]["cibuildwheel"]
+    oldest = re.fullmatch(r">=3\.(\d+)", project["requires-python"]).group(1)
+    built = cibw["build"].split()
+    assert built[0] == f"cp3{oldest}-*"
+    assert all(re.fullmatch(r"cp3\d+-\*", b) for b in built)
+    assert f"Programming Language :: Python :: 3.{oldest}" in project["classifiers"]
+    assert {"*-win32", "*_i686"} <= set(cibw["skip"].split())
+    tests = cibw["test-command"]
+    assert tests[0] == "python -m kernsolve"
+    assert any("{package}/kernsolve/datasets/heart_scale.xz" in t for t in tests)
+    assert os.path.exists(os.path.join(ROOT, "kernsolve", "datasets", "heart_scale.xz"))
+    assert set(cibw["linux"]["archs"]) == {"x86_64", "aarch64"}
+    assert cibw["macos"]["environment"]["KERNSOLVE_OPENMP"] == "1"
+    assert "libomp" in cibw["macos"]["before-all"]
+    assert cibw["windows"]["environment"]["KERNSOLVE_OPENMP"] == "0"
+    # cibuildwheel itself, when installed, reads the table and lists the wheels
+    exe = shutil.which("cibuildwheel")
+    if exe is None:
+        return
+    proc, out = _run([exe, "--print-build-identifiers", "--platform", "linux", ROOT],
+                     timeout=300)
+    assert proc.returncode == 0, out
+    ids = proc.stdout.split()
+    assert f"cp3{oldest}-manylinux_x86_64" in ids and not [i for i in ids if "i686" in i]

@@ -42,6 +42,7 @@ from ._base import (CACHE_SIZE, N_JOBS, BaseEstimator, InstanceOf, Interval, Rul
 from .._constants import ESTIMATOR_KERNELS, FOURIER_KERNELS, SvmType
 from .._kernels import Canonical
 from .._params import Parameters, letter_option, option_key
+from .._progress import Progress
 from .._typing import RandomStateLike
 from .._validation import check_X, column_or_1d, seed_of
 from ..solvers.dsg.losses import LOSS, names as loss_names
@@ -271,8 +272,15 @@ class _BaseDSG(BaseEstimator):
                              f"expecting {self.n_features_in_} features as input.")
 
     def _run(self, trainer, X, y_codes, epochs, n_jobs):
-        """``epochs`` passes (the last one partial when fractional), as ``_dsg.train``."""
-        passes = trainer.fit_epochs(Canonical(X), y_codes, epochs, n_jobs=n_jobs)
+        """``epochs`` passes (the last one partial when fractional), as ``_dsg.train``;
+        the progress line on stderr with ``verbose``, as the command line's."""
+        trainer.progress = Progress(self.solver) if self.verbose else None
+        try:
+            passes = trainer.fit_epochs(Canonical(X), y_codes, epochs, n_jobs=n_jobs)
+        finally:
+            if trainer.progress is not None:
+                trainer.progress.close()
+            trainer.progress = None      # (the fitted estimator pickles without it)
         note = trainer.kept_note("cache_size=")
         if self.verbose and note:
             print("-- " + note, end="")
@@ -406,7 +414,7 @@ class DSGClassifier(_BaseDSG):
         about twice as fast for wide data; the model remembers it, and its
         predictions repeat it (doc/dsg.md, "Single precision").
     verbose : bool, default=False
-        Print the training lines.
+        Print the training lines, and during ``fit`` the progress line on stderr.
 
     Attributes
     ----------

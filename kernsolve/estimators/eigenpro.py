@@ -6,14 +6,19 @@ classifier fits one output per class on one-hot targets and predicts the class
 of the largest output.  They follow the estimator contract of
 ``kernsolve.estimators.svm`` (parameters from ``__init__``, fitted attributes
 with a trailing underscore, scikit-learn's messages) and do not import
-scikit-learn.  ``eigen_directions=0`` is plain kernel SGD; ``centers=p`` fits
-the model on p centres by FALKON (``kernsolve.solvers.eigenpro.nystrom``).
+scikit-learn.  By default (``centers="auto"``) they fit the model on 2000
+centres by FALKON (``kernsolve.solvers.eigenpro.nystrom``) when n is larger,
+which answers in seconds where the kernel expansion over all n rows costs
+n^2 kernel values an epoch; on fewer rows, with an option of the SGD
+iteration, or with ``centers=None``, they fit the expansion
+(``eigen_directions=0`` is plain kernel SGD).
 """
 from numbers import Real
 from typing import Literal
 
 import numpy as np
 
+from ..solvers.eigenpro.centres import EXACT_CENTRES
 from ..solvers.eigenpro.train import eigenpro_options, fit_eigenpro
 from ..solvers.eigenpro.model import EigenProModel, decision_values
 from ._base import (CACHE_SIZE, COEF0, DEGREE, N_JOBS, BaseEstimator, Interval, Rule, StrOptions,
@@ -21,6 +26,7 @@ from ._base import (CACHE_SIZE, COEF0, DEGREE, N_JOBS, BaseEstimator, Interval, 
                     r2_score, regression_targets)
 from .._constants import C_SVC, ESTIMATOR_KERNELS, GAMMA_KERNELS, PSD_KERNELS
 from .._params import Parameters
+from .._progress import Progress
 from .._typing import RandomStateLike
 from .._validation import check_X, column_or_1d, estimator_gamma, seed_of
 from ..solvers.eigenpro import SPEC as _EIGENPRO
@@ -51,20 +57,40 @@ class _BaseEigenPro(BaseEstimator):
             "eigen_directions", "subsample", "batch_size", "damping", "epochs", "step",
             "features", "centers", "lam", "precision")},
         "random_state": ["no_validation"],     # seed_of, when the seed is drawn
+        "verbose": ["no_validation"],
     }
+
+    # The options of the SGD iteration: one of them given, centers="auto"
+    # fits the kernel expansion they belong to (the centres' model takes none).
+    _SGD_OPTIONS = ("eigen_directions", "subsample", "batch_size", "step", "features")
 
     def __init__(self, *, kernel: str = "rbf",
                  gamma: float | Literal["scale", "auto"] = "scale", degree: int = 3,
                  coef0: float = 0.0, eigen_directions: int | None = None,
                  subsample: int | None = None, batch_size: int | None = None,
                  damping: float = 1.0, epochs: int = 10, step: float | None = None,
-                 features: int | None = None, centers: int | None = None,
+                 features: int | None = None,
+                 centers: int | Literal["auto"] | None = "auto",
                  lam: float | None = None, precision: str | None = None,
                  cache_size: float = 100.0,
-                 random_state: RandomStateLike = None, n_jobs: int | None = None) -> None:
+                 random_state: RandomStateLike = None, n_jobs: int | None = None,
+                 verbose: bool = False) -> None:
         self._store_params(locals())
 
     # ------------------------------------------------------------ parameters
+
+    def _centres(self, n):
+        """p for the solver, or None for the kernel expansion: ``centers``, or
+        with "auto" the command line's ``--centers auto`` (``centres.default_centres``:
+        EXACT_CENTRES without ``subsample``) when n is larger and no SGD option is given.
+        (Up to that n the expansion is cheap, n^2 kernel values an epoch, and
+        all n rows as centres would make K_MM singular at duplicate rows.)"""
+        if not (isinstance(self.centers, str) and self.centers == "auto"):
+            return self.centers
+        sgd = [key for key in self._SGD_OPTIONS if getattr(self, key) is not None]
+        if sgd or self.damping != 1.0 or n <= EXACT_CENTRES:
+            return None
+        return "auto"
 
     def _options(self, n):
         """The solver options (validated by ``eigenpro_options``) and the kernel code."""
@@ -74,12 +100,13 @@ class _BaseEigenPro(BaseEstimator):
                              f"is not positive semi-definite; EigenPro needs coef0 >= 0, "
                              f"got {self.coef0!r}")
         extra = {"epochs": self.epochs, "damping": self.damping}
-        for key in ("eigen_directions", "subsample", "batch_size", "step", "features",
-                    "centers", "lam", "precision"):
+        for key in self._SGD_OPTIONS + ("lam", "precision"):
             value = getattr(self, key)
             if value is not None:
                 extra["lambda" if key == "lam" else key] = value
-        if self.centers is not None:        # damping has a default; CG has no damping
+        centers = self._centres(n)
+        if centers is not None:             # damping has a default; CG has no damping
+            extra["centers"] = centers
             del extra["damping"]
         # Defaults adapt to n: M = min(4800, n), m = min(256, n), k = min(160, M - 1).
         param = Parameters(solver=_EIGENPRO.name, cache_size=float(self.cache_size))
@@ -94,9 +121,15 @@ class _BaseEigenPro(BaseEstimator):
         gamma = estimator_gamma(self.gamma, X) if t in GAMMA_KERNELS else 0.0
         if t in GAMMA_KERNELS and not gamma > 0:
             gamma = 1.0
-        res = fit_eigenpro(X, Y, kernel_type=t, gamma=gamma, degree=int(self.degree),
-                           coef0=float(self.coef0), options=opts,
-                           seed=seed_of(self.random_state), n_jobs=self.n_jobs)
+        progress = Progress(_EIGENPRO.name) if self.verbose else None
+        try:
+            res = fit_eigenpro(X, Y, kernel_type=t, gamma=gamma, degree=int(self.degree),
+                               coef0=float(self.coef0), options=opts,
+                               seed=seed_of(self.random_state), n_jobs=self.n_jobs,
+                               progress=progress)
+        finally:
+            if progress is not None:
+                progress.close()
         centres = X if res.centres is None else X[res.centres]
         self._fitted(res, centres, gamma, t, opts, X.shape[1],
                      getattr(self, "_fit_feature_names", None))
@@ -181,9 +214,16 @@ class _BaseEigenPro(BaseEstimator):
 class EigenProRegressor(_BaseEigenPro):
     """Kernel least-squares regression by EigenPro (preconditioned mini-batch SGD).
 
-    Minimises ``(1/2n) sum_i (f(x_i) - y_i)^2`` over ``f(x) = sum_i alpha_i
-    k(x_i, x)`` without a regulariser: the epochs are the regularisation
-    (early stopping), as in Ma & Belkin's EigenPro.  See ``doc/eigenpro.md``.
+    By default (``centers="auto"``), on more than 2000 rows, a kernel
+    expansion over p = 2000 centres drawn from the rows, fitted to the
+    ridge-regularised square loss by FALKON's preconditioned conjugate
+    gradient: seconds on a9a and Fashion-MNIST.  On at most 2000 rows, with
+    ``centers=None``, or with any of ``eigen_directions``, ``subsample``,
+    ``batch_size``, ``step``, ``features`` or a ``damping`` other than 1, it
+    minimises ``(1/2n) sum_i (f(x_i) - y_i)^2`` over
+    ``f(x) = sum_i alpha_i k(x_i, x)`` on all n rows without a regulariser:
+    the epochs are the regularisation (early stopping), as in Ma & Belkin's
+    EigenPro; that costs n^2 kernel values an epoch.  See ``doc/eigenpro.md``.
 
     Parameters
     ----------
@@ -211,12 +251,14 @@ class EigenProRegressor(_BaseEigenPro):
     features : int or None, default=None
         D: fit a linear model on D random Fourier features (rbf, laplacian)
         instead of the kernel expansion (the paper's Table 1).
-    centers : int or None, default=None
+    centers : int, "auto" or None, default="auto"
         p: fit a kernel expansion over p centres drawn from the rows (seeded)
         on the ridge-regularised square loss, by FALKON's preconditioned
         conjugate gradient (``--centers``); ``epochs`` are then its
         iterations.  Takes none of eigen_directions, batch_size, step,
-        features.
+        features.  "auto": p = 2000 when n > 2000, unless one of those, or
+        ``subsample``, or a ``damping`` other than 1 is given; otherwise the
+        kernel expansion over all rows.  None: the kernel expansion.
     lam : float or None, default=None
         The ridge lambda with ``centers`` (``--lambda``, as
         ``exact_kernel_ridge``'s ``lam``); None: 1e-6.
@@ -231,6 +273,9 @@ class EigenProRegressor(_BaseEigenPro):
         Seed of the subsample and of the batch order (None means 0).
     n_jobs : int or None, default=None
         Threads of the kernel engine; results do not depend on it.
+    verbose : bool, default=False
+        The progress line on stderr during ``fit`` (as the command line's,
+        without ``-q``), and what a long fit will cost, said before it starts.
 
     Attributes
     ----------
@@ -238,7 +283,7 @@ class EigenProRegressor(_BaseEigenPro):
         alpha, one coefficient per training point (centre), or W on the
         random features.
     centres_ : ndarray or sparse matrix, shape (n_centres, n_features), or None
-        The training points with ``centers=None``, else the p centres.
+        The p centres, or the training points (the kernel expansion).
     centre_indices_ : ndarray of shape (centers,) or None
         Rows of X that are the centres (``centers=p``).
     eigenvalues_ : ndarray of shape (k + 1,)

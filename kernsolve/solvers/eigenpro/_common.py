@@ -21,7 +21,7 @@ from ..._sparse import issparse
 from ..._threads import one_blas_thread
 
 __all__ = ["KernelBlocks", "top_eigensystem", "step_size", "epoch_order", "check_diverged",
-           "RANK_RTOL", "AUTO_RTOL"]
+           "EpochProgress", "announce_cost", "RANK_RTOL", "AUTO_RTOL"]
 
 DELTA = 0.1               # failure probability of the step-size bound
 # An eigenvalue of K_S/M below RANK_RTOL * the largest is numerical noise: it
@@ -38,6 +38,10 @@ DIVERGED = 1e4            # batch loss / initial loss that counts as divergence
 RSVD_MIN_M = 2000
 RSVD_MIN_OVERSAMPLE = 20
 RSVD_POWER = 4
+# Evaluations (kernel values or random features) times the input width above
+# which a run says what it will cost before it starts: the work of minutes,
+# not seconds (a9a's kernel expansion with the default 10 epochs: 1.3e12).
+ANNOUNCE_WORK = 1e10
 
 
 # --------------------------------------------------------------------------
@@ -240,3 +244,37 @@ class UntimedCallback:
         answer = self.callback(epoch, coef())
         self.seconds += time.perf_counter() - t
         return answer is True
+
+
+# --------------------------------------------------------------------------
+# the progress line and the cost said before the work
+# --------------------------------------------------------------------------
+
+class EpochProgress:
+    """The progress line of the SGD loops (the kernel expansion, the random
+    features): the epoch, the batch step out of all planned steps, and the
+    evaluations so far.  Called after every batch; :class:`Progress` keeps
+    only about one a second, so a call costs a clock read.
+
+    ``progress``: a :class:`kernsolve._progress.Progress`, or None (quiet);
+    ``counter``: ``"n_kernel_evals"`` or ``"n_feature_evals"``.
+    """
+
+    def __init__(self, progress, epochs, n, m, counter):
+        self.progress = progress
+        self.epochs = int(epochs)
+        self.max_iter = self.epochs * -(-int(n) // int(m))   # ceil(n / m) batches an epoch
+        self.counter = counter
+
+    def __call__(self, epoch, n_steps, evals):
+        if self.progress is not None:
+            self.progress({"phase": f"epoch {epoch + 1}/{self.epochs}", "n_iter": n_steps,
+                           "max_iter": self.max_iter, self.counter: int(evals)})
+
+
+def announce_cost(progress, evals, width, text):
+    """Say ``text`` (what the run will cost) before the work when the run is
+    long: ``evals`` evaluations of ``width`` input features reach
+    ANNOUNCE_WORK.  Nothing when quiet (``progress`` None)."""
+    if progress is not None and float(evals) * max(int(width), 1) >= ANNOUNCE_WORK:
+        progress.announce(text)

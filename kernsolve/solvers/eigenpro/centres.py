@@ -7,7 +7,7 @@ import math
 
 from ..._validation import memory_limit
 
-__all__ = ["RESIDUAL_BLOCK", "DEFAULT_CENTRES", "DEFAULT_CENTRES_ROWS",
+__all__ = ["RESIDUAL_BLOCK", "DEFAULT_CENTRES", "DEFAULT_CENTRES_ROWS", "EXACT_CENTRES",
            "preconditioner_bytes", "default_centres"]
 
 # centres per diagonal block of the subsampled preconditioner's residual (_subsampled)
@@ -24,6 +24,14 @@ RESIDUAL_BLOCK = 512
 # the p^3 factors and the n p kernel values a pass grow faster than the rows.
 DEFAULT_CENTRES = 15000
 DEFAULT_CENTRES_ROWS = 60000
+# ... with the subsampled preconditioner (--subsample q) only: FALKON's exact
+# factors cost p^3 multiply-adds (p = 15000: a few minutes; 2000: a second),
+# so without it the default is EXACT_CENTRES (at most n).  It is also the
+# estimators' default (centers="auto" above that many rows): single runs of
+# EigenProClassifier on the loaded 2-core machine (session 17) gave a9a 85.16% /
+# 84.92% test accuracy with 1000 / 2000 centres (SMO 85.09%) and Fashion-MNIST
+# 87.11% with 2000, in seconds (doc/eigenpro.md, "Defaults").
+EXACT_CENTRES = 2000
 
 
 def preconditioner_bytes(p, subsample=None):
@@ -37,16 +45,18 @@ def preconditioner_bytes(p, subsample=None):
 
 
 def default_centres(n, subsample=None, limit=None):
-    """The number of centres when none is given (``--centers auto``): about
-    ``DEFAULT_CENTRES * sqrt(n / DEFAULT_CENTRES_ROWS)``, at most n (less the
+    """The number of centres when none is given (``--centers auto``): with
+    ``--subsample q`` about ``DEFAULT_CENTRES * sqrt(n / DEFAULT_CENTRES_ROWS)``,
+    without it (FALKON's exact factors) EXACT_CENTRES; at most n (less the
     ``subsample`` auxiliary rows, which are drawn besides the centres) and at
     most the largest p whose :func:`preconditioner_bytes` fit ``limit``
     bytes (default: :func:`~kernsolve._validation.memory_limit`, the limit of
     the check before the allocation)."""
     limit = memory_limit() if limit is None else limit
-    p = int(round(DEFAULT_CENTRES * math.sqrt(n / DEFAULT_CENTRES_ROWS)))
     if subsample is None:       # the largest p with preconditioner_bytes(p) <= limit
+        p = EXACT_CENTRES
         cap = math.isqrt(limit // 16)
     else:
+        p = int(round(DEFAULT_CENTRES * math.sqrt(n / DEFAULT_CENTRES_ROWS)))
         cap = limit // preconditioner_bytes(1, subsample)
     return max(1, min(p, n - (subsample or 0), cap))

@@ -21,8 +21,8 @@ import time
 
 import numpy as np
 
-from ._common import (AUTO_RTOL, RANK_RTOL, check_diverged, epoch_order, step_size,
-                      top_eigensystem, UntimedCallback)
+from ._common import (AUTO_RTOL, RANK_RTOL, EpochProgress, announce_cost, check_diverged,
+                      epoch_order, step_size, top_eigensystem, UntimedCallback)
 from ..._constants import FOURIER_KERNELS
 from ..._features import feature_directions
 from ..._kernels import as_canonical, tiled_product
@@ -90,8 +90,10 @@ def _eigensystem(Z_S, k, seed=0):
 
 
 def fit_features(Xc, Y, *, kernel_type, gamma, options, seed, n_jobs, n_threads,
-                 callback=None):
+                 callback=None, progress=None):
     """Fit W (D, n_outputs) by EigenPro (k > 0) or plain SGD (k = 0) on random features.
+
+    ``progress``: the progress line (a ``kernsolve._progress.Progress``), or None.
 
     Returns
     -------
@@ -118,6 +120,12 @@ def fit_features(Xc, Y, *, kernel_type, gamma, options, seed, n_jobs, n_threads,
     single = Y.ndim == 1
     Y = np.ascontiguousarray(Y.reshape(n, -1))
 
+    epochs = options["epochs"]
+    evals = (M + epochs * n) * D
+    announce_cost(progress, evals, Xc.shape[1],
+                  f"{D} random features on n = {n} rows: {epochs} epochs, about {evals:.2g} "
+                  f"feature evaluations of {Xc.shape[1]} features")
+    report = EpochProgress(progress, epochs, n, m, "n_feature_evals")
     feature_map = FeatureMap(Xc.shape[1], D, kernel_type, gamma, seed)
 
     def phi(idx):
@@ -153,11 +161,13 @@ def fit_features(Xc, Y, *, kernel_type, gamma, options, seed, n_jobs, n_threads,
     start_loss = max(float(np.mean(Y * Y)), np.finfo(float).tiny)
     n_steps, epochs_run = 0, 0
     user = UntimedCallback(callback)
-    for epoch in range(options["epochs"]):
+    n_seen = 0
+    for epoch in range(epochs):
         order = epoch_order(n, seed, epoch)
         worst = 0.0
         for start in range(0, n, m):
             B = order[start:start + m]
+            n_seen += B.size
             Z = phi(B)
             with one_blas_thread():
                 R = Z @ W
@@ -169,6 +179,7 @@ def fit_features(Xc, Y, *, kernel_type, gamma, options, seed, n_jobs, n_threads,
             W -= eta_for(B.size) * G
             n_steps += 1
             worst = max(worst, float(np.einsum("ij,ij->", R, R)) / R.size)
+            report(epoch, n_steps, (M + n_seen) * D)
         check_diverged(worst, start_loss, W, epoch, eta_for(m))
         epochs_run = epoch + 1
         if user.stop(epoch + 1, lambda: W[:, 0] if single else W):

@@ -51,7 +51,7 @@ import numpy as np
 import scipy.linalg
 
 from . import _block_ops
-from ._common import UntimedCallback
+from ._common import UntimedCallback, announce_cost
 from ._subsampled import SubsampledPreconditioner
 from .centres import RESIDUAL_BLOCK, preconditioner_bytes
 from ._tiled_cholesky import TILE, cholesky_upper, upper_times_transpose
@@ -556,6 +556,12 @@ def solve_centres(rows, kern, *, p, lam, iterations, seed=0, cache_mb=100.0, n_t
         check_allocation(preconditioner_bytes(p, subsample), f"--centers {p} --subsample "
                          f"{subsample}: the preconditioner's p x (q + {RESIDUAL_BLOCK}) values",
                          "use fewer centres or a smaller --subsample")
+    evals = (iterations + 1) * n * p      # the first pass and one a CG iteration
+    d = rows.n_features
+    announce_cost(progress, evals, d,
+                  f"the centres' model on n = {n} rows: p = {p} centres, up to {iterations} "
+                  f"iterations, at most {evals:.2g} kernel evaluations of {d} "
+                  f"features (fewer when K(X, centres) fits in -m)")
     # repeated rows would make K_MM (or K_QQ) singular: replaced (distinct_rows)
     S, Q, replaced = distinct_rows(rows, centre_indices(n, p, seed), subsample, seed)
     C = rows.rows(S)

@@ -56,8 +56,9 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from . import SPEC
-from ._common import (AUTO_RTOL, RANK_RTOL, KernelBlocks, check_diverged, epoch_order,
-                      step_size, top_eigensystem, UntimedCallback)
+from ._common import (AUTO_RTOL, RANK_RTOL, EpochProgress, KernelBlocks, announce_cost,
+                      check_diverged, epoch_order, step_size, top_eigensystem,
+                      UntimedCallback)
 from .features import fit_features
 from .model import EigenProModel
 from .centres import default_centres
@@ -314,7 +315,9 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
         ``callback(epoch, alpha)`` after each epoch (1-based); not timed.  If
         it returns True, training stops after that epoch.
     progress : kernsolve._progress.Progress, optional
-        The progress line on stderr (the centres' model reports each pass).
+        The progress line on stderr: the epoch and batch step (the kernel
+        expansion, random features) or the pass (the centres' model); a long
+        run first says what it will cost (``_common.announce_cost``).
 
     Returns
     -------
@@ -362,9 +365,16 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
         W, s, S, stats = fit_features(kern.X, Y[:, 0] if single else Y,
                                       kernel_type=kern.code, gamma=kern.gamma, options=opts,
                                       seed=seed, n_jobs=n_jobs, n_threads=n_threads,
-                                      callback=callback)
+                                      callback=callback, progress=progress)
         return EigenProResult(alpha=W, eigenvalues=s, subsample=S, step=stats["step"],
                               kappa=stats["kappa"], stats=stats)
+    epochs = opts["epochs"]
+    evals = M * M + epochs * n * n      # the subsample's matrix, then K(B, X) each batch
+    announce_cost(progress, evals, kern.X.shape[1],
+                  f"the kernel expansion on n = {n} rows: {epochs} epochs of n^2 kernel "
+                  f"values, about {evals:.2g} kernel evaluations of {kern.X.shape[1]} "
+                  f"features (the centres' model, --centers p, costs n p a pass)")
+    report = EpochProgress(progress, epochs, n, m, "n_kernel_evals")
     pre = _build_preconditioner(kern, opts, seed)
     t_setup = time.perf_counter() - t0
     lam = float(pre.eigenvalues[pre.k])
@@ -384,7 +394,7 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
     n_steps = 0
     epochs_run = 0
     user = UntimedCallback(callback)
-    for epoch in range(opts["epochs"]):
+    for epoch in range(epochs):
         order = epoch_order(n, seed, epoch)
         worst = 0.0
         for start in range(0, n, m):
@@ -400,6 +410,7 @@ def fit_eigenpro(X, Y, *, kernel_type=2, gamma=None, degree=3, coef0=0.0, option
                 alpha[S] += scale * corr
             n_steps += 1
             worst = max(worst, float(np.einsum("ij,ij->", G, G)) / G.size)
+            report(epoch, n_steps, kern.n_evals)
         check_diverged(worst, start_loss, alpha, epoch, eta_for(m))
         epochs_run = epoch + 1
         if user.stop(epoch + 1, lambda: alpha if not single else alpha[:, 0]):
