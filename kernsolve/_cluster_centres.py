@@ -344,6 +344,10 @@ def fit_estimator(est, X, y):
     classifier = est._estimator_type == "classifier"
     loaded = _load_collection(client, X, y, ("estimator", name, classifier))
     t, opts = est._options(loaded.n)
+    if opts["centers"] is None:     # centers="auto" chose the expansion (small n, SGD options)
+        raise ValueError(f"{name}: a Dask collection is fitted on centres: give centers=p "
+                         f"(centers='auto' takes the kernel expansion on these {loaded.n} "
+                         "rows, which needs every row in one process)")
     gamma = estimator_gamma(est.gamma, np.empty((0, loaded.width))) \
         if t in GAMMA_KERNELS else 0.0
     if t in GAMMA_KERNELS and not gamma > 0:
