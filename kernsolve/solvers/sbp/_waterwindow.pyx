@@ -178,16 +178,24 @@ cdef inline void _start(Narrowing* nw) noexcept nogil:
     nw.hi = -INFINITY
 
 
-cdef inline bint _sift(Narrowing* nw, const Histogram* h, double x) noexcept nogil:
-    """Account for x; True when it stays in the window (no branch on the bucket)."""
+# x + ABSENT[flag]: x when flag is 1, +inf when 0 (a select without a branch)
+cdef double ABSENT[2]
+ABSENT[0] = INFINITY
+ABSENT[1] = 0.0
+
+
+cdef inline int _sift(Narrowing* nw, const Histogram* h, double x) noexcept nogil:
+    """Account for x; 1 when it stays in the window.  No branch on the bucket
+    (it is unpredictable): flags are added and multiplied."""
     cdef Py_ssize_t q = _bucket(h, x)
-    cdef bint below = q < h.qa, above = q > h.qb, keep = not (below or above)
+    cdef int below = q < h.qa, above = q > h.qb
+    cdef int keep = 1 - below - above
     nw.below += below
-    nw.below_sum += x if below else 0.0
+    nw.below_sum += x * below
     nw.kept += keep
-    nw.lo = _min(nw.lo, x if keep else INFINITY)
-    nw.hi = _max(nw.hi, x if keep else -INFINITY)
-    nw.above = _min(nw.above, x if above else INFINITY)
+    nw.lo = _min(nw.lo, x + ABSENT[keep])
+    nw.hi = _max(nw.hi, x - ABSENT[keep])
+    nw.above = _min(nw.above, x + ABSENT[above])
     return keep
 
 
@@ -584,4 +592,5 @@ def water_level_window(values, double volume, y=None, seed=0):
         take = (x < cut.x[c]) | (tie & (np.cumsum(tie) <= cut.ties[c]))
         covered.append(members[take])
     return cut.gamma, cut.bias, covered, bool(cut.used_fallback)
+
 
