@@ -160,6 +160,8 @@ cdef class _SBP:
         u = <Py_ssize_t>rng_integer(self.key, <uint64_t>(t - 1),
                                     <uint64_t>((2 if self.bias else 1) * self.cut.k))
         i = covered_point(&self.c[0], &self.y[0], self.n, self.bias, &self.cut, u)
+        if i < 0:
+            return ST_EMPTY
         self.r2 = self.r2 + 2.0 * eta * self.c[i] + eta * eta * self.kr.diag[i]
         if not isfinite(self.r2):
             return ST_NONFINITE
@@ -258,7 +260,8 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y,
     level and bias of the averaged responses), ``norm`` (||w_bar||),
     ``n_iter``, ``n_kernel_evals``, ``n_cache_hits``, ``n_cache_misses``,
     ``seconds``, ``stop_reason``, ``trace`` (list of (n_iter, n_kernel_evals,
-    seconds, held-out errors)), ``n_heldout``.
+    seconds, held-out errors)), ``n_heldout``, ``n_support``,
+    ``n_fallback_fills`` (water fillings the quickselect search answered).
     """
     if X is None or not hasattr(X, "shape") or len(X.shape) != 2:
         raise ValueError("X must be a two-dimensional array or CSR matrix")

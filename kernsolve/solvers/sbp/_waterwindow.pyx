@@ -3,20 +3,20 @@
 a few streaming passes.
 
 Why not only the quickselect: inside the SBP most points of a class can be
-covered (about 70% of the positives of a9a at nu = 0.0011, -c 100), so
-water-filling only the points below a threshold saves little, and the
-bisection's quickselects move every value several times per iteration: 70% of
-the SBP's time went there.
+covered (most of the positives of a9a at -c 100), so water-filling only the
+points below a threshold saves little, and the bisection's quickselects move
+every value several times per iteration: most of the SBP's time went there.
 
-How: the values of each class are bucketed by value (count, sum, smallest and
-largest value of every bucket).  At every rank r these exact bucket contents
-bound the r-th smallest value and the sum of the r-1 smaller ones, hence the
-volume vol_r = (r-1) d_r - sum_{j<r} d_j of the water filling (d_r: the r-th
-smallest value; with a bias, the sum of both classes' r-th smallest).  vol_r
-grows with r and the covered count is k = max{r : vol_r < V}, so the ranks
-whose bounds straddle V say which few buckets hold k and k+1.  The values of
-those buckets stay, the ones below are counted and summed, the smallest one
-above is kept; the window is bucketed again until it is small, then sorted.
+How: the values of each class are counted in N_BUCKETS equal buckets over
+their range.  At every rank r the bucket edges bound the r-th smallest value
+and the sum of the r-1 smaller ones, hence the volume
+vol_r = (r-1) d_r - sum_{j<r} d_j of the water filling (d_r: the r-th smallest
+value; with a bias, the sum of both classes' r-th smallest).  vol_r grows
+with r and the covered count is k = max{r : vol_r < V}, so the ranks whose
+bounds straddle V say which few buckets hold k and k+1.  The values of those
+buckets stay, the ones below are counted and summed exactly, the smallest one
+above is kept; the window is bucketed again while it is large, then sorted.
+Every pass streams over a class's values with no branch on them and no swap.
 
 Exactness: the final step uses exact order statistics only (the sorted window,
 the exact count and sum below it, the smallest value above it) and checks that
@@ -43,7 +43,7 @@ from ._waterfill cimport find_gamma, find_gamma_and_bias, level_and_bias, WF_OK,
 # benchmarks through search_counts()).
 cdef struct Counts:
     long long fills        # fill_window calls
-    long long rounds       # histogram passes over windows (after the first)
+    long long rounds       # histogram passes over class windows
     long long round_values # values in those windows
     long long sorted       # values sorted by the final step
     long long fallbacks    # fills answered by the quickselect search
