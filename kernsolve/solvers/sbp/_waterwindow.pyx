@@ -57,10 +57,9 @@ cdef enum:
     MAX_ROUNDS = 8      # histogram passes at most (ties stop them earlier)
 
 
-# One class's search state: its values in [lo, hi] (w of them; once the
-# first pass has narrowed the window they sit in v, in index order until the
-# final sort), the count and sum of its values below lo (all covered), the
-# smallest value above hi.
+# One class's search state: its w values in v (in index order until the
+# final sort), the count and sum of its values below them (all covered), the
+# smallest value above them.
 cdef struct ClassWindow:
     double* v
     Py_ssize_t w
@@ -68,8 +67,6 @@ cdef struct ClassWindow:
     Py_ssize_t nb
     double sb
     double above
-    double lo
-    double hi
 
 
 # Counts by value bucket.  Bucket q holds the values x with
@@ -77,19 +74,21 @@ cdef struct ClassWindow:
 # values lie between edge(q) and edge(q + 1), padded for rounding.
 cdef struct Histogram:
     int count[N_BUCKETS]
-    double origin       # the window's lo when the histogram was taken
-    double top          # the window's hi
+    double origin       # the smallest value when the histogram was taken
+    double top          # the largest
     double inv          # buckets per unit of value (0: one bucket, all values equal)
+    double width        # 1 / inv (0 with inv)
     double pad          # rounding margin of the edges
     Py_ssize_t qa, qb   # the buckets kept
 
 
-# Cursor over one class's histogram, rank by rank: bounds of the sum of the
-# values in the buckets below the current one.
+# Cursor over one class's histogram, rank by rank: the current bucket's
+# edges and bounds of the sum of the values in the buckets below it.
 cdef struct RankCursor:
     Py_ssize_t q        # bucket holding the current rank
     Py_ssize_t before   # window values in buckets < q
     double sum_lo, sum_hi
+    double lo, hi       # _edge(q), _edge_above(q)
 
 
 # min and max of finite values as one instruction each (libm's fmin / fmax are
@@ -113,14 +112,14 @@ cdef inline double _edge(const Histogram* h, Py_ssize_t q) noexcept nogil:
         return h.origin
     if q >= N_BUCKETS or h.inv == 0.0:
         return h.top
-    return _min(h.origin + <double>q / h.inv - h.pad, h.top)
+    return _min(h.origin + <double>q * h.width - h.pad, h.top)
 
 
 cdef inline double _edge_above(const Histogram* h, Py_ssize_t q) noexcept nogil:
     """A bound above bucket q's values."""
     if q >= N_BUCKETS - 1 or h.inv == 0.0:
         return h.top
-    return _min(h.origin + <double>(q + 1) / h.inv + h.pad, h.top)
+    return _min(h.origin + <double>(q + 1) * h.width + h.pad, h.top)
 
 
 cdef void _count(Histogram* h, const double* v, Py_ssize_t w) noexcept nogil:
@@ -138,7 +137,8 @@ cdef void _clear(Histogram* h, double lo, double hi) noexcept nogil:
     h.inv = <double>N_BUCKETS / (hi - lo) if hi > lo else 0.0
     if not isfinite(h.inv):
         h.inv = 0.0
-    # (x - origin) * inv and q / inv are each within a few ulps of exact
+    h.width = 1.0 / h.inv if h.inv > 0.0 else 0.0
+    # (x - origin) * inv and q * width are each within a few ulps of exact
     h.pad = 1e-13 * (_max(-lo, lo) + _max(-hi, hi))
     for q in range(N_BUCKETS):
         h.count[q] = 0
@@ -149,39 +149,50 @@ cdef inline void _advance(RankCursor* cur, const Histogram* h,
     """Move the cursor to the bucket of the window's local_rank-th value (1-based)."""
     while cur.before + h.count[cur.q] < local_rank:
         cur.before += h.count[cur.q]
-        cur.sum_lo += <double>h.count[cur.q] * _edge(h, cur.q)
-        cur.sum_hi += <double>h.count[cur.q] * _edge_above(h, cur.q)
+        cur.sum_lo += <double>h.count[cur.q] * cur.lo
+        cur.sum_hi += <double>h.count[cur.q] * cur.hi
         cur.q += 1
+        cur.lo = _edge(h, cur.q)
+        cur.hi = _edge_above(h, cur.q)
+
+
+cdef inline void _cursor_start(RankCursor* cur, const Histogram* h) noexcept nogil:
+    cur.q = 0
+    cur.before = 0
+    cur.sum_lo = cur.sum_hi = 0.0
+    cur.lo = _edge(h, 0)
+    cur.hi = _edge_above(h, 0)
 
 
 cdef Py_ssize_t _bucket_of_rank(const Histogram* h, Py_ssize_t local_rank) noexcept nogil:
     cdef RankCursor cur
-    cur.q = 0
-    cur.before = 0
-    cur.sum_lo = cur.sum_hi = 0.0
+    _cursor_start(&cur, h)
     _advance(&cur, h, local_rank)
     return cur.q
 
 
 # The window of one class after a pass that kept buckets qa..qb: the values
-# below (counted and summed), the kept ones (counted, their range), the
-# smallest above.  Accumulated value by value, then applied by _narrow.
+# below (counted and summed), the kept ones (counted), the smallest above.
+# Accumulated value by value, then applied by _narrow.
 cdef struct Narrowing:
     Py_ssize_t below, kept
-    double below_sum, lo, hi, above
+    double below_sum, above
 
 
 cdef inline void _start(Narrowing* nw) noexcept nogil:
     nw.below = nw.kept = 0
     nw.below_sum = 0.0
-    nw.lo = nw.above = INFINITY
-    nw.hi = -INFINITY
+    nw.above = INFINITY
 
 
-# x + ABSENT[flag]: x when flag is 1, +inf when 0 (a select without a branch)
+# x + ABSENT[flag]: x when flag is 1, +inf when 0; x * PRESENT[flag]: x or 0
+# (selects without a branch)
 cdef double ABSENT[2]
 ABSENT[0] = INFINITY
 ABSENT[1] = 0.0
+cdef double PRESENT[2]
+PRESENT[0] = 0.0
+PRESENT[1] = 1.0
 
 
 cdef inline int _sift(Narrowing* nw, const Histogram* h, double x) noexcept nogil:
@@ -191,10 +202,8 @@ cdef inline int _sift(Narrowing* nw, const Histogram* h, double x) noexcept nogi
     cdef int below = q < h.qa, above = q > h.qb
     cdef int keep = 1 - below - above
     nw.below += below
-    nw.below_sum += x * below
+    nw.below_sum += x * PRESENT[below]
     nw.kept += keep
-    nw.lo = _min(nw.lo, x + ABSENT[keep])
-    nw.hi = _max(nw.hi, x - ABSENT[keep])
     nw.above = _min(nw.above, x + ABSENT[above])
     return keep
 
@@ -204,8 +213,6 @@ cdef inline void _narrow(ClassWindow* cw, const Narrowing* nw) noexcept nogil:
     cw.sb += nw.below_sum
     cw.above = _min(cw.above, nw.above)
     cw.w = nw.kept
-    cw.lo = nw.lo
-    cw.hi = nw.hi
 
 
 cdef void _sort(double* v, Py_ssize_t n) noexcept nogil:
@@ -251,9 +258,7 @@ cdef bint _choose(ClassWindow* cls, int nc, Py_ssize_t m, double volume,
     cdef int c
     cdef bint narrower = False
     for c in range(nc):
-        cur[c].q = 0
-        cur[c].before = 0
-        cur[c].sum_lo = cur[c].sum_hi = 0.0
+        _cursor_start(&cur[c], &hist[c])
         if cls[c].nb > r_start:
             r_start = cls[c].nb
         if cls[c].nb + cls[c].w < r_end:
@@ -266,8 +271,8 @@ cdef bint _choose(ClassWindow* cls, int nc, Py_ssize_t m, double volume,
             local = r - cls[c].nb
             _advance(&cur[c], &hist[c], local)
             part = local - 1 - cur[c].before      # ranks of this bucket below r
-            elo = _edge(&hist[c], cur[c].q)
-            ehi = _edge_above(&hist[c], cur[c].q)
+            elo = cur[c].lo
+            ehi = cur[c].hi
             dlo += elo
             dhi += ehi
             slo += cls[c].sb + cur[c].sum_lo + <double>part * elo
@@ -304,11 +309,16 @@ cdef bint _refine(ClassWindow* cls, int nc, Py_ssize_t m, double volume,
     cdef int c
     cdef bint shrunk = False
     cdef Narrowing nw
-    cdef double x
+    cdef double x, lo, hi
     COUNTS.rounds += 1
     for c in range(nc):
         COUNTS.round_values += cls[c].w
-        _clear(&hist[c], cls[c].lo, cls[c].hi)
+        lo = INFINITY
+        hi = -INFINITY
+        for i in range(cls[c].w):
+            lo = _min(lo, cls[c].v[i])
+            hi = _max(hi, cls[c].v[i])
+        _clear(&hist[c], lo, hi)
         _count(&hist[c], cls[c].v, cls[c].w)
     if not _choose(cls, nc, m, volume, hist):
         return False
@@ -485,11 +495,6 @@ cdef int fill_window(const double* v, double scale, const signed char* y,
         cls[c].nb = 0
         cls[c].sb = 0.0
         cls[c].above = INFINITY
-        cls[c].lo = INFINITY
-        cls[c].hi = -INFINITY
-        for j in range(cls[c].w):
-            cls[c].lo = _min(cls[c].lo, cls[c].v[j])
-            cls[c].hi = _max(cls[c].hi, cls[c].v[j])
     m = m_of(cls, nc)
     rounds = 0
     while rounds < MAX_ROUNDS and (cls[0].w > SMALL_WINDOW
