@@ -250,8 +250,8 @@ cdef void _sort(double* v, Py_ssize_t n) noexcept nogil:
 cdef bint _choose(ClassWindow* cls, int nc, Py_ssize_t m, double volume,
                   Histogram* hist) noexcept nogil:
     """From the histograms of the class windows, the buckets qa..qb of each
-    class that hold ranks k and k + 1.  False when every class would keep
-    all its buckets."""
+    class that hold ranks k and k + 1 (all of them where the bounds do not
+    tell).  False when every class keeps all its buckets."""
     cdef RankCursor cur[2]
     cdef Py_ssize_t r, r_start = 0, r_end = m, r_a = 0, r_b = 0, first, last, local, part
     cdef double dlo, dhi, slo, shi, vol_lo, vol_hi, elo, ehi
@@ -295,8 +295,7 @@ cdef bint _choose(ClassWindow* cls, int nc, Py_ssize_t m, double volume,
             first = 1
         hist[c].qa = _bucket_of_rank(&hist[c], first)
         hist[c].qb = _bucket_of_rank(&hist[c], last)
-        if hist[c].count[hist[c].qa] < last - first + 1 or hist[c].qa > 0 \
-                or hist[c].qb < N_BUCKETS - 1:
+        if hist[c].qa > 0 or hist[c].qb < N_BUCKETS - 1:
             narrower = True
     return narrower
 
