@@ -21,9 +21,11 @@ prefix of a9a (``--rows``, default 12000 and all), LIBSVM's own ``svm-train``
 (``--svm-train``, default Debian's ``/usr/bin/svm-train``; its whole process,
 file reading included, one OpenMP thread) with ``-c 100 -g 0.005``, then
 kernsolve's SBP with the same ``-c 100 -g 0.005`` on one thread and
-``--time-limit`` a quarter of LIBSVM's wall time (the budget covers the
-C -> nu SMO), each tested on a9a.t; the row says whether SBP reached LIBSVM's
-test accuracy within 0.05 points inside the budget.
+``--time-limit`` a quarter of LIBSVM's wall time less ``--allowance`` (the
+limit covers the C -> nu SMO; the allowance, the data preparation and model
+assembly around the sub-problem), each tested on a9a.t; the row says whether
+SBP's whole ``kernsolve.train`` call reached LIBSVM's test accuracy within 0.05
+points inside the quarter.
 
 Usage::
 
@@ -194,8 +196,12 @@ def item6(args):
         lib_s, lib_acc = _libsvm_process(args.svm_train, train, test, args.workdir,
                                          args.cache, args.timeout)
         budget = lib_s / 4
+        # --time-limit bounds the sub-problem (C -> nu SMO and SBP); the
+        # driver's data preparation and model assembly around it get the
+        # allowance
+        limit = max(budget - args.allowance, 0.01)
         r = _run("sbp", f"-t 2 -c {C:g} -g {GAMMA} --solver sbp --epochs 1000 "
-                        f"--time-limit {budget:.4g} --seed 1 -m {args.cache:g}",
+                        f"--time-limit {limit:.4g} --seed 1 -m {args.cache:g}",
                  1, args, train, test)
         r.update(data=f"a9a[:{n_rows}]" if n_rows else "a9a", libsvm_s=lib_s,
                  libsvm_accuracy=lib_acc, budget_s=budget)
@@ -275,6 +281,9 @@ def main(argv=None):
                     help="--item6: a9a training prefixes (0: all rows)")
     ap.add_argument("--test-rows", type=int, default=0,
                     help="--item6: a9a.t prefix (0: all rows)")
+    ap.add_argument("--allowance", type=float, default=0.05,
+                    help="--item6: seconds of the budget kept for kernsolve.train's work "
+                         "outside the SBP sub-problem")
     ap.add_argument("--svm-train", default="/usr/bin/svm-train",
                     help="--item6: LIBSVM's svm-train (svm-predict next to it)")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
