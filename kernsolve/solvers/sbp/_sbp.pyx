@@ -28,11 +28,11 @@ runs on one thread or on all of them is measured (the serial/parallel chooser
 of kernsolve/_core/_solver.pxd) once it is at least ``par_min`` long; shorter
 ones stay serial.
 
-Speed-up of step 1 that does not change its result: only points below a
-threshold tau (the previous level plus a margin) are gathered and
-water-filled.  If some gathered point stays uncovered (both classes, with a
-bias), the level found is the level of all points (the excluded points lie
-above it, so they hold no water); otherwise the step is redone on every point.
+Step 1 runs the window search of ``_waterwindow`` (a few streaming passes
+over the responses; the quickselect search of ``_waterfill`` only when its
+exactness checks fail), and the draw of step 2 takes covered point number u
+in index order, so the path depends on the covered set, not on how a search
+arranged it.
 """
 from libc.math cimport sqrt, isfinite, INFINITY
 from libc.stdint cimport uint64_t
@@ -49,7 +49,8 @@ from kernsolve._core._solver cimport (
     ST_OK, ST_NOMEM, ST_ABORT, ST_NONFINITE, ST_EMPTY, monotonic, Tuning,
     tuning_dict, tuning_update, Poll, poll_init, poll_due_at, visit_python,
     Bandit, bandit_init, bandit_record, bandit_step, bandit_threads)
-from ._waterfill cimport find_gamma, find_gamma_and_bias, WF_OK
+from ._waterfill cimport WF_OK
+from ._waterwindow cimport WaterCut, fill_window, covered_point
 
 cdef enum:
     STOP_ITERATIONS = 0
@@ -93,19 +94,10 @@ cdef class _SBP:
     cdef Py_ssize_t n_support
     cdef unsigned char[::1] in_support
     # water-filling scratch
-    cdef double[::1] vals
-    cdef Py_ssize_t[::1] idx
-    cdef double[::1] vneg
-    cdef Py_ssize_t[::1] ineg
-    cdef Py_ssize_t n_pos_total
-    cdef Py_ssize_t n_neg_total
-    # result of the last water filling
-    cdef double level            # gamma
-    cdef double bias_value       # b
-    cdef Py_ssize_t k            # covered count (per class with a bias)
-    cdef double margin           # threshold margin of the restricted filling
-    cdef long long n_restricted
-    cdef long long n_full
+    cdef double[::1] buf
+    cdef Py_ssize_t[::1] ibuf
+    cdef WaterCut cut            # the last water filling of the current iterate
+    cdef long long n_fallback    # fillings answered by the quickselect search
     # run
     cdef long long n_iter
     cdef double r2
@@ -133,110 +125,27 @@ cdef class _SBP:
         self.support = np.zeros(n_train, dtype=np.intp)
         self.in_support = np.zeros(n_train, dtype=np.uint8)
         self.n_support = 0
-        yy = np.asarray(y[:n_train])
-        self.n_pos_total = int(np.count_nonzero(yy == 1))
-        self.n_neg_total = n_train - self.n_pos_total
-        self.vals = np.zeros(n_train)
-        self.idx = np.zeros(n_train, dtype=np.intp)
-        self.vneg = np.zeros(max(self.n_neg_total, 1))
-        self.ineg = np.zeros(max(self.n_neg_total, 1), dtype=np.intp)
+        self.buf = np.zeros(n_train + 2)
+        self.ibuf = np.zeros(n_train, dtype=np.intp)
         self.n_iter = 0
         self.r2 = 0.0
-        self.level = 0.0
-        self.bias_value = 0.0
-        self.k = n_train
-        self.n_restricted = 0
-        self.n_full = 0
+        self.n_fallback = 0
         cdef double kmax = 0.0
         cdef Py_ssize_t j
         for j in range(n_train):
             if kr.diag[j] > kmax:
                 kmax = kr.diag[j]
         self.eta0 = 1.0 / sqrt(kmax) if kmax > 0.0 else 0.0
-        self.margin = self.eta0 * (kmax if kmax > 0.0 else 1.0)
 
     # ------------------------------------------------------------ water
-    cdef int _fill_full(self, const double* v, double scale) noexcept nogil:
-        """Water-fill every training point with responses scale * v."""
-        cdef Py_ssize_t j, mp = 0, mn = 0
-        cdef int st
-        self.n_full += 1
-        if not self.bias:
-            for j in range(self.n):
-                self.vals[j] = v[j] * scale
-                self.idx[j] = j
-            st = find_gamma(&self.vals[0], &self.idx[0], self.n, self.volume,
-                            self.key, &self.pivot_counter, &self.level, &self.k)
-            return ST_OK if st == WF_OK else ST_EMPTY
-        for j in range(self.n):
-            if self.y[j] == 1:
-                self.vals[mp] = v[j] * scale
-                self.idx[mp] = j
-                mp += 1
-            else:
-                self.vneg[mn] = v[j] * scale
-                self.ineg[mn] = j
-                mn += 1
-        st = find_gamma_and_bias(&self.vals[0], &self.idx[0], mp, &self.vneg[0],
-                                 &self.ineg[0], mn, self.volume, self.key,
-                                 &self.pivot_counter, &self.level,
-                                 &self.bias_value, &self.k)
+    cdef int _fill(self, const double* v, double scale, WaterCut* cut) noexcept nogil:
+        """Water-fill the training responses scale * v into *cut."""
+        cdef int st = fill_window(v, scale, &self.y[0], self.n, self.bias, self.volume,
+                                  &self.buf[0], &self.ibuf[0], self.key,
+                                  &self.pivot_counter, cut)
+        if cut.used_fallback:
+            self.n_fallback += 1
         return ST_OK if st == WF_OK else ST_EMPTY
-
-    cdef int _fill_restricted(self) noexcept nogil:
-        """Water-fill the current responses, first on the points below a threshold."""
-        cdef Py_ssize_t j, m = 0, mp = 0, mn = 0, k_prev = self.k
-        cdef double tau, tau_p, tau_n, level = 0.0, b = 0.0
-        cdef Py_ssize_t k = 0
-        cdef int st
-        cdef const double* c = &self.c[0]
-        # Worth it only while few points are covered.
-        if 4 * k_prev < self.n:
-            if not self.bias:
-                tau = self.level + self.margin
-                for j in range(self.n):
-                    if c[j] < tau:
-                        self.vals[m] = c[j]
-                        self.idx[m] = j
-                        m += 1
-                if m > 0:
-                    find_gamma(&self.vals[0], &self.idx[0], m, self.volume, self.key,
-                               &self.pivot_counter, &level, &k)
-                    if k < m:
-                        self._accept(level, 0.0, k, m)
-                        return ST_OK
-            else:
-                tau_p = self.level - self.bias_value + self.margin
-                tau_n = self.level + self.bias_value + self.margin
-                for j in range(self.n):
-                    if self.y[j] == 1:
-                        if c[j] < tau_p:
-                            self.vals[mp] = c[j]
-                            self.idx[mp] = j
-                            mp += 1
-                    elif c[j] < tau_n:
-                        self.vneg[mn] = c[j]
-                        self.ineg[mn] = j
-                        mn += 1
-                if mp > 0 and mn > 0:
-                    find_gamma_and_bias(&self.vals[0], &self.idx[0], mp, &self.vneg[0],
-                                        &self.ineg[0], mn, self.volume, self.key,
-                                        &self.pivot_counter, &level, &b, &k)
-                    if k < mp and k < mn:
-                        self._accept(level, b, k, mp + mn)
-                        return ST_OK
-            self.margin *= 2.0
-        return self._fill_full(c, 1.0)
-
-    cdef void _accept(self, double level, double b, Py_ssize_t k,
-                      Py_ssize_t m) noexcept nogil:
-        self.level = level
-        self.bias_value = b
-        self.k = k
-        self.n_restricted += 1
-        # Far more candidates than covered points: tighten the threshold.
-        if m > 4 * k + 64:
-            self.margin *= 0.75
 
     # ------------------------------------------------------------ step
     cdef int step(self) noexcept nogil:
@@ -245,15 +154,14 @@ cdef class _SBP:
         cdef Py_ssize_t i, j, u, s, n_total = self.n_total
         cdef double scale, a, cj, r, t0 = 0.0
         cdef const kfloat* row
-        cdef int st = self._fill_restricted()
+        cdef int st = self._fill(&self.c[0], 1.0, &self.cut)
         if st != ST_OK:
             return st
-        if self.bias:
-            u = <Py_ssize_t>rng_integer(self.key, <uint64_t>(t - 1), <uint64_t>(2 * self.k))
-            i = self.idx[u] if u < self.k else self.ineg[u - self.k]
-        else:
-            u = <Py_ssize_t>rng_integer(self.key, <uint64_t>(t - 1), <uint64_t>self.k)
-            i = self.idx[u]
+        u = <Py_ssize_t>rng_integer(self.key, <uint64_t>(t - 1),
+                                    <uint64_t>((2 if self.bias else 1) * self.cut.k))
+        i = covered_point(&self.c[0], &self.y[0], self.n, self.bias, &self.cut, u)
+        if i < 0:
+            return ST_EMPTY
         self.r2 = self.r2 + 2.0 * eta * self.c[i] + eta * eta * self.kr.diag[i]
         if not isfinite(self.r2):
             return ST_NONFINITE
@@ -300,20 +208,15 @@ cdef class _SBP:
 
     cdef int heldout_errors(self, Py_ssize_t* errors) noexcept nogil:
         """Held-out errors of the averaged iterate (its level and bias from c_bar)."""
-        cdef Py_ssize_t j, e = 0, k_iter = self.k
+        cdef Py_ssize_t j, e = 0
+        cdef WaterCut avg
         cdef double inv = 1.0 / <double>self.n_iter
-        cdef double b, level_iter = self.level, bias_iter = self.bias_value
-        cdef int st = self._fill_full(&self.cbar[0], inv)
+        cdef int st = self._fill(&self.cbar[0], inv, &avg)
         if st != ST_OK:
             return st
-        b = self.bias_value if self.bias else 0.0
-        # the next iteration's threshold comes from the current iterate's level
-        self.level = level_iter
-        self.bias_value = bias_iter
-        self.k = k_iter
         for j in range(self.n, self.n_total):
             # y (<w, x> + b) <= 0 is an error (LIBSVM predicts the second label at 0)
-            if self.cbar[j] * inv + self.y[j] * b <= 0.0:
+            if self.cbar[j] * inv + self.y[j] * avg.bias <= 0.0:
                 e += 1
         errors[0] = e
         return ST_OK
@@ -357,7 +260,8 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y,
     level and bias of the averaged responses), ``norm`` (||w_bar||),
     ``n_iter``, ``n_kernel_evals``, ``n_cache_hits``, ``n_cache_misses``,
     ``seconds``, ``stop_reason``, ``trace`` (list of (n_iter, n_kernel_evals,
-    seconds, held-out errors)), ``n_heldout``.
+    seconds, held-out errors)), ``n_heldout``, ``n_support``,
+    ``n_fallback_fills`` (water fillings the quickselect search answered).
     """
     if X is None or not hasattr(X, "shape") or len(X.shape) != 2:
         raise ValueError("X must be a two-dimensional array or CSR matrix")
@@ -465,8 +369,9 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y,
     alpha = np.asarray(s.abar) * inv
     c = np.asarray(s.cbar) * inv
     cdef int st
+    cdef WaterCut avg
     with nogil:
-        st = s._fill_full(&s.cbar[0], inv)
+        st = s._fill(&s.cbar[0], inv, &avg)
     if st != ST_OK:
         raise ValueError("SBP: water filling found no points (one class empty)")
     if not np.all(np.isfinite(c)):
@@ -478,8 +383,8 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y,
     return {
         "alpha": alpha,
         "c": c,
-        "gamma": float(s.level),
-        "bias": float(s.bias_value) if bias else 0.0,
+        "gamma": float(avg.gamma),
+        "bias": float(avg.bias),
         "norm": float(np.sqrt(max(norm2, 0.0))),
         "n_iter": int(s.n_iter),
         "n_kernel_evals": int(kr.n_kernel_evals),
@@ -490,8 +395,7 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y,
         "trace": trace,
         "n_heldout": int(n_total - n_train),
         "n_support": int(s.n_support),
-        "n_restricted_fills": int(s.n_restricted),
-        "n_full_fills": int(s.n_full),
+        "n_fallback_fills": int(s.n_fallback),
     }
 
 

@@ -35,3 +35,12 @@ cdef int find_gamma_and_bias(double* vp, Py_ssize_t* ip, Py_ssize_t npos,
                              double volume, uint64_t key, uint64_t* counter,
                              double* gamma, double* bias,
                              Py_ssize_t* k) noexcept nogil
+
+
+# The level and bias of Algorithm 3 once the covered count k is known: s =
+# g+ + g- (volume plus the sums of the k smallest of each class, over k), ap /
+# an the k-th smallest value of each class, next_p / next_n the (k+1)-th
+# (INFINITY when the class has k points).  b is the midpoint of the optimal
+# interval (the paper's lines 40-43).
+cdef void level_and_bias(double s, double ap, double an, double next_p,
+                         double next_n, double* gamma, double* bias) noexcept nogil

@@ -159,8 +159,7 @@ cdef int find_gamma_and_bias(double* vp, Py_ssize_t* ip, Py_ssize_t npos,
                              double* gamma, double* bias,
                              Py_ssize_t* k_out) noexcept nogil:
     cdef Py_ssize_t m, lo, hi, r, k
-    cdef double sp, sn, sum_p, sum_n, ap, an, d, s, delta, room_p, room_n
-    cdef double dp, dn, gp, gn, vol_r
+    cdef double sp, sn, sum_p, sum_n, ap, an, d, s, vol_r
     if npos <= 0 or nneg <= 0:
         return WF_EMPTY
     if volume < 0.0:
@@ -201,12 +200,21 @@ cdef int find_gamma_and_bias(double* vp, Py_ssize_t* ip, Py_ssize_t npos,
             hi = r - 1
     k = lo
     s = (volume + sum_p + sum_n) / <double>k          # g+ + g-
+    level_and_bias(s, ap, an, _min_from(vp, k, npos) if k < npos else INFINITY,
+                   _min_from(vn, k, nneg) if k < nneg else INFINITY, gamma, bias)
+    k_out[0] = k
+    return WF_OK
+
+
+cdef void level_and_bias(double s, double ap, double an, double next_p,
+                         double next_n, double* gamma, double* bias) noexcept nogil:
+    cdef double delta, room_p, room_n, dp, dn, gp, gn
     delta = s - ap - an                                # >= 0 up to rounding
     if delta < 0.0:
         delta = 0.0
     # Room above the k-th value before the (k+1)-th gets wet, per class.
-    room_p = (_min_from(vp, k, npos) - ap) if k < npos else INFINITY
-    room_n = (_min_from(vn, k, nneg) - an) if k < nneg else INFINITY
+    room_p = next_p - ap
+    room_n = next_n - an
     dp = delta if delta < room_p else room_p
     dn = delta if delta < room_n else room_n
     # g+ ranges over [ap + delta - dn, ap + dp]; take the midpoint.
@@ -214,8 +222,6 @@ cdef int find_gamma_and_bias(double* vp, Py_ssize_t* ip, Py_ssize_t npos,
     gn = an + 0.5 * (delta - dp + dn)
     gamma[0] = 0.5 * (gp + gn)
     bias[0] = 0.5 * (gn - gp)
-    k_out[0] = k
-    return WF_OK
 
 
 # ------------------------------------------------------------ Python access

@@ -181,6 +181,7 @@ def train_binary(ctx, rows, target, C):
     Returns (coef, rho, stats) like the driver's ``_train_one``: coef by
     row (y_i * alpha_i / gamma), rho = -b / gamma.
     """
+    started = time.perf_counter()
     param = ctx.param
     opts = param.solver_options()
     l = rows.size if rows is not None else ctx.data.n_rows
@@ -227,9 +228,14 @@ def train_binary(ctx, rows, target, C):
 
     max_iter = max(1, int(math.ceil(opts["epochs"] * n_tr)))
     check_every = max(1, n_tr // CHECKS_PER_EPOCH) if held.size else 0
+    time_limit = opts["time_limit"] or 0.0
+    if time_limit:
+        # the budget covers this sub-problem's preparation and C -> nu SMO
+        # too (at least one SBP step runs)
+        time_limit = max(time_limit - (time.perf_counter() - started), 1e-9)
     out = solve(Xs, *kernel_args, y_pm[order], n_tr, nu, bias=bool(param.bias),
                 max_iter=max_iter, max_kernel_evals=opts["max_kernel_evals"] or 0,
-                time_limit=opts["time_limit"] or 0.0, check_every=check_every,
+                time_limit=time_limit, check_every=check_every,
                 patience=PATIENCE, seed=param.seed, cache_mb=param.cache_size,
                 n_threads=ctx.n_threads, progress=ctx.progress())
     gamma = out["gamma"]
