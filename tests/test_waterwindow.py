@@ -18,7 +18,10 @@ from kernsolve.solvers.sbp._waterwindow import search_counts, water_level_window
 
 
 def sorted_level(c, volume, y=None):
-    """(level, covered count per class) by sorting: k = max{r : vol_r < V}."""
+    """(level, covered count per class, the counts a rounding tie allows) by
+    sorting: k = max{r : vol_r < V}; where vol_r equals V to rounding (the
+    water just reaches the next value) any count from the strict one to the
+    wide one is exact."""
     if y is None:
         d = np.sort(c)
     else:
@@ -30,7 +33,10 @@ def sorted_level(c, volume, y=None):
     vol = (r - 1) * d - prefix
     k = int(np.flatnonzero(vol < volume).max()) + 1
     s = (volume + prefix[k - 1] + d[k - 1]) / k
-    return (s if y is None else s / 2), k
+    tol = 1e-12 * (abs(volume) + np.sum(np.abs(d)) * d.size)
+    allowed = range(int(np.count_nonzero(vol < volume - tol)),
+                    int(np.count_nonzero(vol < volume + tol)) + 1)
+    return (s if y is None else s / 2), k, allowed
 
 
 def inputs(rng, kind, n):
@@ -59,14 +65,15 @@ def check_against_quickselect(c, y, volume):
         g0, cov0 = water_level(c, volume)
         assert g == pytest.approx(g0, rel=1e-12, abs=1e-13)
         assert np.array_equal(covered[0], np.sort(cov0))       # same set
-        level, k = sorted_level(c, volume)
-        assert covered[0].size == k
+        level, k, allowed = sorted_level(c, volume)
+        assert covered[0].size in allowed
     else:
         g0, b0, cp, cn = water_level_bias(c, y, volume)
         assert g == pytest.approx(g0, rel=1e-12, abs=1e-13)
         assert b == pytest.approx(b0, rel=1e-9, abs=1e-12)
-        level, k = sorted_level(c, volume, y)
-        assert covered[0].size == covered[1].size == cp.size == k
+        level, k, allowed = sorted_level(c, volume, y)
+        assert covered[0].size == covered[1].size == cp.size
+        assert covered[0].size in allowed
         # the k smallest of each class (ties: the same values, first indices)
         for cov, cov0 in ((covered[0], cp), (covered[1], cn)):
             assert np.array_equal(np.sort(c[cov]), np.sort(c[cov0]))
@@ -140,6 +147,12 @@ def test_property_against_sort(points, volume):
     y[0], y[1] = 1, -1
     check_against_quickselect(c, y, volume)
     check_against_quickselect(c, None, volume)
+
+
+def test_a_tie_at_the_water_line():
+    """The water reaches the next values exactly (vol_2 = vol_3 = V in reals):
+    hypothesis's case where the sort's rounding counted 3 and the searches 1."""
+    check_against_quickselect(np.array([-2.0, -2.0, -3.0]) / 3, None, 1 / 3)
 
 
 def test_bad_input():
