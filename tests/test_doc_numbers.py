@@ -77,6 +77,8 @@ ALLOWED = [
     ("doc/eigenpro.md", "`--centers 30000` on 24 GB", "an example machine's memory"),
     ("doc/cluster.md", "a step moves 1.2 MB a worker and a hop, against the 376 MB of "
      "Fashion-MNIST's rows in double", "the table's formulas worked out (8 p c, 8 n d bytes)"),
+    ("doc/sbp.md", "less an allowance of 0.05 s, an option of the script",
+     "bench_sbp.py --allowance's default"),
     ("doc/cross-validation.md", "within one row (classification) or 1% (MSE)",
      "a bound tests/test_grid_warm.py asserts"),
     ("doc/cross-validation.md", "less than 70% of   the full grid's training rows",
