@@ -26,7 +26,7 @@ from ._constants import C_SVC, GAMMA_KERNELS
 from ._kernels import as_canonical, check_kernel_params
 from ._progress import Progress
 from ._sparse import issparse
-from ._threads import resolve_n_jobs
+from ._threads import one_blas_thread, resolve_n_jobs
 from ._validation import check_targets, check_X, estimator_gamma, seed_of
 from .estimators._base import encode_classes, feature_names, regression_targets
 from .solvers.eigenpro import SPEC as EIGENPRO, _partitioned
@@ -230,13 +230,18 @@ def _fit_partitioned(loaded, p, *, kernel, targets, n_outputs, opts, seed, n_job
     rows = _partitioned.PartitionedRows(runner, parts, np.diff(bounds), loaded.width,
                                         n_outputs)
     try:
-        alpha, S, stats = solve_centres(rows, engine, p=p, lam=opts["lambda"],
-                                        iterations=opts["epochs"], seed=seed,
-                                        cache_mb=opts["cache_mb"],
-                                        n_threads=resolve_n_jobs(n_jobs),
-                                        precision=opts["precision"],
-                                        subsample=opts["subsample"], callback=callback,
-                                        progress=progress)
+        # BLAS on one thread in the client: its calls run between the passes,
+        # and OpenBLAS's threads would spin on after each one, taking the
+        # cores from the workers' passes (the pool's tasks run on one BLAS
+        # thread anyway, so the bits are the same)
+        with one_blas_thread():
+            alpha, S, stats = solve_centres(rows, engine, p=p, lam=opts["lambda"],
+                                            iterations=opts["epochs"], seed=seed,
+                                            cache_mb=opts["cache_mb"],
+                                            n_threads=resolve_n_jobs(n_jobs),
+                                            precision=opts["precision"],
+                                            subsample=opts["subsample"], callback=callback,
+                                            progress=progress)
         centre_rows = rows.raw_rows(S)
     finally:
         for key, where in parts:
