@@ -43,7 +43,7 @@ grid_options :
     1/factor of them on factor x more rows, ... the last round on all rows
 --halving-factor n : with --halving, keep 1/n of the cells per round (default 3)
 --halving-min-rows n : with --halving, rows of the first round at least
-    (default 5 x folds x max(classes, 2))
+    (default 10 x folds x max(classes, 2))
 --backend name : joblib backend (threading, loky, dask; default threads)
 --scheduler address : run on a Dask cluster (tcp://host:8786); implies --backend dask
 --threads n : cores for the whole search (default: all)
