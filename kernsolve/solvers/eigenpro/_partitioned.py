@@ -112,16 +112,23 @@ def setup(key, C, dtype, rows_at, cache_bytes, run, generation):
     return blocks.keep
 
 
-def compute(key, u, targets):
+def compute(key, u, targets, first=False):
     """This partition's blocks' parts of a pass (``_RowBlocks.parts``), kept
-    for :func:`fold`; returns the kernel values computed."""
+    for :func:`fold`; returns the kernel values computed.  The ``first``
+    partition (rows from 0) has no sum to wait for: it adds its parts as they
+    come, in row order, and returns the chain's first link, ``fold``'s result."""
     state = _STATES[key]
     blocks = state.blocks
+    before = blocks.n_evals
+    if first:
+        total = RowSum()
+        for part in blocks.parts(u, targets):
+            total.add(part)
+        return total, blocks.n_evals - before
     c = (state.Y.shape[1] if u is None else u.shape[1])
     check_allocation(len(blocks.starts) * blocks.p * c * blocks.work.itemsize,
                      f"a partition's {len(blocks.starts)} p x c parts of a pass",
                      "use more partitions (or fewer centres)")
-    before = blocks.n_evals
     state.parts = list(blocks.parts(u, targets))
     return blocks.n_evals - before
 
@@ -261,14 +268,15 @@ class PartitionedBlocks:
     def apply(self, u, targets=False):
         runner, parts = self.runner, self.source.partitions
         shared = None if u is None else runner.share(u)
-        computed = [runner.submit(compute, key, shared, targets, where=where)
-                    for key, where in parts]
-        carried, done, hops = (RowSum(), 0), 0, 0
-        chain = []
-        for i, ((key, where), evals) in enumerate(zip(parts, computed)):
+        computed = [runner.submit(compute, key, shared, targets, i == 0, where=where)
+                    for i, (key, where) in enumerate(parts)]
+        carried, done, hops = computed[0], 0, 0      # the first partition's sum
+        chain = [carried]
+        for i in range(1, len(parts)):
+            (key, where), evals = parts[i], computed[i]
             carried = runner.submit(fold, key, carried, evals, where=where)
             chain.append(carried)
-            hops += i > 0 and where != parts[i - 1][1]
+            hops += where != parts[i - 1][1]
         for i, link in enumerate(chain):        # the progress line, partition by partition
             if self.report is not None:
                 runner.wait(link)
