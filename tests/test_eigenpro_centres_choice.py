@@ -169,17 +169,18 @@ def test_distinct_rows_without_repeats_change_nothing():
     X = rng.normal(size=(300, 4))
     kern = nystrom_kernel(X)
     S = nystrom.centre_indices(300, 50, 7)
-    S2, Q, replaced = nystrom.distinct_rows(kern, S, 40, 7)
+    S2, _, Q, _, replaced = nystrom.distinct_rows(kern, S, 40, 7)
     np.testing.assert_array_equal(S2, S)
     np.testing.assert_array_equal(Q, nystrom.auxiliary_indices(300, 50, 40, 7))
     assert replaced == 0
-    assert nystrom.distinct_rows(kern, S, None, 7)[1] is None
+    assert nystrom.distinct_rows(kern, S, None, 7).Q is None
 
 
 def test_auxiliary_rows_are_distinct_and_not_centres():
     X, Y = _repeated(n=100, copies=4)
     kern = nystrom_kernel(X)
-    S, Q, replaced = nystrom.distinct_rows(kern, nystrom.centre_indices(400, 60, 0), 30, 0)
+    S, _, Q, _, replaced = nystrom.distinct_rows(kern, nystrom.centre_indices(400, 60, 0),
+                                                 30, 0)
     rows = np.vstack([X[S], X[Q]])
     assert S.size == 60 and Q.size == 30 and replaced > 0
     assert np.unique(rows, axis=0).shape[0] == 90

@@ -46,6 +46,7 @@ import hashlib
 import time
 import warnings
 from copy import copy
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.linalg
@@ -61,7 +62,7 @@ from ..._sparse import issparse
 from ..._threads import one_blas_thread, worker_pool
 from ..._validation import check_allocation
 
-__all__ = ["centre_indices", "auxiliary_indices", "distinct_rows", "fit_centres",
+__all__ = ["centre_indices", "auxiliary_indices", "Centres", "distinct_rows", "fit_centres",
            "solve_centres", "block_rows", "BLOCK_VALUES", "PRECISIONS"]
 
 BLOCK_VALUES = 2 ** 22      # kernel values per row block of K(X, C): 32 MB in double
@@ -118,10 +119,21 @@ def _row_keys(R):
     return [hashlib.blake2b(row.tobytes(), digest_size=16).digest() for row in R]
 
 
+class Centres(NamedTuple):
+    """The centres' row indices S and rows C, the auxiliary rows' indices Q
+    and rows XQ (None without ``--subsample``), and how many repeated rows
+    were replaced as centres: fetched once, for every solve of a fit."""
+    S: np.ndarray
+    C: Any
+    Q: np.ndarray | None
+    XQ: Any
+    replaced: int
+
+
 def distinct_rows(rows, S, q, seed):
     """The centres S (sorted row indices) and the q auxiliary rows without
-    repeated rows: ``(S, Q, replaced)``; ``rows`` has ``n_rows`` and
-    ``rows(idx)`` (a row source, or the kernel engine's blocks).
+    repeated rows, with their rows: a :class:`Centres`; ``rows`` has
+    ``n_rows`` and ``rows(idx)`` (a row source, or the kernel engine's blocks).
 
     Equal rows as centres make ``K_MM`` singular (noise-free augmentation
     repeats rows), and equal auxiliary rows ``K_QQ``.  Of equal centres the
@@ -131,14 +143,17 @@ def distinct_rows(rows, S, q, seed):
     centres are all the distinct rows); then the q auxiliary rows are the
     next such rows.  ``replaced`` counts the repeated centres.  Without
     repeated rows among them the result is ``S``, :func:`auxiliary_indices`
-    (None when q is None) and 0: the centres as before.
+    (None when q is None) and 0: the centres as before, their rows fetched
+    once (a cluster gathers them from the partitions).
     """
     n, p = rows.n_rows, len(S)
-    keys = _row_keys(rows.rows(S))
+    C = rows.rows(S)
+    keys = _row_keys(C)
     Q = None if q is None else auxiliary_indices(n, p, q, seed)
-    q_keys = [] if Q is None else _row_keys(rows.rows(Q))
+    XQ = None if Q is None else rows.rows(Q)
+    q_keys = [] if Q is None else _row_keys(XQ)
     if len(set(keys)) == p and len(set(keys).union(q_keys)) == p + len(q_keys):
-        return S, Q, 0
+        return Centres(S, C, Q, XQ, 0)
     seen, kept = set(), []
     for i, key in zip(S, keys):
         if key not in seen:
@@ -166,7 +181,7 @@ def distinct_rows(rows, S, q, seed):
                              "distinct centres to draw the auxiliary rows from; use fewer "
                              "centres or no --subsample")
         Q = np.sort(np.asarray(aux, dtype=np.intp))
-    return S, Q, replaced
+    return Centres(S, rows.rows(S), Q, None if Q is None else rows.rows(Q), replaced)
 
 
 class _SingleKernel:
@@ -563,14 +578,13 @@ def solve_centres(rows, kern, *, p, lam, iterations, seed=0, cache_mb=100.0, n_t
                   f"iterations, at most {evals:.2g} kernel evaluations of {d} "
                   f"features (fewer when K(X, centres) fits in -m)")
     # repeated rows would make K_MM (or K_QQ) singular: replaced (distinct_rows)
-    S, Q, replaced = distinct_rows(rows, centre_indices(n, p, seed), subsample, seed)
-    C = rows.rows(S)
+    centres = distinct_rows(rows, centre_indices(n, p, seed), subsample, seed)
     user = UntimedCallback(callback)
     with worker_pool(n_threads, "eigenpro") as pool:
         fitted = precision
         while True:
-            alpha, stats = _solve(rows, kern, S, C, lam, iterations, cache_mb, pool, fitted,
-                                  Q, user, progress)
+            alpha, stats = _solve(rows, kern, centres, lam, iterations, cache_mb, pool,
+                                  fitted, user, progress)
             blocks = stats.pop("blocks")
             if fitted == "double":
                 break
@@ -597,25 +611,26 @@ def solve_centres(rows, kern, *, p, lam, iterations, seed=0, cache_mb=100.0, n_t
                              f"({stats['breakdown']}): the system is numerically singular "
                              f"at --lambda {lam:g}; use a larger --lambda or fewer centres")
     stats.update({
-        "centers": len(S),
-        "replaced_centres": replaced,
+        "centers": len(centres.S),
+        "replaced_centres": centres.replaced,
         "lambda": float(lam),
-        "subsample": None if Q is None else len(Q),
+        "subsample": None if centres.Q is None else len(centres.Q),
         "seconds": time.perf_counter() - t0 - user.seconds,
         "n_threads": n_threads,
         "gamma": kern.gamma,
     })
-    return alpha, S, stats
+    return alpha, centres.S, stats
 
 
-def _solve(rows, kern, S, C, lam, iterations, cache_mb, pool, precision, Q, user,
+def _solve(rows, kern, centres, lam, iterations, cache_mb, pool, precision, user,
            progress=None):
-    """One FALKON solve in the given precision (Q: the auxiliary rows of the
-    subsampled preconditioner, or None): alpha and the stats (with the row
-    blocks, for the drift check, and the CG breakdown, if any)."""
+    """One FALKON solve in the given precision on the :class:`Centres` (with
+    auxiliary rows: the subsampled preconditioner): alpha and the stats (with
+    the row blocks, for the drift check, and the CG breakdown, if any)."""
     t0 = time.perf_counter()
+    S, C = centres.S, centres.C
     n, p = rows.n_rows, C.shape[0]
-    subsample = None if Q is None else len(Q)
+    subsample = None if centres.Q is None else len(centres.Q)
     if subsample is None:
         K_MM = kern.block(C, C)
         if not np.all(np.isfinite(K_MM)):
@@ -627,7 +642,7 @@ def _solve(rows, kern, S, C, lam, iterations, cache_mb, pool, precision, Q, user
     else:
         one = copy(kern)
         one.n_threads = 1
-        pre = SubsampledPreconditioner(one, C, rows.rows(Q), lam, pool)
+        pre = SubsampledPreconditioner(one, C, centres.XQ, lam, pool)
         blocks = rows.blocks(C, cache_mb * 2 ** 20, pool, PRECISIONS[precision], rows_at=S)
     t_setup = time.perf_counter() - t0
     if progress is not None:       # the first pass, then one a CG iteration
