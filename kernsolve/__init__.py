@@ -57,13 +57,14 @@ _EXPORTS = {
     "read_partitions": "._cluster",
     "dask_predict": "._cluster",
     "dask_partial_fit": "._cluster",
+    "dask_parallel_fit": "._cluster",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 if TYPE_CHECKING:  # the lazy exports above, spelled out for type checkers (py.typed)
     from ._api import train
-    from ._cluster import dask_partial_fit, dask_predict, read_partitions
+    from ._cluster import dask_parallel_fit, dask_partial_fit, dask_predict, read_partitions
     from ._config import show_config
     from ._errors import ConvergenceWarning, DataFormatError, ModelFormatError, NotFittedError
     from ._features import median_gamma, random_features

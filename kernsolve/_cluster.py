@@ -43,7 +43,8 @@ from ._model_kind import ModelKind
 from ._predict import _parse_predict_options, _predict_arrays
 from ._sparse import issparse
 
-__all__ = ["LibsvmPartitions", "read_partitions", "dask_predict", "dask_partial_fit"]
+__all__ = ["LibsvmPartitions", "read_partitions", "dask_predict", "dask_partial_fit",
+           "dask_parallel_fit"]
 
 # Default partition size of read_partitions: big enough that a task's overhead
 # is small, small enough that a worker holds a few partitions at once.
@@ -393,27 +394,77 @@ def _scan_stream(parts, dask):
     return classes, max([w for _, w in found], default=0)
 
 
-def _pinned_chain(client, estimator, parts, y_blocks, classes):
-    """The chain on a distributed cluster.  A Dask array's blocks are computed
-    on the workers (persisted) and each step runs on a worker that holds its X
-    block; a file's step reads its own window where the estimator is (the
-    windows are read one at a time and never held together).  The estimator
-    moves, the data stays."""
+def _placed(client, parts, y_blocks):
+    """A Dask array's blocks computed on the workers (persisted) and where each
+    X block is, so that a step can run where its block is: (parts, y_blocks,
+    where).  A file's windows are read by the steps themselves: nothing to place."""
     from distributed import futures_of, wait    # optional (distributed): only with a client
-    if y_blocks is not None:
-        parts = [futures_of(p)[0] for p in client.persist(parts)]
-        y_blocks = [futures_of(b)[0] for b in client.persist(y_blocks)]
-        wait(parts)             # computed (where they are is known) before pinning
-        where = client.who_has(parts)
-    else:
-        y_blocks, where = [None] * len(parts), {}
-    current = client.scatter(estimator, hash=False)
+    if y_blocks is None:
+        return parts, [None] * len(parts), {}
+    parts = [futures_of(p)[0] for p in client.persist(parts)]
+    y_blocks = [futures_of(b)[0] for b in client.persist(y_blocks)]
+    wait(parts)             # computed (where they are is known) before pinning
+    return parts, y_blocks, client.who_has(parts)
+
+
+def _pin(where, part):
+    """submit's keywords that run a step on a worker holding ``part``."""
+    workers = where.get(getattr(part, "key", None))
+    return {"workers": list(workers)} if workers else {}
+
+
+def _pinned_chain(client, current, parts, y_blocks, where, classes):
+    """The steps of a chain on a distributed cluster, from ``current`` (a
+    future): each step on a worker that holds its X block (a file's step reads
+    its own window where the estimator is; the windows are read one at a time
+    and never held together).  The estimator moves, the data stays.  Returns
+    the future of the last step's estimator."""
     for i, (part, yb) in enumerate(zip(parts, y_blocks)):
-        pin = {"workers": list(where[part.key])} if where.get(getattr(part, "key", None)) \
-            else {}
         current = client.submit(_fit_partition, current, part, yb, classes, i == 0,
-                                pure=False, **pin)
-    return current.result()
+                                pure=False, **_pin(where, part))
+    return current
+
+
+def _local_chain(dask, current, parts, y_blocks, classes):
+    """The steps of a chain for dask's local scheduler, from ``current`` (a
+    delayed estimator): the last step's delayed estimator."""
+    step = dask.delayed(_fit_partition, pure=False)
+    for i, part in enumerate(parts):
+        current = step(current, part, None if y_blocks is None else y_blocks[i], classes,
+                       i == 0)
+    return current
+
+
+def _training_input(estimator, X, y, classes, dask, da):
+    """The partitions of a training call (X blocks or a file's windows), the
+    targets' blocks (None for a file: its labels) and the classes of the
+    stream (None for a regressor or a fitted classifier)."""
+    if isinstance(X, (str, os.PathLike)):
+        X = read_partitions(X)
+    if isinstance(X, LibsvmPartitions):
+        if y is not None:
+            raise ValueError("y is read from the LIBSVM file; do not pass it")
+        if X.n_features is None and not hasattr(estimator, "n_features_in_"):
+            # the windows must all have the stream's width: find it first
+            classes_found, width = _scan_stream(X.windows(), dask)
+            X = LibsvmPartitions(X.path, X.ranges, max(width, 1), X.zero_based)
+            if classes is None and _takes_classes(estimator) \
+                    and not hasattr(estimator, "classes_"):
+                classes = classes_found
+        elif X.n_features is None:
+            X = LibsvmPartitions(X.path, X.ranges, int(estimator.n_features_in_),
+                                 X.zero_based)
+        parts, y_blocks = X.windows(), None
+    elif isinstance(X, da.Array):
+        parts, y_blocks = array_blocks(X, y, da)
+    else:
+        raise ValueError(f"X must be a dask.array.Array or LibsvmPartitions, "
+                         f"got {type(X).__name__}")
+    if classes is None and _takes_classes(estimator) and not hasattr(estimator, "classes_"):
+        classes = _scan_stream(parts if y_blocks is None else y_blocks, dask)[0]
+    elif classes is not None and not _takes_classes(estimator):
+        raise ValueError(f"{type(estimator).__name__}.partial_fit takes no classes")
+    return parts, y_blocks, None if classes is None else np.asarray(classes)
 
 
 def dask_partial_fit(estimator: Any, X: Any, y: Any = None, classes: Any = None) -> Any:
@@ -446,39 +497,119 @@ def dask_partial_fit(estimator: Any, X: Any, y: Any = None, classes: Any = None)
     dask, da = _dask()
     if not callable(getattr(estimator, "partial_fit", None)):
         raise ValueError(f"{type(estimator).__name__} has no partial_fit")
-    if isinstance(X, (str, os.PathLike)):
-        X = read_partitions(X)
-    if isinstance(X, LibsvmPartitions):
-        if y is not None:
-            raise ValueError("y is read from the LIBSVM file; do not pass it")
-        if X.n_features is None and not hasattr(estimator, "n_features_in_"):
-            # the windows must all have the stream's width: find it first
-            classes_found, width = _scan_stream(X.windows(), dask)
-            X = LibsvmPartitions(X.path, X.ranges, max(width, 1), X.zero_based)
-            if classes is None and _takes_classes(estimator) \
-                    and not hasattr(estimator, "classes_"):
-                classes = classes_found
-        elif X.n_features is None:
-            X = LibsvmPartitions(X.path, X.ranges, int(estimator.n_features_in_),
-                                 X.zero_based)
-        parts, y_blocks = X.windows(), None
-    elif isinstance(X, da.Array):
-        parts, y_blocks = array_blocks(X, y, da)
-    else:
-        raise ValueError(f"X must be a dask.array.Array or LibsvmPartitions, "
-                         f"got {type(X).__name__}")
-    if classes is None and _takes_classes(estimator) and not hasattr(estimator, "classes_"):
-        classes = _scan_stream(parts if y_blocks is None else y_blocks, dask)[0]
-    elif classes is not None and not _takes_classes(estimator):
-        raise ValueError(f"{type(estimator).__name__}.partial_fit takes no classes")
-    if classes is not None:
-        classes = np.asarray(classes)
+    parts, y_blocks, classes = _training_input(estimator, X, y, classes, dask, da)
     client = _client()
     if client is not None:
-        return _pinned_chain(client, estimator, parts, y_blocks, classes)
-    current = dask.delayed(estimator, traverse=False)
-    step = dask.delayed(_fit_partition, pure=False)
-    for i, part in enumerate(parts):
-        current = step(current, part, None if y_blocks is None else y_blocks[i], classes,
-                       i == 0)
-    return current.compute()
+        parts, y_blocks, where = _placed(client, parts, y_blocks)
+        start = client.scatter(estimator, hash=False)
+        return _pinned_chain(client, start, parts, y_blocks, where, classes).result()
+    return _local_chain(dask, dask.delayed(estimator, traverse=False), parts, y_blocks,
+                        classes).compute()
+
+
+# ---------------------------------------------------------------- parallel DSG
+
+def _start_model(estimator, part, y, classes):
+    """The start of every model of dask_parallel_fit (run on a worker): a copy
+    of the estimator ready to train, its stream settings from the first
+    partition (the ones ``partial_fit`` takes from its first chunk), or the
+    fitted estimator as it is."""
+    estimator = copy.deepcopy(estimator)
+    if hasattr(estimator, "_trainer"):
+        return estimator
+    if isinstance(part, _Window):
+        y, X = part.read()
+    else:
+        X = part
+    if X.shape[0] == 0:
+        raise ValueError("the first partition has no rows: dask_parallel_fit takes the "
+                         "settings partial_fit takes from its first chunk (gamma='median', "
+                         "lambda from C, the batch size) from it; drop empty partitions")
+    return estimator._start_from(X, np.asarray(y) if y is not None else y, classes)
+
+
+def _average_models(start, *ends):
+    """The average of the models that continued ``start``, in partition order
+    (run on a worker)."""
+    return start._averaged(list(ends))
+
+
+def _positive_int(name, value, high=None):
+    """value as an int in [1, high], or a one-line ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1 \
+            or (high is not None and value > high):
+        within = f"from 1 to {high}" if high is not None else ">= 1"
+        raise ValueError(f"{name} must be an integer {within}, got {value!r}")
+    return int(value)
+
+
+def dask_parallel_fit(estimator: Any, X: Any, y: Any = None, classes: Any = None, *,
+                      rounds: int = 1, n_models: int | None = None) -> Any:
+    """Train a DSG estimator on the partitions of X at once, averaging the models.
+
+    Iterative parameter mixing (Zinkevich, Weimer, Smola and Li, "Parallelized
+    stochastic gradient descent", NIPS 2010; McDonald, Hall and Mann, NAACL
+    2010): the partitions are cut into ``n_models`` consecutive groups; in
+    each round every group trains its own copy of the same start with
+    ``partial_fit`` on its partitions in order (the groups at the same time,
+    each where its data is), then the models are averaged in group order and
+    the average is the next round's start.  The copies share the seed and the
+    iteration count, so their new blocks are the same random features and
+    their coefficients average block by block (``doc/cluster.md``, "DSG in
+    parallel").
+
+    Parameters
+    ----------
+    estimator : DSGClassifier or DSGRegressor
+        Any ``solver=``; it may already be fitted (training continues from
+        it).  It is not modified.  Unfitted, the settings that ``partial_fit``
+        takes from its first chunk (``gamma='median'``, lambda from ``C``, the
+        softmax's batch size) are taken from the first partition for all the
+        models.
+    X : dask.array.Array, LibsvmPartitions, or str
+        As :func:`dask_partial_fit`.
+    y : dask.array.Array, optional
+        The targets of a Dask array X.
+    classes : array-like, optional
+        Every class of the stream (default: found on the workers).
+    rounds : int, default 1
+        Rounds of training and averaging; each visits every partition once.
+    n_models : int, optional
+        Models trained at once (groups of consecutive partitions), from 1 to
+        the number of partitions; default: one per partition.  One model is
+        :func:`dask_partial_fit`'s chain, bit for bit.
+
+    Returns
+    -------
+    estimator
+        A new estimator whose model is the last round's average; the same
+        bits whichever worker runs which partition.
+    """
+    dask, da = _dask()
+    if not callable(getattr(estimator, "_averaged", None)):     # DSGClassifier, DSGRegressor
+        raise ValueError(f"dask_parallel_fit averages DSG models (DSGClassifier, "
+                         f"DSGRegressor), got {type(estimator).__name__}; use "
+                         f"dask_partial_fit for other incremental estimators")
+    rounds = _positive_int("rounds", rounds)
+    parts, y_blocks, classes = _training_input(estimator, X, y, classes, dask, da)
+    n_models = _positive_int("n_models", len(parts) if n_models is None else n_models,
+                             len(parts))
+    groups = [list(g) for g in np.array_split(np.arange(len(parts)), n_models)]
+    client = _client()
+    if client is not None:
+        parts, y_blocks, where = _placed(client, parts, y_blocks)
+        model = client.submit(_start_model, estimator, parts[0], y_blocks[0], classes,
+                              pure=False, **_pin(where, parts[0]))
+        for _ in range(rounds):
+            ends = [_pinned_chain(client, model, [parts[i] for i in g],
+                                  [y_blocks[i] for i in g], where, classes) for g in groups]
+            model = client.submit(_average_models, model, *ends, pure=False)
+        return model.result()
+    y_blocks = [None] * len(parts) if y_blocks is None else y_blocks
+    model = dask.delayed(_start_model, pure=False)(dask.delayed(estimator, traverse=False),
+                                                   parts[0], y_blocks[0], classes)
+    for _ in range(rounds):
+        ends = [_local_chain(dask, model, [parts[i] for i in g], [y_blocks[i] for i in g],
+                             classes) for g in groups]
+        model = dask.delayed(_average_models, pure=False)(model, *ends)
+    return model.compute()

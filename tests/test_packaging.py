@@ -37,7 +37,7 @@ PACKAGE = os.path.dirname(os.path.abspath(kernsolve.__file__))
 
 PUBLIC_FUNCTIONS = ("read_problem", "write_problem", "train", "predict", "save_model",
                     "load_model", "cross_validation", "grid_search", "read_partitions",
-                    "dask_predict", "dask_partial_fit")
+                    "dask_predict", "dask_partial_fit", "dask_parallel_fit")
 ESTIMATORS = {"SVC", "NuSVC", "SVR", "NuSVR", "OneClassSVM", "DSGClassifier",
               "DSGRegressor", "EigenProClassifier", "EigenProRegressor"}
 

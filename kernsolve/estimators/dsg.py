@@ -30,6 +30,7 @@ the seeded order ``permutation(n_rows, stream_key(seed, "sampling"), k)``, so
   chunks (same ``alpha`` (``--lambda``), numeric ``gamma``, seed and
   ``n_features``; for a binary problem whose labels are -1/+1).
 """
+import copy
 import warnings
 from numbers import Real
 from typing import Any, Literal
@@ -300,6 +301,32 @@ class _BaseDSG(BaseEstimator):
             print(f"-- passes {passes}, iterations {t.n_iter}, blocks {t.n_blocks}, "
                   f"mean loss {self.model_.stats['mean_loss']:g}")
 
+    def _start_from(self, X, y, classes=None):
+        """This estimator ready to train (the trainer of ``partial_fit``'s first
+        call on (X, y), before its pass), or as it is when it has one: the
+        start that every model of :func:`kernsolve.dask_parallel_fit` continues.
+        The stream's settings that partial_fit takes from its first chunk
+        (gamma='median', lambda from C, the softmax's batch) are this chunk's
+        for all of them."""
+        if not hasattr(self, "_trainer"):
+            self._begin(X, y, **({} if classes is None else {"classes": classes}))
+        return self
+
+    def _averaged(self, ends):
+        """A new estimator: the average of estimators that each continued this
+        one (:meth:`DSGTrainer.averaged`, in the order of ``ends``); those
+        that saw no rows are left out.  Its passes are the most any made."""
+        trained = [e for e in ends if e._trainer.n_seen > self._trainer.n_seen]
+        if not trained:
+            return copy.deepcopy(self)
+        if len(trained) == 1:
+            return trained[0]
+        out = copy.copy(trained[0])
+        out._trainer = DSGTrainer.averaged(self._trainer, [e._trainer for e in trained])
+        out._passes = max(e._passes for e in trained)
+        out._publish(out._passes)
+        return out
+
     def _values(self, X):
         """Decision values (n_samples, n_outputs) of validated X."""
         self._check_is_fitted()
@@ -539,24 +566,8 @@ class DSGClassifier(_BaseDSG):
         self
         """
         name = type(self).__name__
-        first = not hasattr(self, "_trainer")
-        if first:
-            if classes is None:
-                raise ValueError(f"{name}: classes must be passed on the first call to "
-                                 "partial_fit.")
-            param = self._parameters()
-            all_classes, _ = encode_classes(np.asarray(classes), name)
-            if len(all_classes) < 2:
-                raise ValueError(f"The number of classes has to be greater than one; "
-                                 f"got {len(all_classes)} class")
-            X = self._fit_X(X, reset=True)
-            self.classes_ = all_classes
-            codes = self._codes(y)
-            check_lengths(X, codes)
-            loss = self._loss_for(param, len(all_classes))
-            self._trainer = self._new_trainer(param, X, self._targets(loss, len(all_classes)),
-                                              first_chunk=True)
-            self._passes = 0
+        if not hasattr(self, "_trainer"):
+            X, codes = self._begin(X, y, classes)
         else:
             if classes is not None:
                 given = np.unique(np.asarray(classes))
@@ -568,6 +579,29 @@ class DSGClassifier(_BaseDSG):
             codes = self._codes(y)
             check_lengths(X, codes)
         return self._fit_chunk(X, codes)
+
+    def _begin(self, X, y, classes=None):
+        """partial_fit's first call before its pass: the classes, the width
+        and the trainer (gamma, lambda and the batch from this chunk);
+        returns the validated chunk (X, class indices)."""
+        name = type(self).__name__
+        if classes is None:
+            raise ValueError(f"{name}: classes must be passed on the first call to "
+                             "partial_fit.")
+        param = self._parameters()
+        all_classes, _ = encode_classes(np.asarray(classes), name)
+        if len(all_classes) < 2:
+            raise ValueError(f"The number of classes has to be greater than one; "
+                             f"got {len(all_classes)} class")
+        X = self._fit_X(X, reset=True)
+        self.classes_ = all_classes
+        codes = self._codes(y)
+        check_lengths(X, codes)
+        loss = self._loss_for(param, len(all_classes))
+        self._trainer = self._new_trainer(param, X, self._targets(loss, len(all_classes)),
+                                          first_chunk=True)
+        self._passes = 0
+        return X, codes
 
     # -- prediction
     def decision_function(self, X):
@@ -687,20 +721,25 @@ class DSGRegressor(_BaseDSG):
         -------
         self
         """
-        first = not hasattr(self, "_trainer")
-        if first:
-            param = self._parameters()
-            X = self._fit_X(X, reset=True)
+        if not hasattr(self, "_trainer"):
+            X, y = self._begin(X, y)
         else:
             X = self._fit_X(X, reset=False)
+            y = self._y(y)
+            check_lengths(X, y)
+        return self._fit_chunk(X, y)
+
+    def _begin(self, X, y):
+        """partial_fit's first call before its pass: the width and the trainer
+        (gamma and lambda from this chunk); returns the validated chunk."""
+        param = self._parameters()
+        X = self._fit_X(X, reset=True)
         y = self._y(y)
         check_lengths(X, y)
-        if first:
-            self._trainer = self._new_trainer(param, X,
-                                              Targets("regression", param.extra["loss"]),
-                                              first_chunk=True)
-            self._passes = 0
-        return self._fit_chunk(X, y)
+        self._trainer = self._new_trainer(param, X, Targets("regression", param.extra["loss"]),
+                                          first_chunk=True)
+        self._passes = 0
+        return X, y
 
     def predict(self, X):
         """Predicted targets."""

@@ -673,6 +673,15 @@ def ridge_state_size(Py_ssize_t block_size, Py_ssize_t n_outputs):
     return _ridge_state_size(block_size, n_outputs)
 
 
+def ridge_evidence():
+    """The slice of ``ridge_state`` that holds the next-batch ridge choice's
+    evidence (the batches that judged, their judged losses and products):
+    sums over the judging batches, which add up (``DSGTrainer.averaged``).
+    Before it, the last fitted step waiting for its judgement; after it,
+    that step's candidate fits."""
+    return slice(RS_JUDGED, RS_CANDIDATES)
+
+
 def loss_values(int loss, const double[:, ::1] u, const double[:, ::1] targets,
                 double param=0.0):
     """Per-row losses l(u_r, y_r) (summed over outputs) -- for tests and objectives."""

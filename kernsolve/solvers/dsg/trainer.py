@@ -241,6 +241,90 @@ class DSGTrainer:
                         precision=self.h["precision"])
 
 
+    @classmethod
+    def averaged(cls, start, ends):
+        """The average of trainers that each continued ``start`` on their own
+        data (parameter averaging: Zinkevich, Weimer, Smola and Li, NIPS 2010;
+        McDonald, Hall and Mann, NAACL 2010 over several rounds).
+
+        Every end began at ``start``'s iteration count, so its new blocks are
+        the same random features (block ``b`` is regenerated from the seed and
+        ``b``): the model is ``f = mean_i f_i``, the true coefficients (lazy
+        scale applied) averaged block by block, a block an end lacks counted as
+        zero, then the intercepts, CDSG's beta_j (linear in the steps like the
+        coefficients) and ``--average``'s running means (with equal iteration
+        counts, the running mean of the averaged iterates).  The counters are
+        those of parallel time: iterations and blocks the largest end's (block
+        ``b`` of every end is the same features; the step schedule goes on
+        from there), so are the chunks (the next chunk takes a row order no end
+        used); the ridge rule's evidence (``ridge_state``: judged losses and
+        their products) and the work counted (feature evaluations, losses,
+        rows) are what every end added to ``start``'s; the pending judgement
+        of a last step is dropped (no end's last step is the averaged model's).
+        The sums run in the order of ``ends``: the bits do not depend on
+        which end finished first.  One end is returned as it is."""
+        if len(ends) == 1:
+            return ends[0]
+        first, s0 = ends[0], start.state
+        states = [e.state for e in ends]
+        if any(e.h != first.h for e in ends) or any(
+                e.targets.labels is not None and not np.array_equal(e.targets.labels,
+                                                                     first.targets.labels)
+                for e in ends):
+            raise ValueError("DSG models trained with other settings cannot be averaged")
+        if any(st.n_iter < s0.n_iter for st in states):
+            raise ValueError("every DSG model averaged must continue the same start")
+        n_blocks = max(st.n_blocks for st in states)
+        F, K = first.h["block_size"], first.targets.n_outputs
+        out = cls(first.h, first.targets)
+        st = out.state
+        out._reserve(n_blocks)
+        st.coef[:n_blocks] = _mean([s.coef[:s.n_blocks] * s.scale for s in states], n_blocks)
+        st.intercept[:] = _mean([s.intercept for s in states], None)
+        if st.beta is not None:
+            st.beta[:n_blocks] = _mean([s.beta[:s.n_blocks] * s.scale for s in states],
+                                       n_blocks)
+        if first.h["average"]:
+            st.avg_coef[:n_blocks] = _mean([s.avg_coef[:s.n_blocks] for s in states],
+                                           n_blocks)
+            st.avg_intercept[:] = _mean([s.avg_intercept for s in states], None)
+            st.n_avg = max(s.n_avg for s in states)
+        st.scale, st.n_blocks = 1.0, n_blocks
+        st.n_iter = max(s.n_iter for s in states)
+        # the next-batch ridge choice: its evidence adds up over the batches
+        # that judged (every end's are other rows); no step is pending
+        judged = _c.ridge_evidence()
+        st.ridge_state[judged] = s0.ridge_state[judged]
+        for s in states:
+            st.ridge_state[judged] += s.ridge_state[judged] - s0.ridge_state[judged]
+        out.n_chunks = max(e.n_chunks for e in ends)
+        for name in ("feature_evals", "loss_sum", "n_seen"):
+            setattr(out, name, getattr(start, name) + sum(
+                getattr(e, name) - getattr(start, name) for e in ends))
+        # the mean ridge stays a mean over the iterations (of parallel time)
+        out.ridge_sum = start.ridge_sum + sum(e.ridge_sum - start.ridge_sum
+                                              for e in ends) / len(ends)
+        out.n_old_updates = st.n_iter - n_blocks    # an iteration makes or updates a block
+        out.seconds = start.seconds + max(e.seconds - start.seconds for e in ends)
+        # the directions of the end with the most blocks are every end's
+        longest = max(ends, key=lambda e: e.n_blocks)
+        if longest.cache.size:
+            out.cache, out.cache_capacity = longest.cache, longest.cache_capacity
+        else:
+            out.cache, out.cache_capacity = np.zeros(0), 0
+        return out
+
+
+def _mean(arrays, n_blocks):
+    """The mean of arrays, added in their order; with ``n_blocks``, arrays of
+    fewer blocks are padded with zero blocks (a block they do not have)."""
+    total = np.zeros((n_blocks,) + arrays[0].shape[1:]) if n_blocks is not None \
+        else np.zeros(arrays[0].shape)
+    for a in arrays:
+        total[:a.shape[0]] += a
+    return total / len(arrays)
+
+
 def _grown(arr, rows):
     out = np.zeros((rows,) + arr.shape[1:])
     out[:arr.shape[0]] = arr
