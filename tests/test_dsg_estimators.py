@@ -303,9 +303,13 @@ def test_pickle_predicts_identically_and_resumes(shared, tmp_path):
     # the block cache is left out of the pickle: the copy regenerates blocks,
     # so resuming gives the same model as the original
     assert back._trainer.cache.size == 0 and est._trainer.cache.size > 0
+    made = est._trainer.n_blocks * est._trainer.stride     # the old blocks' directions
     back.partial_fit(X[150:], y[150:])
     est.partial_fit(X[150:], y[150:])
     assert np.array_equal(back.coef_, est.coef_)
+    # and the copy's cache holds them again: generated at once, as the step
+    # loop made them block by block
+    assert np.array_equal(back._trainer.cache[:made], est._trainer.cache[:made])
     # the cache size never changes the numbers
     tiny = DSGClassifier("logistic", gamma=0.05, alpha=1e-3, cache_size=1e-3, n_jobs=1)
     tiny.partial_fit(X[:150], y[:150], classes=[-1, 1]).partial_fit(X[150:], y[150:])

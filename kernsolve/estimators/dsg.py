@@ -335,21 +335,6 @@ class _BaseDSG(BaseEstimator):
         self._check_width(X)
         return self.model_.decision_function(X, n_jobs=self.n_jobs)
 
-    # ------------------------------------------------------------ pickling
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        trainer = state.get("_trainer")
-        if trainer is not None and trainer.cache.size:
-            # The cache of generated blocks can be large and is regenerable;
-            # a trainer without it regenerates every block (same numbers).
-            light = object.__new__(type(trainer))
-            light.__dict__.update(trainer.__dict__)
-            light.cache = np.zeros(0)
-            light.cache_capacity = 0
-            state["_trainer"] = light
-        return state
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = False

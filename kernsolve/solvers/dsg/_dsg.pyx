@@ -63,7 +63,7 @@ from ._losses cimport (loss_value, loss_derivative, softmax_value, softmax_gradi
                        row_loss, loss_bound, LOSS_SOFTMAX, LOSS_NOVELTY)
 from ._row_features cimport RowFeatures, RowSlabs
 from ._block_sums cimport (block_stride, evaluate, scratch_blocks, block_ptr,
-                           features_of_rows, add_block)
+                           features_of_rows, add_block, make_blocks)
 from ._ridge cimport (N_RIDGES, RS_HAVE, RS_STEP, RS_TARGET, RS_CHOSEN, RS_WHOLE,
                       RS_JUDGED, RS_CANDIDATES, grid_ridge, fit_block, fit_candidates,
                       judge_candidates, best_ridge, t84 as _t84,
@@ -671,6 +671,22 @@ def ridge_grid():
 def ridge_state_size(Py_ssize_t block_size, Py_ssize_t n_outputs):
     """Doubles of :class:`StepState`'s ``ridge_state`` (the next-batch ridge choice)."""
     return _ridge_state_size(block_size, n_outputs)
+
+
+def fill_cache(dict h, double[::1] cache, Py_ssize_t first, Py_ssize_t stop,
+               int n_threads=1):
+    """The directions of blocks first .. stop-1 into ``cache`` (one stride
+    each), as the step loop writes a block's when it creates it: for a trainer
+    whose cache was left out of its pickle (``DSGTrainer.__getstate__``)."""
+    cdef FeatureMap fm
+    fm_init(&fm, h["kernel"], h["gamma"], h["n_features"], h["block_size"], h["seed"])
+    fm.single = h["precision"] == "single"
+    cdef Py_ssize_t stride = block_stride(&fm)
+    if first < 0 or stop * stride > cache.shape[0]:
+        raise ValueError("cache is smaller than the blocks to fill")
+    if stop > first:
+        with nogil:
+            make_blocks(&fm, first, stop - first, &cache[first * stride], n_threads)
 
 
 def ridge_evidence():

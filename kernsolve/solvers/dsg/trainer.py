@@ -71,7 +71,7 @@ class DSGTrainer:
     def n_iter(self):
         return self.state.n_iter
 
-    def _reserve(self, n_new):
+    def _reserve(self, n_new, n_jobs=None):
         s = self.state
         need = s.n_blocks + n_new
         if need > s.coef.shape[0]:
@@ -85,8 +85,22 @@ class DSGTrainer:
         if blocks * self.stride > self.cache.shape[0]:
             blocks = min(self.cache_capacity, max(blocks, 2 * self.cache.shape[0] // self.stride))
             grown = np.empty(blocks * self.stride)
+            held = self.cache.shape[0] // self.stride
             grown[:self.cache.shape[0]] = self.cache
             self.cache = grown
+            # the step loop reads every block below n_blocks that the cache has
+            # room for: those made when it held none (a trainer that came
+            # without it, __getstate__) are generated now
+            _c.fill_cache(self.h, self.cache, held, min(s.n_blocks, blocks),
+                          resolve_n_jobs(n_jobs))
+
+    def __getstate__(self):
+        # the cache of generated blocks can be large and is regenerable: a
+        # copy or a pickle (a trainer sent to a Dask worker) goes without it,
+        # and the next fit generates the blocks again (the same numbers)
+        state = self.__dict__.copy()
+        state["cache"] = np.zeros(0)
+        return state
 
     def fit_epochs(self, X, y, epochs, n_jobs=None):
         """``epochs`` passes over (X, y), the last one partial when fractional
@@ -184,7 +198,7 @@ class DSGTrainer:
         self.n_chunks += 1
         B = self.h["batch_size"]
         whole = min(B, X.shape[0]) if whole_data else B
-        self._reserve(-(-order.size // B))
+        self._reserve(-(-order.size // B), n_jobs)
         cached = min(self.cache.shape[0] // self.stride, self.cache_capacity)
         # Slices of whole batches: the loop resumes exactly where it stopped
         # (same bits as one call), and between slices the progress line is
@@ -275,10 +289,9 @@ class DSGTrainer:
         if any(st.n_iter < s0.n_iter for st in states):
             raise ValueError("every DSG model averaged must continue the same start")
         n_blocks = max(st.n_blocks for st in states)
-        F, K = first.h["block_size"], first.targets.n_outputs
+        K = first.targets.n_outputs
         out = cls(first.h, first.targets)
-        st = out.state
-        out._reserve(n_blocks)
+        st = out.state = _c.StepState(first.h, K, max(n_blocks, _MIN_CAPACITY))
         st.coef[:n_blocks] = _mean([s.coef[:s.n_blocks] * s.scale for s in states], n_blocks)
         st.intercept[:] = _mean([s.intercept for s in states], None)
         if st.beta is not None:
@@ -306,12 +319,9 @@ class DSGTrainer:
                                               for e in ends) / len(ends)
         out.n_old_updates = st.n_iter - n_blocks    # an iteration makes or updates a block
         out.seconds = start.seconds + max(e.seconds - start.seconds for e in ends)
-        # the directions of the end with the most blocks are every end's
-        longest = max(ends, key=lambda e: e.n_blocks)
-        if longest.cache.size:
-            out.cache, out.cache_capacity = longest.cache, longest.cache_capacity
-        else:
-            out.cache, out.cache_capacity = np.zeros(0), 0
+        # the cached directions of the end with the most blocks are every
+        # end's (an end that came in a pickle has none: the next fit makes them)
+        out.cache = max(ends, key=lambda e: e.n_blocks).cache
         return out
 
 
