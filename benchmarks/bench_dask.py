@@ -13,11 +13,20 @@ process's own: for the cluster runs, the client's):
   the training file, locally (window after window) and on the cluster
   (``dask_partial_fit``: each worker reads and fits its window, the estimator
   travels); coefficients compared bit for bit, test error printed.
+* ``dsg-parallel`` (issue 34 item 4): on one LocalCluster (2 single-thread
+  workers by default), the sequential chain ``dask_partial_fit`` against
+  ``dask_parallel_fit`` (one model per partition, one partition per worker by
+  default): R passes of the chain against R rounds (each partition seen R
+  times), R in ``--rounds``, and ``partial_fit`` in this process over the same
+  windows: training wall time (medians of ``--repeats``, the runs
+  interleaved) and test error (the same every repeat), on a9a or Fashion-MNIST
+  from the shared data (``benchlib``).
 
 Usage::
 
     python benchmarks/bench_dask.py predict --model /tmp/thr/fm.model --test /tmp/thr/fm.t
     python benchmarks/bench_dask.py dsg --train /tmp/thr/fm --test /tmp/thr/fm.t --solver cdsg
+    python benchmarks/bench_dask.py dsg-parallel --set a9a --solver cdsg --rounds 1,2,3
 """
 import argparse
 import os
@@ -78,9 +87,10 @@ def run_dsg(args, out):
     import numpy as np
     import kernsolve
     classes = np.arange(10.0) if args.classes is None else np.array(args.classes)
-    est = kernsolve.DSGClassifier(solver=args.solver, loss=args.loss, gamma=args.gamma,
+    est = kernsolve.DSGClassifier(solver=args.solver, loss=args.loss or "softmax",
+                                  gamma=0.02 if args.gamma is None else args.gamma,
                                   random_state=0, n_jobs=args.threads_per_worker)
-    parts = kernsolve.read_partitions(args.train, npartitions=args.partitions,
+    parts = kernsolve.read_partitions(args.train, npartitions=args.partitions or 8,
                                       n_features=args.n_features,
                                       size=os.path.getsize(args.train))
     if args.where == "local":
@@ -106,6 +116,88 @@ def run_dsg(args, out):
                  "error": err, "rss": _rss_mb()}, open(out, "wb"))
 
 
+# The problems of dsg-parallel: the shared data sets (benchlib.prepare), the
+# estimator's settings (the batch and block given: partial_fit would take the
+# softmax's from a partition), and C of lambda = 1 / (C n).
+PARALLEL_SETS = {
+    "a9a": ({"name": "a9a", "train": "a9a", "test": "a9a.t"}, 123,
+            {"gamma": "median"}, 100.0),
+    "fashion": ({"name": "fashion", "train": "fashion-mnist.scale",
+                 "test": "fashion-mnist.scale.t"}, 784,
+                {"loss": "softmax", "gamma": 0.02, "batch_size": 2048, "feature_block": 128},
+                1.0),
+}
+
+
+def run_dsg_parallel(args):
+    import numpy as np
+    import benchlib
+    import kernsolve
+    cfg, width, settings, C = PARALLEL_SETS[args.set]
+    train, test = benchlib.prepare(args.work, cfg, args.rows)
+    with open(train, "rb") as f:
+        n = sum(1 for _ in f)
+    settings = dict(settings, solver=args.solver, alpha=1.0 / (C * n), random_state=0,
+                    n_jobs=args.threads_per_worker)
+    if args.gamma is not None:
+        settings["gamma"] = args.gamma
+    if args.loss is not None:
+        settings["loss"] = args.loss
+    yt, Xt = kernsolve.read_problem(test, n_features=width)
+    classes = np.unique(kernsolve.read_problem(train, n_features=width)[0])
+    n_parts = args.partitions or args.workers
+    parts = kernsolve.read_partitions(train, npartitions=n_parts, n_features=width,
+                                      size=os.path.getsize(train))
+    rounds = [int(r) for r in args.rounds.split(",")]
+
+    def one_process():
+        est = kernsolve.DSGClassifier(**settings)
+        for off, length in parts.ranges:
+            y, X = kernsolve.read_problem(train, n_features=width, zero_based=False,
+                                          offset=off, length=length)
+            est.partial_fit(X, y, classes=classes)
+        return est
+
+    def chain(passes):
+        est = kernsolve.DSGClassifier(**settings)
+        for _ in range(passes):
+            est = kernsolve.dask_partial_fit(est, parts, classes=classes)
+        return est
+
+    # the peer of R rounds (each partition seen R times) is R passes of the chain
+    runs = {"one process, partial_fit": one_process}
+    for r in rounds:
+        runs[f"dask_partial_fit, {r} pass{'es' if r > 1 else ''}"] = lambda r=r: chain(r)
+    for r in rounds:
+        runs[f"dask_parallel_fit, {r} round{'s' if r > 1 else ''}"] = \
+            lambda r=r: kernsolve.dask_parallel_fit(kernsolve.DSGClassifier(**settings),
+                                                    parts, classes=classes, rounds=r)
+    print(f"{args.set}: {n} training rows in {n_parts} partitions, {args.solver}, "
+          f"LocalCluster {args.workers} x {args.threads_per_worker} thread(s); "
+          f"load {benchlib.load_averages()}", flush=True)
+    times = {name: [] for name in runs}
+    errors, blocks = {}, {}
+    cluster, client = _cluster(args)
+    try:
+        for _ in range(args.repeats):
+            for name, run in runs.items():
+                t0 = time.perf_counter()
+                est = run()
+                times[name].append(time.perf_counter() - t0)
+                errors[name] = 100 * (1 - est.score(Xt, yt))
+                blocks[name] = est.coef_.shape[0]
+    finally:
+        client.close()
+        cluster.close()
+    first_chain = next(name for name in runs if name.startswith("dask_partial_fit"))
+    base = benchlib.median(times[first_chain])
+    for name in runs:
+        t = benchlib.median(times[name])
+        print(f"{name:34s} train {t:7.2f} s (median of {args.repeats}; {base / t:4.2f}x "
+              f"{first_chain[18:]} of the chain)  test error {errors[name]:6.2f}%  blocks {blocks[name]}")
+    print(f"load after: {benchlib.load_averages()}")
+
+
 def _child(args, where, folder):
     out = os.path.join(folder, f"{args.section}-{where}.pkl")
     argv = [sys.executable, os.path.abspath(__file__), args.section, "--where", where,
@@ -116,22 +208,34 @@ def _child(args, where, folder):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("section", choices=("predict", "dsg"))
+    p.add_argument("section", choices=("predict", "dsg", "dsg-parallel"))
     p.add_argument("--model", default="/tmp/thr/fm.model")
     p.add_argument("--test", default="/tmp/thr/fm.t")
     p.add_argument("--train", default="/tmp/thr/fm")
-    p.add_argument("--partitions", type=int, default=8)
+    p.add_argument("--partitions", type=int,
+                   help="partitions of the file (default 8; dsg-parallel: one per worker)")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--threads-per-worker", type=int, default=1)
     p.add_argument("--threads", type=int, default=2, help="threads of the local run")
     p.add_argument("--solver", default="cdsg")
-    p.add_argument("--loss", default="softmax")
-    p.add_argument("--gamma", type=float, default=0.02)
+    p.add_argument("--loss", help="default softmax (dsg-parallel: the set's)")
+    p.add_argument("--gamma", type=float, help="default 0.02 (dsg-parallel: the set's)")
     p.add_argument("--n-features", type=int, default=784)
     p.add_argument("--classes", type=float, nargs="*")
+    p.add_argument("--set", choices=sorted(PARALLEL_SETS), default="a9a",
+                   help="dsg-parallel: the problem")
+    p.add_argument("--rows", type=int, help="dsg-parallel: the first rows of the set only")
+    p.add_argument("--rounds", default="1,2", help="dsg-parallel: rounds to measure, as 1,2")
+    p.add_argument("--repeats", type=int, default=3, help="dsg-parallel: runs of each")
+    p.add_argument("--work", default="/tmp/bench_dask_parallel",
+                   help="dsg-parallel: folder of the data files it makes")
     p.add_argument("--where", choices=("local", "dask"))
     p.add_argument("--out")
     args = p.parse_args()
+    if args.section == "dsg-parallel":
+        os.makedirs(args.work, exist_ok=True)
+        run_dsg_parallel(args)
+        return
     run = {"predict": run_predict, "dsg": run_dsg}[args.section]
     if args.where:
         run(args, args.out)
