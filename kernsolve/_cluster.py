@@ -525,7 +525,7 @@ def _start_model(estimator, part, y, classes):
         raise ValueError("the first partition has no rows: dask_parallel_fit takes the "
                          "settings partial_fit takes from its first chunk (gamma='median', "
                          "lambda from C, the batch size) from it; drop empty partitions")
-    return estimator._start_from(X, np.asarray(y) if y is not None else y, classes)
+    return estimator._start_from(X, np.asarray(y), classes)
 
 
 def _average_models(start, *ends):

@@ -9,7 +9,6 @@ processes (the estimators really are pickled between them); the threaded
 scheduler and a partitioned LIBSVM file give the same bits.
 """
 import copy
-import os
 import warnings
 
 import numpy as np
@@ -18,31 +17,9 @@ import scipy.sparse as sp
 
 import kernsolve
 from conftest import shared_lines
-
-
-def _dask():
-    return pytest.importorskip("dask"), pytest.importorskip("dask.array")
-
-
-@pytest.fixture(scope="module")
-def client():
-    distributed = pytest.importorskip("distributed")
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, worker_dashboard_address=None)
-    c = distributed.Client(cluster, set_as_default=False)
-    try:
-        yield c
-    finally:
-        c.close()
-        cluster.close()
-
-
-def _data(n, seed, k=3, d=30):
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, k, n).astype(np.float64)
-    X = rng.random((n, d)) + 0.6 * y[:, None] * (np.arange(d) % k == 1)
-    X[X < 0.45] = 0.0
-    return y, X
+# the LocalCluster of two worker processes, the dask imports and the data of the
+# other cluster tests
+from test_cluster import _dask, _data, client  # noqa: F401 (client: a fixture)
 
 
 Y, X = _data(240, 1)

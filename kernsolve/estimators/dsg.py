@@ -319,8 +319,6 @@ class _BaseDSG(BaseEstimator):
         trained = [e for e in ends if e._trainer.n_seen > self._trainer.n_seen]
         if not trained:
             return copy.deepcopy(self)
-        if len(trained) == 1:
-            return trained[0]
         out = copy.copy(trained[0])
         out._trainer = DSGTrainer.averaged(self._trainer, [e._trainer for e in trained])
         out._passes = max(e._passes for e in trained)

@@ -254,7 +254,6 @@ class DSGTrainer:
                         coef=coef, intercept=intercept, stats=stats,
                         precision=self.h["precision"])
 
-
     @classmethod
     def averaged(cls, start, ends):
         """The average of trainers that each continued ``start`` on their own
@@ -292,15 +291,13 @@ class DSGTrainer:
         K = first.targets.n_outputs
         out = cls(first.h, first.targets)
         st = out.state = _c.StepState(first.h, K, max(n_blocks, _MIN_CAPACITY))
-        st.coef[:n_blocks] = _mean([s.coef[:s.n_blocks] * s.scale for s in states], n_blocks)
-        st.intercept[:] = _mean([s.intercept for s in states], None)
+        st.coef[:n_blocks] = _mean([s.coef[:s.n_blocks] * s.scale for s in states])
+        st.intercept[:] = _mean([s.intercept for s in states])
         if st.beta is not None:
-            st.beta[:n_blocks] = _mean([s.beta[:s.n_blocks] * s.scale for s in states],
-                                       n_blocks)
+            st.beta[:n_blocks] = _mean([s.beta[:s.n_blocks] * s.scale for s in states])
         if first.h["average"]:
-            st.avg_coef[:n_blocks] = _mean([s.avg_coef[:s.n_blocks] for s in states],
-                                           n_blocks)
-            st.avg_intercept[:] = _mean([s.avg_intercept for s in states], None)
+            st.avg_coef[:n_blocks] = _mean([s.avg_coef[:s.n_blocks] for s in states])
+            st.avg_intercept[:] = _mean([s.avg_intercept for s in states])
             st.n_avg = max(s.n_avg for s in states)
         st.scale, st.n_blocks = 1.0, n_blocks
         st.n_iter = max(s.n_iter for s in states)
@@ -325,11 +322,10 @@ class DSGTrainer:
         return out
 
 
-def _mean(arrays, n_blocks):
-    """The mean of arrays, added in their order; with ``n_blocks``, arrays of
-    fewer blocks are padded with zero blocks (a block they do not have)."""
-    total = np.zeros((n_blocks,) + arrays[0].shape[1:]) if n_blocks is not None \
-        else np.zeros(arrays[0].shape)
+def _mean(arrays):
+    """The mean of arrays, added in their order, those of fewer rows (blocks)
+    padded with zero rows (a block they do not have)."""
+    total = np.zeros((max(a.shape[0] for a in arrays),) + arrays[0].shape[1:])
     for a in arrays:
         total[:a.shape[0]] += a
     return total / len(arrays)
