@@ -1,4 +1,5 @@
-"""Running on a Dask cluster: prediction over partitions, partial_fit from partitions.
+"""Running on a Dask cluster: prediction over partitions, partial_fit from partitions
+(in turn, or at once with the DSG models averaged).
 
 The one owner of what kernsolve does on ``dask.distributed`` beyond
 cross-validation's joblib backend (``kernsolve.model_selection.cv``) and
@@ -23,6 +24,11 @@ EigenPro's centres model, which builds on it (``_cluster_centres``):
   where the estimator is), is fitted there and goes on to the next partition;
   only the final estimator comes back to the client.  The bits are those of ``partial_fit`` called on the same
   chunks in the same order in one process.
+* :func:`dask_parallel_fit` trains a DSG estimator on every partition at once:
+  a copy of the same start per group of partitions, the same chains as
+  ``dask_partial_fit``'s side by side, then one task averages the copies in
+  group order (the estimators' ``_averaged``, the trainers' ``averaged``) and
+  the average starts the next round.
 
 Dask itself is an optional dependency (the ``dask`` extra): it is imported in
 the functions that need it, never when kernsolve is imported.
