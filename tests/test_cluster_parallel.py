@@ -180,7 +180,7 @@ def test_the_settings_partial_fit_takes_from_its_first_chunk_come_from_the_first
     assert fitted.lambda_ == 1 / (2.0 * 50)
 
 
-def test_a_partition_without_rows(client):
+def test_a_partition_without_rows():
     dask, da = _dask()
     sizes = (60, 0, 90, 90)
     Xd = da.from_array(X, chunks=(sizes, -1))
