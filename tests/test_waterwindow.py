@@ -60,7 +60,7 @@ VOLUMES = [1e-9, 1e-3, 0.5, 13.3, 1e6]          # 1e6: more than the whole range
 
 
 def check_against_quickselect(c, y, volume):
-    g, b, covered, _ = water_level_window(c, volume, y)
+    g, b, covered, _, _ = water_level_window(c, volume, y)
     if y is None:
         g0, cov0 = water_level(c, volume)
         assert g == pytest.approx(g0, rel=1e-12, abs=1e-13)
@@ -126,7 +126,7 @@ def test_cut_takes_ties_in_index_order():
     # positives all tied at 0: the covered k positives are the first k indices
     c = np.array([0.0, 5.0, 0.0, 0.0, 1.0, 0.0, 2.0])
     y = np.array([1, -1, 1, 1, -1, 1, -1])
-    g, b, covered, _ = water_level_window(c, 0.5, y)
+    g, b, covered, _, _ = water_level_window(c, 0.5, y)
     k = covered[0].size
     assert np.array_equal(covered[0], np.flatnonzero(y == 1)[:k])
     assert np.array_equal(covered[1], np.flatnonzero(y == -1)[np.argsort(c[y == -1], kind="stable")][:k])
@@ -134,7 +134,7 @@ def test_cut_takes_ties_in_index_order():
 
 def test_zero_volume_uses_the_quickselect():
     c = np.array([0.2, -0.1, -0.1, 0.4])
-    g, b, covered, fell_back = water_level_window(c, 0.0)
+    g, b, covered, fell_back, _ = water_level_window(c, 0.0)
     assert fell_back and g == -0.1 and list(covered[0]) == [1, 2]
 
 

@@ -30,6 +30,17 @@ from it in the last bits; k, the covered set and the bias interval are the same.
 The covered set is returned as a cut per class (the k-th smallest value x and
 how many points with value x are covered: the first ones in index order), so
 "covered point number u" is the u-th in index order whichever search ran.
+
+Thresholds (the SBP's fills): a caller that knows a value per class with the
+covered set below it (the solver does, from the last iteration's fill and the
+size of its step) passes it, and the first pass keeps only the values at or
+below it -- a prefix of each class in sorted order, so the search above runs
+on a third of the points on a9a instead of all of them, and the covered
+points are drawn from these members.  The checks of the final step then also
+ask that the value above rank k lies inside the kept values; when they fail
+the fill starts again without thresholds.  The answer does not depend on the
+thresholds, only the work.  Each fill returns the next threshold it can
+certify: the top edge of the first pass's bucket holding rank k + margin.
 """
 from libc.stdint cimport uint64_t
 from libc.math cimport INFINITY, isfinite
@@ -47,6 +58,10 @@ cdef struct Counts:
     long long round_values # values in those windows
     long long sorted       # values sorted by the final step
     long long fallbacks    # fills answered by the quickselect search
+    long long bounded      # fills given bounds
+    long long members      # values at most the upper bounds, summed over those fills
+    long long kept         # values between the bounds, summed over those fills
+    long long widened      # bounded fills that looked at every value after all
 
 cdef Counts COUNTS
 
@@ -55,11 +70,16 @@ cdef enum:
     N_BUCKETS = 1024    # buckets per histogram pass (the counts stay in L1)
     SMALL_WINDOW = 64   # a class window this small is sorted
     MAX_ROUNDS = 8      # histogram passes at most (ties stop them earlier)
+    # next_hi certifies rank k + MARGIN_MIN + k / 2**MARGIN_SHIFT: room for
+    # the ranks to move in one step (measured: see doc/sbp.md)
+    MARGIN_MIN = 64
+    MARGIN_SHIFT = 4
 
 
 # One class's search state: its w values in v (in index order until the
 # final sort), the count and sum of its values below them (all covered), the
-# smallest value above them.
+# smallest value above them that it saw; partial: values above the
+# threshold were not kept (above may then be larger than the smallest of them).
 cdef struct ClassWindow:
     double* v
     Py_ssize_t w
@@ -67,6 +87,7 @@ cdef struct ClassWindow:
     Py_ssize_t nb
     double sb
     double above
+    bint partial
 
 
 # Counts by value bucket.  Bucket q holds the values x with
@@ -248,10 +269,11 @@ cdef void _sort(double* v, Py_ssize_t n) noexcept nogil:
 
 
 cdef bint _choose(ClassWindow* cls, int nc, Py_ssize_t m, double volume,
-                  Histogram* hist) noexcept nogil:
+                  Histogram* hist, Py_ssize_t* below_k, Py_ssize_t* above_k) noexcept nogil:
     """From the histograms of the class windows, the buckets qa..qb of each
     class that hold ranks k and k + 1 (all of them where the bounds do not
-    tell).  False when every class keeps all its buckets."""
+    tell), and ranks *below_k <= k < *above_k (0: not known).  False when
+    every class keeps all its buckets."""
     cdef RankCursor cur[2]
     cdef Py_ssize_t r, r_start = 0, r_end = m, r_a = 0, r_b = 0, first, last, local, part
     cdef double dlo, dhi, slo, shi, vol_lo, vol_hi, elo, ehi
@@ -284,6 +306,8 @@ cdef bint _choose(ClassWindow* cls, int nc, Py_ssize_t m, double volume,
         if vol_lo >= volume:
             r_b = r                   # k < r: ranks above r are not needed
             break
+    below_k[0] = r_a
+    above_k[0] = r_b
     for c in range(nc):
         # keep ranks r_a .. r_b (k and k + 1 lie there); unknown ends: keep
         # all (rank m + 1 of the larger class is the room above k = m)
@@ -301,9 +325,10 @@ cdef bint _choose(ClassWindow* cls, int nc, Py_ssize_t m, double volume,
 
 
 cdef bint _refine(ClassWindow* cls, int nc, Py_ssize_t m, double volume,
-                  Histogram* hist) noexcept nogil:
+                  Histogram* hist, Py_ssize_t* below_k, Py_ssize_t* above_k) noexcept nogil:
     """One histogram pass over each class window (already in v) and the
-    shrink it allows.  False when no window shrank."""
+    shrink it allows (*below_k, *above_k: as _choose's).  False when no
+    window shrank."""
     cdef Py_ssize_t i, j
     cdef int c
     cdef bint shrunk = False
@@ -319,7 +344,7 @@ cdef bint _refine(ClassWindow* cls, int nc, Py_ssize_t m, double volume,
             hi = _max(hi, cls[c].v[i])
         _clear(&hist[c], lo, hi)
         _count(&hist[c], cls[c].v, cls[c].w)
-    if not _choose(cls, nc, m, volume, hist):
+    if not _choose(cls, nc, m, volume, hist, below_k, above_k):
         return False
     for c in range(nc):
         _start(&nw)
@@ -376,6 +401,8 @@ cdef bint _exact(ClassWindow* cls, int nc, Py_ssize_t m, double volume,
     for c in range(nc):
         local = k - cls[c].nb                      # 1-based rank k in the window
         x = cls[c].v[local - 1]
+        if local == cls[c].w and cls[c].partial and cls[c].above == INFINITY:
+            return False                           # the value above k was not kept
         nxt[c] = cls[c].v[local] if local < cls[c].w else cls[c].above
         # ties of x all lie in the window (lower buckets hold smaller values)
         t = 0
@@ -446,66 +473,166 @@ cdef int _fallback(const double* v, double scale, const signed char* y, Py_ssize
     return WF_OK
 
 
-cdef int fill_window(const double* v, double scale, const signed char* y,
-                     Py_ssize_t n, bint bias, double volume, double* buf,
-                     Py_ssize_t* ibuf, uint64_t key, uint64_t* counter,
-                     WaterCut* out) noexcept nogil:
-    cdef ClassWindow cls[2]
+cdef Bounds NO_BOUNDS
+NO_BOUNDS.lo[0] = NO_BOUNDS.lo[1] = -INFINITY
+NO_BOUNDS.hi[0] = NO_BOUNDS.hi[1] = INFINITY
+
+
+cdef void _split(const double* v, double scale, const signed char* y, Py_ssize_t n,
+                 bint bias, const Bounds* bounds, ClassWindow* cls, Py_ssize_t* ibuf,
+                 WaterCut* out) noexcept nogil:
+    """Each class's values from lo to hi into its window, the ones below lo
+    counted and summed, the indices of those at most hi (in index order) into
+    its members.  cls[c].v and n_all are set.  No branch on the class or the
+    value: each value and index is written to both classes' ends and kept or
+    overwritten next (buf[n_0] and buf[n + 1], ibuf the same, are spare)."""
+    cdef Py_ssize_t j, m0 = 0, m1 = 0, w0 = 0, w1 = 0, nb0 = 0, nb1 = 0
+    cdef double l0 = bounds.lo[0], l1 = bounds.lo[1], h0 = bounds.hi[0], h1 = bounds.hi[1]
+    cdef double x, sb0 = 0.0, sb1 = 0.0
+    cdef double* v0 = cls[0].v
+    cdef double* v1 = cls[1].v
+    cdef Py_ssize_t* i0 = ibuf
+    cdef Py_ssize_t* i1 = ibuf + cls[0].n_all + 1
+    cdef bint pos, in0, in1, below0, below1
+    cdef int c
+    if bias:
+        for j in range(n):
+            x = v[j] * scale
+            pos = y[j] == 1
+            in0 = pos & (x <= h0)
+            in1 = (not pos) & (x <= h1)
+            below0 = in0 & (x < l0)
+            below1 = in1 & (x < l1)
+            i0[m0] = j
+            i1[m1] = j
+            m0 += in0
+            m1 += in1
+            v0[w0] = x
+            v1[w1] = x
+            w0 += in0 & (not below0)
+            w1 += in1 & (not below1)
+            nb0 += below0
+            nb1 += below1
+            sb0 += x * PRESENT[below0]
+            sb1 += x * PRESENT[below1]
+    else:
+        for j in range(n):
+            x = v[j] * scale
+            in0 = x <= h0
+            below0 = in0 & (x < l0)
+            i0[m0] = j
+            m0 += in0
+            v0[w0] = x
+            w0 += in0 & (not below0)
+            nb0 += below0
+            sb0 += x * PRESENT[below0]
+    cls[0].w = w0
+    cls[1].w = w1
+    cls[0].nb = nb0
+    cls[1].nb = nb1
+    cls[0].sb = sb0
+    cls[1].sb = sb1
+    out.members[0] = i0
+    out.members[1] = i1
+    out.n_members[0] = m0
+    out.n_members[1] = m1
+    for c in range(2 if bias else 1):
+        cls[c].above = INFINITY
+        cls[c].partial = out.n_members[c] < cls[c].n_all
+
+
+cdef inline Py_ssize_t _margin(Py_ssize_t k) noexcept nogil:
+    return MARGIN_MIN + (k >> MARGIN_SHIFT)
+
+
+cdef bint _search(ClassWindow* cls, int nc, Py_ssize_t m, double volume,
+                  WaterCut* out) noexcept nogil:
+    """The window search over the split windows; out.next from the first
+    pass's histogram (or the sorted windows) where it certifies more than the
+    bounds the fill had.  False when the final step's checks fail."""
     cdef Histogram hist[2]
-    cdef Py_ssize_t j, np_ = 0, m, k0, k1
-    cdef int nc = 2 if bias else 1, c, rounds
-    cdef bint pos
-    cdef double x
+    cdef Py_ssize_t above_k = 0, below_k = 0, local
+    # the windows before the first pass narrows them
+    cdef Py_ssize_t split_nb[2]
+    cdef Py_ssize_t split_w[2]
+    cdef int c, rounds = 0
+    cdef bint shrunk
+    for c in range(nc):
+        if cls[c].w == 0:
+            return False
+        split_nb[c] = cls[c].nb
+        split_w[c] = cls[c].w
+    while rounds < MAX_ROUNDS and (cls[0].w > SMALL_WINDOW
+                                   or (nc == 2 and cls[1].w > SMALL_WINDOW)):
+        rounds += 1
+        shrunk = _refine(cls, nc, m, volume, hist, &below_k, &above_k)
+        if rounds == 1:
+            # a bucket's edges bound the ranks it holds: hi above rank
+            # above_k + margin, lo below rank below_k - margin
+            for c in range(nc):
+                local = above_k + _margin(above_k) - split_nb[c]
+                if above_k > 0 and 1 <= local <= split_w[c]:
+                    out.next.hi[c] = _edge_above(&hist[c], _bucket_of_rank(&hist[c], local))
+                local = below_k - _margin(below_k) - split_nb[c]
+                if below_k > 0 and 1 <= local <= split_w[c]:
+                    out.next.lo[c] = _edge(&hist[c], _bucket_of_rank(&hist[c], local))
+        if not shrunk:
+            break
+    if not _exact(cls, nc, m, volume, out):
+        return False
+    if rounds == 0:                   # the whole windows were sorted
+        for c in range(nc):
+            local = out.k + _margin(out.k) - split_nb[c]
+            if 1 <= local <= split_w[c]:
+                out.next.hi[c] = cls[c].v[local - 1]
+            local = out.k - _margin(out.k) - split_nb[c]
+            if 1 <= local <= split_w[c]:
+                out.next.lo[c] = cls[c].v[local - 1]
+    return True
+
+
+cdef int fill_window(const double* v, double scale, const signed char* y,
+                     Py_ssize_t n, Py_ssize_t n_pos, bint bias, double volume,
+                     const Bounds* bounds, double* buf, Py_ssize_t* ibuf,
+                     uint64_t key, uint64_t* counter, WaterCut* out) noexcept nogil:
+    cdef ClassWindow cls[2]
+    cdef Py_ssize_t m
+    cdef int nc = 2 if bias else 1, st
     out.used_fallback = False
     COUNTS.fills += 1
     if n <= 0:
         return WF_EMPTY
-    if bias:
-        for j in range(n):
-            np_ += y[j] == 1
-        if np_ == 0 or np_ == n:
-            return WF_EMPTY
-    else:
-        np_ = n
-    if not (volume > 0.0):
-        out.used_fallback = True
-        return _fallback(v, scale, y, n, bias, volume, buf, ibuf, key, counter, out)
-    # Split by class without a branch on it: positives (or all) at buf[0..np_),
-    # negatives at buf[np_ + 1..n + 1); each value is written to both, the
-    # wrong one is overwritten next (buf[np_] and buf[n + 1] are spare).
+    if not bias:
+        n_pos = n
+    elif n_pos <= 0 or n_pos >= n:
+        return WF_EMPTY
+    # positives (or all) at buf[0..n_pos), negatives at buf[n_pos + 1..n + 1)
     cls[0].v = buf
-    cls[0].n_all = np_
-    cls[1].v = buf + np_ + 1
-    cls[1].n_all = n - np_
-    if bias:
-        k0 = k1 = 0
-        for j in range(n):
-            x = v[j] * scale
-            pos = y[j] == 1
-            cls[0].v[k0] = x
-            cls[1].v[k1] = x
-            k0 += pos
-            k1 += not pos
-    else:
-        for j in range(n):
-            buf[j] = v[j] * scale
-    for c in range(nc):
-        cls[c].w = cls[c].n_all
-        cls[c].nb = 0
-        cls[c].sb = 0.0
-        cls[c].above = INFINITY
+    cls[0].n_all = n_pos
+    cls[1].v = buf + n_pos + 1
+    cls[1].n_all = n - n_pos
     m = m_of(cls, nc)
-    rounds = 0
-    while rounds < MAX_ROUNDS and (cls[0].w > SMALL_WINDOW
-                                   or (nc == 2 and cls[1].w > SMALL_WINDOW)):
-        rounds += 1
-        if not _refine(cls, nc, m, volume, hist):
-            break
-    if _exact(cls, nc, m, volume, out):
-        return WF_OK
+    if volume > 0.0:
+        if bounds != NULL:
+            COUNTS.bounded += 1
+            _split(v, scale, y, n, bias, bounds, cls, ibuf, out)
+            COUNTS.members += out.n_members[0] + (out.n_members[1] if bias else 0)
+            COUNTS.kept += cls[0].w + (cls[1].w if bias else 0)
+            out.next = bounds[0]
+            if _search(cls, nc, m, volume, out):
+                return WF_OK
+            COUNTS.widened += 1
+        _split(v, scale, y, n, bias, &NO_BOUNDS, cls, ibuf, out)
+        out.next = NO_BOUNDS
+        if _search(cls, nc, m, volume, out):
+            return WF_OK
+        COUNTS.fallbacks += 1
     out.used_fallback = True
-    COUNTS.fallbacks += 1
-    return _fallback(v, scale, y, n, bias, volume, buf, ibuf, key, counter, out)
+    out.next = NO_BOUNDS
+    st = _fallback(v, scale, y, n, bias, volume, buf, ibuf, key, counter, out)
+    # the quickselect rearranged buf and ibuf: every point is a member again
+    _split(v, scale, y, n, bias, &NO_BOUNDS, cls, ibuf, out)
+    return st
 
 
 cdef inline Py_ssize_t m_of(const ClassWindow* cls, int nc) noexcept nogil:
@@ -515,25 +642,25 @@ cdef inline Py_ssize_t m_of(const ClassWindow* cls, int nc) noexcept nogil:
     return cls[0].n_all
 
 
-cdef Py_ssize_t covered_point(const double* v, const signed char* y, Py_ssize_t n,
-                              bint bias, const WaterCut* cut, Py_ssize_t u) noexcept nogil:
+cdef Py_ssize_t covered_point(const double* v, const WaterCut* cut,
+                              Py_ssize_t u) noexcept nogil:
     cdef int c = 0
-    cdef Py_ssize_t j, seen = 0, ties = 0
+    cdef Py_ssize_t q, j, seen = 0, ties = 0
+    cdef const Py_ssize_t* members
     cdef double x, cx
-    cdef bint mine
-    if bias and u >= cut.k:
+    cdef bint tie
+    if u >= cut.k:                    # with a bias: the negatives
         c = 1
         u -= cut.k
+    members = cut.members[c]
     cx = cut.x[c]
-    # counted without a branch on the class or the value (both unpredictable)
-    for j in range(n):
-        mine = not bias or ((y[j] == 1) == (c == 0))
+    # counted without a branch on the value (unpredictable)
+    for q in range(cut.n_members[c]):
+        j = members[q]
         x = v[j]
-        if x == cx and mine:
-            ties += 1
-            seen += ties <= cut.ties[c]
-        else:
-            seen += mine and x < cx
+        tie = x == cx
+        ties += tie
+        seen += (x < cx) | (tie & (ties <= cut.ties[c]))
         if seen > u:
             return j
     return -1
@@ -542,26 +669,34 @@ cdef Py_ssize_t covered_point(const double* v, const signed char* y, Py_ssize_t 
 # ------------------------------------------------------------ Python access
 
 def search_counts(reset=False):
-    """The work counters (fills, rounds, round_values, sorted, fallbacks) since
-    the last reset; ``reset=True`` zeroes them after reading."""
+    """The work counters (fills, rounds, round_values, sorted, fallbacks,
+    bounded, members, kept, widened) since the last reset; ``reset=True``
+    zeroes them after reading."""
     out = dict(COUNTS)
     if reset:
         COUNTS.fills = COUNTS.rounds = COUNTS.round_values = 0
         COUNTS.sorted = COUNTS.fallbacks = 0
+        COUNTS.bounded = COUNTS.members = COUNTS.kept = COUNTS.widened = 0
     return out
 
 
-def water_level_window(values, double volume, y=None, seed=0):
+def water_level_window(values, double volume, y=None, seed=0, lo=None, hi=None):
     """Water level (and bias, with ``y``) by the window search, for tests.
+
+    ``lo``, ``hi``: None, or the bounds (one per class: positives, negatives;
+    one without ``y``) the fill may assume (see ``fill_window``).
 
     Returns
     -------
     gamma, bias : float (bias 0.0 without y)
     covered : list of ndarray of intp
         The covered indices of each class in index order (positives, then
-        negatives, with y; all points without), from the cut.
+        negatives, with y; all points without): ``covered_point`` for every
+        draw u.
     used_fallback : bool
         Whether the quickselect search of _waterfill gave the answer.
+    next_bounds : (list of float, list of float)
+        The bounds (lo, hi) by class that the fill certified for a next fill.
     """
     vv = np.array(values, dtype=np.float64, copy=True).ravel()
     if vv.size == 0 or not np.all(np.isfinite(vv)):
@@ -575,26 +710,35 @@ def water_level_window(values, double volume, y=None, seed=0):
         raise ValueError(f"y has {yy.size} entries, values {vv.size}")
     if bias and (np.all(yy == 1) or np.all(yy == -1)):
         raise ValueError("water filling with a bias needs points of both classes")
+    cdef int nc = 2 if bias else 1
+    cdef Bounds given
+    for name, limits, default in (("lo", lo, -np.inf), ("hi", hi, np.inf)):
+        limits = np.full(nc, default) if limits is None else \
+            np.array(limits, dtype=np.float64).ravel()
+        if limits.size != nc or np.any(np.isnan(limits)):
+            raise ValueError(f"{name} must hold {nc} bounds (not NaN), got {limits!r}")
+        for c in range(2):
+            bound = limits[c] if c < nc else default
+            if name == "lo":
+                given.lo[c] = bound
+            else:
+                given.hi[c] = bound
     cdef double[::1] v = vv
     cdef const signed char[::1] ys = yy
     cdef double[::1] buf = np.empty(vv.size + 2)
-    cdef Py_ssize_t[::1] ibuf = np.empty(vv.size, dtype=np.intp)
+    cdef Py_ssize_t[::1] ibuf = np.empty(vv.size + 2, dtype=np.intp)
     cdef uint64_t key = rng_key(<uint64_t>seed, STREAM_SAMPLING)
     cdef uint64_t counter = 0
+    cdef Py_ssize_t n_pos = np.count_nonzero(yy == 1)
+    cdef const Bounds* assume = NULL if lo is None and hi is None else &given
     cdef WaterCut cut
     cdef int st
     with nogil:
-        st = fill_window(&v[0], 1.0, &ys[0], v.shape[0], bias, volume, &buf[0],
-                         &ibuf[0], key, &counter, &cut)
+        st = fill_window(&v[0], 1.0, &ys[0], v.shape[0], n_pos, bias, volume, assume,
+                         &buf[0], &ibuf[0], key, &counter, &cut)
     if st != WF_OK:
         raise ValueError("water filling found no points")
-    covered = []
-    for c, cls in enumerate([1, -1] if bias else [1]):
-        members = np.flatnonzero(yy == cls)
-        x = vv[members]
-        tie = x == cut.x[c]
-        take = (x < cut.x[c]) | (tie & (np.cumsum(tie) <= cut.ties[c]))
-        covered.append(members[take])
-    return cut.gamma, cut.bias, covered, bool(cut.used_fallback)
-
-
+    covered = [np.array([covered_point(&v[0], &cut, c * cut.k + u) for u in range(cut.k)],
+                        dtype=np.intp) for c in range(nc)]
+    return (cut.gamma, cut.bias, covered, bool(cut.used_fallback),
+            ([cut.next.lo[c] for c in range(nc)], [cut.next.hi[c] for c in range(nc)]))
