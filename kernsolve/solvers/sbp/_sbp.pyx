@@ -56,7 +56,8 @@ from kernsolve._core._solver cimport (
     tuning_dict, tuning_update, Poll, poll_init, poll_due_at, visit_python,
     Bandit, bandit_init, bandit_record, bandit_step, bandit_threads)
 from ._waterfill cimport WF_OK
-from ._waterwindow cimport Bounds, WaterCut, fill_window, covered_point
+from ._waterwindow cimport Bounds, Classes, WaterCut, classes_of, fill_window, covered_point
+from ._waterwindow import class_lists
 
 cdef enum:
     STOP_ITERATIONS = 0
@@ -74,6 +75,8 @@ cdef Tuning TUNING = Tuning(par_min=32768, poll_seconds=1.0, adaptive=True)
 # Pivot draws of the water filling use counters from 2**63 up in the sampling
 # stream; the index draws use counters 0, 1, ... (draw t-1 at iteration t).
 cdef uint64_t PIVOT_COUNTER0 = (<uint64_t>1) << 63
+# Whether the iterations' fills get bounds (tests compare with fills without).
+cdef bint BOUNDED_FILLS = True
 
 
 # min and max of finite values as one instruction each (libm's fmin / fmax are
@@ -84,6 +87,48 @@ cdef inline double _min(double a, double b) noexcept nogil:
 
 cdef inline double _max(double a, double b) noexcept nogil:
     return a if a > b else b
+
+
+# The smallest and largest of a kernel row: four at a time with SSE's minps /
+# maxps on x86-64 (its baseline; GCC does not vectorize a min of floats
+# without -ffinite-math-only).  Exact either way: no rounding.
+cdef extern from *:
+    """
+    #include <stddef.h>
+    #if defined(__x86_64__) && defined(__GNUC__)
+    #include <xmmintrin.h>
+    #endif
+    static void sbp_float_range(const float *x, ptrdiff_t n, float *lo, float *hi)
+    {
+        ptrdiff_t j = 0;
+        float a = x[0], b = x[0];
+    #if defined(__x86_64__) && defined(__GNUC__)
+        if (n >= 4) {
+            __m128 mn = _mm_loadu_ps(x), mx = mn;
+            float lanes[4];
+            int q;
+            for (j = 4; j + 4 <= n; j += 4) {
+                __m128 v = _mm_loadu_ps(x + j);
+                mn = _mm_min_ps(mn, v);
+                mx = _mm_max_ps(mx, v);
+            }
+            _mm_storeu_ps(lanes, mn);
+            for (q = 0; q < 4; q++)
+                a = lanes[q] < a ? lanes[q] : a;
+            _mm_storeu_ps(lanes, mx);
+            for (q = 0; q < 4; q++)
+                b = lanes[q] > b ? lanes[q] : b;
+        }
+    #endif
+        for (; j < n; j++) {
+            a = x[j] < a ? x[j] : a;
+            b = x[j] > b ? x[j] : b;
+        }
+        *lo = a;
+        *hi = b;
+    }
+    """
+    void sbp_float_range(const float* x, Py_ssize_t n, float* lo, float* hi) nogil
 
 
 cdef class _SBP:
@@ -114,7 +159,8 @@ cdef class _SBP:
     cdef Py_ssize_t[::1] ibuf
     cdef WaterCut cut            # the last water filling of the current iterate
     cdef Bounds bounds           # what the next filling may assume, by class
-    cdef Py_ssize_t n_pos        # training points with y = +1
+    cdef Py_ssize_t[::1] by_class
+    cdef Classes classes         # the training points of each class (by_class)
     cdef long long n_fallback    # fillings answered by the quickselect search
     # run
     cdef long long n_iter
@@ -143,11 +189,12 @@ cdef class _SBP:
         self.support = np.zeros(n_train, dtype=np.intp)
         self.in_support = np.zeros(n_train, dtype=np.uint8)
         self.n_support = 0
-        self.buf = np.zeros(n_train + 2)
+        self.buf = np.zeros(n_train + 4)
         self.ibuf = np.zeros(n_train + 2, dtype=np.intp)
         self.bounds.lo[0] = self.bounds.lo[1] = -INFINITY
         self.bounds.hi[0] = self.bounds.hi[1] = INFINITY
-        self.n_pos = np.count_nonzero(np.asarray(y)[:n_train] == 1)
+        self.by_class = class_lists(np.asarray(y)[:n_train], bias)
+        self.classes = classes_of(self.by_class, np.asarray(y)[:n_train], bias)
         self.n_iter = 0
         self.r2 = 0.0
         self.n_fallback = 0
@@ -163,7 +210,7 @@ cdef class _SBP:
                    WaterCut* cut) noexcept nogil:
         """Water-fill the training responses scale * v into *cut (bounds: what
         the search may assume, or NULL)."""
-        cdef int st = fill_window(v, scale, &self.y[0], self.n, self.n_pos, self.bias,
+        cdef int st = fill_window(v, scale, &self.y[0], self.n, &self.classes, self.bias,
                                   self.volume, bounds, &self.buf[0], &self.ibuf[0],
                                   self.key, &self.pivot_counter, cut)
         if cut.used_fallback:
@@ -177,7 +224,8 @@ cdef class _SBP:
         cdef Py_ssize_t i, j, u, s, n_total = self.n_total
         cdef double scale, a, cj, r, t0 = 0.0
         cdef const kfloat* row
-        cdef int st = self._fill(&self.c[0], 1.0, &self.bounds, &self.cut)
+        cdef int st = self._fill(&self.c[0], 1.0,
+                                 &self.bounds if BOUNDED_FILLS else NULL, &self.cut)
         if st != ST_OK:
             return st
         u = <Py_ssize_t>rng_integer(self.key, <uint64_t>(t - 1),
@@ -235,14 +283,11 @@ cdef class _SBP:
         next.hi (>= next.lo) now has at most (next.hi + the largest a y_c K_ij
         of the step) * scale after it (at least (next.lo + the smallest) *
         scale), so the certified ranks stay inside."""
-        cdef Py_ssize_t j
-        cdef double lo = INFINITY, top = -INFINITY
+        cdef float lo, top
         cdef double rise[2]
         cdef double fall[2]
         cdef int c
-        for j in range(self.n):
-            lo = _min(lo, row[j])
-            top = _max(top, row[j])
+        sbp_float_range(row, self.n, &lo, &top)
         rise[0] = _max(a * top, a * lo)       # the positives' largest change
         fall[0] = _min(a * top, a * lo)       # and smallest
         rise[1] = -fall[0]                    # the negatives'
@@ -445,6 +490,15 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y,
         "n_support": int(s.n_support),
         "n_fallback_fills": int(s.n_fallback),
     }
+
+
+def _set_bounded_fills(bint bounded):
+    """Tests: whether the iterations' water fillings get bounds; returns the
+    previous setting."""
+    global BOUNDED_FILLS
+    previous = BOUNDED_FILLS
+    BOUNDED_FILLS = bounded
+    return bool(previous)
 
 
 def _get_tuning():

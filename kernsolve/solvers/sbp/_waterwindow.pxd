@@ -4,6 +4,18 @@
 from libc.stdint cimport uint64_t
 
 
+# The points of each class (index as in WaterCut) in index order: fixed for
+# a problem, so the fills need not split the points by class.
+cdef struct Classes:
+    const Py_ssize_t* idx[2]
+    Py_ssize_t n[2]
+
+
+# The Classes over the lists _waterwindow.class_lists(y, bias) gives (which
+# must outlive it).
+cdef Classes classes_of(Py_ssize_t[::1] lists, y, bint bias)
+
+
 # Bounds of the values of each class (index as in WaterCut) that the search
 # needs to keep: those below lo[c] are known to be covered, those above hi[c]
 # to lie above the value after rank k.  -INFINITY / INFINITY: none.
@@ -35,15 +47,15 @@ cdef struct WaterCut:
 
 
 # Water-fill the values scale * v[0..n) (with a bias: classes y = +1 / -1,
-# n_pos of them +1) at volume n * nu.  bounds: NULL, or what the search may
-# assume: it counts and sums the values below lo[c], keeps those from lo[c] to
-# hi[c], and checks that rank k and the value after it lie among them, else
-# it looks at every value (the result is the same; only the work differs).
-# buf (n + 2 doubles) and ibuf (n + 2 indices) are scratch, and ibuf holds
-# out.members; key and *counter draw the pivots of the fallback.  Returns
-# WF_OK or WF_EMPTY.
+# listed in *classes; without: classes lists every point as class 0) at
+# volume n * nu.  bounds: NULL, or what the search may assume: it counts and
+# sums the values below lo[c], keeps those from lo[c] to hi[c], and checks
+# that rank k and the value after it lie among them, else it looks at every
+# value (the result is the same; only the work differs).  buf (n + 4
+# doubles) and ibuf (n + 2 indices) are scratch, and ibuf holds out.members;
+# key and *counter draw the pivots of the fallback.  Returns WF_OK or WF_EMPTY.
 cdef int fill_window(const double* v, double scale, const signed char* y,
-                     Py_ssize_t n, Py_ssize_t n_pos, bint bias, double volume,
+                     Py_ssize_t n, const Classes* classes, bint bias, double volume,
                      const Bounds* bounds, double* buf, Py_ssize_t* ibuf,
                      uint64_t key, uint64_t* counter, WaterCut* out) noexcept nogil
 

@@ -72,8 +72,8 @@ cdef enum:
     MAX_ROUNDS = 8      # histogram passes at most (ties stop them earlier)
     # next_hi certifies rank k + MARGIN_MIN + k / 2**MARGIN_SHIFT: room for
     # the ranks to move in one step (measured: see doc/sbp.md)
-    MARGIN_MIN = 64
-    MARGIN_SHIFT = 4
+    MARGIN_MIN = 16
+    MARGIN_SHIFT = 6
 
 
 # One class's search state: its w values in v (in index order until the
@@ -478,67 +478,63 @@ NO_BOUNDS.lo[0] = NO_BOUNDS.lo[1] = -INFINITY
 NO_BOUNDS.hi[0] = NO_BOUNDS.hi[1] = INFINITY
 
 
-cdef void _split(const double* v, double scale, const signed char* y, Py_ssize_t n,
-                 bint bias, const Bounds* bounds, ClassWindow* cls, Py_ssize_t* ibuf,
+cdef Py_ssize_t _split_class(const double* v, double scale, const Py_ssize_t* idx,
+                             Py_ssize_t n_c, double lo, double hi, ClassWindow* cw,
+                             Py_ssize_t* members) noexcept nogil:
+    """The class's values from lo to hi into its window (the front of cw.v),
+    the ones below lo counted and summed (kept at the back of cw.v on the
+    way), the indices of those at most hi into members, in index order;
+    returns their number.  No branch on the value: each value and index is
+    written and kept or overwritten next (cw.v has n_c + 2 places, members
+    n_c + 1)."""
+    cdef Py_ssize_t q, j, m = 0, w = 0, nb = 0
+    cdef double x, s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
+    cdef double* window = cw.v
+    cdef double* back = cw.v + n_c + 1          # the values below lo, from the end
+    cdef const double* below_values
+    cdef bint inside, below
+    for q in range(n_c):
+        j = idx[q]
+        x = v[j] * scale
+        inside = x <= hi
+        below = inside & (x < lo)
+        members[m] = j
+        m += inside
+        window[w] = x
+        w += inside & (not below)
+        back[-nb] = x
+        nb += below
+    # four partial sums (the values below are many: k - margin)
+    below_values = back - nb + 1
+    q = 0
+    while q + 4 <= nb:
+        s0 += below_values[q]
+        s1 += below_values[q + 1]
+        s2 += below_values[q + 2]
+        s3 += below_values[q + 3]
+        q += 4
+    while q < nb:
+        s0 += below_values[q]
+        q += 1
+    cw.w = w
+    cw.nb = nb
+    cw.sb = (s0 + s1) + (s2 + s3)
+    cw.above = INFINITY
+    cw.partial = m < n_c
+    return m
+
+
+cdef void _split(const double* v, double scale, const Classes* classes, int nc,
+                 const Bounds* bounds, ClassWindow* cls, Py_ssize_t* ibuf,
                  WaterCut* out) noexcept nogil:
-    """Each class's values from lo to hi into its window, the ones below lo
-    counted and summed, the indices of those at most hi (in index order) into
-    its members.  cls[c].v and n_all are set.  No branch on the class or the
-    value: each value and index is written to both classes' ends and kept or
-    overwritten next (buf[n_0] and buf[n + 1], ibuf the same, are spare)."""
-    cdef Py_ssize_t j, m0 = 0, m1 = 0, w0 = 0, w1 = 0, nb0 = 0, nb1 = 0
-    cdef double l0 = bounds.lo[0], l1 = bounds.lo[1], h0 = bounds.hi[0], h1 = bounds.hi[1]
-    cdef double x, sb0 = 0.0, sb1 = 0.0
-    cdef double* v0 = cls[0].v
-    cdef double* v1 = cls[1].v
-    cdef Py_ssize_t* i0 = ibuf
-    cdef Py_ssize_t* i1 = ibuf + cls[0].n_all + 1
-    cdef bint pos, in0, in1, below0, below1
+    """Every class's window and members (_split_class)."""
     cdef int c
-    if bias:
-        for j in range(n):
-            x = v[j] * scale
-            pos = y[j] == 1
-            in0 = pos & (x <= h0)
-            in1 = (not pos) & (x <= h1)
-            below0 = in0 & (x < l0)
-            below1 = in1 & (x < l1)
-            i0[m0] = j
-            i1[m1] = j
-            m0 += in0
-            m1 += in1
-            v0[w0] = x
-            v1[w1] = x
-            w0 += in0 & (not below0)
-            w1 += in1 & (not below1)
-            nb0 += below0
-            nb1 += below1
-            sb0 += x * PRESENT[below0]
-            sb1 += x * PRESENT[below1]
-    else:
-        for j in range(n):
-            x = v[j] * scale
-            in0 = x <= h0
-            below0 = in0 & (x < l0)
-            i0[m0] = j
-            m0 += in0
-            v0[w0] = x
-            w0 += in0 & (not below0)
-            nb0 += below0
-            sb0 += x * PRESENT[below0]
-    cls[0].w = w0
-    cls[1].w = w1
-    cls[0].nb = nb0
-    cls[1].nb = nb1
-    cls[0].sb = sb0
-    cls[1].sb = sb1
-    out.members[0] = i0
-    out.members[1] = i1
-    out.n_members[0] = m0
-    out.n_members[1] = m1
-    for c in range(2 if bias else 1):
-        cls[c].above = INFINITY
-        cls[c].partial = out.n_members[c] < cls[c].n_all
+    cdef Py_ssize_t* members = ibuf
+    for c in range(nc):
+        out.members[c] = members
+        out.n_members[c] = _split_class(v, scale, classes.idx[c], classes.n[c],
+                                        bounds.lo[c], bounds.hi[c], &cls[c], members)
+        members += classes.n[c] + 1
 
 
 cdef inline Py_ssize_t _margin(Py_ssize_t k) noexcept nogil:
@@ -592,37 +588,34 @@ cdef bint _search(ClassWindow* cls, int nc, Py_ssize_t m, double volume,
 
 
 cdef int fill_window(const double* v, double scale, const signed char* y,
-                     Py_ssize_t n, Py_ssize_t n_pos, bint bias, double volume,
+                     Py_ssize_t n, const Classes* classes, bint bias, double volume,
                      const Bounds* bounds, double* buf, Py_ssize_t* ibuf,
                      uint64_t key, uint64_t* counter, WaterCut* out) noexcept nogil:
     cdef ClassWindow cls[2]
     cdef Py_ssize_t m
-    cdef int nc = 2 if bias else 1, st
+    cdef int nc = 2 if bias else 1, c, st
     out.used_fallback = False
     COUNTS.fills += 1
-    if n <= 0:
-        return WF_EMPTY
-    if not bias:
-        n_pos = n
-    elif n_pos <= 0 or n_pos >= n:
-        return WF_EMPTY
-    # positives (or all) at buf[0..n_pos), negatives at buf[n_pos + 1..n + 1)
+    for c in range(nc):
+        if classes.n[c] <= 0:
+            return WF_EMPTY
+    # class 0 at buf[0..n_0 + 2), class 1 at buf[n_0 + 2..n + 4)
     cls[0].v = buf
-    cls[0].n_all = n_pos
-    cls[1].v = buf + n_pos + 1
-    cls[1].n_all = n - n_pos
+    cls[0].n_all = classes.n[0]
+    cls[1].v = buf + classes.n[0] + 2
+    cls[1].n_all = classes.n[1] if bias else 0
     m = m_of(cls, nc)
     if volume > 0.0:
         if bounds != NULL:
             COUNTS.bounded += 1
-            _split(v, scale, y, n, bias, bounds, cls, ibuf, out)
+            _split(v, scale, classes, nc, bounds, cls, ibuf, out)
             COUNTS.members += out.n_members[0] + (out.n_members[1] if bias else 0)
             COUNTS.kept += cls[0].w + (cls[1].w if bias else 0)
             out.next = bounds[0]
             if _search(cls, nc, m, volume, out):
                 return WF_OK
             COUNTS.widened += 1
-        _split(v, scale, y, n, bias, &NO_BOUNDS, cls, ibuf, out)
+        _split(v, scale, classes, nc, &NO_BOUNDS, cls, ibuf, out)
         out.next = NO_BOUNDS
         if _search(cls, nc, m, volume, out):
             return WF_OK
@@ -631,7 +624,7 @@ cdef int fill_window(const double* v, double scale, const signed char* y,
     out.next = NO_BOUNDS
     st = _fallback(v, scale, y, n, bias, volume, buf, ibuf, key, counter, out)
     # the quickselect rearranged buf and ibuf: every point is a member again
-    _split(v, scale, y, n, bias, &NO_BOUNDS, cls, ibuf, out)
+    _split(v, scale, classes, nc, &NO_BOUNDS, cls, ibuf, out)
     return st
 
 
@@ -664,6 +657,25 @@ cdef Py_ssize_t covered_point(const double* v, const WaterCut* cut,
         if seen > u:
             return j
     return -1
+
+
+def class_lists(y, bint bias):
+    """The indices of the positives, then of the negatives (with a bias), or
+    of every point (without): the lists of a Classes (classes_of)."""
+    y = np.asarray(y)
+    if not bias:
+        return np.arange(y.size, dtype=np.intp)
+    return np.concatenate([np.flatnonzero(y == 1), np.flatnonzero(y != 1)]).astype(np.intp)
+
+
+cdef Classes classes_of(Py_ssize_t[::1] lists, y, bint bias):
+    """The Classes over class_lists(y, bias) (which must outlive it)."""
+    cdef Classes out
+    out.n[0] = np.count_nonzero(np.asarray(y) == 1) if bias else lists.shape[0]
+    out.n[1] = lists.shape[0] - out.n[0]
+    out.idx[0] = &lists[0]
+    out.idx[1] = &lists[0] + out.n[0]
+    return out
 
 
 # ------------------------------------------------------------ Python access
@@ -725,16 +737,17 @@ def water_level_window(values, double volume, y=None, seed=0, lo=None, hi=None):
                 given.hi[c] = bound
     cdef double[::1] v = vv
     cdef const signed char[::1] ys = yy
-    cdef double[::1] buf = np.empty(vv.size + 2)
+    cdef double[::1] buf = np.empty(vv.size + 4)
     cdef Py_ssize_t[::1] ibuf = np.empty(vv.size + 2, dtype=np.intp)
     cdef uint64_t key = rng_key(<uint64_t>seed, STREAM_SAMPLING)
     cdef uint64_t counter = 0
-    cdef Py_ssize_t n_pos = np.count_nonzero(yy == 1)
+    cdef Py_ssize_t[::1] by_class = class_lists(yy, bias)
+    cdef Classes classes = classes_of(by_class, yy, bias)
     cdef const Bounds* assume = NULL if lo is None and hi is None else &given
     cdef WaterCut cut
     cdef int st
     with nogil:
-        st = fill_window(&v[0], 1.0, &ys[0], v.shape[0], n_pos, bias, volume, assume,
+        st = fill_window(&v[0], 1.0, &ys[0], v.shape[0], &classes, bias, volume, assume,
                          &buf[0], &ibuf[0], key, &counter, &cut)
     if st != WF_OK:
         raise ValueError("water filling found no points")
