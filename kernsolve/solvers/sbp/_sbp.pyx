@@ -56,7 +56,8 @@ from kernsolve._core._solver cimport (
     tuning_dict, tuning_update, Poll, poll_init, poll_due_at, visit_python,
     Bandit, bandit_init, bandit_record, bandit_step, bandit_threads)
 from ._waterfill cimport WF_OK
-from ._waterwindow cimport Bounds, Classes, WaterCut, classes_of, fill_window, covered_point
+from ._waterwindow cimport (Bounds, Classes, WaterCut, classes_of, fill_window,
+                           covered_point, min_finite, max_finite)
 from ._waterwindow import class_lists
 
 cdef enum:
@@ -77,16 +78,6 @@ cdef Tuning TUNING = Tuning(par_min=32768, poll_seconds=1.0, adaptive=True)
 cdef uint64_t PIVOT_COUNTER0 = (<uint64_t>1) << 63
 # Whether the iterations' fills get bounds (tests compare with fills without).
 cdef bint BOUNDED_FILLS = True
-
-
-# min and max of finite values as one instruction each (libm's fmin / fmax are
-# calls: they handle NaN)
-cdef inline double _min(double a, double b) noexcept nogil:
-    return a if a < b else b
-
-
-cdef inline double _max(double a, double b) noexcept nogil:
-    return a if a > b else b
 
 
 # The smallest and largest of a kernel row: four at a time with SSE's minps /
@@ -288,13 +279,13 @@ cdef class _SBP:
         cdef double fall[2]
         cdef int c
         sbp_float_range(row, self.n, &lo, &top)
-        rise[0] = _max(a * top, a * lo)       # the positives' largest change
-        fall[0] = _min(a * top, a * lo)       # and smallest
+        rise[0] = max_finite(a * top, a * lo)       # the positives' largest change
+        fall[0] = min_finite(a * top, a * lo)       # and smallest
         rise[1] = -fall[0]                    # the negatives'
         fall[1] = -rise[0]
         if not self.bias:
-            rise[0] = _max(rise[0], rise[1])
-            fall[0] = _min(fall[0], fall[1])
+            rise[0] = max_finite(rise[0], rise[1])
+            fall[0] = min_finite(fall[0], fall[1])
         for c in range(2):
             self.bounds.lo[c] = (self.cut.next.lo[c] + fall[c]) * scale
             self.bounds.hi[c] = (self.cut.next.hi[c] + rise[c]) * scale

@@ -4,6 +4,16 @@
 from libc.stdint cimport uint64_t
 
 
+# min and max of finite values as one instruction each (libm's fmin / fmax are
+# calls: they handle NaN, which never reaches here)
+cdef inline double min_finite(double a, double b) noexcept nogil:
+    return a if a < b else b
+
+
+cdef inline double max_finite(double a, double b) noexcept nogil:
+    return a if a > b else b
+
+
 # The points of each class (index as in WaterCut) in index order: fixed for
 # a problem, so the fills need not split the points by class.
 cdef struct Classes:

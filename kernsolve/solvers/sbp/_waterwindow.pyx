@@ -112,19 +112,9 @@ cdef struct RankCursor:
     double lo, hi       # _edge(q), _edge_above(q)
 
 
-# min and max of finite values as one instruction each (libm's fmin / fmax are
-# calls: they handle NaN, which never reaches here)
-cdef inline double _min(double a, double b) noexcept nogil:
-    return a if a < b else b
-
-
-cdef inline double _max(double a, double b) noexcept nogil:
-    return a if a > b else b
-
-
 cdef inline Py_ssize_t _bucket(const Histogram* h, double x) noexcept nogil:
     # monotone in x: (x - origin) and the product by inv >= 0 round monotonically
-    return <Py_ssize_t>_min((x - h.origin) * h.inv, <double>(N_BUCKETS - 1))
+    return <Py_ssize_t>min_finite((x - h.origin) * h.inv, <double>(N_BUCKETS - 1))
 
 
 cdef inline double _edge(const Histogram* h, Py_ssize_t q) noexcept nogil:
@@ -133,14 +123,14 @@ cdef inline double _edge(const Histogram* h, Py_ssize_t q) noexcept nogil:
         return h.origin
     if q >= N_BUCKETS or h.inv == 0.0:
         return h.top
-    return _min(h.origin + <double>q * h.width - h.pad, h.top)
+    return min_finite(h.origin + <double>q * h.width - h.pad, h.top)
 
 
 cdef inline double _edge_above(const Histogram* h, Py_ssize_t q) noexcept nogil:
     """A bound above bucket q's values."""
     if q >= N_BUCKETS - 1 or h.inv == 0.0:
         return h.top
-    return _min(h.origin + <double>(q + 1) * h.width + h.pad, h.top)
+    return min_finite(h.origin + <double>(q + 1) * h.width + h.pad, h.top)
 
 
 cdef void _count(Histogram* h, const double* v, Py_ssize_t w) noexcept nogil:
@@ -148,7 +138,7 @@ cdef void _count(Histogram* h, const double* v, Py_ssize_t w) noexcept nogil:
     cdef double origin = h.origin, inv = h.inv
     cdef int* count = h.count
     for i in range(w):
-        count[<Py_ssize_t>_min((v[i] - origin) * inv, <double>(N_BUCKETS - 1))] += 1
+        count[<Py_ssize_t>min_finite((v[i] - origin) * inv, <double>(N_BUCKETS - 1))] += 1
 
 
 cdef void _clear(Histogram* h, double lo, double hi) noexcept nogil:
@@ -160,7 +150,7 @@ cdef void _clear(Histogram* h, double lo, double hi) noexcept nogil:
         h.inv = 0.0
     h.width = 1.0 / h.inv if h.inv > 0.0 else 0.0
     # (x - origin) * inv and q * width are each within a few ulps of exact
-    h.pad = 1e-13 * (_max(-lo, lo) + _max(-hi, hi))
+    h.pad = 1e-13 * (max_finite(-lo, lo) + max_finite(-hi, hi))
     for q in range(N_BUCKETS):
         h.count[q] = 0
 
@@ -225,14 +215,14 @@ cdef inline int _sift(Narrowing* nw, const Histogram* h, double x) noexcept nogi
     nw.below += below
     nw.below_sum += x * PRESENT[below]
     nw.kept += keep
-    nw.above = _min(nw.above, x + ABSENT[above])
+    nw.above = min_finite(nw.above, x + ABSENT[above])
     return keep
 
 
 cdef inline void _narrow(ClassWindow* cw, const Narrowing* nw) noexcept nogil:
     cw.nb += nw.below
     cw.sb += nw.below_sum
-    cw.above = _min(cw.above, nw.above)
+    cw.above = min_finite(cw.above, nw.above)
     cw.w = nw.kept
 
 
@@ -340,8 +330,8 @@ cdef bint _refine(ClassWindow* cls, int nc, Py_ssize_t m, double volume,
         lo = INFINITY
         hi = -INFINITY
         for i in range(cls[c].w):
-            lo = _min(lo, cls[c].v[i])
-            hi = _max(hi, cls[c].v[i])
+            lo = min_finite(lo, cls[c].v[i])
+            hi = max_finite(hi, cls[c].v[i])
         _clear(&hist[c], lo, hi)
         _count(&hist[c], cls[c].v, cls[c].w)
     if not _choose(cls, nc, m, volume, hist, below_k, above_k):
