@@ -274,14 +274,14 @@ cdef class _SBP:
         next.hi (>= next.lo) now has at most (next.hi + the largest a y_c K_ij
         of the step) * scale after it (at least (next.lo + the smallest) *
         scale), so the certified ranks stay inside."""
-        cdef float lo, top
+        cdef float k_min, k_max
         cdef double rise[2]
         cdef double fall[2]
         cdef int c
-        sbp_float_range(row, self.n, &lo, &top)
-        rise[0] = max_finite(a * top, a * lo)       # the positives' largest change
-        fall[0] = min_finite(a * top, a * lo)       # and smallest
-        rise[1] = -fall[0]                    # the negatives'
+        sbp_float_range(row, self.n, &k_min, &k_max)
+        rise[0] = max_finite(a * k_max, a * k_min)     # the positives' largest change
+        fall[0] = min_finite(a * k_max, a * k_min)     # and smallest
+        rise[1] = -fall[0]                             # the negatives'
         fall[1] = -rise[0]
         if not self.bias:
             rise[0] = max_finite(rise[0], rise[1])

@@ -31,16 +31,19 @@ The covered set is returned as a cut per class (the k-th smallest value x and
 how many points with value x are covered: the first ones in index order), so
 "covered point number u" is the u-th in index order whichever search ran.
 
-Thresholds (the SBP's fills): a caller that knows a value per class with the
-covered set below it (the solver does, from the last iteration's fill and the
-size of its step) passes it, and the first pass keeps only the values at or
-below it -- a prefix of each class in sorted order, so the search above runs
-on a third of the points on a9a instead of all of them, and the covered
-points are drawn from these members.  The checks of the final step then also
-ask that the value above rank k lies inside the kept values; when they fail
-the fill starts again without thresholds.  The answer does not depend on the
-thresholds, only the work.  Each fill returns the next threshold it can
-certify: the top edge of the first pass's bucket holding rank k + margin.
+Bounds (the SBP's fills): a caller that knows, per class, a value with
+fewer than k points below it and one with more than k + 1 up to it (the
+solver does, from the last iteration's fill and the size of its step) passes
+them.  Each class's points come from a fixed list by class; the first pass
+counts and sums the values below the lower bound, keeps those from it to the
+upper one (a few thousand of a9a's 32561 values once the step is short),
+and records the indices of every value up to the upper bound as the members
+the covered point is drawn from.  The final step's checks then also ask
+that rank k and the value above it lie among the kept values; when they fail
+the fill starts again without bounds.  The answer does not depend on the
+bounds, only the work.  Each fill returns the bounds it can certify for the
+next one: the edges of its first pass's buckets that hold ranks k - margin
+and k + margin.
 """
 from libc.stdint cimport uint64_t
 from libc.math cimport INFINITY, isfinite
@@ -70,8 +73,10 @@ cdef enum:
     N_BUCKETS = 1024    # buckets per histogram pass (the counts stay in L1)
     SMALL_WINDOW = 64   # a class window this small is sorted
     MAX_ROUNDS = 8      # histogram passes at most (ties stop them earlier)
-    # next_hi certifies rank k + MARGIN_MIN + k / 2**MARGIN_SHIFT: room for
-    # the ranks to move in one step (measured: see doc/sbp.md)
+    # the next bounds certify ranks k -/+ (MARGIN_MIN + k / 2**MARGIN_SHIFT):
+    # room for the ranks to move in one step (on a9a the step's spread of
+    # K_ij, not the margin, sets the window: a margin of 64 + k/16 kept a
+    # third more values, and neither had to widen)
     MARGIN_MIN = 16
     MARGIN_SHIFT = 6
 
