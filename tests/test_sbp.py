@@ -249,6 +249,38 @@ def test_adaptive_update_loop_same_bits(heart):
     assert p1["c"].tobytes() == p2["c"].tobytes()
 
 
+def test_bounded_fills_same_path(a9a_slice):
+    """The iterations' water fillings with the bounds the last one certified
+    give the fillings without them (the window search over every point,
+    tested in test_waterwindow.py against the quickselect and a sort): the
+    same draws, so the same averaged model bit for bit; and the bounded
+    fills answered (few widened to every point)."""
+    from kernsolve.solvers.sbp._waterwindow import search_counts
+    y, X, _, _ = a9a_slice
+    yy = np.where(y > 0, 1, -1).astype(np.int8)
+    runs = []
+    previous = core._set_bounded_fills(True)
+    try:
+        for bounded in (True, False):
+            core._set_bounded_fills(bounded)
+            search_counts(reset=True)
+            out = core.solve(X, 2, 3, 0.005, 0.0, yy, y.size, 0.0014, max_iter=3000,
+                             seed=3, n_threads=1)
+            runs.append((out, search_counts()))
+    finally:
+        core._set_bounded_fills(previous)
+    (a, counts), (b, counts_all) = runs
+    for key in ("alpha", "c"):
+        assert a[key].tobytes() == b[key].tobytes()
+    assert a["gamma"] == b["gamma"] and a["bias"] == b["bias"]
+    assert counts_all["bounded"] == 0
+    assert counts["bounded"] == 3000              # (the first one's are infinite)
+    assert counts["widened"] < 30
+    # the histogram passes saw a quarter of the values (a9a: most of a class
+    # is covered, and the first iterations' steps are long)
+    assert counts["round_values"] < 0.4 * counts_all["round_values"]
+
+
 def test_multiclass_one_vs_one_and_libsvm_predicts_our_file(tmp_path):
     svmutil = pytest.importorskip("libsvm.svmutil")
     rng = np.random.default_rng(1)

@@ -8,6 +8,12 @@ program in test_waterfill.py).  The level may differ from the quickselect's
 in the last bits (the sums are added in another order); the covered count,
 the covered values and the bias interval may not.  The work counters show
 that the window search, not its quickselect fallback, gave the answer.
+
+With bounds (the SBP's fills): whatever the bounds, right or wrong, the cut
+is the one without them (itself checked against the oracles above); the
+bounds a fill returns for the next one hold rank k and the value after it
+(counted with numpy), so a fill given them keeps few values and does not
+look at all of them again.
 """
 import numpy as np
 import pytest
@@ -59,8 +65,8 @@ KINDS = ["normal", "ties", "all equal", "cluster", "half zero"]
 VOLUMES = [1e-9, 1e-3, 0.5, 13.3, 1e6]          # 1e6: more than the whole range
 
 
-def check_against_quickselect(c, y, volume):
-    g, b, covered, _ = water_level_window(c, volume, y)
+def check_against_quickselect(c, y, volume, lo=None, hi=None):
+    g, b, covered, _, _ = water_level_window(c, volume, y, lo=lo, hi=hi)
     if y is None:
         g0, cov0 = water_level(c, volume)
         assert g == pytest.approx(g0, rel=1e-12, abs=1e-13)
@@ -126,7 +132,7 @@ def test_cut_takes_ties_in_index_order():
     # positives all tied at 0: the covered k positives are the first k indices
     c = np.array([0.0, 5.0, 0.0, 0.0, 1.0, 0.0, 2.0])
     y = np.array([1, -1, 1, 1, -1, 1, -1])
-    g, b, covered, _ = water_level_window(c, 0.5, y)
+    g, b, covered, _, _ = water_level_window(c, 0.5, y)
     k = covered[0].size
     assert np.array_equal(covered[0], np.flatnonzero(y == 1)[:k])
     assert np.array_equal(covered[1], np.flatnonzero(y == -1)[np.argsort(c[y == -1], kind="stable")][:k])
@@ -134,7 +140,7 @@ def test_cut_takes_ties_in_index_order():
 
 def test_zero_volume_uses_the_quickselect():
     c = np.array([0.2, -0.1, -0.1, 0.4])
-    g, b, covered, fell_back = water_level_window(c, 0.0)
+    g, b, covered, fell_back, _ = water_level_window(c, 0.0)
     assert fell_back and g == -0.1 and list(covered[0]) == [1, 2]
 
 
@@ -162,3 +168,66 @@ def test_bad_input():
         water_level_window([0.1], -1.0)
     with pytest.raises(ValueError, match="both classes"):
         water_level_window([0.1, 0.2], 1.0, [1, 1])
+
+
+def class_values(c, y):
+    return [c] if y is None else [c[y == 1], c[y == -1]]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("volume", [1e-3, 0.5, 13.3])
+def test_any_bounds_give_the_cut_without(kind, volume):
+    rng = np.random.default_rng(KINDS.index(kind) * 10 + 7)
+    n = 3000
+    c = inputs(rng, kind, n)
+    for y in (None, np.where(rng.random(n) < 0.3, 1, -1)):
+        g, b, covered, _, (lo, hi) = water_level_window(c, volume, y)
+        k = covered[0].size
+        values = class_values(c, y)
+        sorted_values = [np.sort(v) for v in values]
+        # the k-th value of each class, a value well below, one well above
+        kth = [v[k - 1] for v in sorted_values]
+        far_lo = [v[max(k - 40, 0)] for v in sorted_values]
+        far_hi = [v[min(k + 40, v.size - 1)] for v in sorted_values]
+        nc = len(values)
+        trials = [(far_lo, far_hi),                       # right
+                  (lo, hi),                               # the fill's own
+                  (kth, far_hi),                          # rank k below lo: wrong
+                  (far_lo, kth),                          # k + 1 above hi: wrong
+                  ([-np.inf] * nc, far_lo),               # nothing kept but below
+                  (far_hi, [np.inf] * nc),                # lo above everything kept
+                  (far_hi, far_lo)]                       # lo > hi
+        for tlo, thi in trials:
+            gb, bb, covered_b, _, _ = water_level_window(c, volume, y, lo=tlo, hi=thi)
+            assert gb == pytest.approx(g, rel=1e-12, abs=1e-13)
+            assert bb == pytest.approx(b, rel=1e-9, abs=1e-12)
+            for got, want in zip(covered_b, covered):
+                assert np.array_equal(got, want)
+            check_against_quickselect(c, y, volume, lo=tlo, hi=thi)
+
+
+def test_next_bounds_hold_rank_k_and_keep_few_values():
+    rng = np.random.default_rng(11)
+    n = 20000
+    y = np.where(rng.random(n) < 0.24, 1, -1)
+    c = -0.03 * y + 0.01 * rng.normal(size=n)
+    volume = 40.0
+    search_counts(reset=True)
+    g, b, covered, _, (lo, hi) = water_level_window(c, volume, y)
+    k = covered[0].size
+    assert k > 500
+    for v, low, high in zip(class_values(c, y), lo, hi):
+        assert np.isfinite(low) and np.isfinite(high)
+        assert np.count_nonzero(v < low) < k            # rank k is not below lo
+        assert np.count_nonzero(v <= high) > k          # nor is rank k + 1 above hi
+    # a small move (as an SBP step makes), bounds moved by its extremes
+    shift = 1e-4 * rng.random(n)
+    moved = c + shift
+    lo2 = [x + shift.min() for x in lo]
+    hi2 = [x + shift.max() for x in hi]
+    search_counts(reset=True)
+    check_against_quickselect(moved, y, volume, lo=lo2, hi=hi2)
+    counts = search_counts()
+    assert counts["bounded"] == 1 and counts["widened"] == 0
+    assert counts["kept"] < n / 10                       # the window, not the classes
+    assert counts["members"] < n / 2                     # members: up to hi only

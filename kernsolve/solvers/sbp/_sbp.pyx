@@ -32,7 +32,13 @@ Step 1 runs the window search of ``_waterwindow`` (a few streaming passes
 over the responses; the quickselect search of ``_waterfill`` only when its
 exactness checks fail), and the draw of step 2 takes covered point number u
 in index order, so the path depends on the covered set, not on how a search
-arranged it.
+arranged it.  The search gets bounds per class (``bounds``) between which
+ranks k and k + 1 of the class should lie: the ones the last fill certified
+(at most k - margin values of the class below the lower, at least k + margin
+up to the upper) moved by the smallest and the largest change one step can
+make to a response of the class (the step's a y_j K_ij, then the
+projection's scale), so they usually hold; when they do not, the fill looks
+at every point.  The covered set and the path do not depend on them.
 """
 from libc.math cimport sqrt, isfinite, INFINITY
 from libc.stdint cimport uint64_t
@@ -50,7 +56,9 @@ from kernsolve._core._solver cimport (
     tuning_dict, tuning_update, Poll, poll_init, poll_due_at, visit_python,
     Bandit, bandit_init, bandit_record, bandit_step, bandit_threads)
 from ._waterfill cimport WF_OK
-from ._waterwindow cimport WaterCut, fill_window, covered_point
+from ._waterwindow cimport (Bounds, Classes, WaterCut, classes_of, fill_window,
+                           covered_point, min_finite, max_finite)
+from ._waterwindow import class_lists
 
 cdef enum:
     STOP_ITERATIONS = 0
@@ -68,6 +76,50 @@ cdef Tuning TUNING = Tuning(par_min=32768, poll_seconds=1.0, adaptive=True)
 # Pivot draws of the water filling use counters from 2**63 up in the sampling
 # stream; the index draws use counters 0, 1, ... (draw t-1 at iteration t).
 cdef uint64_t PIVOT_COUNTER0 = (<uint64_t>1) << 63
+# Whether the iterations' fills get bounds (tests compare with fills without).
+cdef bint BOUNDED_FILLS = True
+
+
+# The smallest and largest of a kernel row: four at a time with SSE's minps /
+# maxps on x86-64 (its baseline; GCC does not vectorize a min of floats
+# without -ffinite-math-only).  Exact either way: no rounding.
+cdef extern from *:
+    """
+    #include <stddef.h>
+    #if defined(__x86_64__) && defined(__GNUC__)
+    #include <xmmintrin.h>
+    #endif
+    static void sbp_float_range(const float *x, ptrdiff_t n, float *lo, float *hi)
+    {
+        ptrdiff_t j = 0;
+        float a = x[0], b = x[0];
+    #if defined(__x86_64__) && defined(__GNUC__)
+        if (n >= 4) {
+            __m128 mn = _mm_loadu_ps(x), mx = mn;
+            float lanes[4];
+            int q;
+            for (j = 4; j + 4 <= n; j += 4) {
+                __m128 v = _mm_loadu_ps(x + j);
+                mn = _mm_min_ps(mn, v);
+                mx = _mm_max_ps(mx, v);
+            }
+            _mm_storeu_ps(lanes, mn);
+            for (q = 0; q < 4; q++)
+                a = lanes[q] < a ? lanes[q] : a;
+            _mm_storeu_ps(lanes, mx);
+            for (q = 0; q < 4; q++)
+                b = lanes[q] > b ? lanes[q] : b;
+        }
+    #endif
+        for (; j < n; j++) {
+            a = x[j] < a ? x[j] : a;
+            b = x[j] > b ? x[j] : b;
+        }
+        *lo = a;
+        *hi = b;
+    }
+    """
+    void sbp_float_range(const float* x, Py_ssize_t n, float* lo, float* hi) nogil
 
 
 cdef class _SBP:
@@ -97,6 +149,9 @@ cdef class _SBP:
     cdef double[::1] buf
     cdef Py_ssize_t[::1] ibuf
     cdef WaterCut cut            # the last water filling of the current iterate
+    cdef Bounds bounds           # what the next filling may assume, by class
+    cdef Py_ssize_t[::1] by_class
+    cdef Classes classes         # the training points of each class (by_class)
     cdef long long n_fallback    # fillings answered by the quickselect search
     # run
     cdef long long n_iter
@@ -125,8 +180,12 @@ cdef class _SBP:
         self.support = np.zeros(n_train, dtype=np.intp)
         self.in_support = np.zeros(n_train, dtype=np.uint8)
         self.n_support = 0
-        self.buf = np.zeros(n_train + 2)
-        self.ibuf = np.zeros(n_train, dtype=np.intp)
+        self.buf = np.zeros(n_train + 4)
+        self.ibuf = np.zeros(n_train + 2, dtype=np.intp)
+        self.bounds.lo[0] = self.bounds.lo[1] = -INFINITY
+        self.bounds.hi[0] = self.bounds.hi[1] = INFINITY
+        self.by_class = class_lists(np.asarray(y)[:n_train], bias)
+        self.classes = classes_of(self.by_class, np.asarray(y)[:n_train], bias)
         self.n_iter = 0
         self.r2 = 0.0
         self.n_fallback = 0
@@ -138,11 +197,13 @@ cdef class _SBP:
         self.eta0 = 1.0 / sqrt(kmax) if kmax > 0.0 else 0.0
 
     # ------------------------------------------------------------ water
-    cdef int _fill(self, const double* v, double scale, WaterCut* cut) noexcept nogil:
-        """Water-fill the training responses scale * v into *cut."""
-        cdef int st = fill_window(v, scale, &self.y[0], self.n, self.bias, self.volume,
-                                  &self.buf[0], &self.ibuf[0], self.key,
-                                  &self.pivot_counter, cut)
+    cdef int _fill(self, const double* v, double scale, const Bounds* bounds,
+                   WaterCut* cut) noexcept nogil:
+        """Water-fill the training responses scale * v into *cut (bounds: what
+        the search may assume, or NULL)."""
+        cdef int st = fill_window(v, scale, &self.y[0], self.n, &self.classes, self.bias,
+                                  self.volume, bounds, &self.buf[0], &self.ibuf[0],
+                                  self.key, &self.pivot_counter, cut)
         if cut.used_fallback:
             self.n_fallback += 1
         return ST_OK if st == WF_OK else ST_EMPTY
@@ -154,12 +215,13 @@ cdef class _SBP:
         cdef Py_ssize_t i, j, u, s, n_total = self.n_total
         cdef double scale, a, cj, r, t0 = 0.0
         cdef const kfloat* row
-        cdef int st = self._fill(&self.c[0], 1.0, &self.cut)
+        cdef int st = self._fill(&self.c[0], 1.0,
+                                 &self.bounds if BOUNDED_FILLS else NULL, &self.cut)
         if st != ST_OK:
             return st
         u = <Py_ssize_t>rng_integer(self.key, <uint64_t>(t - 1),
                                     <uint64_t>((2 if self.bias else 1) * self.cut.k))
-        i = covered_point(&self.c[0], &self.y[0], self.n, self.bias, &self.cut, u)
+        i = covered_point(&self.c[0], &self.cut, u)
         if i < 0:
             return ST_EMPTY
         self.r2 = self.r2 + 2.0 * eta * self.c[i] + eta * eta * self.kr.diag[i]
@@ -194,6 +256,7 @@ cdef class _SBP:
             if TUNING.adaptive:
                 bandit_step(&self.loops, t)
                 self.loop_threads = bandit_threads(&self.loops, self.n_threads)
+        self._next_bounds(row, a, scale)
         if not self.in_support[i]:
             self.in_support[i] = 1
             self.support[self.n_support] = i
@@ -206,12 +269,33 @@ cdef class _SBP:
         self.n_iter = t
         return ST_OK
 
+    cdef void _next_bounds(self, const kfloat* row, double a, double scale) noexcept nogil:
+        """The bounds for the next fill: a point of class c with value x <=
+        next.hi (>= next.lo) now has at most (next.hi + the largest a y_c K_ij
+        of the step) * scale after it (at least (next.lo + the smallest) *
+        scale), so the certified ranks stay inside."""
+        cdef float k_min, k_max
+        cdef double rise[2]
+        cdef double fall[2]
+        cdef int c
+        sbp_float_range(row, self.n, &k_min, &k_max)
+        rise[0] = max_finite(a * k_max, a * k_min)     # the positives' largest change
+        fall[0] = min_finite(a * k_max, a * k_min)     # and smallest
+        rise[1] = -fall[0]                             # the negatives'
+        fall[1] = -rise[0]
+        if not self.bias:
+            rise[0] = max_finite(rise[0], rise[1])
+            fall[0] = min_finite(fall[0], fall[1])
+        for c in range(2):
+            self.bounds.lo[c] = (self.cut.next.lo[c] + fall[c]) * scale
+            self.bounds.hi[c] = (self.cut.next.hi[c] + rise[c]) * scale
+
     cdef int heldout_errors(self, Py_ssize_t* errors) noexcept nogil:
         """Held-out errors of the averaged iterate (its level and bias from c_bar)."""
         cdef Py_ssize_t j, e = 0
         cdef WaterCut avg
         cdef double inv = 1.0 / <double>self.n_iter
-        cdef int st = self._fill(&self.cbar[0], inv, &avg)
+        cdef int st = self._fill(&self.cbar[0], inv, NULL, &avg)
         if st != ST_OK:
             return st
         for j in range(self.n, self.n_total):
@@ -371,7 +455,7 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y,
     cdef int st
     cdef WaterCut avg
     with nogil:
-        st = s._fill(&s.cbar[0], inv, &avg)
+        st = s._fill(&s.cbar[0], inv, NULL, &avg)
     if st != ST_OK:
         raise ValueError("SBP: water filling found no points (one class empty)")
     if not np.all(np.isfinite(c)):
@@ -397,6 +481,15 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y,
         "n_support": int(s.n_support),
         "n_fallback_fills": int(s.n_fallback),
     }
+
+
+def _set_bounded_fills(bint bounded):
+    """Tests: whether the iterations' water fillings get bounds; returns the
+    previous setting."""
+    global BOUNDED_FILLS
+    previous = BOUNDED_FILLS
+    BOUNDED_FILLS = bounded
+    return bool(previous)
 
 
 def _get_tuning():

@@ -30,6 +30,20 @@ from it in the last bits; k, the covered set and the bias interval are the same.
 The covered set is returned as a cut per class (the k-th smallest value x and
 how many points with value x are covered: the first ones in index order), so
 "covered point number u" is the u-th in index order whichever search ran.
+
+Bounds (the SBP's fills): a caller that knows, per class, a value with
+fewer than k points below it and one with more than k + 1 up to it (the
+solver does, from the last iteration's fill and the size of its step) passes
+them.  Each class's points come from a fixed list by class; the first pass
+counts and sums the values below the lower bound, keeps those from it to the
+upper one (a few thousand of a9a's 32561 values once the step is short),
+and records the indices of every value up to the upper bound as the members
+the covered point is drawn from.  The final step's checks then also ask
+that rank k and the value above it lie among the kept values; when they fail
+the fill starts again without bounds.  The answer does not depend on the
+bounds, only the work.  Each fill returns the bounds it can certify for the
+next one: the edges of its first pass's buckets that hold ranks k - margin
+and k + margin.
 """
 from libc.stdint cimport uint64_t
 from libc.math cimport INFINITY, isfinite
@@ -47,6 +61,10 @@ cdef struct Counts:
     long long round_values # values in those windows
     long long sorted       # values sorted by the final step
     long long fallbacks    # fills answered by the quickselect search
+    long long bounded      # fills given bounds
+    long long members      # values at most the upper bounds, summed over those fills
+    long long kept         # values between the bounds, summed over those fills
+    long long widened      # bounded fills that looked at every value after all
 
 cdef Counts COUNTS
 
@@ -55,11 +73,18 @@ cdef enum:
     N_BUCKETS = 1024    # buckets per histogram pass (the counts stay in L1)
     SMALL_WINDOW = 64   # a class window this small is sorted
     MAX_ROUNDS = 8      # histogram passes at most (ties stop them earlier)
+    # the next bounds certify ranks k -/+ (MARGIN_MIN + k / 2**MARGIN_SHIFT):
+    # room for the ranks to move in one step (on a9a the step's spread of
+    # K_ij, not the margin, sets the window: a margin of 64 + k/16 kept a
+    # third more values, and neither had to widen)
+    MARGIN_MIN = 16
+    MARGIN_SHIFT = 6
 
 
 # One class's search state: its w values in v (in index order until the
 # final sort), the count and sum of its values below them (all covered), the
-# smallest value above them.
+# smallest value above them that it saw; partial: values above the
+# threshold were not kept (above may then be larger than the smallest of them).
 cdef struct ClassWindow:
     double* v
     Py_ssize_t w
@@ -67,6 +92,7 @@ cdef struct ClassWindow:
     Py_ssize_t nb
     double sb
     double above
+    bint partial
 
 
 # Counts by value bucket.  Bucket q holds the values x with
@@ -91,19 +117,9 @@ cdef struct RankCursor:
     double lo, hi       # _edge(q), _edge_above(q)
 
 
-# min and max of finite values as one instruction each (libm's fmin / fmax are
-# calls: they handle NaN, which never reaches here)
-cdef inline double _min(double a, double b) noexcept nogil:
-    return a if a < b else b
-
-
-cdef inline double _max(double a, double b) noexcept nogil:
-    return a if a > b else b
-
-
 cdef inline Py_ssize_t _bucket(const Histogram* h, double x) noexcept nogil:
     # monotone in x: (x - origin) and the product by inv >= 0 round monotonically
-    return <Py_ssize_t>_min((x - h.origin) * h.inv, <double>(N_BUCKETS - 1))
+    return <Py_ssize_t>min_finite((x - h.origin) * h.inv, <double>(N_BUCKETS - 1))
 
 
 cdef inline double _edge(const Histogram* h, Py_ssize_t q) noexcept nogil:
@@ -112,14 +128,14 @@ cdef inline double _edge(const Histogram* h, Py_ssize_t q) noexcept nogil:
         return h.origin
     if q >= N_BUCKETS or h.inv == 0.0:
         return h.top
-    return _min(h.origin + <double>q * h.width - h.pad, h.top)
+    return min_finite(h.origin + <double>q * h.width - h.pad, h.top)
 
 
 cdef inline double _edge_above(const Histogram* h, Py_ssize_t q) noexcept nogil:
     """A bound above bucket q's values."""
     if q >= N_BUCKETS - 1 or h.inv == 0.0:
         return h.top
-    return _min(h.origin + <double>(q + 1) * h.width + h.pad, h.top)
+    return min_finite(h.origin + <double>(q + 1) * h.width + h.pad, h.top)
 
 
 cdef void _count(Histogram* h, const double* v, Py_ssize_t w) noexcept nogil:
@@ -127,7 +143,7 @@ cdef void _count(Histogram* h, const double* v, Py_ssize_t w) noexcept nogil:
     cdef double origin = h.origin, inv = h.inv
     cdef int* count = h.count
     for i in range(w):
-        count[<Py_ssize_t>_min((v[i] - origin) * inv, <double>(N_BUCKETS - 1))] += 1
+        count[<Py_ssize_t>min_finite((v[i] - origin) * inv, <double>(N_BUCKETS - 1))] += 1
 
 
 cdef void _clear(Histogram* h, double lo, double hi) noexcept nogil:
@@ -139,7 +155,7 @@ cdef void _clear(Histogram* h, double lo, double hi) noexcept nogil:
         h.inv = 0.0
     h.width = 1.0 / h.inv if h.inv > 0.0 else 0.0
     # (x - origin) * inv and q * width are each within a few ulps of exact
-    h.pad = 1e-13 * (_max(-lo, lo) + _max(-hi, hi))
+    h.pad = 1e-13 * (max_finite(-lo, lo) + max_finite(-hi, hi))
     for q in range(N_BUCKETS):
         h.count[q] = 0
 
@@ -204,14 +220,14 @@ cdef inline int _sift(Narrowing* nw, const Histogram* h, double x) noexcept nogi
     nw.below += below
     nw.below_sum += x * PRESENT[below]
     nw.kept += keep
-    nw.above = _min(nw.above, x + ABSENT[above])
+    nw.above = min_finite(nw.above, x + ABSENT[above])
     return keep
 
 
 cdef inline void _narrow(ClassWindow* cw, const Narrowing* nw) noexcept nogil:
     cw.nb += nw.below
     cw.sb += nw.below_sum
-    cw.above = _min(cw.above, nw.above)
+    cw.above = min_finite(cw.above, nw.above)
     cw.w = nw.kept
 
 
@@ -248,10 +264,11 @@ cdef void _sort(double* v, Py_ssize_t n) noexcept nogil:
 
 
 cdef bint _choose(ClassWindow* cls, int nc, Py_ssize_t m, double volume,
-                  Histogram* hist) noexcept nogil:
+                  Histogram* hist, Py_ssize_t* below_k, Py_ssize_t* above_k) noexcept nogil:
     """From the histograms of the class windows, the buckets qa..qb of each
     class that hold ranks k and k + 1 (all of them where the bounds do not
-    tell).  False when every class keeps all its buckets."""
+    tell), and ranks *below_k <= k < *above_k (0: not known).  False when
+    every class keeps all its buckets."""
     cdef RankCursor cur[2]
     cdef Py_ssize_t r, r_start = 0, r_end = m, r_a = 0, r_b = 0, first, last, local, part
     cdef double dlo, dhi, slo, shi, vol_lo, vol_hi, elo, ehi
@@ -284,6 +301,8 @@ cdef bint _choose(ClassWindow* cls, int nc, Py_ssize_t m, double volume,
         if vol_lo >= volume:
             r_b = r                   # k < r: ranks above r are not needed
             break
+    below_k[0] = r_a
+    above_k[0] = r_b
     for c in range(nc):
         # keep ranks r_a .. r_b (k and k + 1 lie there); unknown ends: keep
         # all (rank m + 1 of the larger class is the room above k = m)
@@ -301,9 +320,10 @@ cdef bint _choose(ClassWindow* cls, int nc, Py_ssize_t m, double volume,
 
 
 cdef bint _refine(ClassWindow* cls, int nc, Py_ssize_t m, double volume,
-                  Histogram* hist) noexcept nogil:
+                  Histogram* hist, Py_ssize_t* below_k, Py_ssize_t* above_k) noexcept nogil:
     """One histogram pass over each class window (already in v) and the
-    shrink it allows.  False when no window shrank."""
+    shrink it allows (*below_k, *above_k: as _choose's).  False when no
+    window shrank."""
     cdef Py_ssize_t i, j
     cdef int c
     cdef bint shrunk = False
@@ -315,11 +335,11 @@ cdef bint _refine(ClassWindow* cls, int nc, Py_ssize_t m, double volume,
         lo = INFINITY
         hi = -INFINITY
         for i in range(cls[c].w):
-            lo = _min(lo, cls[c].v[i])
-            hi = _max(hi, cls[c].v[i])
+            lo = min_finite(lo, cls[c].v[i])
+            hi = max_finite(hi, cls[c].v[i])
         _clear(&hist[c], lo, hi)
         _count(&hist[c], cls[c].v, cls[c].w)
-    if not _choose(cls, nc, m, volume, hist):
+    if not _choose(cls, nc, m, volume, hist, below_k, above_k):
         return False
     for c in range(nc):
         _start(&nw)
@@ -376,6 +396,8 @@ cdef bint _exact(ClassWindow* cls, int nc, Py_ssize_t m, double volume,
     for c in range(nc):
         local = k - cls[c].nb                      # 1-based rank k in the window
         x = cls[c].v[local - 1]
+        if local == cls[c].w and cls[c].partial and cls[c].above == INFINITY:
+            return False                           # the value above k was not kept
         nxt[c] = cls[c].v[local] if local < cls[c].w else cls[c].above
         # ties of x all lie in the window (lower buckets hold smaller values)
         t = 0
@@ -446,66 +468,159 @@ cdef int _fallback(const double* v, double scale, const signed char* y, Py_ssize
     return WF_OK
 
 
-cdef int fill_window(const double* v, double scale, const signed char* y,
-                     Py_ssize_t n, bint bias, double volume, double* buf,
-                     Py_ssize_t* ibuf, uint64_t key, uint64_t* counter,
-                     WaterCut* out) noexcept nogil:
-    cdef ClassWindow cls[2]
-    cdef Histogram hist[2]
-    cdef Py_ssize_t j, np_ = 0, m, k0, k1
-    cdef int nc = 2 if bias else 1, c, rounds
-    cdef bint pos
-    cdef double x
-    out.used_fallback = False
-    COUNTS.fills += 1
-    if n <= 0:
-        return WF_EMPTY
-    if bias:
-        for j in range(n):
-            np_ += y[j] == 1
-        if np_ == 0 or np_ == n:
-            return WF_EMPTY
-    else:
-        np_ = n
-    if not (volume > 0.0):
-        out.used_fallback = True
-        return _fallback(v, scale, y, n, bias, volume, buf, ibuf, key, counter, out)
-    # Split by class without a branch on it: positives (or all) at buf[0..np_),
-    # negatives at buf[np_ + 1..n + 1); each value is written to both, the
-    # wrong one is overwritten next (buf[np_] and buf[n + 1] are spare).
-    cls[0].v = buf
-    cls[0].n_all = np_
-    cls[1].v = buf + np_ + 1
-    cls[1].n_all = n - np_
-    if bias:
-        k0 = k1 = 0
-        for j in range(n):
-            x = v[j] * scale
-            pos = y[j] == 1
-            cls[0].v[k0] = x
-            cls[1].v[k1] = x
-            k0 += pos
-            k1 += not pos
-    else:
-        for j in range(n):
-            buf[j] = v[j] * scale
+cdef Bounds NO_BOUNDS
+NO_BOUNDS.lo[0] = NO_BOUNDS.lo[1] = -INFINITY
+NO_BOUNDS.hi[0] = NO_BOUNDS.hi[1] = INFINITY
+
+
+cdef Py_ssize_t _split_class(const double* v, double scale, const Py_ssize_t* idx,
+                             Py_ssize_t n_c, double lo, double hi, ClassWindow* cw,
+                             Py_ssize_t* members) noexcept nogil:
+    """The class's values from lo to hi into its window (the front of cw.v),
+    the ones below lo counted and summed (kept at the back of cw.v on the
+    way), the indices of those at most hi into members, in index order;
+    returns their number.  No branch on the value: each value and index is
+    written and kept or overwritten next (cw.v has n_c + 2 places, members
+    n_c + 1)."""
+    cdef Py_ssize_t q, j, m = 0, w = 0, nb = 0
+    cdef double x, s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
+    cdef double* window = cw.v
+    cdef double* back = cw.v + n_c + 1          # the values below lo, from the end
+    cdef const double* below_values
+    cdef bint inside, below
+    for q in range(n_c):
+        j = idx[q]
+        x = v[j] * scale
+        inside = x <= hi
+        below = inside & (x < lo)
+        members[m] = j
+        m += inside
+        window[w] = x
+        w += inside & (not below)
+        back[-nb] = x
+        nb += below
+    # four partial sums (the values below are many: k - margin)
+    below_values = back - nb + 1
+    q = 0
+    while q + 4 <= nb:
+        s0 += below_values[q]
+        s1 += below_values[q + 1]
+        s2 += below_values[q + 2]
+        s3 += below_values[q + 3]
+        q += 4
+    while q < nb:
+        s0 += below_values[q]
+        q += 1
+    cw.w = w
+    cw.nb = nb
+    cw.sb = (s0 + s1) + (s2 + s3)
+    cw.above = INFINITY
+    cw.partial = m < n_c
+    return m
+
+
+cdef void _split(const double* v, double scale, const Classes* classes, int nc,
+                 const Bounds* bounds, ClassWindow* cls, Py_ssize_t* ibuf,
+                 WaterCut* out) noexcept nogil:
+    """Every class's window and members (_split_class)."""
+    cdef int c
+    cdef Py_ssize_t* members = ibuf
     for c in range(nc):
-        cls[c].w = cls[c].n_all
-        cls[c].nb = 0
-        cls[c].sb = 0.0
-        cls[c].above = INFINITY
-    m = m_of(cls, nc)
-    rounds = 0
+        out.members[c] = members
+        out.n_members[c] = _split_class(v, scale, classes.idx[c], classes.n[c],
+                                        bounds.lo[c], bounds.hi[c], &cls[c], members)
+        members += classes.n[c] + 1
+
+
+cdef inline Py_ssize_t _margin(Py_ssize_t k) noexcept nogil:
+    return MARGIN_MIN + (k >> MARGIN_SHIFT)
+
+
+cdef bint _search(ClassWindow* cls, int nc, Py_ssize_t m, double volume,
+                  WaterCut* out) noexcept nogil:
+    """The window search over the split windows; out.next from the first
+    pass's histogram (or the sorted windows) where it certifies more than the
+    bounds the fill had.  False when the final step's checks fail."""
+    cdef Histogram hist[2]
+    cdef Py_ssize_t above_k = 0, below_k = 0, local
+    # the windows before the first pass narrows them
+    cdef Py_ssize_t split_nb[2]
+    cdef Py_ssize_t split_w[2]
+    cdef int c, rounds = 0
+    cdef bint shrunk
+    for c in range(nc):
+        if cls[c].w == 0:
+            return False
+        split_nb[c] = cls[c].nb
+        split_w[c] = cls[c].w
     while rounds < MAX_ROUNDS and (cls[0].w > SMALL_WINDOW
                                    or (nc == 2 and cls[1].w > SMALL_WINDOW)):
         rounds += 1
-        if not _refine(cls, nc, m, volume, hist):
+        shrunk = _refine(cls, nc, m, volume, hist, &below_k, &above_k)
+        if rounds == 1:
+            # a bucket's edges bound the ranks it holds: hi above rank
+            # above_k + margin, lo below rank below_k - margin
+            for c in range(nc):
+                local = above_k + _margin(above_k) - split_nb[c]
+                if above_k > 0 and 1 <= local <= split_w[c]:
+                    out.next.hi[c] = _edge_above(&hist[c], _bucket_of_rank(&hist[c], local))
+                local = below_k - _margin(below_k) - split_nb[c]
+                if below_k > 0 and 1 <= local <= split_w[c]:
+                    out.next.lo[c] = _edge(&hist[c], _bucket_of_rank(&hist[c], local))
+        if not shrunk:
             break
-    if _exact(cls, nc, m, volume, out):
-        return WF_OK
+    if not _exact(cls, nc, m, volume, out):
+        return False
+    if rounds == 0:                   # the whole windows were sorted
+        for c in range(nc):
+            local = out.k + _margin(out.k) - split_nb[c]
+            if 1 <= local <= split_w[c]:
+                out.next.hi[c] = cls[c].v[local - 1]
+            local = out.k - _margin(out.k) - split_nb[c]
+            if 1 <= local <= split_w[c]:
+                out.next.lo[c] = cls[c].v[local - 1]
+    return True
+
+
+cdef int fill_window(const double* v, double scale, const signed char* y,
+                     Py_ssize_t n, const Classes* classes, bint bias, double volume,
+                     const Bounds* bounds, double* buf, Py_ssize_t* ibuf,
+                     uint64_t key, uint64_t* counter, WaterCut* out) noexcept nogil:
+    cdef ClassWindow cls[2]
+    cdef Py_ssize_t m
+    cdef int nc = 2 if bias else 1, c, st
+    out.used_fallback = False
+    COUNTS.fills += 1
+    for c in range(nc):
+        if classes.n[c] <= 0:
+            return WF_EMPTY
+    # class 0 at buf[0..n_0 + 2), class 1 at buf[n_0 + 2..n + 4)
+    cls[0].v = buf
+    cls[0].n_all = classes.n[0]
+    cls[1].v = buf + classes.n[0] + 2
+    cls[1].n_all = classes.n[1] if bias else 0
+    m = m_of(cls, nc)
+    if volume > 0.0:
+        if bounds != NULL:
+            COUNTS.bounded += 1
+            _split(v, scale, classes, nc, bounds, cls, ibuf, out)
+            COUNTS.members += out.n_members[0] + (out.n_members[1] if bias else 0)
+            COUNTS.kept += cls[0].w + (cls[1].w if bias else 0)
+            out.next = bounds[0]
+            if _search(cls, nc, m, volume, out):
+                return WF_OK
+            COUNTS.widened += 1
+        _split(v, scale, classes, nc, &NO_BOUNDS, cls, ibuf, out)
+        out.next = NO_BOUNDS
+        if _search(cls, nc, m, volume, out):
+            return WF_OK
+        COUNTS.fallbacks += 1
     out.used_fallback = True
-    COUNTS.fallbacks += 1
-    return _fallback(v, scale, y, n, bias, volume, buf, ibuf, key, counter, out)
+    out.next = NO_BOUNDS
+    st = _fallback(v, scale, y, n, bias, volume, buf, ibuf, key, counter, out)
+    # the quickselect rearranged buf and ibuf: every point is a member again
+    _split(v, scale, classes, nc, &NO_BOUNDS, cls, ibuf, out)
+    return st
 
 
 cdef inline Py_ssize_t m_of(const ClassWindow* cls, int nc) noexcept nogil:
@@ -515,53 +630,80 @@ cdef inline Py_ssize_t m_of(const ClassWindow* cls, int nc) noexcept nogil:
     return cls[0].n_all
 
 
-cdef Py_ssize_t covered_point(const double* v, const signed char* y, Py_ssize_t n,
-                              bint bias, const WaterCut* cut, Py_ssize_t u) noexcept nogil:
+cdef Py_ssize_t covered_point(const double* v, const WaterCut* cut,
+                              Py_ssize_t u) noexcept nogil:
     cdef int c = 0
-    cdef Py_ssize_t j, seen = 0, ties = 0
+    cdef Py_ssize_t q, j, seen = 0, ties = 0
+    cdef const Py_ssize_t* members
     cdef double x, cx
-    cdef bint mine
-    if bias and u >= cut.k:
+    cdef bint tie
+    if u >= cut.k:                    # with a bias: the negatives
         c = 1
         u -= cut.k
+    members = cut.members[c]
     cx = cut.x[c]
-    # counted without a branch on the class or the value (both unpredictable)
-    for j in range(n):
-        mine = not bias or ((y[j] == 1) == (c == 0))
+    # counted without a branch on the value (unpredictable)
+    for q in range(cut.n_members[c]):
+        j = members[q]
         x = v[j]
-        if x == cx and mine:
-            ties += 1
-            seen += ties <= cut.ties[c]
-        else:
-            seen += mine and x < cx
+        tie = x == cx
+        ties += tie
+        seen += (x < cx) | (tie & (ties <= cut.ties[c]))
         if seen > u:
             return j
     return -1
 
 
+def class_lists(y, bint bias):
+    """The indices of the positives, then of the negatives (with a bias), or
+    of every point (without): the lists of a Classes (classes_of)."""
+    y = np.asarray(y)
+    if not bias:
+        return np.arange(y.size, dtype=np.intp)
+    return np.concatenate([np.flatnonzero(y == 1), np.flatnonzero(y != 1)]).astype(np.intp)
+
+
+cdef Classes classes_of(Py_ssize_t[::1] lists, y, bint bias):
+    """The Classes over class_lists(y, bias) (which must outlive it)."""
+    cdef Classes out
+    out.n[0] = np.count_nonzero(np.asarray(y) == 1) if bias else lists.shape[0]
+    out.n[1] = lists.shape[0] - out.n[0]
+    out.idx[0] = &lists[0]
+    out.idx[1] = &lists[0] + out.n[0]
+    return out
+
+
 # ------------------------------------------------------------ Python access
 
 def search_counts(reset=False):
-    """The work counters (fills, rounds, round_values, sorted, fallbacks) since
-    the last reset; ``reset=True`` zeroes them after reading."""
+    """The work counters (fills, rounds, round_values, sorted, fallbacks,
+    bounded, members, kept, widened) since the last reset; ``reset=True``
+    zeroes them after reading."""
     out = dict(COUNTS)
     if reset:
         COUNTS.fills = COUNTS.rounds = COUNTS.round_values = 0
         COUNTS.sorted = COUNTS.fallbacks = 0
+        COUNTS.bounded = COUNTS.members = COUNTS.kept = COUNTS.widened = 0
     return out
 
 
-def water_level_window(values, double volume, y=None, seed=0):
+def water_level_window(values, double volume, y=None, seed=0, lo=None, hi=None):
     """Water level (and bias, with ``y``) by the window search, for tests.
+
+    ``lo``, ``hi``: None, or the bounds (one per class: positives, negatives;
+    one without ``y``) the fill may assume (see ``fill_window``).
 
     Returns
     -------
     gamma, bias : float (bias 0.0 without y)
     covered : list of ndarray of intp
         The covered indices of each class in index order (positives, then
-        negatives, with y; all points without), from the cut.
+        negatives, with y; all points without): ``covered_point`` for every
+        draw u.
     used_fallback : bool
         Whether the quickselect search of _waterfill gave the answer.
+    next_bounds : (list of float, list of float)
+        The bounds (lo, hi) by class that the fill certified for a next fill.
     """
     vv = np.array(values, dtype=np.float64, copy=True).ravel()
     if vv.size == 0 or not np.all(np.isfinite(vv)):
@@ -575,26 +717,36 @@ def water_level_window(values, double volume, y=None, seed=0):
         raise ValueError(f"y has {yy.size} entries, values {vv.size}")
     if bias and (np.all(yy == 1) or np.all(yy == -1)):
         raise ValueError("water filling with a bias needs points of both classes")
+    cdef int nc = 2 if bias else 1
+    cdef Bounds given
+    for name, limits, default in (("lo", lo, -np.inf), ("hi", hi, np.inf)):
+        limits = np.full(nc, default) if limits is None else \
+            np.array(limits, dtype=np.float64).ravel()
+        if limits.size != nc or np.any(np.isnan(limits)):
+            raise ValueError(f"{name} must hold {nc} bounds (not NaN), got {limits!r}")
+        for c in range(2):
+            bound = limits[c] if c < nc else default
+            if name == "lo":
+                given.lo[c] = bound
+            else:
+                given.hi[c] = bound
     cdef double[::1] v = vv
     cdef const signed char[::1] ys = yy
-    cdef double[::1] buf = np.empty(vv.size + 2)
-    cdef Py_ssize_t[::1] ibuf = np.empty(vv.size, dtype=np.intp)
+    cdef double[::1] buf = np.empty(vv.size + 4)
+    cdef Py_ssize_t[::1] ibuf = np.empty(vv.size + 2, dtype=np.intp)
     cdef uint64_t key = rng_key(<uint64_t>seed, STREAM_SAMPLING)
     cdef uint64_t counter = 0
+    cdef Py_ssize_t[::1] by_class = class_lists(yy, bias)
+    cdef Classes classes = classes_of(by_class, yy, bias)
+    cdef const Bounds* assume = NULL if lo is None and hi is None else &given
     cdef WaterCut cut
     cdef int st
     with nogil:
-        st = fill_window(&v[0], 1.0, &ys[0], v.shape[0], bias, volume, &buf[0],
-                         &ibuf[0], key, &counter, &cut)
+        st = fill_window(&v[0], 1.0, &ys[0], v.shape[0], &classes, bias, volume, assume,
+                         &buf[0], &ibuf[0], key, &counter, &cut)
     if st != WF_OK:
         raise ValueError("water filling found no points")
-    covered = []
-    for c, cls in enumerate([1, -1] if bias else [1]):
-        members = np.flatnonzero(yy == cls)
-        x = vv[members]
-        tie = x == cut.x[c]
-        take = (x < cut.x[c]) | (tie & (np.cumsum(tie) <= cut.ties[c]))
-        covered.append(members[take])
-    return cut.gamma, cut.bias, covered, bool(cut.used_fallback)
-
-
+    covered = [np.array([covered_point(&v[0], &cut, c * cut.k + u) for u in range(cut.k)],
+                        dtype=np.intp) for c in range(nc)]
+    return (cut.gamma, cut.bias, covered, bool(cut.used_fallback),
+            ([cut.next.lo[c] for c in range(nc)], [cut.next.hi[c] for c in range(nc)]))
