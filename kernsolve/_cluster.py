@@ -11,9 +11,8 @@ EigenPro's centres model, which builds on it (``_cluster_centres``):
 * :func:`dask_predict` predicts a Dask array (dense or scipy.sparse chunks) or
   a partitioned file, one task per partition, with any kernsolve model
   (LIBSVM's :class:`~kernsolve.Model` or a :class:`~kernsolve._model_kind.ModelKind`).
-  The model enters the graph once: scattered to every worker when a
-  ``dask.distributed`` client is active, else one delayed object that every
-  partition's task depends on.  Each row's prediction depends on that row only,
+  The model enters the graph once, one delayed object that every
+  partition's task depends on (recomputable after a lost worker).  Each row's prediction depends on that row only,
   so the partitions' results, concatenated, are the bits of
   ``kernsolve.predict`` on the whole data.
 * :func:`dask_partial_fit` trains an estimator with ``partial_fit`` (the DSG
@@ -261,11 +260,12 @@ def _n_values(model, probability, n_jobs):
     return int(np.shape(_predict_rows(probe, model, probability, n_jobs)[1])[1])
 
 
-def _model_in_graph(model, dask, client):
-    """The model as one graph input: scattered to every worker (a client is
-    active) or one delayed object; either way it is sent once, not per partition."""
-    if client is not None:
-        return client.scatter(model, broadcast=True, hash=False)
+def _model_in_graph(model, dask):
+    """The model as one graph input, one delayed object that every partition's
+    task depends on: sent once, not per partition, and part of the graph (not
+    scattered), so that a worker lost after the model left the client is
+    computed again from the graph (a scattered model, once its tasks ran, is
+    gone for good with its worker)."""
     return dask.delayed(model, pure=True, traverse=False)
 
 
@@ -333,7 +333,7 @@ def dask_predict(X: Any, model: Any, options: str | list[str] | None = "") -> tu
     else:
         raise ValueError(f"X must be a dask.array.Array or LibsvmPartitions, "
                          f"got {type(X).__name__} (use kernsolve.predict for local data)")
-    held = _model_in_graph(model, dask, _client())
+    held = _model_in_graph(model, dask)
     run = dask.delayed(_predict_partition, pure=True, nout=2)
     labels, values = [], []
     for block, n in zip(blocks, sizes):

@@ -72,6 +72,11 @@ class _Runner:
         return self.client.submit(fn, *args, workers=[where], allow_other_workers=True,
                                   pure=False)
 
+    def post(self, fn, *args, where):
+        """Submit a task whose result nobody waits for (it runs all the same)."""
+        from distributed import fire_and_forget    # optional (distributed): only on a cluster
+        fire_and_forget(self.submit(fn, *args, where=where))
+
     def share(self, value):
         try:
             return self.client.scatter(value, hash=False)
@@ -275,7 +280,7 @@ def _fit_partitioned(loaded, p, *, kernel, targets, n_outputs, opts, seed, n_job
         centre_rows = rows.raw_rows(S)
     finally:
         for key, where in rows.partitions:
-            runner.submit(_partitioned.drop, key, where=where)
+            runner.post(_partitioned.drop, key, where=where)
     stats["partitions"] = len(rows.partitions)
     stats["restored_partitions"] = rows.restored
     stats["traffic_per_pass"] = rows.traffic

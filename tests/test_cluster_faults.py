@@ -268,3 +268,23 @@ def test_a_step_is_never_fitted_twice():
     _cluster._fit_partition(link, X[50:], y[50:], np.unique(y), 1)
     with pytest.raises(RuntimeError, match="partition 1 is fitted again"):
         _cluster._fit_partition(link, X[50:], y[50:], np.unique(y), 1)
+
+
+def test_dask_predict_recomputes_what_a_lost_worker_held(client):
+    # predictions computed and held on the workers (persist), one worker
+    # killed: Dask computes its partitions again from the graph (the model
+    # was sent to every worker), the bits of kernsolve.predict
+    import dask
+    import dask.array as da
+    y, X = _data(n=600, seed=9)
+    model = kernsolve.train(y, X, "-q -c 4 -g 0.5")
+    labels, values = kernsolve.dask_predict(da.from_array(X, chunks=(100, -1)), model)
+    labels, values = client.persist([labels, values])
+    distributed.wait([labels, values])
+    held = client.who_has([labels, values])
+    victim = sorted({w for ws in held.values() for w in ws})[0]
+    _kill(client, victim)
+    got_labels, got_values = _ends(lambda: dask.compute(labels, values))
+    want_labels, _, want_values = kernsolve.predict(y, X, model, "-q")
+    assert np.array_equal(got_labels, want_labels)
+    assert np.array_equal(got_values, want_values)

@@ -231,7 +231,8 @@ class PartitionedRows:
 
     ``runner`` submits a task to a worker (``submit(fn, *args, where=)``,
     pinned loosely: run elsewhere if that worker is gone), shares a value
-    with the workers (``share``), gathers results (``gather``, raising
+    with the workers (``share``), submits one whose result nobody waits for
+    (``post``), gathers results (``gather``, raising
     :class:`WorkerLost` for data lost with a worker), waits for one
     (``wait``) and lists the current workers and their threads
     (``workers()``).  ``partitions`` holds ``(key, where)`` per partition,
@@ -313,7 +314,7 @@ class PartitionedRows:
                 f"were only in that worker's memory, e.g. scattered): train again, from "
                 f"a Dask graph or a LIBSVM file the scheduler can recompute") from again
         for key, where in gone:     # (a state left on a live worker: freed)
-            self.runner.submit(drop, key, where=where)
+            self.runner.post(drop, key, where=where)
 
     def rows(self, idx):
         return self._retrying(lambda: self._gather(idx, False))
@@ -431,5 +432,5 @@ class PartitionedBlocks:
     def close(self):
         self.source.live.pop(self.generation, None)
         for key, where in self.source.partitions:
-            self.runner.submit(release, key, self.source.run, self.generation, where=where)
+            self.runner.post(release, key, self.source.run, self.generation, where=where)
         self.kept = [0] * len(self.kept)
