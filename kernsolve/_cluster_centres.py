@@ -73,9 +73,13 @@ class _Runner:
                                   pure=False)
 
     def post(self, fn, *args, where):
-        """Submit a task whose result nobody waits for (it runs all the same)."""
+        """Run a task that frees memory on worker ``where`` (nobody waits for
+        it): pinned strictly, so that a worker paused for memory frees its
+        own when it resumes; nothing when the worker is gone."""
         from distributed import fire_and_forget    # optional (distributed): only on a cluster
-        fire_and_forget(self.submit(fn, *args, where=where))
+        if where in self.client.nthreads():
+            fire_and_forget(self.client.submit(fn, *args, workers=[where], pure=False,
+                                               allow_other_workers=False))
 
     def share(self, value):
         try:

@@ -231,8 +231,8 @@ class PartitionedRows:
 
     ``runner`` submits a task to a worker (``submit(fn, *args, where=)``,
     pinned loosely: run elsewhere if that worker is gone), shares a value
-    with the workers (``share``), submits one whose result nobody waits for
-    (``post``), gathers results (``gather``, raising
+    with the workers (``share``), runs one that frees memory where it is,
+    if that worker is still there (``post``), gathers results (``gather``, raising
     :class:`WorkerLost` for data lost with a worker), waits for one
     (``wait``) and lists the current workers and their threads
     (``workers()``).  ``partitions`` holds ``(key, where)`` per partition,
