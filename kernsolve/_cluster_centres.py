@@ -17,7 +17,6 @@ Needs a ``dask.distributed`` client (the states live in worker processes).
 import contextlib
 import os
 import time
-from concurrent.futures import CancelledError
 
 import numpy as np
 import scipy.sparse as sp
@@ -107,10 +106,11 @@ class _Runner:
 def _losses():
     """Dask's signs of data lost with a worker, as :class:`_partitioned.WorkerLost`:
     a future cancelled (its input gone for good), a connection closed."""
-    from distributed.comm import CommClosedError      # optional: only on a cluster
+    from distributed.client import FutureCancelledError    # optional: only on a cluster
+    from distributed.comm import CommClosedError
     try:
         yield
-    except (CancelledError, CommClosedError) as exc:
+    except (FutureCancelledError, CommClosedError) as exc:
         raise _partitioned.WorkerLost(f"{type(exc).__name__}: {exc}") from exc
 
 

@@ -252,6 +252,7 @@ class PartitionedRows:
         self.restored = 0
         self.traffic = None     # the last pass's bytes (PartitionedBlocks.apply)
         self.partitions = [None] * len(self.sources)
+        self.known = set(runner.workers())  # the workers at the last look (for a loss)
         self._retrying(lambda: self._create(range(len(self.sources)), list(places)))
 
     def _create(self, parts, places):
@@ -269,23 +270,23 @@ class PartitionedRows:
         """``attempt()``, made again after each loss of workers, once their
         partitions are made again (:meth:`_restore`)."""
         while True:
-            before = set(self.runner.workers())
             try:
                 return attempt()
             except (PartitionLost, WorkerLost) as lost:
-                self._restore(lost, before)
+                self._restore(lost)
 
-    def _restore(self, lost, before):
+    def _restore(self, lost):
         """Make the partitions lost with their workers again, on the workers
         holding the fewest, from their sources; set them up for the live row
-        blocks.  Raises ``lost`` again when no worker was lost (nothing to
-        restore), :class:`SourceLost` when a lost partition's rows cannot be
-        recomputed."""
+        blocks.  Raises ``lost`` again when no worker was lost since the last
+        look (nothing to restore), :class:`SourceLost` when a lost partition's
+        rows cannot be recomputed."""
         now = self.runner.workers()
         named = lost.args[0] if isinstance(lost, PartitionLost) and lost.args else None
         parts = [j for j, (key, where) in enumerate(self.partitions)
                  if where not in now or key == named]
-        if not parts and before <= set(now):
+        before, self.known = self.known, set(now)
+        if not parts and before <= self.known:
             raise lost
         if not now:
             raise WorkerLost("no worker left on the cluster") from lost
@@ -304,15 +305,18 @@ class PartitionedRows:
             self._create(parts, places)
             for blocks in self.live.values():
                 blocks.set_up(parts)
-        except WorkerLost as again:
-            if set(self.runner.workers()) < set(now):    # another loss meanwhile
-                return self._restore(again, before)
-            lo, hi = self.offsets[parts[0]], self.offsets[parts[0]] + self.sizes[parts[0]]
-            raise SourceLost(
-                f"EigenPro on a Dask cluster: worker {gone[0][1]} was lost with partition "
-                f"{parts[0]} (rows {lo}..{hi - 1}), whose rows cannot be recomputed (they "
-                f"were only in that worker's memory, e.g. scattered): train again, from "
-                f"a Dask graph or a LIBSVM file the scheduler can recompute") from again
+        except (PartitionLost, WorkerLost) as again:
+            if isinstance(again, WorkerLost) and set(self.runner.workers()) >= self.known:
+                # no other loss meanwhile: a source is gone with the lost worker
+                workers = " and ".join(sorted({where for _, where in gone}))
+                lost_rows = ", ".join(f"{j} (rows {self.offsets[j]}.."
+                                      f"{self.offsets[j] + self.sizes[j] - 1})" for j in parts)
+                raise SourceLost(
+                    f"EigenPro on a Dask cluster: worker {workers} was lost with partition "
+                    f"{lost_rows}, whose rows cannot all be recomputed (they were only in "
+                    f"that worker's memory, e.g. scattered to it): train again, from a Dask "
+                    f"graph or LIBSVM files that the scheduler can compute again") from again
+            return self._restore(again)     # another loss meanwhile
         for key, where in gone:     # (a state left on a live worker: freed)
             self.runner.post(drop, key, where=where)
 
