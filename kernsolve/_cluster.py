@@ -12,9 +12,9 @@ EigenPro's centres model, which builds on it (``_cluster_centres``):
   a partitioned file, one task per partition, with any kernsolve model
   (LIBSVM's :class:`~kernsolve.Model` or a :class:`~kernsolve._model_kind.ModelKind`).
   The model enters the graph once, one delayed object that every
-  partition's task depends on (recomputable after a lost worker).  Each row's prediction depends on that row only,
-  so the partitions' results, concatenated, are the bits of
-  ``kernsolve.predict`` on the whole data.
+  partition's task depends on (recomputable after a lost worker).  Each
+  row's prediction depends on that row only, so the partitions' results,
+  concatenated, are the bits of ``kernsolve.predict`` on the whole data.
 * :func:`dask_partial_fit` trains an estimator with ``partial_fit`` (the DSG
   estimators, or any scikit-learn-style incremental estimator) from the
   partitions in order: the estimator travels to the worker that holds a Dask

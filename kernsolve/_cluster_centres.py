@@ -214,8 +214,9 @@ class _Loaded:
 
 
 def _load_collection(client, X, y, rule):
-    """The partitions of X (a Dask array, with y, or a partitioned LIBSVM file),
-    loaded where they are computed or read."""
+    """The partitions of X (a Dask array, with y, or LIBSVM files: a path, a
+    LibsvmPartitions, or a list of them, one training set), loaded where they
+    are computed or read."""
     dask, da = _dask()
     if isinstance(X, (str, os.PathLike, LibsvmPartitions)):
         X = [X]
@@ -224,9 +225,8 @@ def _load_collection(client, X, y, rule):
             raise ValueError("y is read from the LIBSVM file; do not pass it")
         if not X:
             raise ValueError("X is an empty list of LIBSVM files")
-        windows = [w for f in X for w in (read_partitions(f) if isinstance(
-            f, (str, os.PathLike)) else _libsvm_partitions(f)).windows()]
-        pieces = [client.submit(_load_window, w, rule, pure=False) for w in windows]
+        pieces = [client.submit(_load_window, w, rule, pure=False)
+                  for f in X for w in _file_windows(f)]
     elif isinstance(X, da.Array):
         blocks, y_blocks = array_blocks(X, y, da)
         pieces = client.compute([dask.delayed(_load, pure=True)(b, yb, rule)
@@ -237,11 +237,15 @@ def _load_collection(client, X, y, rule):
     return _Loaded(client, pieces, rule)
 
 
-def _libsvm_partitions(f):
+def _file_windows(f):
+    """The byte windows of a LIBSVM file: its path (default partitions) or its
+    LibsvmPartitions."""
+    if isinstance(f, (str, os.PathLike)):
+        f = read_partitions(f)
     if not isinstance(f, LibsvmPartitions):
         raise ValueError(f"a list of LIBSVM files holds paths or LibsvmPartitions, "
                          f"got {type(f).__name__}")
-    return f
+    return f.windows()
 
 
 def _fit_partitioned(loaded, p, *, kernel, targets, n_outputs, opts, seed, n_jobs, progress,
