@@ -27,39 +27,20 @@ import kernsolve
 from kernsolve._cluster_centres import dask_train_centres
 from kernsolve._params import parse_options
 from kernsolve.cli import train as train_cli
-from kernsolve.solvers.eigenpro import _partitioned, nystrom
+from kernsolve.solvers.eigenpro import _partitioned
+from conftest import small_blocks_cluster
 
 SMALL_BLOCKS = 2 ** 13          # 128 rows a block at p = 64: small data, several partitions
 P = 64
 HANG = 900                      # seconds: far beyond any run of these tests; only a hang meets it
 
 distributed = pytest.importorskip("distributed")
-pytest.importorskip("dask.array")
-
-
-class _SmallBlocks(distributed.WorkerPlugin):
-    """Every worker, also one the nanny starts after a loss, makes the small blocks."""
-
-    def setup(self, worker):
-        from kernsolve.solvers.eigenpro import nystrom as here
-        here.BLOCK_VALUES = SMALL_BLOCKS
 
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, worker_dashboard_address=None)
-    c = distributed.Client(cluster, set_as_default=False)
-    c.register_plugin(_SmallBlocks())
-    saved = nystrom.BLOCK_VALUES
-    nystrom.BLOCK_VALUES = SMALL_BLOCKS
-    try:
-        with c.as_current():
-            yield c
-    finally:
-        nystrom.BLOCK_VALUES = saved
-        c.close()
-        cluster.close()
+    with small_blocks_cluster(SMALL_BLOCKS) as c:
+        yield c
 
 
 def _ends(fn):
