@@ -4,13 +4,15 @@ the Dask side of ``kernsolve.solvers.eigenpro._partitioned``.
 :func:`dask_train_centres` (``kernsolve-train --scheduler``, LIBSVM's
 options) and :func:`fit_estimator` (``EigenProClassifier/Regressor(centers=p)
 .fit`` on a Dask collection) load each partition where it is (a Dask array's
-row chunks, or a LIBSVM file's byte windows read by the workers), make the
-data's few global facts from small per-partition summaries (rows, width,
+row chunks, or the byte windows of LIBSVM files read by the workers), make
+the data's few global facts from small per-partition summaries (rows, width,
 non-zeros, labels), move the boundary rows so that the partitions start on
-the row blocks' grid, keep each partition as a state on its worker, and run
-``nystrom.solve_centres`` on the client with ``_partitioned.PartitionedRows``.
-The model is the one ``kernsolve.train`` / ``fit`` makes in one process on the
-concatenated rows, bit for bit (``doc/cluster.md``, "EigenPro on centres").
+the row blocks' grid, keep each partition as a state on its worker (made
+again from its source, which the futures held here keep recomputable, when
+that worker is lost), and run ``nystrom.solve_centres`` on the client with
+``_partitioned.PartitionedRows``.  The model is the one ``kernsolve.train`` /
+``fit`` makes in one process on the concatenated rows, bit for bit
+(``doc/cluster.md``, "EigenPro on centres" and "A lost worker").
 
 Needs a ``dask.distributed`` client (the states live in worker processes).
 """
