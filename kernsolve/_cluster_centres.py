@@ -103,6 +103,14 @@ class _Runner:
     def workers(self):
         return self.client.nthreads()
 
+    def wait_for_workers(self):
+        """Wait for a worker to join, as tasks without one do (up to Dask's
+        ``distributed.scheduler.no-workers-timeout``, if set)."""
+        import dask      # optional (dask): only on a cluster
+        self.client.wait_for_workers(
+            1, timeout=dask.config.get("distributed.scheduler.no-workers-timeout", None))
+        return self.client.nthreads()
+
 
 @contextlib.contextmanager
 def _losses():

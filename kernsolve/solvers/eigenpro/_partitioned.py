@@ -234,8 +234,9 @@ class PartitionedRows:
     with the workers (``share``), runs one that frees memory where it is,
     if that worker is still there (``post``), gathers results (``gather``, raising
     :class:`WorkerLost` for data lost with a worker), waits for one
-    (``wait``) and lists the current workers and their threads
-    (``workers()``).  ``partitions`` holds ``(key, where)`` per partition,
+    (``wait``), lists the current workers and their threads (``workers()``)
+    and, when there is none, waits for one to join (``wait_for_workers()``,
+    as the tasks would).  ``partitions`` holds ``(key, where)`` per partition,
     as remade after losses; ``restored`` counts the partitions remade."""
 
     def __init__(self, runner, sources, places, sizes, n_features, n_outputs, recipe):
@@ -281,15 +282,13 @@ class PartitionedRows:
         blocks.  Raises ``lost`` again when no worker was lost since the last
         look (nothing to restore), :class:`SourceLost` when a lost partition's
         rows cannot be recomputed."""
-        now = self.runner.workers()
+        now = self.runner.workers() or self.runner.wait_for_workers()
         named = lost.args[0] if isinstance(lost, PartitionLost) and lost.args else None
         parts = [j for j, (key, where) in enumerate(self.partitions)
                  if where not in now or key == named]
         before, self.known = self.known, set(now)
         if not parts and before <= self.known:
             raise lost
-        if not now:
-            raise WorkerLost("no worker left on the cluster") from lost
         held = {w: 0 for w in now}
         for j, (_, where) in enumerate(self.partitions):
             if j not in parts and where in held:
