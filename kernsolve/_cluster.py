@@ -352,48 +352,29 @@ def _takes_classes(estimator):
         return False
 
 
-class _Link:
-    """The estimator between two steps of the chain, and the steps it has
-    taken.  A step continues its input in place (see :func:`_fit_partition`),
-    so an input that a step already continued must not be fitted again: after
-    a lost worker the scheduler reruns the lost steps from their inputs, which
-    is right from a fresh copy (a result moved between workers, or the chain
-    recomputed from its start) and refused, naming the partition, from one
-    already advanced (never a partition fitted twice)."""
-    __slots__ = ("estimator", "steps")
-
-    def __init__(self, estimator, steps):
-        self.estimator, self.steps = estimator, steps
-
-
-def _fit_partition(link, part, y, classes, step):
-    """``partial_fit`` on partition ``step`` of the chain (run on a worker).
+def _fit_partition(estimator, part, y, classes, first):
+    """``partial_fit`` on one partition (run on a worker).
 
     ``part`` is an X block (then ``y`` is its targets) or a file's window
     (:class:`_Window`, read here: the rows are read where they are fitted).
-    The first step fits a copy of the estimator given (``link``; it stays as
-    it was); the later ones continue the previous step's :class:`_Link` in
-    place, so that an estimator that stays on one worker keeps what it caches
-    (DSG's random directions) from partition to partition, as ``partial_fit``
-    in one process does."""
-    if step == 0:
-        link = _Link(copy.deepcopy(link), 0)
-    elif link.steps != step:
-        raise RuntimeError(f"dask_partial_fit: partition {step} is fitted again after a lost "
-                           f"worker, but the estimator it continues has already fitted "
-                           f"partition {link.steps - 1}; call dask_partial_fit again (the "
-                           "estimator given is unchanged)")
+    The first step fits a copy (the estimator given, or scattered, stays as it
+    was); the later ones continue the previous step's estimator in place, so
+    that an estimator that stays on one worker keeps what it caches (DSG's
+    random directions) from partition to partition, as ``partial_fit`` in one
+    process does.  A step's input is only ever used by that step."""
     if isinstance(part, _Window):
         y, X = part.read()
     else:
         X = part
-    if X.shape[0] > 0:
-        if classes is not None:
-            link.estimator.partial_fit(X, np.asarray(y), classes=classes)
-        else:
-            link.estimator.partial_fit(X, np.asarray(y))
-    link.steps = step + 1
-    return link
+    if first:
+        estimator = copy.deepcopy(estimator)
+    if X.shape[0] == 0:
+        return estimator
+    if classes is not None:
+        estimator.partial_fit(X, np.asarray(y), classes=classes)
+    else:
+        estimator.partial_fit(X, np.asarray(y))
+    return estimator
 
 
 def _scan(part):
@@ -419,8 +400,11 @@ def _pinned_chain(client, estimator, parts, y_blocks, classes):
     windows are read one at a time and never held together).  The estimator
     moves, the data stays.  A lost worker: the steps are pinned loosely and
     the estimator given is part of the first step's task (not scattered), so
-    the scheduler recomputes the lost steps on the other workers from the
-    graph (``_Link`` refuses a step whose input was already continued)."""
+    the scheduler computes the lost steps again on the other workers, from
+    the graph.  A step continues its input in place, and its result is that
+    same object in the same process, so a step that must run again (its
+    result lost) finds its input lost with it, and takes a fresh copy from
+    the step before (or the start): never an input that it continued."""
     from distributed import futures_of, wait    # optional (distributed): only with a client
     if y_blocks is not None:
         parts = [futures_of(p)[0] for p in client.persist(parts)]
@@ -433,9 +417,9 @@ def _pinned_chain(client, estimator, parts, y_blocks, classes):
     for i, (part, yb) in enumerate(zip(parts, y_blocks)):
         pin = {"workers": list(where[part.key]), "allow_other_workers": True} \
             if where.get(getattr(part, "key", None)) else {}
-        current = client.submit(_fit_partition, current, part, yb, classes, i, pure=False,
-                                **pin)
-    return current.result().estimator
+        current = client.submit(_fit_partition, current, part, yb, classes, i == 0,
+                                pure=False, **pin)
+    return current.result()
 
 
 def dask_partial_fit(estimator: Any, X: Any, y: Any = None, classes: Any = None) -> Any:
@@ -501,5 +485,6 @@ def dask_partial_fit(estimator: Any, X: Any, y: Any = None, classes: Any = None)
     current = dask.delayed(estimator, traverse=False)
     step = dask.delayed(_fit_partition, pure=False)
     for i, part in enumerate(parts):
-        current = step(current, part, None if y_blocks is None else y_blocks[i], classes, i)
-    return current.compute().estimator
+        current = step(current, part, None if y_blocks is None else y_blocks[i], classes,
+                       i == 0)
+    return current.compute()

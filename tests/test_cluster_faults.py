@@ -250,17 +250,6 @@ def test_dask_partial_fit_recovers_a_lost_worker(client, tmp_path):
     assert np.array_equal(fitted.inner.coef_, local.coef_)
 
 
-def test_a_step_is_never_fitted_twice():
-    # a step whose input was already continued in place is refused
-    from kernsolve import _cluster
-    y, X = _data(n=100)
-    link = _cluster._fit_partition(kernsolve.DSGClassifier(random_state=0), X[:50], y[:50],
-                                   np.unique(y), 0)
-    _cluster._fit_partition(link, X[50:], y[50:], np.unique(y), 1)
-    with pytest.raises(RuntimeError, match="partition 1 is fitted again"):
-        _cluster._fit_partition(link, X[50:], y[50:], np.unique(y), 1)
-
-
 def test_dask_predict_recomputes_what_a_lost_worker_held(client):
     # predictions computed and held on the workers (persist), one worker
     # killed: Dask computes its partitions again from the graph (the model
