@@ -12,11 +12,10 @@ EigenPro's centres model, which builds on it (``_cluster_centres``):
 * :func:`dask_predict` predicts a Dask array (dense or scipy.sparse chunks) or
   a partitioned file, one task per partition, with any kernsolve model
   (LIBSVM's :class:`~kernsolve.Model` or a :class:`~kernsolve._model_kind.ModelKind`).
-  The model enters the graph once: scattered to every worker when a
-  ``dask.distributed`` client is active, else one delayed object that every
-  partition's task depends on.  Each row's prediction depends on that row only,
-  so the partitions' results, concatenated, are the bits of
-  ``kernsolve.predict`` on the whole data.
+  The model enters the graph once, one delayed object that every
+  partition's task depends on (recomputable after a lost worker).  Each
+  row's prediction depends on that row only, so the partitions' results,
+  concatenated, are the bits of ``kernsolve.predict`` on the whole data.
 * :func:`dask_partial_fit` trains an estimator with ``partial_fit`` (the DSG
   estimators, or any scikit-learn-style incremental estimator) from the
   partitions in order: the estimator travels to the worker that holds a Dask
@@ -268,11 +267,12 @@ def _n_values(model, probability, n_jobs):
     return int(np.shape(_predict_rows(probe, model, probability, n_jobs)[1])[1])
 
 
-def _model_in_graph(model, dask, client):
-    """The model as one graph input: scattered to every worker (a client is
-    active) or one delayed object; either way it is sent once, not per partition."""
-    if client is not None:
-        return client.scatter(model, broadcast=True, hash=False)
+def _model_in_graph(model, dask):
+    """The model as one graph input, one delayed object that every partition's
+    task depends on: sent once, not per partition, and part of the graph (not
+    scattered), so that a worker lost after the model left the client is
+    computed again from the graph (a scattered model, once its tasks ran, is
+    gone for good with its worker)."""
     return dask.delayed(model, pure=True, traverse=False)
 
 
@@ -340,7 +340,7 @@ def dask_predict(X: Any, model: Any, options: str | list[str] | None = "") -> tu
     else:
         raise ValueError(f"X must be a dask.array.Array or LibsvmPartitions, "
                          f"got {type(X).__name__} (use kernsolve.predict for local data)")
-    held = _model_in_graph(model, dask, _client())
+    held = _model_in_graph(model, dask)
     run = dask.delayed(_predict_partition, pure=True, nout=2)
     labels, values = [], []
     for block, n in zip(blocks, sizes):
@@ -416,7 +416,9 @@ def _placed(client, parts, y_blocks):
 def _pin(where, part):
     """submit's keywords that run a step on a worker holding ``part``."""
     workers = where.get(getattr(part, "key", None))
-    return {"workers": list(workers)} if workers else {}
+    # loosely: if that worker is lost, the scheduler runs the step elsewhere
+    # (from the graph) instead of waiting for it
+    return {"workers": list(workers), "allow_other_workers": True} if workers else {}
 
 
 def _pinned_chain(client, current, parts, y_blocks, where, classes):
@@ -424,7 +426,15 @@ def _pinned_chain(client, current, parts, y_blocks, where, classes):
     future): each step on a worker that holds its X block (a file's step reads
     its own window where the estimator is; the windows are read one at a time
     and never held together).  The estimator moves, the data stays.  Returns
-    the future of the last step's estimator."""
+    the future of the last step's estimator.
+
+    A lost worker: the steps are pinned loosely and the start is part of the
+    first step's task or a task's future (never scattered), so the scheduler computes the lost
+    steps again on the other workers, from the graph.  A step continues its
+    input in place, and its result is that same object in the same process,
+    so a step that must run again (its result lost) finds its input lost with
+    it, and takes a fresh copy from the step before (or the start): never an
+    input that it continued."""
     for i, (part, yb) in enumerate(zip(parts, y_blocks)):
         current = client.submit(_fit_partition, current, part, yb, classes, i == 0,
                                 pure=False, **_pin(where, part))
@@ -507,8 +517,7 @@ def dask_partial_fit(estimator: Any, X: Any, y: Any = None, classes: Any = None)
     client = _client()
     if client is not None:
         parts, y_blocks, where = _placed(client, parts, y_blocks)
-        start = client.scatter(estimator, hash=False)
-        return _pinned_chain(client, start, parts, y_blocks, where, classes).result()
+        return _pinned_chain(client, estimator, parts, y_blocks, where, classes).result()
     return _local_chain(dask, dask.delayed(estimator, traverse=False), parts, y_blocks,
                         classes).compute()
 

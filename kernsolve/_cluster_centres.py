@@ -4,19 +4,21 @@ the Dask side of ``kernsolve.solvers.eigenpro._partitioned``.
 :func:`dask_train_centres` (``kernsolve-train --scheduler``, LIBSVM's
 options) and :func:`fit_estimator` (``EigenProClassifier/Regressor(centers=p)
 .fit`` on a Dask collection) load each partition where it is (a Dask array's
-row chunks, or a LIBSVM file's byte windows read by the workers), make the
-data's few global facts from small per-partition summaries (rows, width,
+row chunks, or the byte windows of LIBSVM files read by the workers), make
+the data's few global facts from small per-partition summaries (rows, width,
 non-zeros, labels), move the boundary rows so that the partitions start on
-the row blocks' grid, keep each partition as a state on its worker, and run
-``nystrom.solve_centres`` on the client with ``_partitioned.PartitionedRows``.
-The model is the one ``kernsolve.train`` / ``fit`` makes in one process on the
-concatenated rows, bit for bit (``doc/cluster.md``, "EigenPro on centres").
+the row blocks' grid, keep each partition as a state on its worker (made
+again from its source, which the futures held here keep recomputable, when
+that worker is lost), and run ``nystrom.solve_centres`` on the client with
+``_partitioned.PartitionedRows``.  The model is the one ``kernsolve.train`` /
+``fit`` makes in one process on the concatenated rows, bit for bit
+(``doc/cluster.md``, "EigenPro on centres" and "A lost worker").
 
 Needs a ``dask.distributed`` client (the states live in worker processes).
 """
+import contextlib
 import os
 import time
-import uuid
 
 import numpy as np
 import scipy.sparse as sp
@@ -39,7 +41,10 @@ __all__ = ["dask_train_centres", "train_file_on_cluster", "fit_estimator", "is_c
 
 
 def is_collection(X):
-    """X is a Dask collection or a partitioned LIBSVM file (trained on a cluster)."""
+    """X is a Dask collection, a partitioned LIBSVM file or a list of them
+    (trained on a cluster)."""
+    if isinstance(X, list) and X and all(isinstance(f, LibsvmPartitions) for f in X):
+        return True
     return isinstance(X, LibsvmPartitions) or callable(getattr(X, "__dask_graph__", None))
 
 
@@ -53,29 +58,70 @@ def _require_client(what):
 
 
 class _Runner:
-    """``_partitioned``'s runner on a client: tasks pinned to a worker, values
-    broadcast, results gathered (the largest one received kept, in bytes)."""
+    """``_partitioned``'s runner on a client: tasks pinned loosely to a worker
+    (run elsewhere when it is gone: :class:`_partitioned.PartitionLost`), values
+    shared through one worker (not broadcast: a broadcast to a worker that
+    died and that the scheduler has not removed yet waits forever), results
+    gathered (the largest one received kept, in bytes), a loss of data with
+    its worker raised as :class:`_partitioned.WorkerLost`."""
 
     def __init__(self, client):
         self.client = client
         self.largest_received = 0
 
     def submit(self, fn, *args, where):
-        return self.client.submit(fn, *args, workers=[where], allow_other_workers=False,
+        return self.client.submit(fn, *args, workers=[where], allow_other_workers=True,
                                   pure=False)
 
+    def post(self, fn, *args, where):
+        """Run a task that frees memory on worker ``where`` (nobody waits for
+        it): pinned strictly, so that a worker paused for memory frees its
+        own when it resumes; nothing when the worker is gone."""
+        from distributed import fire_and_forget    # optional (distributed): only on a cluster
+        if where in self.client.nthreads():
+            fire_and_forget(self.client.submit(fn, *args, workers=[where], pure=False,
+                                               allow_other_workers=False))
+
     def share(self, value):
-        return self.client.scatter(value, broadcast=True, hash=False)
+        try:
+            return self.client.scatter(value, hash=False)
+        except OSError as exc:       # (a worker unreachable: gone)
+            raise _partitioned.WorkerLost(f"sharing a value: {exc}") from exc
 
     def gather(self, futures):
         from dask.sizeof import sizeof    # optional (dask): only on a cluster
-        out = self.client.gather(futures)
+        with _losses():
+            out = self.client.gather(futures)
         self.largest_received = max(self.largest_received, sizeof(out))
         return out
 
     def wait(self, future):
         from distributed import wait      # optional (distributed): only on a cluster
-        wait(future)
+        with _losses():
+            wait(future)
+
+    def workers(self):
+        return self.client.nthreads()
+
+    def wait_for_workers(self):
+        """Wait for a worker to join, as tasks without one do (up to Dask's
+        ``distributed.scheduler.no-workers-timeout``, if set)."""
+        import dask      # optional (dask): only on a cluster
+        self.client.wait_for_workers(
+            1, timeout=dask.config.get("distributed.scheduler.no-workers-timeout", None))
+        return self.client.nthreads()
+
+
+@contextlib.contextmanager
+def _losses():
+    """Dask's signs of data lost with a worker, as :class:`_partitioned.WorkerLost`:
+    a future cancelled (its input gone for good), a connection closed."""
+    from distributed.client import FutureCancelledError    # optional: only on a cluster
+    from distributed.comm import CommClosedError
+    try:
+        yield
+    except (FutureCancelledError, CommClosedError) as exc:
+        raise _partitioned.WorkerLost(f"{type(exc).__name__}: {exc}") from exc
 
 
 # ---------------------------------------------------------------- on the workers
@@ -178,39 +224,52 @@ class _Loaded:
 
 
 def _load_collection(client, X, y, rule):
-    """The partitions of X (a Dask array, with y, or a partitioned LIBSVM file),
-    loaded where they are computed or read."""
+    """The partitions of X (a Dask array, with y, or LIBSVM files: a path, a
+    LibsvmPartitions, or a list of them, one training set), loaded where they
+    are computed or read."""
     dask, da = _dask()
-    if isinstance(X, (str, os.PathLike)):
-        X = read_partitions(X)
-    if isinstance(X, LibsvmPartitions):
+    if isinstance(X, (str, os.PathLike, LibsvmPartitions)):
+        X = [X]
+    if isinstance(X, list):         # LIBSVM files, one training set: their rows in order
         if y is not None:
             raise ValueError("y is read from the LIBSVM file; do not pass it")
-        pieces = [client.submit(_load_window, w, rule, pure=False) for w in X.windows()]
+        if not X:
+            raise ValueError("X is an empty list of LIBSVM files")
+        pieces = [client.submit(_load_window, w, rule, pure=False)
+                  for f in X for w in _file_windows(f)]
     elif isinstance(X, da.Array):
         blocks, y_blocks = array_blocks(X, y, da)
         pieces = client.compute([dask.delayed(_load, pure=True)(b, yb, rule)
                                  for b, yb in zip(blocks, y_blocks)])
     else:
-        raise ValueError(f"X must be a dask.array.Array or LibsvmPartitions, "
-                         f"got {type(X).__name__}")
+        raise ValueError(f"X must be a dask.array.Array, LibsvmPartitions, or a list of "
+                         f"LIBSVM files, got {type(X).__name__}")
     return _Loaded(client, pieces, rule)
+
+
+def _file_windows(f):
+    """The byte windows of a LIBSVM file: its path (default partitions) or its
+    LibsvmPartitions."""
+    if isinstance(f, (str, os.PathLike)):
+        f = read_partitions(f)
+    if not isinstance(f, LibsvmPartitions):
+        raise ValueError(f"a list of LIBSVM files holds paths or LibsvmPartitions, "
+                         f"got {type(f).__name__}")
+    return f.windows()
 
 
 def _fit_partitioned(loaded, p, *, kernel, targets, n_outputs, opts, seed, n_jobs, progress,
                      callback=None):
     """FALKON on the loaded partitions: (alpha (p, c), centre indices, stats,
     the centres' rows as one process's X holds them)."""
-    client, runner = loaded.client, _Runner(loaded.client)
+    runner = _Runner(loaded.client)
     bounds = _partitioned.grid_boundaries(loaded.sizes, p)
     ends = np.cumsum(loaded.sizes)
     starts = ends - loaded.sizes
     densify = loaded.nnz is not None and densifies(loaded.nnz, (loaded.n, loaded.width),
                                                    kernel[0])
-    threads = client.nthreads()
-    run = uuid.uuid4().hex
-    parts, joined, made = [], [], []
-    for j, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
+    sources, places = [], []    # (the sources stay held: a lost state is made again from them)
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
         slices, most = [], (0, None)
         for i in np.flatnonzero((starts < hi) & (ends > lo)):
             a, b = max(lo, starts[i]) - starts[i], min(hi, ends[i]) - starts[i]
@@ -218,17 +277,11 @@ def _fit_partitioned(loaded, p, *, kernel, targets, n_outputs, opts, seed, n_job
             whole = a == 0 and b == loaded.sizes[i]
             slices.append(piece if whole else runner.submit(_slice, piece, a, b, where=where))
             most = max(most, (b - a, where), key=lambda m: m[0])
-        where = most[1]
-        joined.append(runner.submit(_join, loaded.width, *slices, where=where))
-        key = f"{run}-{j}"
-        parts.append((key, where))
-        made.append(runner.submit(_partitioned.create, key, joined[-1], lo, kernel, densify,
-                                  targets, threads[where], where=where))
-    runner.gather(made)              # every state exists before a task asks for it
-    del joined                       # the states hold the rows from here on
+        sources.append(runner.submit(_join, loaded.width, *slices, where=most[1]))
+        places.append(most[1])
+    rows = _partitioned.PartitionedRows(runner, sources, places, np.diff(bounds),
+                                        loaded.width, n_outputs, (kernel, densify, targets))
     engine = KernelBlocks(None, *kernel, resolve_n_jobs(n_jobs))
-    rows = _partitioned.PartitionedRows(runner, parts, np.diff(bounds), loaded.width,
-                                        n_outputs)
     try:
         # BLAS on one thread in the client: its calls run between the passes,
         # and OpenBLAS's threads would spin on after each one, taking the
@@ -244,9 +297,10 @@ def _fit_partitioned(loaded, p, *, kernel, targets, n_outputs, opts, seed, n_job
                                             progress=progress)
         centre_rows = rows.raw_rows(S)
     finally:
-        for key, where in parts:
-            runner.submit(_partitioned.drop, key, where=where)
-    stats["partitions"] = len(parts)
+        for key, where in rows.partitions:
+            runner.post(_partitioned.drop, key, where=where)
+    stats["partitions"] = len(rows.partitions)
+    stats["restored_partitions"] = rows.restored
     stats["traffic_per_pass"] = rows.traffic
     stats["largest_received_bytes"] = runner.largest_received
     return alpha, S, stats, centre_rows
@@ -269,8 +323,9 @@ def dask_train_centres(X, param, *, n_jobs=None, callback=None):
 
     Parameters
     ----------
-    X : LibsvmPartitions, str, or a pair (dask.array X, dask.array y)
-        A partitioned LIBSVM file (or its path), or a Dask array and its targets.
+    X : LibsvmPartitions, str, a list of them, or a pair (dask.array X, dask.array y)
+        A partitioned LIBSVM file (or its path), several as one training set
+        (their rows in the list's order), or a Dask array and its targets.
     param : Parameters
         LIBSVM's options with ``--solver eigenpro --centers p``.
 
@@ -316,15 +371,18 @@ def dask_train_centres(X, param, *, n_jobs=None, callback=None):
     return eigenpro_model(param, gamma, labels, res, opts, loaded.n, centres, t0)
 
 
-def train_file_on_cluster(path, param):
+def train_file_on_cluster(paths, param):
     """``kernsolve-train --scheduler``: :func:`dask_train_centres` on a LIBSVM
-    file cut into byte ranges (64 MiB, and at least one per worker of the
-    active client), read by the workers."""
+    file, or several as one training set (a list: their rows in order), cut
+    into byte ranges (64 MiB, and at least one per worker of the active
+    client), read by the workers."""
     client = _require_client("--scheduler: EigenPro")
-    parts = read_partitions(path)
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    parts = [read_partitions(path) for path in paths]
     workers = len(client.scheduler_info()["workers"])
-    if parts.npartitions < workers:
-        parts = read_partitions(path, npartitions=workers)
+    if sum(f.npartitions for f in parts) < workers:
+        parts = [read_partitions(path, npartitions=-(-workers // len(paths)))
+                 for path in paths]
     return dask_train_centres(parts, param)
 
 

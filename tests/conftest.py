@@ -154,3 +154,34 @@ def assert_probabilities_close(ours, theirs, what=""):
         else:
             scale = np.abs(a) + (np.abs(b) if "probB" in present else 0.0)
         assert np.all(np.abs(x - ref) <= PROB_RTOL * scale), (what, key, x, ref)
+
+
+@contextlib.contextmanager
+def small_blocks_cluster(block_values):
+    """A ``distributed.LocalCluster`` of two worker processes of one thread
+    (each under a nanny) and its client, made current, with EigenPro's row
+    blocks of ``block_values`` values in this process and in every worker,
+    also one that a nanny starts after a loss (a worker plugin): small data
+    gets many blocks."""
+    distributed = pytest.importorskip("distributed")
+    pytest.importorskip("dask.array")
+    from kernsolve.solvers.eigenpro import nystrom
+
+    class BlockValues(distributed.WorkerPlugin):
+        def setup(self, worker):
+            from kernsolve.solvers.eigenpro import nystrom as here     # (in the worker)
+            here.BLOCK_VALUES = block_values
+
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, worker_dashboard_address=None)
+    client = distributed.Client(cluster, set_as_default=False)
+    client.register_plugin(BlockValues())
+    saved = nystrom.BLOCK_VALUES
+    nystrom.BLOCK_VALUES = block_values
+    try:
+        with client.as_current():
+            yield client
+    finally:
+        nystrom.BLOCK_VALUES = saved
+        client.close()
+        cluster.close()

@@ -8,6 +8,7 @@ operating system's record of which process opened the data file (the client
 never reads it); the workers' own transfer logs (the data never moves between
 workers while an estimator is trained from it).
 """
+import contextlib
 import os
 import pickle
 import subprocess
@@ -144,19 +145,16 @@ def test_the_model_enters_the_graph_once(client, data):
     model = _train("-q -b 1", data)
     size = len(pickle.dumps(model))
     X = da.from_array(data["Xt"], chunks=20)                   # 11 partitions
-    # without a client: one task holds the model, every partition depends on it
-    labels, values = kernsolve.dask_predict(X, model, "-b 1")
-    graph = dict(values.__dask_graph__())
-    holders = [k for k, v in graph.items() if len(pickle.dumps(v)) >= size]
-    assert len(holders) == 1
-    # with a client: the model is scattered (one copy per worker) and the graph
-    # holds no copy of it at all
-    with client.as_current():
-        labels, values = kernsolve.dask_predict(X, model, "-b 1")
-        graph = dict(values.__dask_graph__())
-        assert all(len(pickle.dumps(v)) < size for v in graph.values())
-        assert _same(values.compute(), kernsolve.predict(None, data["Xt"], model,
-                                                         "-b 1 -q")[2])
+    # with or without a client: one task holds the model, every partition
+    # depends on it (part of the graph: recomputable after a lost worker)
+    for current in (None, client):
+        with current.as_current() if current else contextlib.nullcontext():
+            labels, values = kernsolve.dask_predict(X, model, "-b 1")
+            graph = dict(values.__dask_graph__())
+            holders = [k for k, v in graph.items() if len(pickle.dumps(v)) >= size]
+            assert len(holders) == 1
+            assert _same(values.compute(), kernsolve.predict(None, data["Xt"], model,
+                                                             "-b 1 -q")[2])
 
 
 _AUDIT = """

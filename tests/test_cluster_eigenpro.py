@@ -23,14 +23,10 @@ from kernsolve._cluster_centres import dask_train_centres
 from kernsolve._params import parse_options
 from kernsolve.cli import train as train_cli
 from kernsolve.solvers.eigenpro import _partitioned, nystrom
+from conftest import small_blocks_cluster
 
 SMALL_BLOCKS = 2 ** 13          # 128 rows a block at p = 64
 P = 64
-
-
-def _set_blocks(value):
-    from kernsolve.solvers.eigenpro import nystrom as here      # (in the worker)
-    here.BLOCK_VALUES = value
 
 
 def test_without_a_distributed_client_the_error_says_so():
@@ -54,21 +50,8 @@ def test_partitions_move_to_the_blocks_grid(monkeypatch):
 
 @pytest.fixture(scope="module")
 def client():
-    distributed = pytest.importorskip("distributed")
-    pytest.importorskip("dask.array")
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, worker_dashboard_address=None)
-    c = distributed.Client(cluster, set_as_default=False)
-    saved = nystrom.BLOCK_VALUES
-    c.run(_set_blocks, SMALL_BLOCKS)
-    nystrom.BLOCK_VALUES = SMALL_BLOCKS
-    try:
-        with c.as_current():
-            yield c
-    finally:
-        nystrom.BLOCK_VALUES = saved
-        c.close()
-        cluster.close()
+    with small_blocks_cluster(SMALL_BLOCKS) as c:
+        yield c
 
 
 @pytest.fixture

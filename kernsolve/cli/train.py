@@ -98,6 +98,8 @@ kernsolve options:
 --chunk-mb n : window size in MB for --stream (default 64; implies --stream)
 --scheduler address : (--centers p) train on a Dask cluster (tcp://host:8786); its workers
 	read the file's byte ranges, the rows are never gathered; the same model file
+--add-data file : (with --scheduler) the rows of file follow those of training_set_file;
+	repeat for more files: one training set, the model of the files concatenated
 --help, or -h without a value : print this usage; --version : print the version
 """
 
@@ -190,13 +192,16 @@ _DEFAULT_CHUNK_MB = 64.0
 
 
 def _stream_options(options):
-    """Take ``--stream``, ``--chunk-mb`` and ``--scheduler`` out of the options
-    (the library's parser does not know them); returns (options, chunk size in
-    MB or None, scheduler address or None)."""
-    kept, chunk_mb, scheduler = [], None, None
+    """Take ``--stream``, ``--chunk-mb``, ``--scheduler`` and ``--add-data``
+    out of the options (the library's parser does not know them); returns
+    (options, chunk size in MB or None, scheduler address or None, the added
+    data files)."""
+    kept, chunk_mb, scheduler, added = [], None, None, []
     for name, values in options:
         if name == "--scheduler":
             scheduler = values[0]
+        elif name == "--add-data":
+            added.append(values[0])
         elif name == "--stream":
             chunk_mb = _DEFAULT_CHUNK_MB if chunk_mb is None else chunk_mb
         elif name == "--chunk-mb":
@@ -205,7 +210,7 @@ def _stream_options(options):
                 raise UsageError(f"bad value for --chunk-mb: {values[0]!r} (must be > 0)")
         else:
             kept.append((name, values))
-    return kept, chunk_mb, scheduler
+    return kept, chunk_mb, scheduler, added
 
 
 def _check_stream_options(params, chunk_mb):
@@ -230,9 +235,9 @@ def _save(model_path, model):
     return 0
 
 
-def _train_on_cluster(data_path, model_path, params, scheduler):
+def _train_on_cluster(data_paths, model_path, params, scheduler):
     """``--scheduler``: the solver's ``train_cluster`` (EigenPro's on centres)
-    on that scheduler's workers, which read the file."""
+    on that scheduler's workers, which read the files (one training set)."""
     spec = spec_for(params.solver)
     if spec is None or spec.train_cluster is None:
         raise UsageError(f"--scheduler: --solver {params.solver} does not train on a "
@@ -243,7 +248,7 @@ def _train_on_cluster(data_path, model_path, params, scheduler):
         raise CommandError("--scheduler needs dask.distributed: pip install "
                            "'kernsolve[dask]'") from None
     with Client(scheduler, set_as_default=False) as client, client.as_current():
-        model = spec.train_cluster(os.path.abspath(data_path), params)
+        model = spec.train_cluster([os.path.abspath(p) for p in data_paths], params)
     return _save(model_path, model)
 
 
@@ -258,7 +263,7 @@ def main(argv):
     if not argv:
         raise UsageError("no training set file given")
     options, positional = split_options(argv, flags=FLAGS + ("--stream",), own_h=True)
-    options, chunk_mb, scheduler = _stream_options(options)
+    options, chunk_mb, scheduler, added = _stream_options(options)
     tokens = _option_tokens(options)
     for name, values in options:
         if name == "-v":
@@ -277,6 +282,9 @@ def main(argv):
                                   or data_path == STDIN):
         raise UsageError("--scheduler trains from a file the workers read: not with "
                          "--stream, -v or stdin ('-')")
+    if added and scheduler is None:
+        raise UsageError(f"--add-data {added[0]}: several files train as one set on a "
+                         "cluster only; give --scheduler (or concatenate the files)")
     if data_path == STDIN and chunk_mb is not None:
         raise UsageError("--stream reads the training file once per pass; it cannot "
                          "read stdin ('-')")
@@ -284,12 +292,13 @@ def main(argv):
         raise UsageError("the training set comes from stdin ('-'): give the model file name")
     model_path = positional[1] if len(positional) > 1 else default_model_path(data_path)
 
-    check_input_path(data_path)
+    for path in [data_path] + added:
+        check_input_path(path)
     if not params.n_folds:
         check_output_path(model_path)
 
     if scheduler is not None:
-        return _train_on_cluster(data_path, model_path, params, scheduler)
+        return _train_on_cluster([data_path] + added, model_path, params, scheduler)
     if chunk_mb is not None:
         return _train_streamed(data_path, model_path, params, tokens, chunk_mb)
 

@@ -301,8 +301,9 @@ class SolverSpec:
         read in byte windows (``kernsolve-train --stream``), for the names in
         ``streams``.
     train_cluster : Ref or None
-        ``train_cluster(path, param)``: training on the active Dask cluster
-        from a data file its workers read (``kernsolve-train --scheduler``).
+        ``train_cluster(paths, param)``: training on the active Dask cluster
+        from data files its workers read, one training set (``kernsolve-train
+        --scheduler``, ``--add-data``).
     bias : bool
         False when the solver has no bias term: the driver trains ``--bias 0``.
     model_kind : str or None

@@ -26,6 +26,18 @@ The tasks run through a *runner* (``kernsolve._cluster_centres``: Dask's
 imports no Dask.  Each worker process keeps its states in ``_STATES`` (keys
 unique to a training run) and its share of the ``-m`` cache in ``_BUDGETS``:
 the cache budget holds per worker process, its partitions take it in turn.
+
+A lost worker takes its partitions' states with it.  The runner pins a task
+to its partition's worker loosely, so that when that worker is gone the
+scheduler runs it on another one, where it finds no state and raises
+:class:`PartitionLost`; the runner reports the loss of data it had sent
+(a shared value, a result on the lost worker) as :class:`WorkerLost`.
+Every request of :class:`PartitionedRows` is an *attempt* that depends only
+on what the client holds (u, the centres), so after a loss the lost states
+are made again from their sources (the Dask graph or the file's byte range,
+which the scheduler recomputes on a surviving worker), set up for the
+current row blocks, and the attempt is made again: the same bits, since a
+state is a function of its rows.
 """
 import threading
 import uuid
@@ -40,11 +52,36 @@ from ..._sparse import issparse
 from ..._threads import shared_pool
 from ..._validation import check_allocation
 
-__all__ = ["PartitionState", "PartitionedRows", "grid_boundaries"]
+__all__ = ["PartitionState", "PartitionedRows", "PartitionLost", "WorkerLost",
+           "grid_boundaries"]
 
 _STATES: dict[str, "PartitionState"] = {}   # key -> the state, in the process holding it
 _BUDGETS: dict[tuple, float] = {}           # (run, generation) -> cache bytes left here
 _LOCK = threading.Lock()
+
+
+class PartitionLost(LookupError):
+    """A task found no state of its partition in the process it ran in (the
+    worker that held it was lost, and the scheduler ran the task elsewhere)."""
+
+
+class WorkerLost(RuntimeError):
+    """The runner lost what it had sent or computed with a worker (raised by
+    the runner: a shared value or a result gone with its worker, a worker
+    unreachable)."""
+
+
+class SourceLost(RuntimeError):
+    """A lost partition cannot be made again: its rows were only in the lost
+    worker's memory."""
+
+
+def _state(key, generation=None):
+    """The partition's state in this process (of row blocks ``generation``, if given)."""
+    state = _STATES.get(key)
+    if state is None or (generation is not None and state.generation != generation):
+        raise PartitionLost(key)
+    return state
 
 
 def grid_boundaries(sizes, p):
@@ -87,7 +124,7 @@ def create(key, piece, offset, kernel, densify, targets, n_threads):
 def rows_of(key, idx, raw):
     """The partition's rows ``idx`` (local, sorted): as the kernel engine
     takes them (``KernelBlocks.rows``), or as loaded (``raw``)."""
-    state = _STATES[key]
+    state = _state(key)
     return state.raw[idx] if raw else state.kern.rows(idx)
 
 
@@ -96,7 +133,7 @@ def setup(key, C, dtype, rows_at, cache_bytes, run, generation):
     or solve), with the centres' rows among its own (``rows_at``, global,
     sorted, or None) and as many cached blocks as this process's share of the
     cache left for the run allows.  Returns the blocks kept."""
-    state = _STATES[key]
+    state = _state(key)
     local = None
     if rows_at is not None:
         lo, hi = np.searchsorted(rows_at, [state.offset, state.offset + state.kern.n_rows])
@@ -112,12 +149,12 @@ def setup(key, C, dtype, rows_at, cache_bytes, run, generation):
     return blocks.keep
 
 
-def compute(key, u, targets, first=False):
+def compute(key, generation, u, targets, first=False):
     """This partition's blocks' parts of a pass (``_RowBlocks.parts``), kept
     for :func:`fold`; returns the kernel values computed.  The ``first``
     partition (rows from 0) has no sum to wait for: it adds its parts as they
     come, in row order, and returns the chain's first link, ``fold``'s result."""
-    state = _STATES[key]
+    state = _state(key, generation)
     blocks = state.blocks
     before = blocks.n_evals
     if first:
@@ -137,21 +174,23 @@ def fold(key, carried, evals):
     """Add this partition's parts, in row order, to the sum carried from the
     partitions before it: ``(RowSum, kernel values so far)``."""
     total, count = carried
-    state = _STATES[key]
+    state = _state(key)
+    if state.parts is None:     # (a rerun after a loss: its parts were added already)
+        raise PartitionLost(key)
     for part in state.parts:
         total.add(part)
     state.parts = None
     return total, count + evals
 
 
-def first_block_error(key, alpha):
+def first_block_error(key, generation, alpha):
     """``_RowBlocks.first_block_error`` of the partition that starts at row 0."""
-    return _STATES[key].blocks.first_block_error(alpha)
+    return _state(key, generation).blocks.first_block_error(alpha)
 
 
 def targets_of(key):
     """The partition's targets' rows Y (for the spread of the drift check)."""
-    return _STATES[key].Y
+    return _state(key).Y
 
 
 def spread(*Ys):
@@ -180,30 +219,111 @@ class PartitionedRows:
     """The row source of ``nystrom.solve_centres`` over partitions in worker
     processes.
 
-    ``partitions``: per partition in row order, ``(key, where)`` (its state's
-    key, the worker holding it), made by :func:`create` on rows that start on
-    the blocks' grid; ``sizes`` their row counts; ``rows(idx)`` gathers rows
-    by global index as one process's ``KernelBlocks.rows`` gives them (the
-    centres, the auxiliary rows, the rows that replace repeated ones), and
-    ``raw_rows(idx)`` as loaded (the model's centres); ``runner`` submits a task to a worker (``submit(fn, *args,
-    where=)``), broadcasts a value (``share``), gathers results (``gather``)
-    and waits for one (``wait``)."""
+    Per partition in row order: ``sources`` its rows and targets ``(X, y)``
+    as the runner hands them to a task (a Dask future, recomputable: the
+    state is made from it, and made again from it after a loss), ``places``
+    the worker to hold it, ``sizes`` its row count (the partitions start on
+    the blocks' grid); ``recipe`` is :func:`create`'s ``(kernel, densify,
+    targets)``.  ``rows(idx)`` gathers rows by global index as one process's
+    ``KernelBlocks.rows`` gives them (the centres, the auxiliary rows, the
+    rows that replace repeated ones), ``raw_rows(idx)`` as loaded (the
+    model's centres).
 
-    def __init__(self, runner, partitions, sizes, n_features, n_outputs):
+    ``runner`` submits a task to a worker (``submit(fn, *args, where=)``,
+    pinned loosely: run elsewhere if that worker is gone), shares a value
+    with the workers (``share``), runs one that frees memory where it is,
+    if that worker is still there (``post``), gathers results (``gather``, raising
+    :class:`WorkerLost` for data lost with a worker), waits for one
+    (``wait``), lists the current workers and their threads (``workers()``)
+    and, when there is none, waits for one to join (``wait_for_workers()``,
+    as the tasks would).  ``partitions`` holds ``(key, where)`` per partition,
+    as remade after losses; ``restored`` counts the partitions remade."""
+
+    def __init__(self, runner, sources, places, sizes, n_features, n_outputs, recipe):
         self.runner = runner
-        self.partitions = list(partitions)
+        self.sources = list(sources)
         self.sizes = list(sizes)
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
         self.n_rows = int(sum(sizes))
         self.n_features, self.n_outputs = n_features, n_outputs
+        self.recipe = recipe
         self.run = uuid.uuid4().hex
         self.generations = 0
+        self.live = {}          # generation -> its PartitionedBlocks, for a restore
+        self.restored = 0
         self.traffic = None     # the last pass's bytes (PartitionedBlocks.apply)
+        self.partitions = [None] * len(self.sources)
+        self.known = set(runner.workers())  # the workers at the last look (for a loss)
+        self._retrying(lambda: self._create(range(len(self.sources)), list(places)))
+
+    def _create(self, parts, places):
+        """Make the states of ``parts`` on the workers ``places`` (new keys)."""
+        threads = self.runner.workers()
+        made = []
+        for j, where in zip(parts, places):
+            key = f"{self.run}-{j}-{self.restored}"
+            made.append(self.runner.submit(create, key, self.sources[j], int(self.offsets[j]),
+                                           *self.recipe, threads.get(where, 1), where=where))
+            self.partitions[j] = (key, where)
+        self.runner.gather(made)    # (then released: a lost one is not made again elsewhere)
+
+    def _retrying(self, attempt):
+        """``attempt()``, made again after each loss of workers, once their
+        partitions are made again (:meth:`_restore`)."""
+        while True:
+            try:
+                return attempt()
+            except (PartitionLost, WorkerLost) as lost:
+                self._restore(lost)
+
+    def _restore(self, lost):
+        """Make the partitions lost with their workers again, on the workers
+        holding the fewest, from their sources; set them up for the live row
+        blocks.  Raises ``lost`` again when no worker was lost since the last
+        look (nothing to restore), :class:`SourceLost` when a lost partition's
+        rows cannot be recomputed."""
+        now = self.runner.workers() or self.runner.wait_for_workers()
+        named = lost.args[0] if isinstance(lost, PartitionLost) and lost.args else None
+        parts = [j for j, (key, where) in enumerate(self.partitions)
+                 if where not in now or key == named]
+        before, self.known = self.known, set(now)
+        if not parts and before <= self.known:
+            raise lost
+        held = {w: 0 for w in now}
+        for j, (_, where) in enumerate(self.partitions):
+            if j not in parts and where in held:
+                held[where] += 1
+        places = []
+        for _ in parts:
+            where = min(held, key=lambda w: (held[w], w))
+            held[where] += 1
+            places.append(where)
+        gone = [self.partitions[j] for j in parts]
+        self.restored += 1
+        try:
+            self._create(parts, places)
+            for blocks in self.live.values():
+                blocks.set_up(parts)
+        except (PartitionLost, WorkerLost) as again:
+            if isinstance(again, WorkerLost) and set(self.runner.workers()) >= self.known:
+                # no other loss meanwhile: a source is gone with the lost worker
+                workers = " and ".join(sorted({where for _, where in gone}))
+                lost_rows = ", ".join(f"{j} (rows {self.offsets[j]}.."
+                                      f"{self.offsets[j] + self.sizes[j] - 1})" for j in parts)
+                raise SourceLost(
+                    f"EigenPro on a Dask cluster: worker {workers} was lost with partition "
+                    f"{lost_rows}, whose rows cannot all be recomputed (they were only in "
+                    f"that worker's memory, e.g. scattered to it): train again, from a Dask "
+                    f"graph or LIBSVM files that the scheduler can compute again") from again
+            return self._restore(again)     # another loss meanwhile
+        for key, where in gone:     # (a state left on a live worker: freed)
+            self.runner.post(drop, key, where=where)
 
     def rows(self, idx):
-        return self._gather(idx, False)
+        return self._retrying(lambda: self._gather(idx, False))
 
     def raw_rows(self, idx):
-        return self._gather(idx, True)
+        return self._retrying(lambda: self._gather(idx, True))
 
     def _gather(self, idx, raw):
         """Rows ``idx`` (global, any order) from the partitions that hold them."""
@@ -231,10 +351,12 @@ class PartitionedRows:
         return PartitionedBlocks(self, C, cache_bytes, dtype, rows_at, self.generations)
 
     def drift(self, blocks, alpha):
-        submit, (key0, where0) = self.runner.submit, self.partitions[0]
-        error = submit(first_block_error, key0, alpha, where=where0)
-        Ys = [submit(targets_of, key, where=where) for key, where in self.partitions]
-        return _drift(*self.runner.gather([error, submit(spread, *Ys, where=where0)]))
+        def attempt():
+            submit, (key0, where0) = self.runner.submit, self.partitions[0]
+            error = submit(first_block_error, key0, blocks.generation, alpha, where=where0)
+            Ys = [submit(targets_of, key, where=where) for key, where in self.partitions]
+            return self.runner.gather([error, submit(spread, *Ys, where=where0)])
+        return _drift(*self._retrying(attempt))
 
 
 class PartitionedBlocks:
@@ -249,6 +371,7 @@ class PartitionedBlocks:
         self.source = source
         self.runner = source.runner
         self.generation = generation
+        self.C, self.cache_bytes, self.rows_at = C, cache_bytes, rows_at
         self.dtype = np.dtype(dtype)
         self.work = np.dtype(np.float32) if self.dtype == np.float16 else self.dtype
         self.p = C.shape[0]
@@ -256,19 +379,37 @@ class PartitionedBlocks:
         self.n = source.n_rows
         self.starts = list(range(0, self.n, self.rows))
         self.gathers = rows_at is not None
-        shared = self.runner.share(C)
-        kept = [self.runner.submit(setup, key, shared, self.dtype, rows_at, cache_bytes,
-                                   source.run, generation, where=where)
-                for key, where in source.partitions]
-        self.keep = int(sum(self.runner.gather(kept)))
+        self.kept = [0] * len(source.partitions)
+        source.live[generation] = self
+        source._retrying(lambda: self.set_up(range(len(source.partitions))))
         self.n_evals = 0
         self.passes = 0
         self.report = None
 
+    @property
+    def keep(self):
+        return int(sum(self.kept))
+
+    def set_up(self, parts):
+        """These row blocks on the partitions ``parts`` (all, or those made again)."""
+        runner, partitions = self.runner, self.source.partitions
+        shared = runner.share(self.C)
+        kept = runner.gather([
+            runner.submit(setup, partitions[j][0], shared, self.dtype, self.rows_at,
+                          self.cache_bytes, self.source.run, self.generation,
+                          where=partitions[j][1])
+            for j in parts])
+        for j, k in zip(parts, kept):
+            self.kept[j] = k
+
     def apply(self, u, targets=False):
+        return self.source._retrying(lambda: self._pass(u, targets))
+
+    def _pass(self, u, targets):
         runner, parts = self.runner, self.source.partitions
         shared = None if u is None else runner.share(u)
-        computed = [runner.submit(compute, key, shared, targets, i == 0, where=where)
+        computed = [runner.submit(compute, key, self.generation, shared, targets, i == 0,
+                                  where=where)
                     for i, (key, where) in enumerate(parts)]
         carried, done, hops = computed[0], 0, 0      # the first partition's sum
         chain = [carried]
@@ -292,6 +433,7 @@ class PartitionedBlocks:
         return result
 
     def close(self):
+        self.source.live.pop(self.generation, None)
         for key, where in self.source.partitions:
-            self.runner.submit(release, key, self.source.run, self.generation, where=where)
-        self.keep = 0
+            self.runner.post(release, key, self.source.run, self.generation, where=where)
+        self.kept = [0] * len(self.kept)
