@@ -291,8 +291,9 @@ def fit_predict_path(y, X, sample_weight, params, train_idx, test_idx, probabili
     """One task of several fits on the same rows: :func:`fit_predict` for each of
     ``params`` in turn, a list of their results.  With ``warm``, each fit
     starts from the previous one's solution (alpha seeding along C: give
-    ``params`` in increasing C); otherwise each solves from scratch."""
-    start = WarmStart() if warm else None
+    ``params`` in increasing C; a fit after a quick one starts cold, see
+    ``WarmStart.keep``); otherwise each solves from scratch."""
+    start = WarmStart(thrifty=True) if warm else None
     return [fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability,
                         prob_folds, shared, n_threads, warm=start) for param in params]
 

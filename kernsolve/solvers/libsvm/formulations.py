@@ -47,17 +47,18 @@ class WarmStart:
     (LIBSVM ignores ``-c`` for them): nothing to scale, they start cold.
 
     A C-SVC sub-problem whose previous solve was slow (more than
-    ``SLOW_ITERATIONS`` SMO iterations per variable: the large-C cells) has
-    its seed carried on to the optimum by an active-set method first
-    (:mod:`.active_set`); ``slow`` says whether the last ``start`` was one.
+    ``SLOW_ITERATIONS`` SMO iterations per variable: the large-C cells), or
+    refined, has its seed carried on to the optimum by an active-set method
+    first (:mod:`.active_set`); ``slow`` says whether the last ``start`` was one.
     """
 
     SLOW_ITERATIONS = 10
 
-    def __init__(self):
+    def __init__(self, thrifty=False):
         self._solutions = {}
         self._next = 0
         self.slow = False
+        self.thrifty = thrifty      # start cold after a quick solve (see keep)
 
     def begin_fit(self):
         self._next = 0
@@ -65,24 +66,37 @@ class WarmStart:
     def start(self, C):
         """The starting alphas of the next sub-problem, whose bounds are ``C``;
         None (start cold) without a kept solution of the same size and finite
-        bounds."""
+        bounds, or when the kept one's solve was quick (see :meth:`keep`)."""
         key, self._next = self._next, self._next + 1
         prev = self._solutions.get(key)
         self.slow = False
         if prev is None or prev[1].shape != C.shape:
             return None
-        alpha, C_prev, n_iter = prev
+        alpha, C_prev, self.slow, worth = prev
+        if not worth:
+            return None
         if not (np.all(np.isfinite(C)) and np.all(np.isfinite(C_prev))):
             return None         # the hard margin (C = inf) has no ratio to scale by
-        self.slow = n_iter > self.SLOW_ITERATIONS * C.size
         ratio = np.divide(C, C_prev, out=np.zeros(C.size), where=C_prev > 0)
         start = np.where((alpha >= C_prev) & (C_prev > 0), C, alpha * ratio)
         return np.minimum(start, C)     # the ratio's rounding never leaves the box
 
-    def keep(self, alpha, C, n_iter=0):
+    def keep(self, alpha, C, n_iter=None):
         """The solution of the sub-problem ``start`` was last called for, and
-        the SMO iterations its solve took."""
-        self._solutions[self._next - 1] = (alpha.copy(), C.copy(), int(n_iter))
+        the SMO iterations its solve took (None: unknown, seed the next).
+
+        A seed costs the SMO core a kernel row per nonzero alpha (the gradient
+        rebuilt from it): with ``thrifty`` (a grid search's chains), a solve
+        that took fewer iterations than that (small C: most rows are support
+        vectors, few iterations) makes the next one start cold, which is as
+        fast and gives the cold fit's bits.
+        A slow solve (more than ``SLOW_ITERATIONS`` per variable), or a
+        refined one (its few iterations are the refinement's doing), makes the
+        next start slow (refined)."""
+        slow = self.slow or (n_iter is not None and n_iter > self.SLOW_ITERATIONS * C.size)
+        worth = slow or not self.thrifty or n_iter is None \
+            or n_iter > np.count_nonzero(alpha)
+        self._solutions[self._next - 1] = (alpha.copy(), C.copy(), slow, worth)
 
 
 # the active-set refinement's limits: steps, and free variables in its system
@@ -107,7 +121,7 @@ def _start(ctx, C, cold, rows=None, y_pm=None):
 
 def _keep(ctx, alpha, C, info):
     if ctx.warm is not None:
-        ctx.warm.keep(alpha, C, info.get("n_iter", 0))
+        ctx.warm.keep(alpha, C, info.get("n_iter"))
 
 
 def _solver_input(ctx, rows):
