@@ -85,6 +85,8 @@ def refine(seed, y, C, kernel_row, tol, max_steps, max_free):
     """
     a = np.array(seed, dtype=np.float64)
     free = (a > 0) & (a < C)
+    if np.count_nonzero(free) > max_free:
+        return a        # (before the gradient: its kernel rows would be wasted)
     columns = _Columns(kernel_row, y)
     g_full = _gradient(kernel_row, y, a)    # Q a - 1 at a_full, every row
     a_full = a.copy()
