@@ -91,6 +91,10 @@ def refine(seed, y, C, kernel_row, tol, max_steps, max_free):
     g_full = _gradient(kernel_row, y, a)    # Q a - 1 at a_full, every row
     a_full = a.copy()
     g = g_full.copy()                       # Q a - 1 at a, the free rows
+    # A ridge on the free block keeps its system solvable when rows repeat
+    # (a9a's binary rows: equal columns); it moves the gradient by at most
+    # ridge * |step| <= tol / 10, within what the result is checked to.
+    ridge = tol / (10 * float(C.max()))
     for _ in range(max_steps):
         F = np.flatnonzero(free)
         k = F.size
@@ -101,6 +105,7 @@ def refine(seed, y, C, kernel_row, tol, max_steps, max_free):
             QFF = columns.store[np.ix_(F, slots)]
             A = np.zeros((k + 1, k + 1))
             A[:k, :k] = QFF
+            A[np.arange(k), np.arange(k)] += ridge
             A[:k, k] = A[k, :k] = y[F]
             try:
                 sol = np.linalg.solve(A, np.append(-g[F], 0.0))
