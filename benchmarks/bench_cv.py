@@ -42,6 +42,7 @@ Usage::
     python benchmarks/bench_cv.py --only vs-grid-py --markdown grid.md
     python benchmarks/bench_cv.py --only vs-grid-py --datasets svmguide1,a9a:5000 --workers 1
     python benchmarks/bench_cv.py --only vs-grid-py --datasets issue35 --workers 1,2
+    python benchmarks/bench_cv.py --only vs-grid-py --datasets issue35 --tools warm,grid.py
 
 ``--kernsolve-path DIR`` imports kernsolve from DIR (a frozen copy of the
 build, so editing the tree during a long run does not change what is measured).
@@ -66,6 +67,10 @@ VS_GRID_PY_DATASETS = "heart_scale,svmguide1,a9a:2000"
 SCALED = {"svmguide1"}                 # scaled to [-1, 1] first, as the practical guide does
 # one class against the rest: name -> (shared file, the class labelled +1; the others -1)
 ONE_VS_REST = {"fashion8": ("fashion-mnist.scale", 8)}
+# --tools: the short names of the vs-grid-py runs
+TOOL_KEYS = {"kernsolve-grid": "shared", "kernsolve-grid --cold": "cold",
+             "kernsolve-grid --warm": "warm", "kernsolve-grid --halving": "halving",
+             "grid.py": "grid.py"}
 # issue 35's four problems (item 5)
 ISSUE35_DATASETS = "svmguide1,a9a:5000,ijcnn1:10000,fashion8:5000"
 GRID_LOG2C = [-1.0, 0.0, 1.0]
@@ -222,6 +227,8 @@ def _vs_grid_py(args, work, record):
                 "grid.py": [sys.executable, _grid_py_copy(work, workers),
                             "-svmtrain", SVM_TRAIN, "-gnuplot", "null"],
             }
+            runs = {name: argv for name, argv in runs.items()
+                    if TOOL_KEYS[name] in args.tools.split(",")}
             best = {}
             for name, argv in runs.items():
                 out = os.path.join(work, f"{os.path.basename(data)}.{workers}.{len(best)}")
@@ -312,6 +319,9 @@ def main(argv=None):
                     help="vs-grid-py: comma-separated name or name:rows of the shared data "
                          "(fashion8: Fashion-MNIST's class 8 against the rest), or issue35 "
                          f"for {ISSUE35_DATASETS} (default {VS_GRID_PY_DATASETS})")
+    ap.add_argument("--tools", default=",".join(TOOL_KEYS.values()),
+                    help="vs-grid-py: the runs, comma-separated among "
+                         f"{','.join(TOOL_KEYS.values())} (default all)")
     ap.add_argument("--workers", default="1,2",
                     help="vs-grid-py: comma-separated worker counts (default 1,2)")
     ap.add_argument("--grid-rows", type=int, default=None,
@@ -324,6 +334,10 @@ def main(argv=None):
     ap.add_argument("--json", default=None)
     ap.add_argument("--markdown", default=None)
     args = ap.parse_args(argv)
+    unknown = set(args.tools.split(",")) - set(TOOL_KEYS.values())
+    if unknown:
+        ap.error(f"--tools: unknown {', '.join(sorted(unknown))}; "
+                 f"expected some of {','.join(TOOL_KEYS.values())}")
     if args.worker:
         return _worker(args)
 
