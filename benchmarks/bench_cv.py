@@ -44,6 +44,10 @@ Usage::
     python benchmarks/bench_cv.py --only vs-grid-py --datasets issue35 --workers 1,2
     python benchmarks/bench_cv.py --only vs-grid-py --datasets issue35 --tools warm,grid.py
 
+(``grid.py`` on ``fashion8:5000``, each cell a ``svm-train -v 5`` that computes
+784-feature kernel rows, runs far beyond the default ``--timeout`` of 1500 s at
+one worker: give issue 35's runs a larger one, e.g. ``--timeout 14400``.)
+
 ``--kernsolve-path DIR`` imports kernsolve from DIR (a frozen copy of the
 build, so editing the tree during a long run does not change what is measured).
 """
