@@ -249,3 +249,32 @@ def test_warm_grid_with_refinement_same_rates_as_cold_within_a_row(shared):
     one_row = 100.0 / y.size
     cold_rates = {c["label"]: c["rate"] for c in cold.cells}
     assert all(abs(c["rate"] - cold_rates[c["label"]]) <= one_row + 1e-12 for c in warm.cells)
+
+
+@pytest.mark.parametrize("options", ["-c 8 -g 0.5", "-c 8 -g 0.5 -w-1 3",
+                                     "-s 3 -p 0.1 -c 8 -g 0.5"])
+def test_warm_fits_predict_from_the_shared_matrix(heart, options):
+    """A warm grid's held-out predictions come from the shared matrix's float32
+    values; oracle: the decision values from numpy's float64 RBF kernel and
+    the model's coefficients (LIBSVM's decision function)."""
+    from kernsolve.model_selection.cv import fit_predict
+    from kernsolve.solvers.libsvm.shared_kernel import SharedKernel
+    y, X = heart
+    Xd = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+    param = parse_options(options + " -q")
+    folds = make_folds(y, 5, 0)
+    shared = SharedKernel.compute(X, param, 1)
+    for f in range(5):
+        rows, test = train_rows(folds, f), folds[f]
+        res = fit_predict(y, X, None, param, rows, test, False, None, shared, 1,
+                          warm=WarmStart())
+        model = train(y[rows], X[rows], param)     # the same fit (cold: no seed yet)
+        sv = rows[model.support_indices - 1]
+        decision = _rbf(Xd[test], Xd[sv], 0.5) @ model.dual_coef[0] - model.rho[0]
+        if param.svm_type == 3:
+            np.testing.assert_allclose(res["pred"], decision, atol=1e-5)
+        else:
+            sure = np.abs(decision) > 1e-5
+            expected = np.where(decision > 0, model.labels[0], model.labels[1])
+            np.testing.assert_array_equal(res["pred"][sure], expected[sure])
+            assert sure.mean() > 0.9
