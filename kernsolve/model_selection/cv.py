@@ -251,7 +251,7 @@ def run_tasks(fn, tasks, n_jobs, backend, on_done):
 
 
 def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, prob_folds,
-                shared, n_threads, warm=None):
+                shared, n_threads, warm=None, split=None):
     """One task: train on ``train_idx``, predict ``test_idx``.
 
     ``prob_folds``: the internal probability folds of the fit (``train``'s
@@ -259,6 +259,9 @@ def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, pr
     :class:`SharedKernel` over all the rows of ``X`` the fit reads its kernel
     rows from, or None.  ``warm``: a ``WarmStart`` holding the solution of
     the previous fit on these rows (see :func:`fit_predict_path`), or None.
+    ``split``: a dict that keeps ``X[train_idx]`` and ``X[test_idx]`` for the
+    next fit on the same rows (slicing sparse rows is a fair part of a small
+    fit), or None.
     Never raises: a failure comes back as
     ``{"error": "Type: message"}``, so the caller can name the fold and the
     parameters that failed.
@@ -269,7 +272,8 @@ def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, pr
             return {"pred": np.empty(0), "seconds": 0.0, "n_SV": 0, "n_iter": 0,
                     "n_threads": n_threads, "error": None}
         sw = None if sample_weight is None else sample_weight[train_idx]
-        model = train(y[train_idx], X[train_idx], param, sample_weight=sw,
+        model = train(y[train_idx], _rows(X, train_idx, split, "train"), param,
+                      sample_weight=sw,
                       n_jobs=n_threads, _folds=prob_folds,
                       _shared=None if shared is None else shared.view(train_idx),
                       _warm=warm)
@@ -278,7 +282,7 @@ def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, pr
             pred = _predict_from_shared(model, shared, train_idx, test_idx)
         else:
             opts = f"-q --threads {n_threads}" + (" -b 1" if probability else "")
-            pred, _, _ = predict(None, X[test_idx], model, opts)
+            pred, _, _ = predict(None, _rows(X, test_idx, split, "test"), model, opts)
         stats = model.stats
         return {"pred": np.asarray(pred, dtype=np.float64),
                 "seconds": time.perf_counter() - t0,
@@ -289,6 +293,15 @@ def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, pr
         return {"pred": None, "seconds": time.perf_counter() - t0,
                 "n_threads": n_threads,
                 "error": f"{type(exc).__name__}: {exc}", "error_type": type(exc).__name__}
+
+
+def _rows(X, idx, split, key):
+    """``X[idx]``, kept in ``split[key]`` for the next fit when ``split`` is a dict."""
+    if split is None:
+        return X[idx]
+    if key not in split:
+        split[key] = X[idx]
+    return split[key]
 
 
 def _reads_shared(model):
@@ -322,8 +335,10 @@ def fit_predict_path(y, X, sample_weight, params, train_idx, test_idx, probabili
     ``params`` in increasing C; a fit after a quick one starts cold, see
     ``WarmStart.keep``); otherwise each solves from scratch."""
     start = WarmStart(thrifty=True) if warm else None
+    split: dict = {}        # the rows sliced once for all the fits
     return [fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability,
-                        prob_folds, shared, n_threads, warm=start) for param in params]
+                        prob_folds, shared, n_threads, warm=start, split=split)
+            for param in params]
 
 
 # --------------------------------------------------------------------------
