@@ -335,7 +335,7 @@ def fit_predict_path(y, X, sample_weight, params, train_idx, test_idx, probabili
     ``params`` in increasing C; a fit after a quick one starts cold, see
     ``WarmStart.keep``); otherwise each solves from scratch."""
     start = WarmStart(thrifty=True) if warm else None
-    split: dict = {}        # the rows sliced once for all the fits
+    split = {}        # the rows sliced once for all the fits (X[train_idx], X[test_idx])
     return [fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability,
                         prob_folds, shared, n_threads, warm=start, split=split)
             for param in params]
