@@ -14,7 +14,9 @@ Runs, one after the other on the same machine, each in its own Python process:
 
 3. ``--only vs-grid-py`` (issue 35): the whole default grid (110 cells, 5
    folds, ``--libsvm-folds`` so the rates are comparable) on each of
-   ``--datasets`` (default heart_scale, svmguide1 scaled by ``svm-scale -l -1
+   ``--datasets`` (``issue35``: issue 35's four problems, svmguide1, a9a[:5000],
+   ijcnn1[:10000] and Fashion-MNIST's class 8 against the rest [:5000] as
+   ``fashion8:5000``; default heart_scale, svmguide1 scaled by ``svm-scale -l -1
    -u 1``, a9a[:2000]), at 1 and 2 workers (``--workers``): ``kernsolve-grid``
    (one kernel matrix per gamma shared by its fits), ``kernsolve-grid --cold``
    (every fit computes its own kernel values), ``kernsolve-grid --warm`` (shared
@@ -39,6 +41,12 @@ Usage::
     python benchmarks/bench_cv.py --only cv           # or: grid
     python benchmarks/bench_cv.py --only vs-grid-py --markdown grid.md
     python benchmarks/bench_cv.py --only vs-grid-py --datasets svmguide1,a9a:5000 --workers 1
+    python benchmarks/bench_cv.py --only vs-grid-py --datasets issue35 --workers 1,2
+    python benchmarks/bench_cv.py --only vs-grid-py --datasets issue35 --tools warm,grid.py
+
+(``grid.py`` on ``fashion8:5000``, each cell a ``svm-train -v 5`` that computes
+784-feature kernel rows, runs far beyond the default ``--timeout`` of 1500 s at
+one worker: give issue 35's runs a larger one, e.g. ``--timeout 14400``.)
 
 ``--kernsolve-path DIR`` imports kernsolve from DIR (a frozen copy of the
 build, so editing the tree during a long run does not change what is measured).
@@ -61,6 +69,14 @@ SVM_TRAIN = "/usr/bin/svm-train"
 SVM_SCALE = "/usr/bin/svm-scale"
 VS_GRID_PY_DATASETS = "heart_scale,svmguide1,a9a:2000"
 SCALED = {"svmguide1"}                 # scaled to [-1, 1] first, as the practical guide does
+# one class against the rest: name -> (shared file, the class labelled +1; the others -1)
+ONE_VS_REST = {"fashion8": ("fashion-mnist.scale", 8)}
+# --tools: the short names of the vs-grid-py runs
+TOOL_KEYS = {"kernsolve-grid": "shared", "kernsolve-grid --cold": "cold",
+             "kernsolve-grid --warm": "warm", "kernsolve-grid --halving": "halving",
+             "grid.py": "grid.py"}
+# issue 35's four problems (item 5)
+ISSUE35_DATASETS = "svmguide1,a9a:5000,ijcnn1:10000,fashion8:5000"
 GRID_LOG2C = [-1.0, 0.0, 1.0]
 GRID_LOG2G = [-6.0, -5.0, -4.0]
 
@@ -178,8 +194,18 @@ def _grid_py_copy(workdir, workers):
 
 
 def _vs_grid_py_data(workdir, spec):
-    """The file of ``name`` or ``name:rows`` (svmguide1 scaled by svm-scale)."""
+    """The file of ``name`` or ``name:rows`` (svmguide1 scaled by svm-scale;
+    ``fashion8``: Fashion-MNIST's class 8 against the rest, ONE_VS_REST)."""
     name, _, rows = spec.partition(":")
+    if name in ONE_VS_REST:
+        source, positive = ONE_VS_REST[name]
+        full = _prepare_named(workdir, source, int(rows) if rows else None)
+        path = os.path.join(workdir, f"{name}.{rows}" if rows else name)
+        with open(full, "rb") as src, open(path, "wb") as dst:
+            for line in src:
+                label, _, rest = line.partition(b" ")
+                dst.write((b"+1 " if float(label) == positive else b"-1 ") + rest)
+        return path
     path = _prepare_named(workdir, name, int(rows) if rows else None)
     if name in SCALED:
         scaled = path + ".scale"
@@ -191,7 +217,8 @@ def _vs_grid_py_data(workdir, spec):
 
 def _vs_grid_py(args, work, record):
     env = tree_env(args.kernsolve_path)
-    for spec in args.datasets.split(","):
+    datasets = ISSUE35_DATASETS if args.datasets == "issue35" else args.datasets
+    for spec in datasets.split(","):
         data = _vs_grid_py_data(work, spec)
         for workers in [int(w) for w in args.workers.split(",")]:
             ours = [sys.executable, "-m", "kernsolve.cli.grid", "--libsvm-folds",
@@ -204,6 +231,8 @@ def _vs_grid_py(args, work, record):
                 "grid.py": [sys.executable, _grid_py_copy(work, workers),
                             "-svmtrain", SVM_TRAIN, "-gnuplot", "null"],
             }
+            runs = {name: argv for name, argv in runs.items()
+                    if TOOL_KEYS[name] in args.tools.split(",")}
             best = {}
             for name, argv in runs.items():
                 out = os.path.join(work, f"{os.path.basename(data)}.{workers}.{len(best)}")
@@ -292,7 +321,11 @@ def main(argv=None):
                     help="one part (vs-grid-py runs only when asked for)")
     ap.add_argument("--datasets", default=VS_GRID_PY_DATASETS,
                     help="vs-grid-py: comma-separated name or name:rows of the shared data "
-                         f"(default {VS_GRID_PY_DATASETS})")
+                         "(fashion8: Fashion-MNIST's class 8 against the rest), or issue35 "
+                         f"for {ISSUE35_DATASETS} (default {VS_GRID_PY_DATASETS})")
+    ap.add_argument("--tools", default=",".join(TOOL_KEYS.values()),
+                    help="vs-grid-py: the runs, comma-separated among "
+                         f"{','.join(TOOL_KEYS.values())} (default all)")
     ap.add_argument("--workers", default="1,2",
                     help="vs-grid-py: comma-separated worker counts (default 1,2)")
     ap.add_argument("--grid-rows", type=int, default=None,
@@ -305,6 +338,10 @@ def main(argv=None):
     ap.add_argument("--json", default=None)
     ap.add_argument("--markdown", default=None)
     args = ap.parse_args(argv)
+    unknown = set(args.tools.split(",")) - set(TOOL_KEYS.values())
+    if unknown:
+        ap.error(f"--tools: unknown {', '.join(sorted(unknown))}; "
+                 f"expected some of {','.join(TOOL_KEYS.values())}")
     if args.worker:
         return _worker(args)
 

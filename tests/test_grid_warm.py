@@ -2,6 +2,9 @@
 from the previous C's solution (alpha seeding); the solutions equal the cold
 fits' within the solver's tolerance, the grid's best cell is the same."""
 import io
+import re
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -9,7 +12,9 @@ import pytest
 import kernsolve
 from kernsolve import grid_search, parse_options, read_problem, train
 from kernsolve.model_selection.cv import make_folds, train_rows
+from kernsolve.solvers.libsvm.active_set import refine
 from kernsolve.solvers.libsvm.formulations import WarmStart
+from test_grid_halving import _svmguide1
 
 
 @pytest.fixture(scope="module")
@@ -180,3 +185,96 @@ def test_nu_svc_and_one_class_grids_ignore_warm(heart):
         warm = grid_search(y, X, options + " -q --warm", grid=grid, n_folds=3, n_jobs=2)
         exact = grid_search(y, X, options + " -q", grid=grid, n_folds=3, n_jobs=2)
         assert [c["rate"] for c in warm.cells] == [c["rate"] for c in exact.cells]
+
+
+# ---------------------------------------------------------------- active-set refinement
+
+@pytest.mark.skipif(shutil.which("svm-train") is None, reason="needs LIBSVM's svm-train")
+@pytest.mark.parametrize("C", [64.0, 4096.0])
+def test_refined_seed_is_libsvms_optimum(heart, tmp_path, C):
+    """The active-set method from the seed at C / 4 (scaled to the new box)
+    reaches the optimum of the C-SVC dual.  Oracles: numpy (feasibility, the
+    KKT gap from an exact float64 kernel) and LIBSVM's svm-train run to a
+    tight tolerance (its dual objective)."""
+    y, X = heart
+    gamma = 0.5
+    Xd = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+    K = _rbf(Xd, Xd, gamma)
+    yp = np.where(y > 0, 1.0, -1.0)
+    Q = K * np.outer(yp, yp)
+    old = train(y, X, f"-q -c {C / 4} -g {gamma}")
+    alpha_old = np.zeros(y.size)
+    alpha_old[old.support_indices - 1] = np.abs(old.dual_coef[0])
+    seed = np.where(alpha_old >= C / 4, C, alpha_old * 4)
+    tol = 1e-6
+    a = refine(seed, yp, np.full(y.size, C), lambda i: K[i], tol, 2000, y.size)
+    assert np.all((a >= 0) & (a <= C)) and abs(yp @ a) <= 1e-9 * C
+    g = Q @ a - 1.0
+    v = -yp * g
+    up = ((yp > 0) & (a < C)) | ((yp < 0) & (a > 0))
+    low = ((yp > 0) & (a > 0)) | ((yp < 0) & (a < C))
+    assert v[up].max() - v[low].min() <= 2 * tol + 1e-9 * C      # an optimum
+    objective = 0.5 * a @ Q @ a - a.sum()
+    assert objective <= 0.5 * seed @ Q @ seed - seed.sum()          # never worse
+    path = tmp_path / "heart"
+    kernsolve.write_problem(str(path), y, X)
+    out = subprocess.run(["svm-train", "-c", repr(C), "-g", repr(gamma), "-e", "1e-7",
+                          str(path), str(tmp_path / "m")], capture_output=True, text=True,
+                         check=True).stdout
+    libsvm_obj = float(re.search(r"obj = (\S+),", out).group(1))
+    assert objective == pytest.approx(libsvm_obj, rel=1e-6)
+
+
+def test_warm_grid_with_refinement_same_rates_as_cold_within_a_row(shared):
+    """Large-C cells whose previous C took many SMO iterations are refined
+    (WarmStart.slow); on svmguide1's every 5th row (scaled) with LIBSVM's folds
+    the grid's best line is the cold grid's and every rate within one row."""
+    y, X = _svmguide1(shared)
+    grid = {"c": [2.0 ** v for v in range(5, 16, 2)], "g": [2.0 ** v for v in (3, 1, -1)]}
+    refined = []
+    real_start = WarmStart.start
+
+    def spy(self, C):
+        seed = real_start(self, C)
+        refined.append(self.slow)
+        return seed
+    WarmStart.start = spy
+    try:
+        warm = grid_search(y, X, "-q --warm --libsvm-folds", grid=grid, n_jobs=1)
+    finally:
+        WarmStart.start = real_start
+    assert any(refined)                     # the refinement did run
+    cold = grid_search(y, X, "-q --cold --libsvm-folds", grid=grid, n_jobs=1)
+    assert warm.summary_line() == cold.summary_line()
+    one_row = 100.0 / y.size
+    cold_rates = {c["label"]: c["rate"] for c in cold.cells}
+    assert all(abs(c["rate"] - cold_rates[c["label"]]) <= one_row + 1e-12 for c in warm.cells)
+
+
+@pytest.mark.parametrize("options", ["-c 8 -g 0.5", "-c 8 -g 0.5 -w-1 3",
+                                     "-s 3 -p 0.1 -c 8 -g 0.5"])
+def test_warm_fits_predict_from_the_shared_matrix(heart, options):
+    """A warm grid's held-out predictions come from the shared matrix's float32
+    values; oracle: the decision values from numpy's float64 RBF kernel and
+    the model's coefficients (LIBSVM's decision function)."""
+    from kernsolve.model_selection.cv import fit_predict
+    from kernsolve.solvers.libsvm.shared_kernel import SharedKernel
+    y, X = heart
+    Xd = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+    param = parse_options(options + " -q")
+    folds = make_folds(y, 5, 0)
+    shared = SharedKernel.compute(X, param, 1)
+    for f in range(5):
+        rows, test = train_rows(folds, f), folds[f]
+        res = fit_predict(y, X, None, param, rows, test, False, None, shared, 1,
+                          warm=WarmStart())
+        model = train(y[rows], X[rows], param)     # the same fit (cold: no seed yet)
+        sv = rows[model.support_indices - 1]
+        decision = _rbf(Xd[test], Xd[sv], 0.5) @ model.dual_coef[0] - model.rho[0]
+        if param.svm_type == 3:
+            np.testing.assert_allclose(res["pred"], decision, atol=1e-5)
+        else:
+            sure = np.abs(decision) > 1e-5
+            expected = np.where(decision > 0, model.labels[0], model.labels[1])
+            np.testing.assert_array_equal(res["pred"][sure], expected[sure])
+            assert sure.mean() > 0.9

@@ -55,7 +55,9 @@ svm_options : any option of kernsolve-train (-s, -t, -b, -wi, --solver, --seed,
     compute its own kernel values (by default the cells of one gamma share one kernel
     matrix when it fits in -m: the same rates and best cell, cells run gamma by gamma);
     --warm starts each fold's fit at the next C from the previous C's solution
-    (C-SVC, epsilon-SVR, nu-SVR: rates within the solver's tolerance, not to the bit)
+    (C-SVC, epsilon-SVR, nu-SVR; slow C-SVC solves refined by an active-set method
+    first; after a quick solve the next starts cold: rates within the solver's
+    tolerance, not to the bit)
 The last line is grid.py's: the best C and gamma, then the rate (as svm-train prints it).
 """
 

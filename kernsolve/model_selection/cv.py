@@ -33,7 +33,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .._api import train
-from .._constants import CLASSIFICATION, KERNEL_NAMES, KERNEL_TABLE, PRECOMPUTED, REGRESSION
+from .._constants import (C_SVC, CLASSIFICATION, KERNEL_NAMES, KERNEL_TABLE, PRECOMPUTED,
+                          REGRESSION)
 from .._core import _kernel, _random as _c
 from .._params import OptionsLike, Parameters, parse_options
 from .._predict import evaluations, predict
@@ -250,7 +251,7 @@ def run_tasks(fn, tasks, n_jobs, backend, on_done):
 
 
 def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, prob_folds,
-                shared, n_threads, warm=None):
+                shared, n_threads, warm=None, split=None):
     """One task: train on ``train_idx``, predict ``test_idx``.
 
     ``prob_folds``: the internal probability folds of the fit (``train``'s
@@ -258,6 +259,9 @@ def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, pr
     :class:`SharedKernel` over all the rows of ``X`` the fit reads its kernel
     rows from, or None.  ``warm``: a ``WarmStart`` holding the solution of
     the previous fit on these rows (see :func:`fit_predict_path`), or None.
+    ``split``: a dict that keeps ``X[train_idx]`` and ``X[test_idx]`` for the
+    next fit on the same rows (slicing sparse rows is a fair part of a small
+    fit), or None.
     Never raises: a failure comes back as
     ``{"error": "Type: message"}``, so the caller can name the fold and the
     parameters that failed.
@@ -268,12 +272,17 @@ def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, pr
             return {"pred": np.empty(0), "seconds": 0.0, "n_SV": 0, "n_iter": 0,
                     "n_threads": n_threads, "error": None}
         sw = None if sample_weight is None else sample_weight[train_idx]
-        model = train(y[train_idx], X[train_idx], param, sample_weight=sw,
+        model = train(y[train_idx], _rows(X, train_idx, split, "train"), param,
+                      sample_weight=sw,
                       n_jobs=n_threads, _folds=prob_folds,
                       _shared=None if shared is None else shared.view(train_idx),
                       _warm=warm)
-        opts = f"-q --threads {n_threads}" + (" -b 1" if probability else "")
-        pred, _, _ = predict(None, X[test_idx], model, opts)
+        if warm is not None and shared is not None and not probability \
+                and _reads_shared(model):
+            pred = _predict_from_shared(model, shared, train_idx, test_idx)
+        else:
+            opts = f"-q --threads {n_threads}" + (" -b 1" if probability else "")
+            pred, _, _ = predict(None, _rows(X, test_idx, split, "test"), model, opts)
         stats = model.stats
         return {"pred": np.asarray(pred, dtype=np.float64),
                 "seconds": time.perf_counter() - t0,
@@ -286,15 +295,50 @@ def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, pr
                 "error": f"{type(exc).__name__}: {exc}", "error_type": type(exc).__name__}
 
 
+def _rows(X, idx, split, key):
+    """``X[idx]``, kept in ``split[key]`` for the next fit when ``split`` is a dict."""
+    if split is None:
+        return X[idx]
+    if key not in split:
+        split[key] = X[idx]
+    return split[key]
+
+
+def _reads_shared(model):
+    """Whether :func:`_predict_from_shared` predicts for ``model``: a two-class
+    C-SVC or an SVR (one decision function, no probabilities)."""
+    svm_type = int(model.param.svm_type)
+    return (svm_type == C_SVC and len(model.labels) == 2) or svm_type in REGRESSION
+
+
+def _predict_from_shared(model, shared, train_idx, test_idx):
+    """The held-out rows' predictions with the kernel values of the shared
+    matrix (the float32 values the fit trained with) instead of computing
+    them again: a warm grid's fits, whose rates are the cold ones within the
+    solver's tolerance already (at large gamma every row is a support vector
+    and the held-out rows' kernel values were most of a fit's time).  The
+    decision value is ``sum coef K - rho``, as LIBSVM's; a two-class C-SVC
+    predicts its first label when it is positive, the second otherwise."""
+    sv_rows = train_idx[model.support_indices - 1]
+    K = shared.gram[np.ix_(test_idx, sv_rows)]
+    decision = K @ model.dual_coef[0] - model.rho[0]
+    if int(model.param.svm_type) in REGRESSION:
+        return decision
+    return np.where(decision > 0, model.labels[0], model.labels[1]).astype(np.float64)
+
+
 def fit_predict_path(y, X, sample_weight, params, train_idx, test_idx, probability,
                      prob_folds, shared, warm, n_threads):
     """One task of several fits on the same rows: :func:`fit_predict` for each of
     ``params`` in turn, a list of their results.  With ``warm``, each fit
     starts from the previous one's solution (alpha seeding along C: give
-    ``params`` in increasing C); otherwise each solves from scratch."""
-    start = WarmStart() if warm else None
+    ``params`` in increasing C; a fit after a quick one starts cold, see
+    ``WarmStart.keep``); otherwise each solves from scratch."""
+    start = WarmStart(thrifty=True) if warm else None
+    split = {}        # the rows sliced once for all the fits (X[train_idx], X[test_idx])
     return [fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability,
-                        prob_folds, shared, n_threads, warm=start) for param in params]
+                        prob_folds, shared, n_threads, warm=start, split=split)
+            for param in params]
 
 
 # --------------------------------------------------------------------------

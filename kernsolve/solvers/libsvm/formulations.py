@@ -21,7 +21,10 @@ from typing import NamedTuple
 import numpy as np
 
 from ..._errors import IterationLimitWarning
+from ..._core._kernel import KernelRows
+from ..._threads import one_blas_thread
 from ..smo._solve import solve as _smo_solve
+from .active_set import refine
 
 __all__ = ["Solution", "WarmStart", "run_smo", "solve_c_svc", "solve_nu_svc",
            "solve_one_class", "solve_epsilon_svr", "solve_nu_svr"]
@@ -42,11 +45,20 @@ class WarmStart:
     ``sum alpha = sum alpha* = C nu l / 2``; the SMO core recomputes the
     gradient from it.  nu-SVC and one-class have no C in their constraints
     (LIBSVM ignores ``-c`` for them): nothing to scale, they start cold.
+
+    A C-SVC sub-problem whose previous solve was slow (more than
+    ``SLOW_ITERATIONS`` SMO iterations per variable: the large-C cells), or
+    refined, has its seed carried on to the optimum by an active-set method
+    first (:mod:`.active_set`); ``slow`` says whether the last ``start`` was one.
     """
 
-    def __init__(self):
+    SLOW_ITERATIONS = 10
+
+    def __init__(self, thrifty=False):
         self._solutions = {}
         self._next = 0
+        self.slow = False
+        self.thrifty = thrifty      # start cold after a quick solve (see keep)
 
     def begin_fit(self):
         self._next = 0
@@ -54,32 +66,79 @@ class WarmStart:
     def start(self, C):
         """The starting alphas of the next sub-problem, whose bounds are ``C``;
         None (start cold) without a kept solution of the same size and finite
-        bounds."""
+        bounds, or when the kept one's solve was quick (see :meth:`keep`)."""
         key, self._next = self._next, self._next + 1
         prev = self._solutions.get(key)
+        self.slow = False
         if prev is None or prev[1].shape != C.shape:
             return None
-        alpha, C_prev = prev
+        alpha, C_prev, self.slow, worth = prev
+        if not worth:
+            return None
         if not (np.all(np.isfinite(C)) and np.all(np.isfinite(C_prev))):
             return None         # the hard margin (C = inf) has no ratio to scale by
         ratio = np.divide(C, C_prev, out=np.zeros(C.size), where=C_prev > 0)
         start = np.where((alpha >= C_prev) & (C_prev > 0), C, alpha * ratio)
         return np.minimum(start, C)     # the ratio's rounding never leaves the box
 
-    def keep(self, alpha, C):
-        """The solution of the sub-problem ``start`` was last called for."""
-        self._solutions[self._next - 1] = (alpha.copy(), C.copy())
+    def keep(self, alpha, C, n_iter=None):
+        """The solution of the sub-problem ``start`` was last called for, and
+        the SMO iterations its solve took (None: unknown, seed the next).
+
+        A seed costs the SMO core a kernel row per nonzero alpha (the gradient
+        rebuilt from it): with ``thrifty`` (a grid search's chains), a solve
+        that took fewer iterations than that (small C: most rows are support
+        vectors, few iterations) makes the next one start cold, which is as
+        fast and gives the cold fit's bits.
+        A slow solve (more than ``SLOW_ITERATIONS`` per variable), or a
+        refined one (its few iterations are the refinement's doing), makes the
+        next start slow (refined)."""
+        slow = self.slow or (n_iter is not None and n_iter > self.SLOW_ITERATIONS * C.size)
+        worth = slow or not self.thrifty or n_iter is None \
+            or n_iter > np.count_nonzero(alpha)
+        self._solutions[self._next - 1] = (alpha.copy(), C.copy(), slow, worth)
 
 
-def _start(ctx, C, cold):
-    """The solve's starting alphas: the warm seed if there is one, else ``cold``."""
+# the active-set refinement's limits: steps, and free variables in its system
+_REFINE_STEPS = 400
+_REFINE_MAX_FREE = 400
+
+
+def _start(ctx, C, cold, rows=None, y_pm=None):
+    """The solve's starting alphas: the warm seed if there is one, else ``cold``.
+    With ``y_pm`` (C-SVC), a seed whose sub-problem was slow to solve is carried
+    to the optimum by the active-set method first (:class:`WarmStart`)."""
     seed = None if ctx.warm is None else ctx.warm.start(C)
-    return cold if seed is None else seed
+    if seed is None:
+        return cold
+    if y_pm is not None and ctx.warm.slow:
+        kernel = _kernel_rows(ctx, rows)
+        with one_blas_thread():     # small systems: OpenBLAS's threads only wait
+            seed = refine(seed, y_pm.astype(np.float64), C, kernel.row,
+                          float(ctx.param.eps) / 2, _REFINE_STEPS, _REFINE_MAX_FREE)
+    return seed
 
 
-def _keep(ctx, alpha, C):
+def _keep(ctx, alpha, C, info):
     if ctx.warm is not None:
-        ctx.warm.keep(alpha, C)
+        ctx.warm.keep(alpha, C, info.get("n_iter"))
+
+
+def _solver_input(ctx, rows):
+    """``(X, gram, rows)`` of the SMO core for the sub-problem on ``rows``: the
+    fit's rows read in place (no copy), or those of a matrix shared by fits."""
+    shared = ctx.data.shared
+    if shared is not None:      # kernel rows read from a matrix shared by several fits
+        return shared.X, shared.gram, shared.solver_rows(rows)
+    return ctx.data.solver_input(None), None, rows
+
+
+def _kernel_rows(ctx, rows):
+    """The kernel rows of the sub-problem on ``rows``, as the SMO core computes them."""
+    param = ctx.param
+    X, gram, rows = _solver_input(ctx, rows)
+    return KernelRows(X, int(param.kernel_type), int(param.degree), float(param.gamma),
+                      float(param.coef0), 0.0, ctx.n_threads, rows, gram)
 
 
 class Solution(NamedTuple):
@@ -98,10 +157,7 @@ def run_smo(ctx, rows, y_pm, p, alpha, C, *, svr=False, nu=False):
     the iteration limit was reached.  Returns the core's statistics (a dict).
     """
     param = ctx.param
-    # the sub-problem's rows are read in place (no copy of them)
-    Xs, gram, shared = ctx.data.solver_input(None), None, ctx.data.shared
-    if shared is not None:      # kernel rows read from a matrix shared by several fits
-        Xs, gram, rows = shared.X, shared.gram, shared.solver_rows(rows)
+    Xs, gram, rows = _solver_input(ctx, rows)
     info = _smo_solve(Xs, int(param.kernel_type), int(param.degree), float(param.gamma),
                       float(param.coef0), np.ascontiguousarray(y_pm, dtype=np.int8),
                       np.ascontiguousarray(p, dtype=np.float64), alpha,
@@ -138,9 +194,9 @@ def solve_c_svc(ctx, rows, target, C, cp=None, cn=None):
     param = ctx.param
     l = _n_rows(ctx, rows)
     y_pm = np.where(target > 0, 1, -1).astype(np.int8)
-    alpha = _start(ctx, C, np.zeros(l))
+    alpha = _start(ctx, C, np.zeros(l), rows, y_pm)
     info = run_smo(ctx, rows, y_pm, np.full(l, -1.0), alpha, C)
-    _keep(ctx, alpha, C)
+    _keep(ctx, alpha, C, info)
     if cp is not None and cp == cn:
         ctx.info(f"nu = {alpha.sum() / C.sum():f}\n")
     coef = alpha * y_pm
@@ -208,7 +264,7 @@ def solve_epsilon_svr(ctx, rows, target, C):
     p = np.concatenate([param.p - target, param.p + target])
     y_pm = np.concatenate([np.ones(l, np.int8), -np.ones(l, np.int8)])
     info = run_smo(ctx, rows, y_pm, p, alpha2, C2, svr=True)
-    _keep(ctx, alpha2, C2)
+    _keep(ctx, alpha2, C2, info)
     coef = alpha2[:l] - alpha2[l:]
     ctx.info(f"nu = {np.abs(coef).sum() / C.sum():f}\n")
     return Solution(coef, info["rho"], info["obj"], C, info)
@@ -223,7 +279,7 @@ def solve_nu_svr(ctx, rows, target, C):
     p = np.concatenate([-target, target])
     y_pm = np.concatenate([np.ones(l, np.int8), -np.ones(l, np.int8)])
     info = run_smo(ctx, rows, y_pm, p, alpha2, C2, svr=True, nu=True)
-    _keep(ctx, alpha2, C2)
+    _keep(ctx, alpha2, C2, info)
     ctx.info(f"epsilon = {-info['r']:f}\n")
     coef = alpha2[:l] - alpha2[l:]
     return Solution(coef, info["rho"], info["obj"], C, info)
