@@ -31,7 +31,8 @@ RUNS = {
                             "time_to_accuracy"),
 }
 # the printing examples (they write no file), with their quick settings
-PRINTS = {"eigenpro_vs_sgd.py": ["--quick"], "sklearn_pipeline.py": ["--quick"]}
+PRINTS = {"eigenpro_vs_sgd.py": ["--quick"], "sklearn_pipeline.py": ["--quick"],
+          "cluster_training.py": ["--quick"]}
 
 
 def snapshot():
@@ -77,6 +78,8 @@ def test_printing_example_runs_quick(script, tmp_path):
     nothing (not even in the folder they run in), and print what they say."""
     if script == "sklearn_pipeline.py":
         pytest.importorskip("sklearn")
+    if script == "cluster_training.py":
+        pytest.importorskip("distributed")
     before = snapshot()
     proc = run_example(script, PRINTS[script], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -85,6 +88,13 @@ def test_printing_example_runs_quick(script, tmp_path):
         # the exact solution's line, then each solver at each epoch count
         lines = proc.stdout.splitlines()
         assert lines[0].startswith("exact kernel ridge") and len(lines) == 5, proc.stdout
+    elif script == "cluster_training.py":
+        # the cluster's EigenPro model against one process's (compared in the
+        # script with np.array_equal), and both models far above chance
+        assert "the same model, bit for bit: True" in proc.stdout, proc.stdout
+        accuracies = [float(line.split("test accuracy ")[1].rstrip("%"))
+                      for line in proc.stdout.splitlines() if "test accuracy" in line]
+        assert len(accuracies) == 2 and min(accuracies) >= 60, proc.stdout
     else:
         # heart_scale held out: far above the majority class's 56 %
         accuracy = float(proc.stdout.split("test accuracy   :")[1].split()[0])
