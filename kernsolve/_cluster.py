@@ -422,14 +422,14 @@ def _pin(where, part):
 
 
 def _pinned_chain(client, current, parts, y_blocks, where, classes):
-    """The steps of a chain on a distributed cluster, from ``current`` (a
-    future): each step on a worker that holds its X block (a file's step reads
-    its own window where the estimator is; the windows are read one at a time
-    and never held together).  The estimator moves, the data stays.  Returns
+    """The steps of a chain on a distributed cluster, from ``current`` (the
+    estimator itself, or a task's future): each step on a worker that holds
+    its X block (a file's step reads its own window where the estimator is;
+    the windows are read one at a time and never held together).  The estimator moves, the data stays.  Returns
     the future of the last step's estimator.
 
     A lost worker: the steps are pinned loosely and the start is part of the
-    first step's task or a task's future (never scattered), so the scheduler computes the lost
+    first step's task (never scattered), so the scheduler computes the lost
     steps again on the other workers, from the graph.  A step continues its
     input in place, and its result is that same object in the same process,
     so a step that must run again (its result lost) finds its input lost with
