@@ -190,18 +190,22 @@ def _fit_kernsolve(args):
 
 
 def _fit_kernsolve_streamed(args, opts):
-    """``--stream``: kernsolve-train's own path (the file read in windows once a
-    pass, never whole), so reading the training file is in train_s."""
+    """``--stream`` (``--chunk-mb MB``): DSG's ``train_file``, what
+    kernsolve-train --stream runs (the file read in windows once a pass, never
+    whole), so reading the training file is in train_s."""
     import kernsolve
-    from kernsolve.cli import train as train_cli
-    model_path = args.predictions + ".model"
+    from kernsolve.solvers.dsg.stream import train_file
+    words, chunk_mb = opts.split(), 64.0
+    if "--chunk-mb" in words:
+        at = words.index("--chunk-mb")
+        chunk_mb = float(words[at + 1])
+        del words[at:at + 2]
+    words = [w for w in words if w != "--stream"]
     t = time.perf_counter()
-    status = train_cli.main(opts.split() + ["-q", "--threads", str(args.threads),
-                                            args.train, model_path])
+    model = train_file(args.train, " ".join(words + ["-q"]),
+                       chunk_bytes=max(1, int(chunk_mb * 2**20)),
+                       n_features=args.n_features, n_jobs=args.threads)
     train_s = time.perf_counter() - t
-    if status:
-        raise SystemExit(f"kernsolve-train --stream exited with {status}")
-    model = kernsolve.load_model(model_path)
     t = time.perf_counter()
     yt, Xt = kernsolve.read_problem(args.test, n_features=args.n_features)
     if args.dense:
@@ -378,6 +382,7 @@ def _fit_sklearn(args):
             args.chunk_rows = rows
             out = _fit_sklearn_chunked(args, offsets, n_train, classes)
             return out[:2] + (out[2] + scan_s,) + out[3:]
+    t = time.perf_counter()
     X, y = load_svmlight_file(args.train, n_features=args.n_features)
     Xt, yt = load_svmlight_file(args.test, n_features=args.n_features)
     if args.dense:
@@ -631,8 +636,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default=",".join(DATASETS),
                     help=f"comma-separated, from {', '.join(DATASETS)}")
-    ap.add_argument("--methods", default=",".join(METHODS),
-                    help=f"comma-separated, from {', '.join(METHODS)}")
+    ap.add_argument("--methods", default=",".join(m for m in METHODS if m != "thundersvm"),
+                    help=f"comma-separated, from {', '.join(METHODS)} (default: all but "
+                         "thundersvm, a peer built apart)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--train-file", default=None,
                     help="a LIBSVM file that replaces the data set's training file "

@@ -187,7 +187,7 @@ def test_dense_rows_give_dsg_the_same_predictions(run, tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["--methods", "smo,nope"], "--methods: unknown name 'nope' (known: smo, sbp, dsg, udsg, "
-     "cdsg, eigenpro, svc, libsvm, rbf-sgd, nystroem-sgd, nystroem-linearsvc)"),
+     "cdsg, eigenpro, svc, libsvm, rbf-sgd, nystroem-sgd, nystroem-linearsvc, thundersvm)"),
     (["--budgets", "smo=1"], "--budgets 'smo=1': smo is an exact solver: it has no budget"),
     (["--options", "svc=-x"], "--options 'svc=-x': extra options are for kernsolve's methods"),
     (["--dense", "--methods", "smo,libsvm"], "bench_scale.py: error: --dense: libsvm-official "
