@@ -26,7 +26,44 @@ each its own run; ``--budgets METHOD=B1,B2`` changes them):
  nystroem-sgd         ``Nystroem(gamma=G)`` + ``SGDClassifier()``      ``n_components``
  nystroem-linearsvc   ``Nystroem(gamma=G)`` + ``LinearSVC()``          ``n_components``
                       (liblinear: serial)
+ thundersvm           ``thundersvm-train -c C -g G -o THREADS``,       (exact)
+                      ``thundersvm-predict -o THREADS`` (its CPU
+                      build, in ``KERNSOLVE_BENCH_THUNDERSVM``)
 ====================  ==============================================  ===================
+
+``thundersvm`` is not in the default ``--methods`` (it is built apart, see
+benchmarks/README.md).  Its commands read their own files, so its
+``train_s`` is the whole ``thundersvm-train`` process, reading included
+(seconds against its training's minutes), and it has no ``read_s``.
+
+Chunks (issue 33 item 2).  ``rbf-sgd`` and ``nystroem-sgd`` at a million
+rows: the transformed matrix (1.2M x 4000 float64 is 38 GB) does not fit, so
+they run as a user with scikit-learn would run them then: the training file
+read in chunks of ``--chunk-rows`` rows (byte ranges found in one pass over
+the file, each parsed by ``load_svmlight_file`` when a pass needs it, so
+neither the input nor its transform is ever whole), the feature map fitted
+on the first chunks in file order (``Nystroem`` draws its components there,
+seeded; at least ``n_components`` rows), then
+``SGDClassifier(random_state=0).partial_fit`` on each transformed chunk with
+every class given up front, ``--sgd-epochs`` passes (default 3), the chunks
+in a new order each pass (``numpy.random.default_rng(0).permutation``).  By
+default (``--chunk-rows`` unset) a run goes into chunks of 20,000 rows only
+when rows x components x 8 bytes exceeds ``--peer-memory-mb`` (6000); below
+that it is the in-memory ``fit`` of before (SGD's own stopping rule);
+``--chunk-rows 0`` never chunks.  Fair to the peer: SGD's defaults otherwise,
+the same kernel and gamma, and the parsing of the chunks is counted in
+``read_s`` (``parse_s`` in the row), not in ``train_s``, as reading is for
+every method; the row records ``chunk_rows`` and ``epochs``.
+
+``--options udsg="--stream"`` (or ``--chunk-mb MB``) trains DSG/UDSG/CDSG as
+``kernsolve-train --stream`` does, from the file read in windows each pass
+(``train_file``): reading the training file is then inside ``train_s``.
+
+Growth (``--train-rows N``): the first N rows of the training file, the test
+file whole; the data name gets ``[train:N]`` and the row ``train_rows``.
+Every row records ``n_train``; ``examples/more_rows.py`` fits an exact
+solver's measured times to ``a n^b`` and extrapolates them, marked, to the
+sizes where it was not run.
 
 The kernel is the same for every method (the Gaussian kernel with the data
 set's gamma).  kernsolve's solvers get the data set's C (DSG's lambda is
@@ -83,6 +120,9 @@ Usage::
     python benchmarks/bench_scale.py --datasets fashion --methods dsg,eigenpro \\
         --budgets dsg=1 --budgets eigenpro=2000
     python examples/time_to_accuracy.py scale.json      # the figure
+    python benchmarks/bench_scale.py --datasets fashion --train-file BIG --dense \
+        --methods smo,thundersvm --train-rows 15000 --json more.json   # growth
+    python examples/more_rows.py more.json              # the figure per size
 
 ``--json OUT`` appends one JSON object a line per run; the markdown tables
 (``--markdown OUT``, and printed) are made from every row in that file, so
