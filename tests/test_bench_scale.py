@@ -41,8 +41,8 @@ def kernsolve_root():
     return os.path.dirname(os.path.dirname(os.path.abspath(kernsolve.__file__)))
 
 
-def bench(tmp, *args):
-    env = package_env()
+def bench(tmp, *args, env=None):
+    env = dict(package_env(), **(env or {}))
     env["KERNSOLVE_SHARED_DATA"] = os.path.dirname(shared_path("a9a"))
     return subprocess.run([sys.executable, SCRIPT, "--quick", "--rows", str(ROWS),
                            "--datasets", "a9a", "--threads", "1", "--workdir", str(tmp / "work"),

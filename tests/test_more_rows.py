@@ -11,7 +11,6 @@ in-memory one, bit for bit: doc/dsg.md); the line counts of the files.
 """
 import csv
 import importlib.util
-import io
 import json
 import os
 import subprocess
@@ -20,41 +19,10 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import package_env, shared_lines, shared_path
+from conftest import package_env, shared_path
+from test_bench_scale import C, GAMMA, ROOT, ROWS, bench, load_rows, svmlight
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPT = os.path.join(ROOT, "benchmarks", "bench_scale.py")
 FIGURE = os.path.join(ROOT, "examples", "more_rows.py")
-if not os.path.exists(SCRIPT):                       # tests run from an installed copy
-    pytest.skip("benchmarks/ not found beside tests/", allow_module_level=True)
-
-ROWS = 300
-C, GAMMA = 100.0, 0.005           # bench_scale.py's a9a setting
-
-
-def kernsolve_root():
-    import kernsolve
-    return os.path.dirname(os.path.dirname(os.path.abspath(kernsolve.__file__)))
-
-
-def bench(tmp, *args, env=None):
-    env = dict(package_env(), **(env or {}))
-    env["KERNSOLVE_SHARED_DATA"] = os.path.dirname(shared_path("a9a"))
-    return subprocess.run([sys.executable, SCRIPT, "--quick", "--rows", str(ROWS),
-                           "--datasets", "a9a", "--threads", "1", "--workdir", str(tmp / "work"),
-                           "--kernsolve-path", kernsolve_root(), *args],
-                          cwd=tmp, env=env, capture_output=True, text=True, timeout=900)
-
-
-def load_rows(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def svmlight(name, rows=ROWS):
-    from sklearn.datasets import load_svmlight_file
-    X, y = load_svmlight_file(io.BytesIO(shared_lines(name, rows)), n_features=123)
-    return X, y
 
 
 def figure_module():
