@@ -10,12 +10,13 @@
 # one run left out to keep the list near an hour). Every run appends its JSON
 # row to OUT.json; then
 #
-#   python examples/more_rows.py OUT.json OLD120K.json OLD480K.json \
-#       --n-train "fashion+dense(aug_default_120k)=120000" --n-train "fashion+dense(aug480k)=480000"
+#   python examples/more_rows.py OUT.json OLD.json ... \
+#       --n-train "fashion+dense(aug_default_120k)=120000" \
+#       --n-train "fashion+dense(aug120k)=120000" --n-train "fashion+dense(aug480k)=480000"
 #
 # draws the figure with the rows measured before (120,000: EigenPro, UDSG,
-# RBFSampler, Nystroem, SMO; 480,000: EigenPro, UDSG; the names are their data
-# names, written before bench_scale.py recorded n_train). What each step
+# RBFSampler, SMO, then Nystroem; 480,000: EigenPro, UDSG; the names are
+# their data names, written before bench_scale.py recorded n_train). What each step
 # gives: benchmarks/README.md, "More rows".
 set -e
 [ $# -ge 4 ] || { echo "usage: $0 OUT.json F120K F480K F1200K [STEP ...]" >&2; exit 2; }
