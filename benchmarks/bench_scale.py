@@ -26,7 +26,44 @@ each its own run; ``--budgets METHOD=B1,B2`` changes them):
  nystroem-sgd         ``Nystroem(gamma=G)`` + ``SGDClassifier()``      ``n_components``
  nystroem-linearsvc   ``Nystroem(gamma=G)`` + ``LinearSVC()``          ``n_components``
                       (liblinear: serial)
+ thundersvm           ``thundersvm-train -c C -g G -o THREADS``,       (exact)
+                      ``thundersvm-predict -o THREADS`` (its CPU
+                      build, in ``KERNSOLVE_BENCH_THUNDERSVM``)
 ====================  ==============================================  ===================
+
+``thundersvm`` is not in the default ``--methods`` (it is built apart, see
+benchmarks/README.md).  Its commands read their own files, so its
+``train_s`` is the whole ``thundersvm-train`` process, reading included
+(seconds against its training's minutes), and it has no ``read_s``.
+
+Chunks (issue 33 item 2).  ``rbf-sgd`` and ``nystroem-sgd`` at a million
+rows: the transformed matrix (1.2M x 4000 float64 is 38 GB) does not fit, so
+they run as a user with scikit-learn would run them then: the training file
+read in chunks of ``--chunk-rows`` rows (byte ranges found in one pass over
+the file, each parsed by ``load_svmlight_file`` when a pass needs it, so
+neither the input nor its transform is ever whole), the feature map fitted
+on the first chunks in file order (``Nystroem`` draws its components there,
+seeded; at least ``n_components`` rows), then
+``SGDClassifier(random_state=0).partial_fit`` on each transformed chunk with
+every class given up front, ``--sgd-epochs`` passes (default 3), the chunks
+in a new order each pass (``numpy.random.default_rng(0).permutation``).  By
+default (``--chunk-rows`` unset) a run goes into chunks of 20,000 rows only
+when rows x components x 8 bytes exceeds ``--peer-memory-mb`` (6000); below
+that it is the in-memory ``fit`` of before (SGD's own stopping rule);
+``--chunk-rows 0`` never chunks.  Fair to the peer: SGD's defaults otherwise,
+the same kernel and gamma, and the parsing of the chunks is counted in
+``read_s`` (``parse_s`` in the row), not in ``train_s``, as reading is for
+every method; the row records ``chunk_rows`` and ``epochs``.
+
+``--options udsg="--stream"`` (or ``--chunk-mb MB``) trains DSG/UDSG/CDSG as
+``kernsolve-train --stream`` does, from the file read in windows each pass
+(``train_file``): reading the training file is then inside ``train_s``.
+
+Growth (``--train-rows N``): the first N rows of the training file, the test
+file whole; the data name gets ``[train:N]`` and the row ``train_rows``.
+Every row records ``n_train``; ``examples/more_rows.py`` fits an exact
+solver's measured times to ``a n^b`` and extrapolates them, marked, to the
+sizes where it was not run.
 
 The kernel is the same for every method (the Gaussian kernel with the data
 set's gamma).  kernsolve's solvers get the data set's C (DSG's lambda is
@@ -83,6 +120,9 @@ Usage::
     python benchmarks/bench_scale.py --datasets fashion --methods dsg,eigenpro \\
         --budgets dsg=1 --budgets eigenpro=2000
     python examples/time_to_accuracy.py scale.json      # the figure
+    python benchmarks/bench_scale.py --datasets fashion --train-file BIG --dense \
+        --methods smo,thundersvm --train-rows 15000 --json more.json   # growth
+    python examples/more_rows.py more.json              # the figure per size
 
 ``--json OUT`` appends one JSON object a line per run; the markdown tables
 (``--markdown OUT``, and printed) are made from every row in that file, so
@@ -95,7 +135,8 @@ import sys
 import tempfile
 import time
 
-from benchlib import accuracy_from_files, child_env, load_average, prepare, run_process
+from benchlib import (accuracy_from_files, child_env, load_average, prefix_file, prepare,
+                      run_process)
 
 CACHE_MB = 1000.0
 
@@ -124,7 +165,16 @@ METHODS = {
                      [100, 300, 1000], False),
     "nystroem-linearsvc": ("scikit-learn", "n_components", [500, 1000, 2000, 4000],
                            [100, 300, 1000], True),
+    "thundersvm": ("thundersvm", None, [None], [None], False),
 }
+# the peers that can run in chunks (SGDClassifier.partial_fit)
+CHUNKED = ("rbf-sgd", "nystroem-sgd")
+# rows per chunk when the transformed matrix does not fit (--chunk-rows auto)
+AUTO_CHUNK_ROWS = 20000
+# bytes of the transformed matrix the peers may hold whole (--peer-memory-mb)
+PEER_MEMORY_MB = 6000.0
+# the folder of thundersvm-train and thundersvm-predict (benchmarks/README.md)
+THUNDERSVM_ENV = "KERNSOLVE_BENCH_THUNDERSVM"
 # Full-size budgets that differ by data set.
 DATASET_BUDGETS = {"fashion": {"eigenpro": [1000, 2000, 5000, 8000]}}
 
@@ -153,6 +203,8 @@ def describe(method, C, gamma, budget, extra=""):
         return f"SVC(C={C:g}, gamma={gamma:g}, cache_size={CACHE_MB:g})"
     if method == "libsvm":
         return f"svm_train(y, X, '-c {C:g} -g {gamma:g} -m {CACHE_MB:g}')"
+    if method == "thundersvm":
+        return f"thundersvm-train -c {C:g} -g {gamma:g} -o THREADS"
     fmap = "RBFSampler" if method.startswith("rbf") else "Nystroem"
     clf = "LinearSVC()" if method.endswith("linearsvc") else "SGDClassifier()"
     return f"{fmap}(gamma={gamma:g}, n_components={int(budget)}) + {clf}"
@@ -162,16 +214,48 @@ def describe(method, C, gamma, budget, extra=""):
 
 def _fit_kernsolve(args):
     import kernsolve
+    opts = kernsolve_options(args.worker, args.C, args.gamma, args.budget, args.options)
+    if "--stream" in opts.split() or "--chunk-mb" in opts.split():
+        return _fit_kernsolve_streamed(args, opts)
     t = time.perf_counter()
     y, X = kernsolve.read_problem(args.train, n_features=args.n_features)
     yt, Xt = kernsolve.read_problem(args.test, n_features=args.n_features)
     if args.dense:
         X, Xt = X.toarray(), Xt.toarray()
     read_s = time.perf_counter() - t
-    opts = kernsolve_options(args.worker, args.C, args.gamma, args.budget, args.options)
     t = time.perf_counter()
     model = kernsolve.train(y, X, opts + " -q", n_jobs=args.threads)
     train_s = time.perf_counter() - t
+    return _predict_kernsolve(args, model, yt, Xt, read_s, train_s, X.shape[0])
+
+
+def _fit_kernsolve_streamed(args, opts):
+    """``--stream`` (``--chunk-mb MB``): DSG's ``train_file``, what
+    kernsolve-train --stream runs (the file read in windows once a pass, never
+    whole), so reading the training file is in train_s."""
+    import kernsolve
+    from kernsolve.solvers.dsg.stream import train_file
+    words, chunk_mb = opts.split(), 64.0
+    if "--chunk-mb" in words:
+        at = words.index("--chunk-mb")
+        chunk_mb = float(words[at + 1])
+        del words[at:at + 2]
+    words = [w for w in words if w != "--stream"]
+    t = time.perf_counter()
+    model = train_file(args.train, " ".join(words + ["-q"]),
+                       chunk_bytes=max(1, int(chunk_mb * 2**20)),
+                       n_features=args.n_features, n_jobs=args.threads)
+    train_s = time.perf_counter() - t
+    t = time.perf_counter()
+    yt, Xt = kernsolve.read_problem(args.test, n_features=args.n_features)
+    if args.dense:
+        Xt = Xt.toarray()
+    read_s = time.perf_counter() - t
+    return _predict_kernsolve(args, model, yt, Xt, read_s, train_s, _count_rows(args.train))
+
+
+def _predict_kernsolve(args, model, yt, Xt, read_s, train_s, n_train):
+    import kernsolve
     t = time.perf_counter()
     pred = kernsolve.predict(yt, Xt, model, f"-q --threads {args.threads}")[0]
     predict_s = time.perf_counter() - t
@@ -182,7 +266,14 @@ def _fit_kernsolve(args):
         v = getattr(model, key, None)
         if isinstance(v, (int, float)):
             info[key] = v
+    info["n_train"] = int(n_train)
     return yt, pred, read_s, train_s, predict_s, info
+
+
+def _count_rows(path):
+    """The data lines of a LIBSVM file (blank lines and comments aside)."""
+    with open(path, "rb") as f:
+        return sum(1 for line in f if line.split(b"#", 1)[0].strip())
 
 
 def _fit_libsvm(args):
@@ -197,13 +288,140 @@ def _fit_libsvm(args):
     t = time.perf_counter()
     pred = svm_predict(yt, Xt, model, "-q")[0]
     predict_s = time.perf_counter() - t
-    return yt, pred, read_s, train_s, predict_s, {"n_sv": model.get_nr_sv()}
+    return yt, pred, read_s, train_s, predict_s, {"n_sv": model.get_nr_sv(),
+                                                   "n_train": len(y)}
+
+
+def _fit_thundersvm(args):
+    """ThunderSVM's CPU build as a user runs it: its own commands, each a
+    process that reads its file (so its train_s includes reading the
+    training file; read_s is not measured)."""
+    import subprocess
+    folder = os.environ.get(THUNDERSVM_ENV)
+    model_path = args.predictions + ".model"
+    out_path = args.predictions + ".thundersvm"
+    train = [os.path.join(folder, "thundersvm-train"), "-c", repr(args.C), "-g",
+             repr(args.gamma), "-o", str(args.threads), args.train, model_path]
+    predict = [os.path.join(folder, "thundersvm-predict"), "-o", str(args.threads), args.test,
+               model_path, out_path]
+    times = []
+    for argv in (train, predict):
+        t = time.perf_counter()
+        subprocess.run(argv, check=True, stdout=sys.stderr)   # its log in the run's log
+        times.append(time.perf_counter() - t)
+    with open(out_path) as f:
+        pred = [float(line) for line in f if line.strip()]
+    with open(args.test, "rb") as f:
+        yt = [float(line.split(None, 1)[0]) for line in f if line.strip()]
+    return yt, pred, None, times[0], times[1], {"n_train": _count_rows(args.train)}
+
+
+def chunk_offsets(path, chunk_rows):
+    """(byte offsets of the chunks' first lines and of the end, number of rows,
+    the sorted labels): one pass over a LIBSVM file, never held whole."""
+    starts, labels, n, pos = [0], set(), 0, 0
+    with open(path, "rb") as f:
+        for line in f:
+            if line.split(b"#", 1)[0].strip():
+                if n and n % chunk_rows == 0:
+                    starts.append(pos)
+                labels.add(float(line.split(None, 1)[0]))
+                n += 1
+            pos += len(line)
+    return starts + [pos], n, sorted(labels)
+
+
+def _peer_parts(args):
+    """The feature map and the classifier of a scikit-learn peer."""
+    from sklearn.kernel_approximation import Nystroem, RBFSampler
+    from sklearn.linear_model import SGDClassifier
+    from sklearn.svm import LinearSVC
+    n = int(args.budget)
+    fmap = (RBFSampler(gamma=args.gamma, n_components=n, random_state=0)
+            if args.worker.startswith("rbf") else
+            Nystroem(gamma=args.gamma, n_components=n, random_state=0))
+    clf = (LinearSVC(random_state=0) if args.worker.endswith("linearsvc") else
+           SGDClassifier(random_state=0, n_jobs=args.threads))
+    return fmap, clf
+
+
+def fit_in_chunks(read_chunk, n_chunks, fmap, clf, classes, epochs, map_rows, seed=0):
+    """The chunked peer: ``fmap`` fitted on the first chunks in file order (at
+    least ``map_rows`` rows: Nystroem draws its components there, seeded), then
+    ``clf.partial_fit`` on each transformed chunk, ``epochs`` passes, the chunks
+    in the order ``numpy.random.default_rng(seed).permutation`` draws anew for
+    every pass.  ``read_chunk(i)`` gives chunk i's (X, y)."""
+    import numpy as np
+    import scipy.sparse as sp
+    first, rows = [], 0
+    while rows < map_rows and len(first) < n_chunks:
+        first.append(read_chunk(len(first))[0])
+        rows += first[-1].shape[0]
+    fmap.fit(sp.vstack(first) if sp.issparse(first[0]) else np.vstack(first))
+    del first
+    rng = np.random.default_rng(seed)
+    for _ in range(epochs):
+        for i in rng.permutation(n_chunks):
+            X, y = read_chunk(int(i))
+            clf.partial_fit(fmap.transform(X), y, classes=classes)
+    return fmap, clf
+
+
+def _fit_sklearn_chunked(args, offsets, n_train, classes):
+    """``rbf-sgd``/``nystroem-sgd`` in chunks of ``args.chunk_rows`` rows, each
+    read from the file when a pass needs it (parsing counted in read_s)."""
+    import io
+
+    import numpy as np
+    from sklearn.datasets import load_svmlight_file
+    from threadpoolctl import threadpool_limits
+    parse = [0.0]
+    f = open(args.train, "rb")
+
+    def read_chunk(i):
+        t = time.perf_counter()
+        f.seek(offsets[i])
+        X, y = load_svmlight_file(io.BytesIO(f.read(offsets[i + 1] - offsets[i])),
+                                  n_features=args.n_features)
+        if args.dense:
+            X = X.toarray()
+        parse[0] += time.perf_counter() - t
+        return X, y
+
+    t = time.perf_counter()
+    Xt, yt = load_svmlight_file(args.test, n_features=args.n_features)
+    if args.dense:
+        Xt = Xt.toarray()
+    read_s = time.perf_counter() - t
+    with threadpool_limits(args.threads), f:
+        fmap, clf = _peer_parts(args)
+        t = time.perf_counter()
+        fit_in_chunks(read_chunk, len(offsets) - 1, fmap, clf, np.array(classes),
+                      args.sgd_epochs, int(args.budget))
+        train_s = time.perf_counter() - t - parse[0]
+        t = time.perf_counter()
+        pred = clf.predict(fmap.transform(Xt))
+        predict_s = time.perf_counter() - t
+    return yt, pred, read_s + parse[0], train_s, predict_s, {
+        "n_train": n_train, "chunk_rows": args.chunk_rows, "epochs": args.sgd_epochs,
+        "parse_s": parse[0]}
 
 
 def _fit_sklearn(args):
     import numpy as np
     from sklearn.datasets import load_svmlight_file
     from threadpoolctl import threadpool_limits
+    if args.worker in CHUNKED and args.chunk_rows != 0:
+        # --chunk-rows N: chunks; auto (-1): chunks when the transformed matrix
+        # (rows x components x 8 bytes) exceeds --peer-memory-mb
+        rows = args.chunk_rows if args.chunk_rows > 0 else AUTO_CHUNK_ROWS
+        t = time.perf_counter()
+        offsets, n_train, classes = chunk_offsets(args.train, rows)
+        scan_s = time.perf_counter() - t
+        if args.chunk_rows > 0 or n_train * int(args.budget) * 8 > args.peer_memory_mb * 2**20:
+            args.chunk_rows = rows
+            out = _fit_sklearn_chunked(args, offsets, n_train, classes)
+            return out[:2] + (out[2] + scan_s,) + out[3:]
     t = time.perf_counter()
     X, y = load_svmlight_file(args.train, n_features=args.n_features)
     Xt, yt = load_svmlight_file(args.test, n_features=args.n_features)
@@ -223,21 +441,14 @@ def _fit_sklearn(args):
             fmap = None
             info["n_sv"] = int(clf.n_support_.sum())
         else:
-            from sklearn.kernel_approximation import Nystroem, RBFSampler
-            from sklearn.linear_model import SGDClassifier
-            from sklearn.svm import LinearSVC
-            n = int(args.budget)
-            fmap = (RBFSampler(gamma=args.gamma, n_components=n, random_state=0)
-                    if args.worker.startswith("rbf") else
-                    Nystroem(gamma=args.gamma, n_components=n, random_state=0))
-            clf = (LinearSVC(random_state=0) if args.worker.endswith("linearsvc") else
-                   SGDClassifier(random_state=0, n_jobs=args.threads))
+            fmap, clf = _peer_parts(args)
             clf.fit(fmap.fit_transform(X), y)
             info["n_iter"] = int(np.max(clf.n_iter_))
         train_s = time.perf_counter() - t
         t = time.perf_counter()
         pred = clf.predict(Xt if fmap is None else fmap.transform(Xt))
         predict_s = time.perf_counter() - t
+    info["n_train"] = X.shape[0]
     return yt, pred, read_s, train_s, predict_s, info
 
 
@@ -245,7 +456,7 @@ def _worker(args):
     """One run: read, train, predict, write the predictions; one RESULT line."""
     tool = METHODS[args.worker][0]
     fit = {"kernsolve": _fit_kernsolve, "libsvm-official": _fit_libsvm,
-           "scikit-learn": _fit_sklearn}[tool]
+           "scikit-learn": _fit_sklearn, "thundersvm": _fit_thundersvm}[tool]
     yt, pred, read_s, train_s, predict_s, info = fit(args)
     wrong = sum(float(a) != float(b) for a, b in zip(yt, pred))
     with open(args.predictions, "w") as f:
@@ -279,13 +490,15 @@ def run_one(method, budget, cfg, train, test, args, tag):
             "--train", train, "--test", test, "--n-features", str(cfg["n_features"]),
             "--C", repr(cfg["C"]), "--gamma", repr(cfg["gamma"]),
             "--threads", str(args.threads), "--predictions", predictions,
-            "--options=" + extra] + (["--dense"] if args.dense else [])
+            "--options=" + extra, "--chunk-rows", str(args.chunk_rows),
+            "--peer-memory-mb", repr(args.peer_memory_mb),
+            "--sgd-epochs", str(args.sgd_epochs)] + (["--dense"] if args.dense else [])
     if budget is not None:
         argv += ["--budget", repr(budget)]
     row = {"method": method, "tool": METHODS[method][0], "budget_name": METHODS[method][1],
            "budget": budget, "call": describe(method, cfg["C"], cfg["gamma"], budget, extra),
            "exact": METHODS[method][1] is None, "threads": args.threads,
-           "serial": METHODS[method][4],
+           "serial": METHODS[method][4], "train_rows": args.train_rows,
            "wait_policy": args.wait_policy or os.environ.get("OMP_WAIT_POLICY") or "default"}
     load = load_average()
     r = run_process(argv, _child_env(args.threads, args.wait_policy, args.kernsolve_path),
@@ -463,8 +676,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default=",".join(DATASETS),
                     help=f"comma-separated, from {', '.join(DATASETS)}")
-    ap.add_argument("--methods", default=",".join(METHODS),
-                    help=f"comma-separated, from {', '.join(METHODS)}")
+    ap.add_argument("--methods", default=",".join(m for m in METHODS if m != "thundersvm"),
+                    help=f"comma-separated, from {', '.join(METHODS)} (default: all but "
+                         "thundersvm, a peer built apart)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--train-file", default=None,
                     help="a LIBSVM file that replaces the data set's training file "
@@ -475,6 +689,18 @@ def main(argv=None):
                     help="give every tool dense numpy rows (libsvm-official refused)")
     ap.add_argument("--rows", type=int, default=None, help="rows per slice (default 2000 "
                     "with --quick, all without)")
+    ap.add_argument("--train-rows", type=int, default=None,
+                    help="train on the first N rows of the training file only (the test "
+                         "file whole): an exact solver's growth for the extrapolated times")
+    ap.add_argument("--chunk-rows", type=int, default=-1,
+                    help="rbf-sgd, nystroem-sgd: partial_fit over chunks of N rows read from "
+                         "the file (default: chunks of %d when the transformed matrix "
+                         "exceeds --peer-memory-mb; 0: always whole)" % AUTO_CHUNK_ROWS)
+    ap.add_argument("--peer-memory-mb", type=float, default=PEER_MEMORY_MB,
+                    help="the transformed matrix (rows x components x 8 bytes) a "
+                         "scikit-learn peer may hold whole (default %(default)g)")
+    ap.add_argument("--sgd-epochs", type=int, default=3,
+                    help="passes of partial_fit over the chunks (default %(default)d)")
     ap.add_argument("--budgets", action="append", metavar="METHOD=B1,B2",
                     help="the budgets of a method (epochs, centres or components)")
     ap.add_argument("--options", action="append", metavar="METHOD=OPTIONS", dest="extra",
@@ -511,8 +737,17 @@ def main(argv=None):
         return _worker(args)
     if args.threads < 1:
         ap.error(f"--threads {args.threads}: must be >= 1")
+    for option, value, least in (("--train-rows", args.train_rows, 1),
+                                 ("--chunk-rows", args.chunk_rows, -1),
+                                 ("--sgd-epochs", args.sgd_epochs, 1)):
+        if value is not None and value < least:
+            ap.error(f"{option} {value}: must be >= {least}")
     datasets = _names(args.datasets, list(DATASETS), "--datasets")
     methods = _names(args.methods, list(METHODS), "--methods")
+    if "thundersvm" in methods and not os.path.isfile(
+            os.path.join(os.environ.get(THUNDERSVM_ENV, ""), "thundersvm-train")):
+        ap.error(f"thundersvm: set {THUNDERSVM_ENV} to the folder holding thundersvm-train "
+                 "and thundersvm-predict (benchmarks/README.md says how to build them)")
     if args.dense and "libsvm" in methods:
         ap.error("--dense: libsvm-official takes its own sparse rows; leave libsvm out "
                  "of --methods")
@@ -535,9 +770,13 @@ def main(argv=None):
         if args.train_file:     # e.g. make_big_file.py's rows; the test file stays
             cfg = dict(cfg, train_path=os.path.abspath(args.train_file))
         train, test = prepare(args.workdir, cfg, n_rows)
+        if args.train_rows:         # a prefix of the training rows; the test file whole
+            train = prefix_file(train, args.train_rows, args.workdir)
         data = name + (f"[:{n_rows}]" if n_rows else "") + ("+dense" if args.dense else "")
         if args.train_file:
             data += f"({os.path.basename(args.train_file)})"
+        if args.train_rows:
+            data += f"[train:{args.train_rows}]"
         for method in methods:
             rows += run_method(method, cfg, train, test, args, data, n_rows)
     if args.json:

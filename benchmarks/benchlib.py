@@ -120,14 +120,17 @@ def prepare(workdir, cfg, n_rows=None):
                 _write(full_train, source(cfg["train"], cfg.get("train_rows")))
     if not n_rows:
         return full_train, full_test
-    out = []
-    for full in (full_train, full_test):
-        path = f"{full}.{n_rows}"
-        if not os.path.exists(path):
-            with open(full, "rb") as f:
-                _write(path, (line for _, line in zip(range(n_rows), f)))
-        out.append(path)
-    return tuple(out)
+    return tuple(prefix_file(full, n_rows) for full in (full_train, full_test))
+
+
+def prefix_file(full, n_rows, folder=None):
+    """The first n_rows lines of the file ``full``, written once beside it
+    (or in ``folder``) as ``NAME.n_rows``; its path."""
+    path = os.path.join(folder or os.path.dirname(full), f"{os.path.basename(full)}.{n_rows}")
+    if not os.path.exists(path):
+        with open(full, "rb") as f:
+            _write(path, (line for _, line in zip(range(n_rows), f)))
+    return path
 
 
 def accuracy_from_files(test_path, predictions_path):

@@ -22,7 +22,6 @@ installed, ``time_to_accuracy.png`` into ``--out-dir`` (default
 """
 import argparse
 import csv
-import json
 import os
 
 import _output
@@ -33,25 +32,13 @@ FIELDS = ["data", "method", "tool", "budget_name", "budget", "exact", "seconds",
 
 def points(paths, time_key):
     """The plotted rows: the ok runs, the last of each (data, method, budget)."""
-    last = {}
-    for path in paths:
-        with open(path) as f:
-            for k, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    r = json.loads(line)
-                except ValueError as e:
-                    raise SystemExit(f"{path}:{k}: not a JSON row of bench_scale.py ({e})")
-                if r.get("status") != "ok":
-                    continue
-                last[(r["data"], r["method"], r.get("budget"))] = {
-                    "data": r["data"], "method": r["method"], "tool": r.get("tool", ""),
-                    "budget_name": r.get("budget_name") or "", "budget": r.get("budget"),
-                    "exact": bool(r.get("exact")), "seconds": r[time_key],
-                    "test_error": r["test_error"], "maxrss_mb": r.get("maxrss_mb"),
-                    "threads": r.get("threads")}
-    return list(last.values())
+    return [{"data": r["data"], "method": r["method"], "tool": r.get("tool", ""),
+             "budget_name": r.get("budget_name") or "", "budget": r.get("budget"),
+             "exact": bool(r.get("exact")), "seconds": r[time_key],
+             "test_error": r["test_error"], "maxrss_mb": r.get("maxrss_mb"),
+             "threads": r.get("threads")}
+            for r in _output.bench_rows(paths, lambda r: (r["data"], r["method"],
+                                                          r.get("budget")))]
 
 
 def main(argv=None):
@@ -87,14 +74,9 @@ def main(argv=None):
             if not mine:
                 continue
             mine.sort(key=lambda r: r["budget"] if r["budget"] is not None else 0)
-            style = dict(color=colours(i % 20), label=method)
-            xs = [r["seconds"] for r in mine]
-            ys = [r["test_error"] for r in mine]
-            if mine[0]["exact"]:
-                ax.plot(xs, ys, linestyle="none", marker="*", markersize=12, **style)
-            else:
-                ax.plot(xs, ys, marker="o", markersize=4,
-                        linestyle="-" if mine[0]["tool"] == "kernsolve" else "--", **style)
+            _output.draw_method(ax, [r["seconds"] for r in mine],
+                                [r["test_error"] for r in mine], mine[0]["exact"],
+                                mine[0]["tool"], color=colours(i % 20), label=method)
         threads = sorted({r["threads"] for r in rows if r["data"] == data})
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(NullFormatter())     # decades only: readable
@@ -102,13 +84,7 @@ def main(argv=None):
         ax.set_ylabel("test error (%)")
         ax.set_title(f"{data} ({', '.join(map(str, threads))} threads)")
         ax.grid(alpha=0.3, which="both")
-    handles = {}
-    for ax in axes[0]:
-        for h, label in zip(*ax.get_legend_handles_labels()):
-            handles.setdefault(label, h)
-    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=min(6, len(handles)),
-               fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.06 * ((len(handles) + 5) // 6), 1, 1))
+    _output.legend(fig, axes[0])
     fig.savefig(prefix + ".png", dpi=110)
     print(f"wrote {prefix}.csv and {prefix}.png")
 

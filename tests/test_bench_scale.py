@@ -41,8 +41,8 @@ def kernsolve_root():
     return os.path.dirname(os.path.dirname(os.path.abspath(kernsolve.__file__)))
 
 
-def bench(tmp, *args):
-    env = package_env()
+def bench(tmp, *args, env=None):
+    env = dict(package_env(), **(env or {}))
     env["KERNSOLVE_SHARED_DATA"] = os.path.dirname(shared_path("a9a"))
     return subprocess.run([sys.executable, SCRIPT, "--quick", "--rows", str(ROWS),
                            "--datasets", "a9a", "--threads", "1", "--workdir", str(tmp / "work"),
@@ -187,7 +187,7 @@ def test_dense_rows_give_dsg_the_same_predictions(run, tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["--methods", "smo,nope"], "--methods: unknown name 'nope' (known: smo, sbp, dsg, udsg, "
-     "cdsg, eigenpro, svc, libsvm, rbf-sgd, nystroem-sgd, nystroem-linearsvc)"),
+     "cdsg, eigenpro, svc, libsvm, rbf-sgd, nystroem-sgd, nystroem-linearsvc, thundersvm)"),
     (["--budgets", "smo=1"], "--budgets 'smo=1': smo is an exact solver: it has no budget"),
     (["--options", "svc=-x"], "--options 'svc=-x': extra options are for kernsolve's methods"),
     (["--dense", "--methods", "smo,libsvm"], "bench_scale.py: error: --dense: libsvm-official "

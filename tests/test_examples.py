@@ -29,6 +29,10 @@ RUNS = {
     # plots the JSON rows tracked beside it (no data set)
     "time_to_accuracy.py": ([os.path.join(EXAMPLES, "time_to_accuracy.json")], None,
                             "time_to_accuracy"),
+    # plots bench_scale.py's rows of a small run at 1000, 2000, 4000 rows (with
+    # growth runs of SMO and ThunderSVM at 250, 500, 1000), kept beside the tests
+    "more_rows.py": ([os.path.join(ROOT, "tests", "more_rows_fixture.json")], None,
+                     "more_rows"),
 }
 # the printing examples (they write no file), with their quick settings
 PRINTS = {"eigenpro_vs_sgd.py": ["--quick"], "sklearn_pipeline.py": ["--quick"],
@@ -52,7 +56,7 @@ def test_example_writes_into_its_output_folder(script, tmp_path):
     args, data, stem = RUNS[script]
     if data is not None:
         shared_path(data)
-    if script == "time_to_accuracy.py":
+    if script in ("time_to_accuracy.py", "more_rows.py"):
         pytest.importorskip("matplotlib")
     before = snapshot()
     proc = run_example(script, args, cwd=tmp_path)         # the default folder

@@ -1,0 +1,57 @@
+#!/bin/sh
+# Issue 33 item 2: the time-to-accuracy panel at 120,000, 480,000 and
+# 1,200,000 rows, for a quiet machine (2 threads, one run at a time).
+#
+#   sh benchmarks/panel_more_rows.sh OUT.json F120K F480K F1200K [STEP ...]
+#
+# F120K, F480K, F1200K: make_big_file.py fashion-mnist.scale FILE --rows N
+# (the first rows of each are Fashion-MNIST itself). STEP: growth, 480k,
+# 1200k, 1200k-nystroem (default: growth 480k 1200k; 1200k-nystroem is the
+# one run left out to keep the list near an hour). Every run appends its JSON
+# row to OUT.json; then
+#
+#   python examples/more_rows.py OUT.json OLD.json ... \
+#       --n-train "fashion+dense(aug_default_120k)=120000" \
+#       --n-train "fashion+dense(aug120k)=120000" --n-train "fashion+dense(aug480k)=480000"
+#
+# draws the figure with the rows measured before (120,000: EigenPro, UDSG,
+# RBFSampler, SMO, then Nystroem; 480,000: EigenPro, UDSG; the names are
+# their data names, written before bench_scale.py recorded n_train). What each step
+# gives: benchmarks/README.md, "More rows".
+set -e
+[ $# -ge 4 ] || { echo "usage: $0 OUT.json F120K F480K F1200K [STEP ...]" >&2; exit 2; }
+OUT=$1 F120K=$2 F480K=$3 F1200K=$4
+shift 4
+STEPS=${*:-growth 480k 1200k}
+BENCH="python benchmarks/bench_scale.py --datasets fashion --threads 2 --json $OUT --timeout 3600"
+EIGENPRO="--subsample 3000 --lambda 1e-7 --precision half"
+
+run() { echo "+ $*"; "$@"; }
+
+for step in $STEPS; do
+    case $step in
+    growth)     # SMO and ThunderSVM on the first 15k/30k/60k rows (the originals)
+        for rows in 15000 30000 60000; do
+            run $BENCH --dense --train-file "$F120K" --train-rows $rows --methods smo
+        done
+        for rows in 15000 30000; do   # ThunderSVM: several times SMO's time
+            run $BENCH --train-file "$F120K" --train-rows $rows --methods thundersvm
+        done ;;
+    480k)       # the peers in chunks (480k x 4000 x 8 bytes = 15 GB: chunked)
+        run $BENCH --dense --train-file "$F480K" --methods rbf-sgd \
+            --budgets rbf-sgd=4000 --sgd-epochs 3
+        run $BENCH --dense --train-file "$F480K" --methods nystroem-sgd \
+            --budgets nystroem-sgd=4000 --sgd-epochs 1 ;;
+    1200k)      # sparse rows (dense would be 7.5 GB): EigenPro out of core, UDSG streamed
+        run $BENCH --train-file "$F1200K" --methods eigenpro --budgets eigenpro=15000 \
+            --options eigenpro="$EIGENPRO --epochs 7 -m 3000"
+        run $BENCH --train-file "$F1200K" --methods udsg --budgets udsg=1 \
+            --options udsg="--stream --precision single -m 3000"
+        run $BENCH --dense --train-file "$F1200K" --methods rbf-sgd \
+            --budgets rbf-sgd=4000 --sgd-epochs 2 ;;
+    1200k-nystroem)
+        run $BENCH --dense --train-file "$F1200K" --methods nystroem-sgd \
+            --budgets nystroem-sgd=4000 --sgd-epochs 1 ;;
+    *) echo "$0: unknown step $step (growth, 480k, 1200k, 1200k-nystroem)" >&2; exit 2 ;;
+    esac
+done
