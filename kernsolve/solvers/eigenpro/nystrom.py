@@ -255,6 +255,7 @@ class _RowBlocks:
         self.pool = pool
         self.passes = 0         # apply() calls made
         self.report = None      # report(passes before this one, share of this one done)
+        self.spare = []         # float16 blocks: the parts' buffers given back (recycle)
 
     def _block(self, i):
         K = self.cache.get(i)
@@ -287,7 +288,8 @@ class _RowBlocks:
     def parts(self, u, targets=False):
         """Each block's ``K_b^T (K_b u + V_b)`` (V the targets, or none), in row
         order, computed on the pool; with ``rows_at`` and u, each a pair with
-        the block's ``(K u)`` at those rows.  Add them with :class:`RowSum`."""
+        the block's ``(K u)`` at those rows.  Add them with :class:`RowSum`,
+        then give them back (:meth:`recycle`)."""
         V = self.Y if targets else None
         if u is not None:
             u = u.astype(self.work, copy=False)
@@ -300,7 +302,7 @@ class _RowBlocks:
             stop = start + K.shape[0]
             Vb = None if V is None else V[start:stop]
             if K.dtype == np.float16:
-                out = np.zeros((V.shape[1] if u is None else u.shape[1], self.p), np.float32)
+                out = self._buffer(V.shape[1] if u is None else u.shape[1])
                 t = _block_ops.half_products(K, u_rows, None if Vb is None else
                                           np.ascontiguousarray(Vb, dtype=np.float32), out)
                 part = out.T
@@ -329,6 +331,7 @@ class _RowBlocks:
         total = RowSum()
         for i, part in enumerate(self.parts(u, targets)):
             total.add(part)
+            self.recycle([part])
             if self.report is not None:
                 self.report(self.passes, (i + 1) / len(self.starts))
         self.passes += 1
@@ -344,9 +347,35 @@ class _RowBlocks:
             exact = self.kern.block(self.kern.row_range(0, stop), self.C) @ alpha
         return np.sqrt(np.mean((exact - seen) ** 2, axis=0))
 
+    # A float16 block's part is a (c, p) float32 buffer that its products add
+    # into.  Made new for each block (0.6 MB at p = 15000, c = 10), each one
+    # cost its page faults: with the kept parts of a partition, or where every
+    # allocation above 128 kB is a fresh mmap (a Dask nanny's worker:
+    # MALLOC_TRIM_THRESHOLD_ fixes glibc's mmap threshold), 21,000-32,000
+    # faults and 12-25% more CPU a pass (benchmarks/bench_cluster_eigenpro.py
+    # --cpu-report).  Reused, a pass allocates none after the first.
+    def _buffer(self, c):
+        """A zeroed (c, p) float32 buffer for a part: a spare one, else new."""
+        try:
+            out = self.spare.pop()      # (atomic: the pool's threads take them)
+        except IndexError:
+            return np.zeros((c, self.p), np.float32)
+        if out.shape[0] != c:
+            return np.zeros((c, self.p), np.float32)
+        out.fill(0)
+        return out
+
+    def recycle(self, parts):
+        """Give back the buffers of parts already added (float16 blocks: the
+        next pass fills them again)."""
+        if self.dtype == np.float16:
+            self.spare.extend((part[0] if isinstance(part, tuple) else part).T
+                              for part in parts)
+
     def close(self):
         """Free the cached blocks (a refit's blocks replace these)."""
         self.cache.clear()
+        self.spare.clear()
         self.keep = 0
 
 
