@@ -43,6 +43,7 @@ of a fixed shape (the kernel engine, or one sgemm), each block's products and
 each tile run on one BLAS thread and the blocks' sums are added in row order.
 """
 import hashlib
+import threading
 import time
 import warnings
 from copy import copy
@@ -196,14 +197,31 @@ class _SingleKernel:
         self.kern = kern
         self.C = np.ascontiguousarray(C, dtype=np.float32)
         self.cc = np.einsum("ij,ij->i", C, C).astype(np.float32)
+        self.scratch = threading.local()    # each thread's block, for temporary blocks
 
     @staticmethod
     def applies(kern):
         return not issparse(kern.X) and kern.code in (RBF, LINEAR, POLY)
 
-    def block(self, start, stop):
+    def _scratch(self, rows):
+        """This thread's (rows, p) float32 array, made once: a block that is
+        only rounded to float16 is computed in it, not in a new 17 MB array
+        (at p = 15000) whose pages each block would fault in again where
+        every large allocation is a fresh mmap (a Dask nanny's worker)."""
+        K = getattr(self.scratch, "K", None)
+        if K is None or K.shape[0] < rows:
+            K = self.scratch.K = np.empty((rows, self.C.shape[0]), np.float32)
+        return K[:rows]
+
+    def block(self, start, stop, temporary=False):
+        """K(rows start..stop, C) in float32; ``temporary``: in this thread's
+        scratch array, overwritten by its next temporary block."""
         R = self.kern.X[start:stop]
-        K = np.ascontiguousarray(R, dtype=np.float32) @ self.C.T
+        R32 = np.ascontiguousarray(R, dtype=np.float32)
+        if temporary:
+            K = np.matmul(R32, self.C.T, out=self._scratch(R32.shape[0]))
+        else:
+            K = R32 @ self.C.T
         code, g = self.kern.code, np.float32(self.kern.gamma)
         if code == RBF:
             K *= np.float32(-2.0)
@@ -262,8 +280,9 @@ class _RowBlocks:
         if K is None:
             start = self.starts[i]
             with one_blas_thread():
-                if self.single is not None:
-                    K = self.single.block(start, start + self.rows)
+                if self.single is not None:     # (float16: only rounded from float32)
+                    K = self.single.block(start, start + self.rows,
+                                          temporary=self.dtype == np.float16)
                 else:
                     K = self.kern.block(self.kern.row_range(start, start + self.rows),
                                         self.C)
