@@ -154,7 +154,11 @@ def main(argv=None):
           flush=True)
 
     # (b) the cluster
+    import dask
     from distributed import Client, LocalCluster
+    # the settings doc/cluster.md recommends ("The workers' settings"): the
+    # workers' statistical profiler off (its sampling takes CPU from the passes)
+    dask.config.set({"distributed.worker.profile.enabled": False})
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
         client.run(lambda: None)                        # the workers are up
