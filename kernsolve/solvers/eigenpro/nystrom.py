@@ -370,8 +370,9 @@ class _RowBlocks:
     # into.  Made new for each block (0.6 MB at p = 15000, c = 10), each one
     # cost its page faults: with the kept parts of a partition, or where every
     # allocation above 128 kB is a fresh mmap (a Dask nanny's worker:
-    # MALLOC_TRIM_THRESHOLD_ fixes glibc's mmap threshold), 21,000-32,000
-    # faults and 12-25% more CPU a pass (benchmarks/bench_cluster_eigenpro.py
+    # MALLOC_TRIM_THRESHOLD_ fixes glibc's mmap threshold): on Fashion-MNIST's
+    # 107 blocks a worker, 21,000-32,000 page faults and 12-30% more CPU a pass
+    # (the workers' CPU seconds: benchmarks/bench_cluster_eigenpro.py
     # --cpu-report).  Reused, a pass allocates none after the first.
     def _buffer(self, c):
         """A zeroed (c, p) float32 buffer for a part: a spare one, else new."""
