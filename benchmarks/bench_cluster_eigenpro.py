@@ -21,6 +21,12 @@ partition on different workers, the sum back); with them, dask's own count
 of the bytes the workers sent (``transfer_outgoing_bytes_total``, all of the
 run: the partitions' boundary rows, the centres, every step).
 
+``--cpu-report`` also prints the CPU seconds each process spent, by thread
+(the one process; on the cluster the client, whose event loop holds the
+scheduler and the nannies, and each worker): unlike the wall times, these do
+not depend on the machine's load, and on 2 cores every CPU second outside the
+workers' compute threads is wall time taken from them.
+
 Usage (full size, on a quiet machine)::
 
     python benchmarks/bench_cluster_eigenpro.py
@@ -34,8 +40,10 @@ import argparse
 import os
 import sys
 import tempfile
+import threading
 import time
 
+import psutil
 import scipy.sparse
 
 import kernsolve
@@ -64,6 +72,35 @@ def _sent_by_workers(client):
     return None if any(v is None for v in values) else int(sum(values))
 
 
+def _cpu_by_thread():
+    """This process's CPU seconds (user + system) by thread name: Python's
+    threads by their names (the worker's task thread, its event loop...), the
+    native ones (BLAS, OpenMP) as one "native", and the whole process ("all":
+    with the threads that have ended, as a pool's do)."""
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    me = psutil.Process()
+    times = me.cpu_times()
+    out = {"all": times.user + times.system}
+    for t in me.threads():
+        name = names.get(t.id, "native")
+        name = "task" if "Dask-Default-Threads" in name else name
+        out[name] = out.get(name, 0.0) + t.user_time + t.system_time
+    return out
+
+
+def _cpu_since(before, after):
+    """The CPU seconds between two :func:`_cpu_by_thread`, the ended threads' as "ended"."""
+    spent = {k: after[k] - before.get(k, 0.0) for k in after}
+    spent["ended"] = spent["all"] - sum(v for k, v in spent.items() if k != "all")
+    return {k: v for k, v in spent.items() if v >= 0.005}
+
+
+def _print_cpu(label, by_thread):
+    parts = ", ".join(f"{k} {v:.2f}" for k, v in sorted(by_thread.items(),
+                                                        key=lambda kv: -kv[1]) if k != "all")
+    print(f"    CPU seconds, {label}: {by_thread.get('all', 0.0):.2f} ({parts})", flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default=DATA, help="folder of fashion-mnist.scale{,.t}.xz")
@@ -84,6 +121,8 @@ def main(argv=None):
                          "workers wait)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--cpu-report", action="store_true",
+                    help="print the CPU seconds of each process, by thread")
     args = ap.parse_args(argv)
 
     print(f"load average {load_averages()}", flush=True)
@@ -99,11 +138,13 @@ def main(argv=None):
           f"file), {yt.size} test rows; {_options(args, args.threads)}", flush=True)
 
     # (a) one process
+    cpu = _cpu_by_thread()
     t = time.perf_counter()
     y1, X1 = kernsolve.read_problem(train)
     t_read = time.perf_counter() - t
     one = kernsolve.train(y1, X1, _options(args, args.threads))
     wall_one = time.perf_counter() - t
+    cpu_one = _cpu_since(cpu, _cpu_by_thread())
     del X1
     err_one = _test_error(one, yt, Xt)
     print(f"(a) one process, {args.threads} threads: wall {wall_one:.1f} s (read "
@@ -113,11 +154,16 @@ def main(argv=None):
           flush=True)
 
     # (b) the cluster
+    import dask
     from distributed import Client, LocalCluster
+    # the settings doc/cluster.md recommends ("The workers' settings"): the
+    # workers' statistical profiler off (its sampling takes CPU from the passes)
+    dask.config.set({"distributed.worker.profile.enabled": False})
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
         client.run(lambda: None)                        # the workers are up
         before = _sent_by_workers(client)
+        cpu, cpu_workers = _cpu_by_thread(), client.run(_cpu_by_thread)
         t = time.perf_counter()
         parts = kernsolve.read_partitions(os.path.abspath(train), npartitions=args.workers)
         # the client's threads: the preconditioner's setup and its solves,
@@ -125,6 +171,9 @@ def main(argv=None):
         many = dask_train_centres(parts, kernsolve.parse_options(
             _options(args, args.client_threads)))
         wall_many = time.perf_counter() - t
+        cpu_client = _cpu_since(cpu, _cpu_by_thread())
+        cpu_workers = {w: _cpu_since(cpu_workers[w], now)
+                       for w, now in client.run(_cpu_by_thread).items()}
         after = _sent_by_workers(client)
     err_many = _test_error(many, yt, Xt)
     a, b = os.path.join(work, "one.model"), os.path.join(work, "many.model")
@@ -149,6 +198,14 @@ def main(argv=None):
     if before is not None and after is not None:
         print(f"    dask's count, all of the run: the workers sent {after - before} bytes "
               f"({many.stats['n_iter'] + 1} passes)", flush=True)
+    if args.cpu_report:
+        _print_cpu("(a) the one process", cpu_one)
+        _print_cpu("(b) the client (its event loop: the scheduler and the nannies)",
+                   cpu_client)
+        for i, (w, by_thread) in enumerate(sorted(cpu_workers.items())):
+            _print_cpu(f"(b) worker {i}", by_thread)
+        total = cpu_client["all"] + sum(v["all"] for v in cpu_workers.values())
+        print(f"    CPU seconds, (b) in all: {total:.2f}", flush=True)
     return 0 if same else 1
 
 

@@ -69,6 +69,7 @@ def main(argv=None):
     if args.quick:
         args.rows, args.centers, args.check = 3000, 300, True
 
+    import dask
     from dask.distributed import Client, LocalCluster
 
     import kernsolve
@@ -76,6 +77,10 @@ def main(argv=None):
     if args.scheduler:
         client = Client(args.scheduler)
     else:
+        # the workers' statistical profiler off: its sampling takes CPU from
+        # the passes on a machine the workers fill (doc/cluster.md, "The
+        # workers' settings"); a LocalCluster's nannies pass it on to them
+        dask.config.set({"distributed.worker.profile.enabled": False})
         client = Client(LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                      dashboard_address=None))
     print(f"cluster: {len(client.nthreads())} workers, "

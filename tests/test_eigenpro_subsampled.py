@@ -84,6 +84,46 @@ def test_half_precision_blocks_are_the_kernel_rounded():
     assert np.abs(K.astype(np.float64) - ref).max() > 1e-6       # it is rounded
 
 
+def test_half_precision_passes_reuse_their_parts_buffers(monkeypatch):
+    # the parts' (c, p) buffers are given back and filled again by the next
+    # pass: each pass is numpy's sum over the blocks of K16_b^T (K16_b u + V_b)
+    # (nothing left over from the pass before) and the same bytes as new
+    # blocks that never reused a buffer; parts kept for a while (as a
+    # partition keeps them for its fold) come back as the same 8 buffers
+    monkeypatch.setattr(nystrom, "BLOCK_VALUES", 40 * 23)      # 40 rows a block: 8 blocks
+    X, Y = _problem(n=300, d=5)
+    Y = np.ascontiguousarray(Y[:, :2])
+    kern = KernelBlocks(X, 2, 0.4, 3, 0.0, 1)
+    C = np.ascontiguousarray(X[::13])                          # p = 23
+    rng = np.random.default_rng(3)
+    us = [rng.standard_normal((C.shape[0], 2)) for _ in range(3)]
+
+    def address(part):
+        return part.__array_interface__["data"][0]
+
+    with ThreadPoolExecutor(2) as pool:
+        blocks = nystrom._RowBlocks(kern, C, 1e9, pool, np.float16, None, Y)
+        kept = list(blocks.parts(None, True))
+        first = {address(part) for part in kept}
+        total = nystrom.RowSum()
+        for part in kept:
+            total.add(part)
+        blocks.recycle(kept)
+        got = [total.out.copy()]
+        kept = list(blocks.parts(us[0], True))
+        assert len(first) == len(blocks.starts) == 8
+        assert {address(part) for part in kept} == first
+        blocks.recycle(kept)
+        got += [blocks.apply(u, targets=k == 0) for k, u in enumerate(us)]
+        for k, u in enumerate(us):
+            fresh = nystrom._RowBlocks(kern, C, 1e9, pool, np.float16, None, Y)
+            assert fresh.apply(u, targets=k == 0).tobytes() == got[k + 1].tobytes()
+    K16 = np.concatenate([blocks._block(i) for i in range(8)]).astype(np.float64)
+    for k, u in enumerate([None] + us):
+        t = (0 if u is None else K16 @ u.astype(np.float32)) + (Y if k < 2 else 0)
+        np.testing.assert_allclose(got[k], K16.T @ t, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("rows, p, c", [(37, 83, 3), (8, 16, 10), (1, 7, 1), (13, 200, 6)])
 def test_half_products_are_both_products_in_float32(vector_path, rows, p, c):
     # row groups of 8 with a rest, a pair of rows and an odd one, outputs in

@@ -161,6 +161,7 @@ def compute(key, generation, u, targets, first=False):
         total = RowSum()
         for part in blocks.parts(u, targets):
             total.add(part)
+            blocks.recycle([part])
         return total, blocks.n_evals - before
     c = (state.Y.shape[1] if u is None else u.shape[1])
     check_allocation(len(blocks.starts) * blocks.p * c * blocks.work.itemsize,
@@ -179,6 +180,7 @@ def fold(key, carried, evals):
         raise PartitionLost(key)
     for part in state.parts:
         total.add(part)
+    state.blocks.recycle(state.parts)      # (the next pass's parts fill them again)
     state.parts = None
     return total, count + evals
 

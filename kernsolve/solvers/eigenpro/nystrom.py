@@ -43,6 +43,7 @@ of a fixed shape (the kernel engine, or one sgemm), each block's products and
 each tile run on one BLAS thread and the blocks' sums are added in row order.
 """
 import hashlib
+import threading
 import time
 import warnings
 from copy import copy
@@ -196,14 +197,31 @@ class _SingleKernel:
         self.kern = kern
         self.C = np.ascontiguousarray(C, dtype=np.float32)
         self.cc = np.einsum("ij,ij->i", C, C).astype(np.float32)
+        self.scratch = threading.local()    # each thread's block, for temporary blocks
 
     @staticmethod
     def applies(kern):
         return not issparse(kern.X) and kern.code in (RBF, LINEAR, POLY)
 
-    def block(self, start, stop):
+    def _scratch(self, rows):
+        """This thread's (rows, p) float32 array, made once: a block that is
+        only rounded to float16 is computed in it, not in a new 17 MB array
+        (at p = 15000) whose pages each block would fault in again where
+        every large allocation is a fresh mmap (a Dask nanny's worker)."""
+        K = getattr(self.scratch, "K", None)
+        if K is None or K.shape[0] < rows:
+            K = self.scratch.K = np.empty((rows, self.C.shape[0]), np.float32)
+        return K[:rows]
+
+    def block(self, start, stop, temporary=False):
+        """K(rows start..stop, C) in float32; ``temporary``: in this thread's
+        scratch array, overwritten by its next temporary block."""
         R = self.kern.X[start:stop]
-        K = np.ascontiguousarray(R, dtype=np.float32) @ self.C.T
+        R32 = np.ascontiguousarray(R, dtype=np.float32)
+        if temporary:
+            K = np.matmul(R32, self.C.T, out=self._scratch(R32.shape[0]))
+        else:
+            K = R32 @ self.C.T
         code, g = self.kern.code, np.float32(self.kern.gamma)
         if code == RBF:
             K *= np.float32(-2.0)
@@ -255,14 +273,16 @@ class _RowBlocks:
         self.pool = pool
         self.passes = 0         # apply() calls made
         self.report = None      # report(passes before this one, share of this one done)
+        self.spare = []         # float16 blocks: the parts' buffers given back (recycle)
 
     def _block(self, i):
         K = self.cache.get(i)
         if K is None:
             start = self.starts[i]
             with one_blas_thread():
-                if self.single is not None:
-                    K = self.single.block(start, start + self.rows)
+                if self.single is not None:     # (float16: only rounded from float32)
+                    K = self.single.block(start, start + self.rows,
+                                          temporary=self.dtype == np.float16)
                 else:
                     K = self.kern.block(self.kern.row_range(start, start + self.rows),
                                         self.C)
@@ -287,7 +307,8 @@ class _RowBlocks:
     def parts(self, u, targets=False):
         """Each block's ``K_b^T (K_b u + V_b)`` (V the targets, or none), in row
         order, computed on the pool; with ``rows_at`` and u, each a pair with
-        the block's ``(K u)`` at those rows.  Add them with :class:`RowSum`."""
+        the block's ``(K u)`` at those rows.  Add them with :class:`RowSum`,
+        then give them back (:meth:`recycle`)."""
         V = self.Y if targets else None
         if u is not None:
             u = u.astype(self.work, copy=False)
@@ -300,7 +321,7 @@ class _RowBlocks:
             stop = start + K.shape[0]
             Vb = None if V is None else V[start:stop]
             if K.dtype == np.float16:
-                out = np.zeros((V.shape[1] if u is None else u.shape[1], self.p), np.float32)
+                out = self._buffer(V.shape[1] if u is None else u.shape[1])
                 t = _block_ops.half_products(K, u_rows, None if Vb is None else
                                           np.ascontiguousarray(Vb, dtype=np.float32), out)
                 part = out.T
@@ -329,6 +350,7 @@ class _RowBlocks:
         total = RowSum()
         for i, part in enumerate(self.parts(u, targets)):
             total.add(part)
+            self.recycle([part])
             if self.report is not None:
                 self.report(self.passes, (i + 1) / len(self.starts))
         self.passes += 1
@@ -344,9 +366,36 @@ class _RowBlocks:
             exact = self.kern.block(self.kern.row_range(0, stop), self.C) @ alpha
         return np.sqrt(np.mean((exact - seen) ** 2, axis=0))
 
+    # A float16 block's part is a (c, p) float32 buffer that its products add
+    # into.  Made new for each block (0.6 MB at p = 15000, c = 10), each one
+    # cost its page faults: with the kept parts of a partition, or where every
+    # allocation above 128 kB is a fresh mmap (a Dask nanny's worker:
+    # MALLOC_TRIM_THRESHOLD_ fixes glibc's mmap threshold): on Fashion-MNIST's
+    # 107 blocks a worker, 21,000-32,000 page faults and 12-30% more CPU a pass
+    # (the workers' CPU seconds: benchmarks/bench_cluster_eigenpro.py
+    # --cpu-report).  Reused, a pass allocates none after the first.
+    def _buffer(self, c):
+        """A zeroed (c, p) float32 buffer for a part: a spare one, else new."""
+        try:
+            out = self.spare.pop()      # (atomic: the pool's threads take them)
+        except IndexError:
+            return np.zeros((c, self.p), np.float32)
+        if out.shape[0] != c:
+            return np.zeros((c, self.p), np.float32)
+        out.fill(0)
+        return out
+
+    def recycle(self, parts):
+        """Give back the buffers of parts already added (float16 blocks: the
+        next pass fills them again)."""
+        if self.dtype == np.float16:
+            self.spare.extend((part[0] if isinstance(part, tuple) else part).T
+                              for part in parts)
+
     def close(self):
         """Free the cached blocks (a refit's blocks replace these)."""
         self.cache.clear()
+        self.spare.clear()
         self.keep = 0
 
 
