@@ -320,8 +320,7 @@ def _predict_from_shared(model, shared, train_idx, test_idx):
     decision value is ``sum coef K - rho``, as LIBSVM's; a two-class C-SVC
     predicts its first label when it is positive, the second otherwise."""
     sv_rows = train_idx[model.support_indices - 1]
-    K = shared.gram[np.ix_(test_idx, sv_rows)]
-    decision = K @ model.dual_coef[0] - model.rho[0]
+    decision = shared.weighted_sums(test_idx, sv_rows, model.dual_coef[0]) - model.rho[0]
     if int(model.param.svm_type) in REGRESSION:
         return decision
     return np.where(decision > 0, model.labels[0], model.labels[1]).astype(np.float64)
