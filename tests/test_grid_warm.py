@@ -12,7 +12,7 @@ import pytest
 import kernsolve
 from kernsolve import grid_search, parse_options, read_problem, train
 from kernsolve.model_selection.cv import make_folds, train_rows
-from kernsolve.solvers.libsvm.active_set import refine
+from kernsolve.solvers.libsvm.active_set import _Columns, refine
 from kernsolve.solvers.libsvm.formulations import WarmStart
 from test_grid_halving import _svmguide1
 
@@ -188,6 +188,23 @@ def test_nu_svc_and_one_class_grids_ignore_warm(heart):
 
 
 # ---------------------------------------------------------------- active-set refinement
+
+def test_refinement_columns_times_a_step(heart):
+    """``_Columns.times``: the fetched columns of Q = diag(y) K diag(y) times a
+    step, read in place; oracle: numpy's Q[:, idx] @ step."""
+    y, X = heart
+    Xd = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+    K = _rbf(Xd, Xd, 0.5)
+    yp = np.where(y > 0, 1.0, -1.0)
+    Q = K * np.outer(yp, yp)
+    columns = _Columns(lambda i: K[i], yp)
+    rng = np.random.default_rng(0)
+    for size in (5, 40, 3):                 # the store grows past 16 columns
+        idx = rng.choice(y.size, size, replace=False)
+        step = rng.standard_normal(size)
+        np.testing.assert_allclose(columns.times(idx, step), Q[:, idx] @ step,
+                                   rtol=1e-12, atol=1e-12)
+
 
 @pytest.mark.skipif(shutil.which("svm-train") is None, reason="needs LIBSVM's svm-train")
 @pytest.mark.parametrize("C", [64.0, 4096.0])

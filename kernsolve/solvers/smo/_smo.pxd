@@ -426,7 +426,9 @@ cdef class _SMO:
     cdef void watch(self, double now) noexcept nogil
     cdef void set_thresholds(self) noexcept nogil
     cdef inline int loop_threads(self) noexcept nogil
-    cdef inline void record(self, double seconds, Py_ssize_t length) noexcept nogil
+    cdef inline bint recorded(self, Py_ssize_t length) noexcept nogil
+    cdef inline double start_clock(self, Py_ssize_t length) noexcept nogil
+    cdef inline void record(self, double t0, Py_ssize_t length) noexcept nogil
     cdef void adapt(self) noexcept nogil
     cdef inline void tic(self, Tic* s) noexcept nogil
     cdef inline void toc(self, const Tic* s, int slot) noexcept nogil
