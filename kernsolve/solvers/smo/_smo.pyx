@@ -146,6 +146,7 @@ cdef class _SMO:
     def __cinit__(self):
         self.G = NULL
         self.G_bar = NULL
+        self.G_start = NULL
         self.alpha = NULL
         self.p = NULL
         self.C = NULL
@@ -951,6 +952,12 @@ cdef class _SMO:
         cdef const kfloat* Ki
         cdef Tic tic
         self.tic(&tic)
+        if self.G_start != NULL:      # the caller's (a warm start's, carried)
+            for i in range(l):
+                self.G[i] = self.G_start[i]
+                self.G_bar[i] = self.G_start[l + i]
+            self.toc(&tic, T_GRADIENT)
+            return 0
         for i in range(l):
             self.G[i] = self.p[i]
             self.G_bar[i] = 0.0
@@ -1053,6 +1060,14 @@ cdef class _SMO:
         cdef Py_ssize_t k
         for k in range(self.l):
             out[self.active_set[k]] = self.alpha[k]
+
+    cdef void put_back_gradient(self, double[:, ::1] out) noexcept nogil:
+        """G and G_bar by variable (rows 0 and 1 of ``out``); whole after a
+        finished run (iterate reconstructs the shrunk variables' G)."""
+        cdef Py_ssize_t k
+        for k in range(self.l):
+            out[0, self.active_set[k]] = self.G[k]
+            out[1, self.active_set[k]] = self.G_bar[k]
 
 
 def _get_tuning():
