@@ -51,8 +51,8 @@ class WarmStart:
     ``r G_bar``, from the previous solve's (``gradient``), and the SMO core
     starts without a kernel row per nonzero alpha (the cost that made a seed
     slower than a cold start at small C, where most rows are support vectors
-    and a cold solve takes few iterations: the seeded solves there take 4 to
-    5 times fewer).  Without a kept gradient (or with bounds not all scaled
+    and a cold solve takes few iterations: the seeded solves there take
+    several times fewer).  Without a kept gradient (or with bounds not all scaled
     by one ratio) the core computes it.
 
     A C-SVC sub-problem whose previous solve was slow (more than

@@ -86,7 +86,7 @@ class SharedKernel:
         a warm grid's time.  ``kept``: a dict in which the widened rows are
         kept for the next call with the same ``rows`` (a fold's fits along C:
         then each is one matrix-vector product; they take ``8 len(rows) n``
-        bytes, for 5 folds 40% of the float32 matrix's).
+        bytes, beside the float32 matrix's ``4 n^2``).
         """
         block = None if kept is None else kept.get("held_out_rows")
         if block is None:
