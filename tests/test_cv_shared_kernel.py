@@ -195,3 +195,27 @@ def test_binary_rows_keep_their_bit_sets_instead_of_sharing(a9a, heart):
         assert sharing_refused(X, parse_options("-q"), None) is None
     finally:
         _kernel.binary_rows(before)
+
+
+def test_weighted_sums_are_the_decision_values_of_the_exact_kernel(heart):
+    """``SharedKernel.weighted_sums``: held-out rows' sums of weighted kernel
+    values read from whole rows of the float32 matrix.  Oracle: scikit-learn's
+    float64 RBF kernel on the same rows and columns, within float32 rounding;
+    the rows kept in ``kept`` serve a second call with other columns."""
+    y, X = heart
+    Xd = X.toarray()
+    shared = SharedKernel.compute(X, parse_options("-g 0.5"), 1)
+    exact = rbf_kernel(Xd, Xd, gamma=0.5)
+    rng = np.random.default_rng(3)
+    rows = np.sort(rng.choice(y.size, 50, replace=False))
+    kept = {}
+    for n_cols in (120, 30):
+        cols = rng.choice(np.setdiff1d(np.arange(y.size), rows), n_cols, replace=False)
+        weights = rng.standard_normal(n_cols) * 8
+        expected = exact[np.ix_(rows, cols)] @ weights
+        bound = 1e-6 * np.abs(weights).sum()
+        np.testing.assert_allclose(shared.weighted_sums(rows, cols, weights), expected,
+                                   rtol=0, atol=bound)
+        np.testing.assert_allclose(shared.weighted_sums(rows, cols, weights, kept),
+                                   expected, rtol=0, atol=bound)
+        assert kept["held_out_rows"].shape == (rows.size, y.size)

@@ -12,7 +12,7 @@ import pytest
 import kernsolve
 from kernsolve import grid_search, parse_options, read_problem, train
 from kernsolve.model_selection.cv import make_folds, train_rows
-from kernsolve.solvers.libsvm.active_set import refine
+from kernsolve.solvers.libsvm.active_set import _Columns, refine
 from kernsolve.solvers.libsvm.formulations import WarmStart
 from test_grid_halving import _svmguide1
 
@@ -189,6 +189,23 @@ def test_nu_svc_and_one_class_grids_ignore_warm(heart):
 
 # ---------------------------------------------------------------- active-set refinement
 
+def test_refinement_columns_times_a_step(heart):
+    """``_Columns.times``: the fetched columns of Q = diag(y) K diag(y) times a
+    step, read in place; oracle: numpy's Q[:, idx] @ step."""
+    y, X = heart
+    Xd = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+    K = _rbf(Xd, Xd, 0.5)
+    yp = np.where(y > 0, 1.0, -1.0)
+    Q = K * np.outer(yp, yp)
+    columns = _Columns(lambda i: K[i], yp)
+    rng = np.random.default_rng(0)
+    for size in (5, 40, 3):                 # the store grows past 16 columns
+        idx = rng.choice(y.size, size, replace=False)
+        step = rng.standard_normal(size)
+        np.testing.assert_allclose(columns.times(idx, step), Q[:, idx] @ step,
+                                   rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.skipif(shutil.which("svm-train") is None, reason="needs LIBSVM's svm-train")
 @pytest.mark.parametrize("C", [64.0, 4096.0])
 def test_refined_seed_is_libsvms_optimum(heart, tmp_path, C):
@@ -278,3 +295,86 @@ def test_warm_fits_predict_from_the_shared_matrix(heart, options):
             expected = np.where(decision > 0, model.labels[0], model.labels[1])
             np.testing.assert_array_equal(res["pred"][sure], expected[sure])
             assert sure.mean() > 0.9
+
+
+# ---------------------------------------------------------------- carried gradient
+
+def _heart_problem(heart, gamma=0.5):
+    from kernsolve._kernels import as_canonical
+    y, X = heart
+    Xd = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+    yp = np.where(y > 0, 1.0, -1.0)
+    Q = _rbf(Xd, Xd, gamma) * np.outer(yp, yp)
+    return as_canonical(X), yp, Q
+
+
+@pytest.mark.parametrize("C", [0.5, 64.0])
+def test_smo_gives_the_solutions_gradient(heart, C):
+    """``solve(gradient_out=)``: row 0 is ``Q alpha + p`` and row 1 LIBSVM's
+    G_bar (``sum C_i Q_i`` over the variables at C), whole after shrinking;
+    oracle: numpy's float64 RBF kernel (within the float32 kernel values')."""
+    from kernsolve.solvers.smo._solve import solve
+    Xc, yp, Q = _heart_problem(heart)
+    n = yp.size
+    alpha, out = np.zeros(n), np.empty((2, n))
+    p = np.full(n, -1.0)
+    solve(Xc, 2, 3, 0.5, 0.0, yp.astype(np.int8), p, alpha, np.full(n, C),
+          gradient_out=out)
+    scale = 1e-6 * (1 + C * n)
+    np.testing.assert_allclose(out[0], Q @ alpha + p, rtol=0, atol=scale)
+    at_c = alpha >= C
+    np.testing.assert_allclose(out[1], Q[:, at_c] @ np.full(at_c.sum(), C), rtol=0,
+                               atol=scale)
+
+
+def test_carried_gradient_is_the_seeds_and_skips_its_kernel_rows(heart):
+    """A seed at C = 4 from the solution at 1 (every alpha times 4): its carried
+    gradient ``4 (G - p) + p`` is numpy's ``Q seed + p``, and the solve started
+    with it reaches the optimum the solve that computes it reaches (the dual
+    objective within the stopping tolerance; LIBSVM's gap from numpy's exact
+    kernel below eps) while computing fewer kernel values."""
+    from kernsolve.solvers.smo._solve import solve
+    Xc, yp, Q = _heart_problem(heart)
+    n = yp.size
+    p, y8 = np.full(n, -1.0), yp.astype(np.int8)
+    alpha, out = np.zeros(n), np.empty((2, n))
+    solve(Xc, 2, 3, 0.5, 0.0, y8, p, alpha, np.ones(n), gradient_out=out)
+    warm = WarmStart()
+    assert warm.start(np.ones(n)) is None          # the first fit: cold
+    warm.keep(alpha, np.ones(n), 1000, out)
+    warm.begin_fit()
+    C = np.full(n, 4.0)
+    seed = warm.start(C)
+    carried = warm.gradient(p)
+    np.testing.assert_allclose(carried[0], Q @ seed + p, rtol=0, atol=1e-4)
+    runs = {}
+    for name, gradient in (("carried", carried), ("computed", None)):
+        a = seed.copy()
+        info = solve(Xc, 2, 3, 0.5, 0.0, y8, p, a, C, gradient=gradient)
+        g = Q @ a + p
+        v = -yp * g
+        up = ((yp > 0) & (a < C)) | ((yp < 0) & (a > 0))
+        low = ((yp > 0) & (a > 0)) | ((yp < 0) & (a < C))
+        assert v[up].max() - v[low].min() <= 1e-3 + 1e-4
+        runs[name] = (0.5 * a @ Q @ a + p @ a, info["n_kernel_evals"])
+    assert runs["carried"][0] == pytest.approx(runs["computed"][0], rel=1e-3)
+    assert runs["carried"][1] < runs["computed"][1]
+
+
+def test_no_carried_gradient_without_one_ratio_or_after_refinement():
+    warm = WarmStart()
+    C1 = np.array([1.0, 1.0, 2.0])
+    warm.start(C1)
+    warm.keep(np.array([0.5, 1.0, 2.0]), C1, 10, np.ones((2, 3)))
+    warm.begin_fit()
+    warm.start(np.array([4.0, 4.0, 4.0]))     # ratios 4, 4, 2: no single one
+    assert warm.gradient(np.full(3, -1.0)) is None
+    warm.begin_fit()
+    warm.start(3 * C1)
+    assert warm.gradient(np.full(3, -1.0)) is not None
+    warm.drop_gradient()                      # the seed was refined
+    assert warm.gradient(np.full(3, -1.0)) is None
+    with pytest.raises(ValueError, match="gradient must be"):
+        from kernsolve.solvers.smo._solve import solve
+        solve(np.eye(3), 2, 3, 0.5, 0.0, np.array([1, -1, 1], np.int8), np.full(3, -1.0),
+              np.zeros(3), np.ones(3), gradient=np.zeros(3))

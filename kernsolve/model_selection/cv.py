@@ -259,9 +259,9 @@ def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, pr
     :class:`SharedKernel` over all the rows of ``X`` the fit reads its kernel
     rows from, or None.  ``warm``: a ``WarmStart`` holding the solution of
     the previous fit on these rows (see :func:`fit_predict_path`), or None.
-    ``split``: a dict that keeps ``X[train_idx]`` and ``X[test_idx]`` for the
-    next fit on the same rows (slicing sparse rows is a fair part of a small
-    fit), or None.
+    ``split``: a dict that keeps ``X[train_idx]`` and ``X[test_idx]`` (and the
+    held-out rows of the shared matrix) for the next fit on the same rows
+    (slicing sparse rows is a fair part of a small fit), or None.
     Never raises: a failure comes back as
     ``{"error": "Type: message"}``, so the caller can name the fold and the
     parameters that failed.
@@ -279,7 +279,7 @@ def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, pr
                       _warm=warm)
         if warm is not None and shared is not None and not probability \
                 and _reads_shared(model):
-            pred = _predict_from_shared(model, shared, train_idx, test_idx)
+            pred = _predict_from_shared(model, shared, train_idx, test_idx, split)
         else:
             opts = f"-q --threads {n_threads}" + (" -b 1" if probability else "")
             pred, _, _ = predict(None, _rows(X, test_idx, split, "test"), model, opts)
@@ -311,17 +311,19 @@ def _reads_shared(model):
     return (svm_type == C_SVC and len(model.labels) == 2) or svm_type in REGRESSION
 
 
-def _predict_from_shared(model, shared, train_idx, test_idx):
+def _predict_from_shared(model, shared, train_idx, test_idx, split=None):
     """The held-out rows' predictions with the kernel values of the shared
     matrix (the float32 values the fit trained with) instead of computing
     them again: a warm grid's fits, whose rates are the cold ones within the
     solver's tolerance already (at large gamma every row is a support vector
     and the held-out rows' kernel values were most of a fit's time).  The
     decision value is ``sum coef K - rho``, as LIBSVM's; a two-class C-SVC
-    predicts its first label when it is positive, the second otherwise."""
+    predicts its first label when it is positive, the second otherwise.
+    ``split``: as :func:`fit_predict`'s (the held-out rows' kernel values kept
+    there for the next fit)."""
     sv_rows = train_idx[model.support_indices - 1]
-    K = shared.gram[np.ix_(test_idx, sv_rows)]
-    decision = K @ model.dual_coef[0] - model.rho[0]
+    decision = shared.weighted_sums(test_idx, sv_rows, model.dual_coef[0], split) - \
+        model.rho[0]
     if int(model.param.svm_type) in REGRESSION:
         return decision
     return np.where(decision > 0, model.labels[0], model.labels[1]).astype(np.float64)

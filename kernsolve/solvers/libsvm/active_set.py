@@ -59,6 +59,15 @@ class _Columns:
     def store(self):
         return self._store
 
+    def times(self, idx, step):
+        """``Q[:, idx] @ step``, read in place: the fetched columns times the
+        step spread over their slots (``store[:, slots]`` would copy n rows of
+        the moved columns first, most of the refinement's time on 3,000 rows)."""
+        slots = self.slots(idx)
+        spread = np.zeros(self._used)
+        spread[slots] = step
+        return self._store[:, :self._used] @ spread
+
 
 def _gradient(kernel_row, y, a):
     """``Q a - 1`` from the kernel rows of the nonzero variables."""
@@ -128,8 +137,7 @@ def refine(seed, y, C, kernel_row, tol, max_steps, max_free):
         # the whole gradient, brought up to date with the moves since a_full
         moved = np.flatnonzero(a != a_full)
         if moved.size:
-            slots = columns.slots(moved)
-            g_full += columns.store[:, slots] @ (a[moved] - a_full[moved])
+            g_full += columns.times(moved, a[moved] - a_full[moved])
             a_full[moved] = a[moved]
         g = g_full.copy()
         if not k:   # nothing free: the bias anywhere between LIBSVM's two bounds

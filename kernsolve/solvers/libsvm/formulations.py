@@ -46,6 +46,15 @@ class WarmStart:
     gradient from it.  nu-SVC and one-class have no C in their constraints
     (LIBSVM ignores ``-c`` for them): nothing to scale, they start cold.
 
+    The seed's gradient is carried too: every variable scales by the same
+    ratio r, so ``Q seed + p = r (G - p) + p`` and LIBSVM's ``G_bar`` is
+    ``r G_bar``, from the previous solve's (``gradient``), and the SMO core
+    starts without a kernel row per nonzero alpha (the cost that made a seed
+    slower than a cold start at small C, where most rows are support vectors
+    and a cold solve takes few iterations: the seeded solves there take
+    several times fewer).  Without a kept gradient (or with bounds not all scaled
+    by one ratio) the core computes it.
+
     A C-SVC sub-problem whose previous solve was slow (more than
     ``SLOW_ITERATIONS`` SMO iterations per variable: the large-C cells), or
     refined, has its seed carried on to the optimum by an active-set method
@@ -59,9 +68,11 @@ class WarmStart:
         self._next = 0
         self.slow = False
         self.thrifty = thrifty      # start cold after a quick solve (see keep)
+        self._carried = None        # (previous G and G_bar, ratio) of the last seed
 
     def begin_fit(self):
         self._next = 0
+        self._carried = None
 
     def start(self, C):
         """The starting alphas of the next sub-problem, whose bounds are ``C``;
@@ -70,33 +81,55 @@ class WarmStart:
         key, self._next = self._next, self._next + 1
         prev = self._solutions.get(key)
         self.slow = False
+        self._carried = None
         if prev is None or prev[1].shape != C.shape:
             return None
-        alpha, C_prev, self.slow, worth = prev
+        alpha, C_prev, self.slow, worth, gradient = prev
         if not worth:
             return None
         if not (np.all(np.isfinite(C)) and np.all(np.isfinite(C_prev))):
             return None         # the hard margin (C = inf) has no ratio to scale by
         ratio = np.divide(C, C_prev, out=np.zeros(C.size), where=C_prev > 0)
         start = np.where((alpha >= C_prev) & (C_prev > 0), C, alpha * ratio)
+        if gradient is not None and ratio.size and np.all(ratio == ratio[0]) \
+                and ratio[0] > 0:
+            self._carried = (gradient, float(ratio[0]))
         return np.minimum(start, C)     # the ratio's rounding never leaves the box
 
-    def keep(self, alpha, C, n_iter=None):
-        """The solution of the sub-problem ``start`` was last called for, and
-        the SMO iterations its solve took (None: unknown, seed the next).
+    def gradient(self, p):
+        """The last seed's gradient for the SMO core (``solve``'s ``gradient``:
+        rows ``Q seed + p`` and ``G_bar``) from the kept solution's, or None
+        (the core computes it): none kept, bounds not scaled by one ratio, or
+        the seed changed since (:meth:`drop_gradient`)."""
+        if self._carried is None:
+            return None
+        (G, G_bar), r = self._carried
+        return np.stack([r * (G - p) + p, r * G_bar])
 
-        A seed costs the SMO core a kernel row per nonzero alpha (the gradient
-        rebuilt from it): with ``thrifty`` (a grid search's chains), a solve
-        that took fewer iterations than that (small C: most rows are support
-        vectors, few iterations) makes the next one start cold, which is as
-        fast and gives the cold fit's bits.
+    def drop_gradient(self):
+        """The seed was moved (refined): its gradient is no longer the kept one's."""
+        self._carried = None
+
+    def keep(self, alpha, C, n_iter=None, gradient=None):
+        """The solution of the sub-problem ``start`` was last called for, the
+        SMO iterations its solve took (None: unknown, seed the next) and its
+        gradient (``solve``'s ``gradient_out``, or None).
+
+        A seed without its gradient costs the SMO core a kernel row per
+        nonzero alpha (the gradient rebuilt from it): with ``thrifty`` (a grid
+        search's chains), a solve that took fewer iterations than that (small
+        C: most rows are support vectors, few iterations) and left no gradient
+        makes the next one start cold, which is as fast.  With the gradient
+        kept the next is always seeded.
         A slow solve (more than ``SLOW_ITERATIONS`` per variable), or a
         refined one (its few iterations are the refinement's doing), makes the
         next start slow (refined)."""
         slow = self.slow or (n_iter is not None and n_iter > self.SLOW_ITERATIONS * C.size)
-        worth = slow or not self.thrifty or n_iter is None \
+        worth = slow or not self.thrifty or n_iter is None or gradient is not None \
             or n_iter > np.count_nonzero(alpha)
-        self._solutions[self._next - 1] = (alpha.copy(), C.copy(), slow, worth)
+        self._solutions[self._next - 1] = (alpha.copy(), C.copy(), slow, worth,
+                                           None if gradient is None else gradient.copy())
+        self._carried = None
 
 
 # the active-set refinement's limits: steps, and free variables in its system
@@ -116,12 +149,13 @@ def _start(ctx, C, cold, rows=None, y_pm=None):
         with one_blas_thread():     # small systems: OpenBLAS's threads only wait
             seed = refine(seed, y_pm.astype(np.float64), C, kernel.row,
                           float(ctx.param.eps) / 2, _REFINE_STEPS, _REFINE_MAX_FREE)
+        ctx.warm.drop_gradient()
     return seed
 
 
 def _keep(ctx, alpha, C, info):
     if ctx.warm is not None:
-        ctx.warm.keep(alpha, C, info.get("n_iter"))
+        ctx.warm.keep(alpha, C, info.get("n_iter"), info.get("gradient"))
 
 
 def _solver_input(ctx, rows):
@@ -158,15 +192,22 @@ def run_smo(ctx, rows, y_pm, p, alpha, C, *, svr=False, nu=False):
     """
     param = ctx.param
     Xs, gram, rows = _solver_input(ctx, rows)
+    p = np.ascontiguousarray(p, dtype=np.float64)
+    # a warm start's seed comes with its gradient; the solution's is kept
+    # for the next seed (WarmStart)
+    start_gradient = None if ctx.warm is None else ctx.warm.gradient(p)
+    end_gradient = None if ctx.warm is None else np.empty((2, alpha.size))
     info = _smo_solve(Xs, int(param.kernel_type), int(param.degree), float(param.gamma),
                       float(param.coef0), np.ascontiguousarray(y_pm, dtype=np.int8),
-                      np.ascontiguousarray(p, dtype=np.float64), alpha,
-                      np.ascontiguousarray(C, dtype=np.float64),
+                      p, alpha, np.ascontiguousarray(C, dtype=np.float64),
                       svr=svr, eps=float(param.eps), shrinking=bool(param.shrinking), nu=nu,
                       bias=bool(param.bias), cache_mb=float(param.cache_size),
                       n_threads=ctx.n_threads, max_iter=ctx.max_iter,
-                      progress=ctx.progress(), rows=rows, gram=gram)
+                      progress=ctx.progress(), rows=rows, gram=gram,
+                      gradient=start_gradient, gradient_out=end_gradient)
     info = dict(info)
+    if end_gradient is not None:
+        info["gradient"] = end_gradient
     n_iter = int(info.get("n_iter", 0))
     # LIBSVM prints a dot every min(l, 1000) iterations, then the summary.
     ctx.info("." * (n_iter // max(1, min(alpha.size, 1000)))

@@ -395,6 +395,9 @@ cdef class _SMO:
     cdef object progress
     cdef object error
     cdef bint timed               # phase timers on (solve(timers=...))
+    # The start's gradient given by the caller (solve(gradient=...): rows G
+    # and G_bar by variable), or NULL: init_gradient computes it from alpha.
+    cdef const double* G_start
     cdef double timers[N_TIMERS]  # exclusive seconds per phase (T_*)
     cdef double charged           # sum of timers[] (for nesting)
     cdef double* busy             # busy seconds of each chunk of the last region
@@ -426,7 +429,9 @@ cdef class _SMO:
     cdef void watch(self, double now) noexcept nogil
     cdef void set_thresholds(self) noexcept nogil
     cdef inline int loop_threads(self) noexcept nogil
-    cdef inline void record(self, double seconds, Py_ssize_t length) noexcept nogil
+    cdef inline bint recorded(self, Py_ssize_t length) noexcept nogil
+    cdef inline double start_clock(self, Py_ssize_t length) noexcept nogil
+    cdef inline void record(self, double t0, Py_ssize_t length) noexcept nogil
     cdef void adapt(self) noexcept nogil
     cdef inline void tic(self, Tic* s) noexcept nogil
     cdef inline void toc(self, const Tic* s, int slot) noexcept nogil
@@ -455,3 +460,4 @@ cdef class _SMO:
     cdef int iterate(self) noexcept nogil
     cdef int run(self) noexcept nogil
     cdef void put_back(self, double[::1] out) noexcept nogil
+    cdef void put_back_gradient(self, double[:, ::1] out) noexcept nogil

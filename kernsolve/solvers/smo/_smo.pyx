@@ -146,6 +146,7 @@ cdef class _SMO:
     def __cinit__(self):
         self.G = NULL
         self.G_bar = NULL
+        self.G_start = NULL
         self.alpha = NULL
         self.p = NULL
         self.C = NULL
@@ -437,9 +438,21 @@ cdef class _SMO:
     cdef inline int loop_threads(self) noexcept nogil:
         return bandit_threads(&self.loops, self.n_threads)
 
-    cdef inline void record(self, double seconds, Py_ssize_t length) noexcept nogil:
-        if self.n_threads > 1 and length >= self.par_min:
-            bandit_record(&self.loops, seconds, <double>length)
+    cdef inline bint recorded(self, Py_ssize_t length) noexcept nogil:
+        """Whether a loop over ``length`` variables is timed for the serial or
+        parallel choice (:meth:`record`)."""
+        return self.n_threads > 1 and length >= self.par_min
+
+    cdef inline double start_clock(self, Py_ssize_t length) noexcept nogil:
+        """The clock for :meth:`record` and the phase timers, read only when
+        one of them will use it: one thread's short loops read none (four
+        readings an iteration were 3% of a grid's small solves)."""
+        return monotonic() if self.timed or self.recorded(length) else 0.0
+
+    cdef inline void record(self, double t0, Py_ssize_t length) noexcept nogil:
+        """A loop over ``length`` variables that started at ``t0`` (start_clock)."""
+        if self.recorded(length):
+            bandit_record(&self.loops, monotonic() - t0, <double>length)
 
     cdef inline void tic(self, Tic* s) noexcept nogil:
         """Start a timed phase (nothing when the timers are off)."""
@@ -541,7 +554,7 @@ cdef class _SMO:
         cdef Py_ssize_t work = act + l * ((s.Bi != NULL) + (s.Bj != NULL))
         cdef int nc = self.n_chunks(work)
         cdef Sweep w
-        cdef double t0 = monotonic()
+        cdef double t0 = self.start_clock(work)
         if nc == 1:
             _step_chunk(self.G, self.G_bar, self.ys, self.status, s, act, l, 0, 1,
                         &self.next_up)
@@ -553,7 +566,7 @@ cdef class _SMO:
                 self.charge_sync(t0, nc)
             if s.Kj != NULL:
                 _combine_up(self.up, nc, &self.next_up)
-        self.record(monotonic() - t0, work)
+        self.record(t0, work)
         self.next_up_valid = s.Kj != NULL
 
     cdef void pick_low(self, double gp, const kfloat* Kp, double qdp,
@@ -563,11 +576,11 @@ cdef class _SMO:
         cdef Py_ssize_t act = self.active_size
         cdef int nc = self.n_chunks(act)
         cdef Sweep w
-        cdef double t0 = monotonic()
+        cdef double t0 = self.start_clock(act)
         if nc == 1:
             _low_chunk(self.G, self.ys, self.status, self.QD, gp, Kp, qdp, gn, Kn, qdn,
                        0, act, r)
-            self.record(monotonic() - t0, act)
+            self.record(t0, act)
             return
         self.sweep_init(&w, SW_LOW)
         w.gp = gp
@@ -577,7 +590,7 @@ cdef class _SMO:
         w.Kn = Kn
         w.qdn = qdn
         self.chunks(&w, nc)
-        self.record(monotonic() - t0, act)
+        self.record(t0, act)
         if self.timed:
             self.charge_sync(t0, nc)
         _combine_low(self.low, nc, r)
@@ -939,6 +952,12 @@ cdef class _SMO:
         cdef const kfloat* Ki
         cdef Tic tic
         self.tic(&tic)
+        if self.G_start != NULL:      # the caller's (a warm start's, carried)
+            for i in range(l):
+                self.G[i] = self.G_start[i]
+                self.G_bar[i] = self.G_start[l + i]
+            self.toc(&tic, T_GRADIENT)
+            return 0
         for i in range(l):
             self.G[i] = self.p[i]
             self.G_bar[i] = 0.0
@@ -1041,6 +1060,14 @@ cdef class _SMO:
         cdef Py_ssize_t k
         for k in range(self.l):
             out[self.active_set[k]] = self.alpha[k]
+
+    cdef void put_back_gradient(self, double[:, ::1] out) noexcept nogil:
+        """G and G_bar by variable (rows 0 and 1 of ``out``); whole after a
+        finished run (iterate reconstructs the shrunk variables' G)."""
+        cdef Py_ssize_t k
+        for k in range(self.l):
+            out[0, self.active_set[k]] = self.G[k]
+            out[1, self.active_set[k]] = self.G_bar[k]
 
 
 def _get_tuning():

@@ -11,7 +11,7 @@ import numpy as np
 
 # Kernel codes by name (kernsolve/_constants.py owns them; _kernel.pxd mirrors it).
 from kernsolve._core._kernel cimport KernelRows, N_KERNELS, PRECOMPUTED
-from kernsolve._core._solver cimport ST_MAX_ITER, ST_NOMEM, ST_ABORT
+from kernsolve._core._solver cimport ST_OK, ST_MAX_ITER, ST_NOMEM, ST_ABORT
 from kernsolve._core._simd cimport ks_simd_join, paths_mask
 from ._smo cimport _SMO, T_ROWS, T_SELECT, T_GRADIENT, T_SHRINK, T_SYNC
 from ._smo import check_team_setting
@@ -33,10 +33,24 @@ def _as_vector(name, a, dtype, m=None):
     return np.ascontiguousarray(a, dtype=dtype)
 
 
+def _as_gradient(name, a, m):
+    """``a`` as the (2, m) float64 rows of a gradient (solve's ``gradient``)."""
+    if not isinstance(a, np.ndarray) or a.dtype != np.float64 or a.shape != (2, m) \
+            or not a.flags.c_contiguous:
+        raise ValueError(f"{name} must be a C-contiguous float64 ndarray of shape "
+                         f"(2, {m})")
+    if name == "gradient_out" and not a.flags.writeable:
+        raise ValueError("gradient_out must be writable")
+    if name == "gradient" and not np.all(np.isfinite(a)):
+        raise ValueError("gradient contains non-finite values")
+    return a
+
+
 def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alpha, C,
           *, bint svr=False, double eps=1e-3, bint shrinking=True, bint nu=False,
           bint bias=True, double cache_mb=100.0, int n_threads=1, max_iter=None,
-          progress=None, timers=None, rows=None, gram=None):
+          progress=None, timers=None, rows=None, gram=None, gradient=None,
+          gradient_out=None):
     """Solve LIBSVM's dual problem with SMO.
 
     Minimises ``0.5 a'Qa + p'a`` subject to ``y'a = Delta`` (the initial
@@ -91,6 +105,15 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
         ``kernsolve._core._kernel.kernel_gram`` of X with this kernel: the
         kernel rows are read from it (the same values) instead of computed,
         and the cache keeps its minimum; ``rows`` index its rows too.
+    gradient : float64 ndarray of shape (2, m), optional
+        The start's gradient, trusted: row 0 ``Q alpha + p``, row 1 LIBSVM's
+        ``G_bar`` (``sum C_i Q_i`` over the variables at their upper bound).
+        Without it the solve computes them from ``alpha``, a kernel row per
+        nonzero alpha; a warm start along C carries them from the previous
+        solve instead (every alpha scaled by C's ratio r: ``r (G - p) + p``
+        and ``r G_bar``).
+    gradient_out : writable C-contiguous float64 ndarray of shape (2, m), optional
+        Receives the solution's gradient (the rows of ``gradient``).
     timers : bool or None
         True adds the phase timers' seconds to the result (``time_kernel_rows``,
         ``time_select``, ``time_gradient``, ``time_shrink``, ``time_sync``);
@@ -163,10 +186,20 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
         raise ValueError(f"{m} variables for {n} rows: expected {expected} "
                          f"({'2n for svr' if svr else 'n'})")
 
+    cdef const double[:, ::1] start_gradient
+    cdef double[:, ::1] end_gradient
+    cdef bint give_gradient = gradient_out is not None
+    if gradient is not None:
+        start_gradient = _as_gradient("gradient", gradient, m)
+    if gradient_out is not None:
+        end_gradient = _as_gradient("gradient_out", gradient_out, m)
+
     cdef KernelRows kr = KernelRows(X, kernel_type, degree, gamma, coef0,
                                     cache_mb, n_threads, rows, gram)
     cdef _SMO s = _SMO()
     s.setup(kr, y, p, alpha, C, svr, nu, bias, shrinking, eps, n_threads, max_iter)
+    if gradient is not None:
+        s.G_start = &start_gradient[0, 0]
     s.progress = progress
     if timers is not None:
         s.timed = bool(timers)
@@ -176,6 +209,8 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
     with nogil:
         status = s.run()
         s.put_back(out)
+        if give_gradient and (status == ST_OK or status == ST_MAX_ITER):
+            s.put_back_gradient(end_gradient)
     seconds = time.perf_counter() - t0
     if status == ST_NOMEM:
         raise MemoryError("SMO: the kernel engine could not allocate a row "
