@@ -79,6 +79,8 @@ def legend(fig, axes):
     for ax in axes:
         for h, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, h)
-    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=min(6, len(handles)),
-               fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.06 * ((len(handles) + 5) // 6), 1, 1))
+    # (long labels, such as an extrapolated point's, need fewer to a row to fit)
+    per_row = 6 if max(map(len, handles), default=0) <= 24 else 3
+    fig.legend(handles.values(), handles.keys(), loc="lower center",
+               ncol=min(per_row, len(handles)), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.06 * ((len(handles) + per_row - 1) // per_row), 1, 1))

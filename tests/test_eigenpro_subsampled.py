@@ -255,3 +255,31 @@ def test_float16_conversions_are_numpys_bits(vector_path):
     with np.errstate(over="ignore"):
         ref = x.astype(np.float16)
     assert _block_ops.float_to_half(x).tobytes() == ref.tobytes()
+
+
+@pytest.mark.parametrize("precision", ["half", "single"])
+def test_sparse_rows_too_big_to_densify_are_made_dense_a_block_at_a_time(precision, monkeypatch):
+    """Sparse rows the kernel engine keeps sparse (the whole too big to make
+    dense) get their float32 blocks from dense copies of each block: blocks
+    equal to numpy's Gaussian kernel to float32 accuracy, and the model of
+    the same rows given dense (the oracle) to float64 rounding."""
+    import scipy.sparse as sp
+    from kernsolve import _kernels
+    monkeypatch.setattr(nystrom, "BLOCK_VALUES", 37 * 60)      # several blocks, a partial one
+    X, Y = _problem(n=300, d=6)
+    X[np.abs(X) < 0.5] = 0.0                                    # half the values zero
+    Xs = sp.csr_matrix(X)
+    opts = dict(centers=60, precision=precision, subsample=40, epochs=5)
+    dense = fit_eigenpro(X, Y, gamma=0.7, options=_opts(300, **opts))
+    monkeypatch.setattr(_kernels, "_DENSIFY_MAX_BYTES", 0)     # kept sparse
+    kern = KernelBlocks(Xs, 2, 0.7, 3, 0.0, 1)
+    assert sp.issparse(kern.X)
+    single = nystrom._SingleKernel(kern, Xs[:60])
+    np.testing.assert_allclose(single.block(0, 300), _rbf(X, X[:60], 0.7), rtol=0, atol=2e-6)
+    sparse = fit_eigenpro(Xs, Y, gamma=0.7, options=_opts(300, **opts))
+    # the passes' blocks are the dense rows' bits; the preconditioner's
+    # float64 kernel values come from the engine's sparse loops, which round
+    # differently from dgemm: the same model to float64 rounding, not bits
+    K = _rbf(X, X[dense.centres], 0.7)
+    assert np.array_equal(sparse.centres, dense.centres)
+    np.testing.assert_allclose(K @ sparse.alpha, K @ dense.alpha, rtol=0, atol=1e-9)
