@@ -161,7 +161,7 @@ def current_rows(text):
 
 def _script_of(rows, row_id, seen=()):
     command = rows[row_id]
-    named = re.findall(r"benchmarks/(\w+\.py)", command)
+    named = re.findall(r"benchmarks/(\w+\.(?:py|sh))", command)
     if named:
         return named
     m = re.search(r"as `([a-z0-9-]+)`", command)
