@@ -458,12 +458,19 @@ def worth_densifying(X, Y):
     return sparse_worth_densifying(*[(M.nnz, M.shape) for M in (X, Y) if issparse(M)])
 
 
+def dense_enough(nnz, shape):
+    """Whether a sparse matrix of this nnz and shape costs less made dense a
+    piece at a time (dgemm) than through the gathered sparse products."""
+    rows, cols = shape
+    return nnz >= _DENSIFY_MIN_DENSITY * rows * cols
+
+
 def sparse_worth_densifying(*matrices):
     """:func:`worth_densifying` from the (nnz, shape) of the sparse operands
     (a matrix held in parts: the whole's counts)."""
     size = 0
     for nnz, (rows, cols) in matrices:
-        if nnz < _DENSIFY_MIN_DENSITY * rows * cols:
+        if not dense_enough(nnz, (rows, cols)):
             return False
         size += 8 * rows * cols
     return size <= _DENSIFY_MAX_BYTES

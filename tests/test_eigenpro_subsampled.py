@@ -276,6 +276,9 @@ def test_sparse_rows_too_big_to_densify_are_made_dense_a_block_at_a_time(precisi
     assert sp.issparse(kern.X)
     single = nystrom._SingleKernel(kern, Xs[:60])
     np.testing.assert_allclose(single.block(0, 300), _rbf(X, X[:60], 0.7), rtol=0, atol=2e-6)
+    assert nystrom._SingleKernel.applies(kern)
+    very_sparse = sp.random(300, 60, density=0.05, format="csr", random_state=0)
+    assert not nystrom._SingleKernel.applies(KernelBlocks(very_sparse, 2, 0.7, 3, 0.0, 1))
     sparse = fit_eigenpro(Xs, Y, gamma=0.7, options=_opts(300, **opts))
     # the passes' blocks are the dense rows' bits; the preconditioner's
     # float64 kernel values come from the engine's sparse loops, which round

@@ -58,6 +58,7 @@ from ._subsampled import SubsampledPreconditioner
 from .centres import RESIDUAL_BLOCK, preconditioner_bytes
 from ._tiled_cholesky import TILE, cholesky_upper, upper_times_transpose
 from ..._constants import BOUNDED_KERNELS, KERNEL_NAMES, LINEAR, POLY, RBF, spoken
+from ..._kernels import dense_enough
 from ..._random import permutation
 from ..._sparse import issparse
 from ..._threads import one_blas_thread, worker_pool
@@ -193,11 +194,13 @@ class _SingleKernel:
     summed in float64 and rounded once.  A block's values depend on its rows
     and C only (one call of a fixed shape), not on the thread.
 
-    Sparse rows (kept sparse when the whole matrix made dense would be too
-    big: ``_kernels.sparse_worth_densifying``) are made dense a block at a
-    time, and the centres once: the same values as dense rows, where the
-    kernel engine's sparse loops took about eight times as long a value
-    (Fashion-MNIST's 1.2 million rows, 784 pixels half of them ink)."""
+    Sparse rows dense enough to densify but kept sparse because the whole
+    matrix made dense would be too big (``_kernels.sparse_worth_densifying``)
+    are made dense a block at a time, and the centres once: the same values
+    as dense rows, where the kernel engine's sparse loops took 25 minutes or
+    more a pass (Fashion-MNIST's 1.2 million rows, 784 pixels half of them
+    ink).  Sparser rows (text, one-hot) stay on the engine's loops: made
+    dense, their blocks and centres could be many times their stored size."""
 
     def __init__(self, kern, C):
         self.kern = kern
@@ -208,7 +211,9 @@ class _SingleKernel:
 
     @staticmethod
     def applies(kern):
-        return kern.code in (RBF, LINEAR, POLY)
+        X = kern.X
+        return (kern.code in (RBF, LINEAR, POLY)
+                and (not issparse(X) or dense_enough(X.nnz, X.shape)))
 
     def _scratch(self, rows):
         """This thread's (rows, p) float32 array, made once: a block that is
