@@ -17,7 +17,7 @@ from ..._constants import BOUNDED_KERNELS, KERNEL_TABLE, LINEAR
 from ..._core import _kernel_matrix
 from ..._kernels import as_canonical, sparse_worth_densifying
 from ..._random import normal, random_u64
-from ..._sparse import issparse
+from ..._sparse import issparse, row_slice
 from ..._threads import one_blas_thread
 
 __all__ = ["KernelBlocks", "top_eigensystem", "step_size", "epoch_order", "check_diverged",
@@ -83,7 +83,7 @@ class KernelBlocks:
     def row_range(self, start, stop):
         """Canonical rows ``start .. stop-1`` (a view of dense data)."""
         if issparse(self.X):
-            return as_canonical(self.X[start:stop])
+            return as_canonical(row_slice(self.X, start, stop))
         return self.X[start:stop]
 
     def block(self, A, B, row_independent=False):

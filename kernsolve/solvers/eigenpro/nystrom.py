@@ -228,7 +228,7 @@ class _SingleKernel:
     def block(self, start, stop, temporary=False):
         """K(rows start..stop, C) in float32; ``temporary``: in this thread's
         scratch array, overwritten by its next temporary block."""
-        R = self.kern.X[start:stop]
+        R = self.kern.row_range(start, stop)
         if issparse(R):
             R = R.toarray()
         R32 = np.ascontiguousarray(R, dtype=np.float32)
