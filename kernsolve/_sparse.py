@@ -25,7 +25,7 @@ import sys
 import numpy as np
 
 __all__ = ["Csr", "issparse", "is_scipy_sparse", "make_csr", "as_csr", "to_scipy",
-           "row_slice", "dense_columns", "dense_transpose", "widened", "scipy_sparse"]
+           "select_rows", "dense_columns", "dense_transpose", "widened", "scipy_sparse"]
 
 
 def scipy_sparse():
@@ -127,15 +127,16 @@ def make_csr(data, indices, indptr, shape, scipy=False):
     return out
 
 
-def row_slice(X, start, stop):
-    """Rows ``start .. stop-1`` of a CSR matrix (a Csr or scipy's) as a Csr
-    sharing its arrays, in time of the rows taken.  scipy's ``X[a:b]`` first
-    converts the row pointers and the column indices to one integer type
-    when they differ (kernsolve's canonical int64 and int32): a copy of both
-    whole arrays for every slice, 25 minutes or more for one EigenPro pass
-    over 1.2 million rows of 390 values (benchmarks/CURRENT.md,
+def select_rows(X, key):
+    """Rows of a CSR matrix (a Csr or scipy's) by a slice, an index array or
+    a mask, as a Csr, in time of the rows taken (a slice shares the arrays;
+    :func:`to_scipy` where scipy's operations are needed).  scipy's own ``X[key]`` first converts the row
+    pointers and the column indices to one integer type when they differ
+    (kernsolve's canonical int64 and int32): a copy of both whole arrays for
+    every selection, 25 minutes or more for one EigenPro pass over 1.2
+    million rows of 390 values (benchmarks/CURRENT.md,
     more-rows-1200k-sparse)."""
-    return Csr(X.data, X.indices, X.indptr, X.shape)[start:stop]
+    return Csr(X.data, X.indices, X.indptr, X.shape)[key]
 
 
 def to_scipy(X):

@@ -288,18 +288,20 @@ def test_sparse_rows_too_big_to_densify_are_made_dense_a_block_at_a_time(precisi
     np.testing.assert_allclose(K @ sparse.alpha, K @ dense.alpha, rtol=0, atol=1e-9)
 
 
-def test_row_slice_shares_the_arrays_and_equals_scipys_slice():
-    """kernsolve._sparse.row_slice against scipy's own slicing (the oracle),
-    on the canonical form (int64 row pointers, int32 column indices) whose
-    scipy slice copies both whole arrays first."""
+def test_select_rows_shares_the_arrays_and_equals_scipys_selection():
+    """kernsolve._sparse.select_rows against scipy's own selection (the
+    oracle), on the canonical form (int64 row pointers, int32 column
+    indices) whose scipy selection copies both whole arrays first."""
     import scipy.sparse as sp
     from kernsolve._kernels import as_canonical
-    from kernsolve._sparse import row_slice
+    from kernsolve._sparse import select_rows
     X = as_canonical(sp.random(50, 8, density=0.4, format="csr", random_state=1))
     assert X.indptr.dtype == np.int64 and X.indices.dtype == np.int32
     for a, b in [(0, 50), (3, 17), (20, 20), (49, 50)]:
-        got = row_slice(X, a, b)
+        got = select_rows(X, slice(a, b))
         assert got.shape == (b - a, 8)
         assert np.array_equal(got.toarray(), X[a:b].toarray())
         if b > a:
             assert np.shares_memory(got.data, X.data)
+    idx = np.array([7, 0, 49, 7, 12])
+    assert np.array_equal(select_rows(X, idx).toarray(), X[idx].toarray())

@@ -17,7 +17,7 @@ from ..._constants import BOUNDED_KERNELS, KERNEL_TABLE, LINEAR
 from ..._core import _kernel_matrix
 from ..._kernels import as_canonical, sparse_worth_densifying
 from ..._random import normal, random_u64
-from ..._sparse import issparse, row_slice
+from ..._sparse import Csr, issparse, select_rows, to_scipy
 from ..._threads import one_blas_thread
 
 __all__ = ["KernelBlocks", "top_eigensystem", "step_size", "epoch_order", "check_diverged",
@@ -77,13 +77,15 @@ class KernelBlocks:
     def rows(self, idx):
         """Canonical copy of the rows ``idx``."""
         if issparse(self.X):
-            return as_canonical(self.X[idx])
+            # (scipy's kind for a scipy matrix: diagonal() multiplies its rows)
+            R = select_rows(self.X, idx)
+            return as_canonical(R if isinstance(self.X, Csr) else to_scipy(R))
         return np.ascontiguousarray(self.X[idx])
 
     def row_range(self, start, stop):
         """Canonical rows ``start .. stop-1`` (a view of dense data)."""
         if issparse(self.X):
-            return as_canonical(row_slice(self.X, start, stop))
+            return as_canonical(select_rows(self.X, slice(start, stop)))
         return self.X[start:stop]
 
     def block(self, A, B, row_independent=False):
