@@ -27,7 +27,7 @@ from ._cluster import LibsvmPartitions, _client, _dask, array_blocks, read_parti
 from ._constants import C_SVC, GAMMA_KERNELS
 from ._kernels import as_canonical, check_kernel_params
 from ._progress import Progress
-from ._sparse import issparse
+from ._sparse import issparse, row_block
 from ._threads import one_blas_thread, resolve_n_jobs
 from ._validation import check_targets, check_X, estimator_gamma, seed_of
 from .estimators._base import encode_classes, feature_names, regression_targets
@@ -166,7 +166,7 @@ def _summary(piece, rule):
 
 def _slice(piece, lo, hi):
     X, y = piece
-    return X[lo:hi], y[lo:hi]
+    return row_block(X, lo, hi), y[lo:hi]
 
 
 def _join(width, *pieces):

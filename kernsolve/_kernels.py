@@ -11,7 +11,8 @@ import numpy as np
 
 from ._constants import KERNEL_CODES, KERNEL_NAMES, KERNEL_TABLE, POLY, PRECOMPUTED
 from ._core import _decision_sums, _kernel, _kernel_matrix
-from ._sparse import as_csr, dense_transpose, is_scipy_sparse, issparse, make_csr
+from ._sparse import (as_csr, dense_transpose, is_scipy_sparse, issparse, make_csr,
+                      row_block)
 from ._threads import one_blas_thread, resolve_n_jobs
 
 _INT32_MAX = 2**31 - 1
@@ -444,7 +445,7 @@ def _rows_apart(Xc, Yc, code, degree, gamma, coef0, n_threads):
         return dense_rows(Xc)
     out = np.empty((Xc.shape[0], Yc.shape[0]))
     for start in range(0, Xc.shape[0], step):
-        out[start:start + step] = dense_rows(Xc[start:start + step])
+        out[start:start + step] = dense_rows(row_block(Xc, start, start + step))
     return out
 
 

@@ -31,7 +31,7 @@ from ._kernels import (as_operand, block_rows, check_kernel_params, rows_against
 from ._model import Model, _check_model
 from ._model_kind import ModelKind
 from ._params import _parse_number, split_options
-from ._sparse import dense_columns, issparse, to_scipy, widened
+from ._sparse import dense_columns, issparse, row_block, to_scipy, widened
 from ._threads import check_n_jobs, resolve_n_jobs
 from ._typing import ArrayLike, LibsvmRows, MatrixLike, NDArray
 from ._validation import check_X, libsvm_rows
@@ -143,12 +143,12 @@ class _KernelBlocks:
         if self.l == 0 or int(self.param.kernel_type) == PRECOMPUTED:
             return False
         p = self.param
-        return sums_against_operand(self.X[start:stop], self.SV, int(p.kernel_type),
+        return sums_against_operand(row_block(self.X, start, stop), self.SV, int(p.kernel_type),
                                     self.gamma, self.degree, self.coef0, self.n_jobs,
                                     self.transposed, columns, coefs, out)
 
     def block(self, start, stop):
-        Xb = self.X[start:stop]
+        Xb = row_block(self.X, start, stop)
         if self.l == 0:
             return np.zeros((stop - start, 0))
         p = self.param

@@ -25,7 +25,8 @@ import sys
 import numpy as np
 
 __all__ = ["Csr", "issparse", "is_scipy_sparse", "make_csr", "as_csr", "to_scipy",
-           "select_rows", "dense_columns", "dense_transpose", "widened", "scipy_sparse"]
+           "select_rows", "row_block", "dense_columns", "dense_transpose", "widened",
+           "scipy_sparse"]
 
 
 def scipy_sparse():
@@ -108,13 +109,33 @@ class Csr:
             lo, hi = int(self.indptr[a]), int(self.indptr[b])
             indptr = np.asarray(self.indptr[a:b + 1], dtype=np.int64) - lo
             return Csr(self.data[lo:hi], self.indices[lo:hi], indptr, (b - a, self.shape[1]))
-        rows = np.atleast_1d(np.arange(n)[key])
-        start = np.asarray(self.indptr, dtype=np.int64)[rows]
-        counts = np.asarray(self.indptr, dtype=np.int64)[rows + 1] - start
+        rows = _row_numbers(key, n)
+        start = self.indptr[rows].astype(np.int64)
+        counts = self.indptr[rows + 1].astype(np.int64) - start
         indptr = np.zeros(rows.size + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
         take = np.repeat(start - indptr[:-1], counts) + np.arange(indptr[-1])
         return Csr(self.data[take], self.indices[take], indptr, (rows.size, self.shape[1]))
+
+
+def _row_numbers(key, n):
+    """The row numbers of an integer, an integer array or a boolean mask, in
+    time of the rows taken (never an array of all ``n``; a mask is ``n`` long
+    anyway), negative numbers counted from the end as numpy counts them."""
+    key = np.asarray(key)
+    if key.dtype == np.bool_:
+        if key.shape != (n,):
+            raise IndexError(f"boolean row mask of shape {key.shape} for {n} rows")
+        return np.flatnonzero(key)
+    if key.dtype.kind not in "iu":
+        raise IndexError(f"rows must be selected by integers, a slice or a mask, "
+                         f"not {key.dtype}")
+    rows = np.atleast_1d(key).astype(np.int64, copy=True).ravel()
+    if rows.size and (rows.min() < -n or rows.max() >= n):
+        bad = rows[(rows < -n) | (rows >= n)][0]
+        raise IndexError(f"row {bad} is out of range for {n} rows")
+    rows[rows < 0] += n
+    return rows
 
 
 def make_csr(data, indices, indptr, shape, scipy=False):
@@ -137,6 +158,18 @@ def select_rows(X, key):
     million rows of 390 values (benchmarks/CURRENT.md,
     more-rows-1200k-sparse)."""
     return Csr(X.data, X.indices, X.indptr, X.shape)[key]
+
+
+def row_block(X, start, stop):
+    """Rows ``start .. stop-1`` of any matrix, of its kind: a view of an array,
+    :func:`select_rows` for a sparse one (a scipy matrix stays scipy's).  The
+    loops that go through a big matrix a block at a time take their blocks
+    here: with scipy's own slice each block would cost a copy of the whole
+    index arrays of a canonical matrix (see :func:`select_rows`)."""
+    if not issparse(X):
+        return X[start:stop]
+    R = select_rows(X, slice(start, stop))
+    return R if isinstance(X, Csr) else to_scipy(R)
 
 
 def to_scipy(X):

@@ -16,6 +16,7 @@ import scipy.sparse as sp
 
 from .._fileutil import output_file
 from .._model_text import MAX_INDEX
+from .._sparse import row_block
 from ._common import (CommandError, UsageError, check_input_path,
                       end_process, parse_float, read_data, run, split_options,
                       writing_stdout)
@@ -209,7 +210,7 @@ def iter_scaled_lines(y, X, fmin, fmax, lower, upper, y_params=None, counter=Non
     written = 0
     for start in range(0, n_rows, _ROWS_PER_BLOCK):
         stop = min(start + _ROWS_PER_BLOCK, n_rows)
-        block = X[start:stop]
+        block = row_block(X, start, stop)
         if block.shape[1] > n_cols:
             block = block[:, :n_cols]
         elif block.shape[1] < n_cols:

@@ -21,7 +21,7 @@ from ..._model_text import (ModelHeader, float_text, format_sv_rows, label_text,
 from ..._model_kind import CallableFlag, ModelKind
 from ..._params import Parameters
 from ..._predict import _prepare_X, _widen
-from ..._sparse import as_csr, issparse, to_scipy
+from ..._sparse import as_csr, issparse, row_block, to_scipy
 from ..._threads import resolve_n_jobs
 
 __all__ = ["EigenProModel", "decision_values", "format_eigenpro_model",
@@ -143,7 +143,7 @@ def decision_values(X, model, n_jobs=None):
         phi = FeatureMap(Xc.shape[1], model.features, int(p.kernel_type), float(p.gamma),
                          int(p.seed))
         for start in range(0, Xc.shape[0], rows):
-            Z = phi(Xc[start:start + rows], row_independent=True)
+            Z = phi(row_block(Xc, start, start + rows), row_independent=True)
             out[start:start + rows] = tiled_product(Z, coef)
         return out
     C = model.centres
@@ -162,7 +162,7 @@ def decision_values(X, model, n_jobs=None):
     rows = block_rows(BLOCK_BYTES // (8 * max(coef.shape[0], 1)))
     for start in range(0, n, rows):
         stop = min(n, start + rows)
-        Xb = Xc[start:stop]
+        Xb = row_block(Xc, start, stop)
         K = kern.block(_canonical_block(Xb), kern.X, row_independent=True)
         out[start:stop] = tiled_product(K, coef)
     return out
