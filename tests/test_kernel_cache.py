@@ -148,8 +148,9 @@ def test_budget_raised_to_two_rows_and_respected():
     kr = engine(X, cache_mb=0)
     assert kr.budget_bytes == 2 * 40 * KFLOAT
     kr = engine(X, cache_mb=1)
-    assert kr.budget_bytes == 2**20
-    kr = engine(X, cache_mb=0.5 / 1024)     # 512 bytes = 128 entries
+    assert kr.copy_bytes == 8 * 40 * 5 + 8 * 40     # the dense rows in position order
+    assert kr.budget_bytes == 2**20 - kr.copy_bytes
+    kr = engine(X, cache_mb=0.5 / 1024)     # 512 bytes = 128 entries; no copy
     assert kr.budget_bytes == 512
 
 
