@@ -56,19 +56,20 @@ cdef enum:
 # Why dense X needs it too (issue: SMO on dense rows 3.6x slower than on the
 # same rows sparse).  A one-vs-one pair's rows are interleaved with the other
 # classes' rows in X, and shrinking scatters the active ones further; read
-# through perm, each kernel value pulls one whole row (6 KB for 784 features)
-# from somewhere in the whole matrix.  Measured with one thread's CPU time,
-# same process, 20,000 Fashion-MNIST rows, one RBF row of 4053 values at a
-# time (the same evaluation count either way): a pair's rows read in place
-# 500 ns a value; the same rows copied together 141 ns, even in a random order;
-# 2,000 scattered rows 150 ns, 6,000 contiguous rows 179 ns.  So what costs is
-# the rows' spread through memory, not their order or their bytes alone: once
-# about 25 MB of rows are scattered through the 125 MB matrix they stop
-# staying in the 32 MB L3, each row is fetched from DRAM in pieces (the
-# prefetchers stop at 4 KB boundaries), and the value waits on it (perf: 65%
-# of the run on one load of the squared-difference loop).  Sparse X had the
-# copy, so its rows never had that problem.  The copy holds the same doubles,
-# so every kernel value keeps its bits.
+# through perm, each kernel value reads one whole row (6 KB for 784 features)
+# from somewhere in the whole matrix.  Measured with one thread's CPU time in
+# one process (the same evaluation count either way), 20,000 Fashion-MNIST
+# rows, RBF rows of 4,053 values: the pair's rows read in place, 500 ns a
+# value; the same rows copied together, 141 ns, and 141 ns too in a random
+# order; 4,000 random rows of the matrix 505 ns, 2,000 of them 150 ns; the
+# first 6,000 rows (38 MB, more than the 32 MB L3) 179 ns.  So what costs is
+# the rows' spread, not their order nor their bytes: the likely mechanism
+# (this VM has no hardware counters to confirm it) is that the prefetchers
+# stream consecutive lines, so contiguous rows are one long stream while
+# scattered ones start a short one per row whose first lines wait on memory
+# (perf: 65% of the dense run on one load of the squared-difference loop).
+# Sparse X had the copy, so its rows never paid this.  The copy holds the
+# same doubles, so every kernel value keeps its bits.
 cdef double BY_POSITION_SHARE = 0.25
 
 # Binary rows as bit sets (_bits.h); off only for tests and benchmarks that

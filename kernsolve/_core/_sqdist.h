@@ -12,9 +12,10 @@
  * on the adds: each chain's add waits for the one before it (3-4 cycles),
  * and eight chains cannot become more without changing the bits.  So the
  * AVX2 path computes two rows at once against the same q (ks_sqdist_rows
- * says which two): four chain registers (chains 0-3 and 4-7 of each row) keep the adders busy, and each
- * row's chains see the same operations in the same order as ks_sqdist's,
- * hence the same bits (the tests compare the two paths, and with numpy).
+ * says which two): four chain registers (chains 0-3 and 4-7 of each row)
+ * keep the adders busy, and each row's chains see the same operations in
+ * the same order as ks_sqdist's, hence the same bits (tests/test_dense_rows.py
+ * compares the two paths, and with numpy).
  * Taken when the CPU has AVX2 (chosen at run time; one build runs on any
  * x86-64).
  */
