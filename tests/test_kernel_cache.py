@@ -82,13 +82,15 @@ def engine(X, cache_mb, n_jobs=1, kernel="rbf"):
 
 def rows_budget(kr, X, budget_entries):
     """The cached rows' budget in entries: -m less the position-ordered copy of
-    sparse rows (made when it is at most a quarter of -m: 12 bytes a stored
-    value, 16 a row), at least two full rows."""
+    the rows (made when it is at most a quarter of -m: sparse, 12 bytes a
+    stored value and 16 a row; dense, 8 a value and 8 a row), at least two
+    full rows."""
     n = X.shape[0]
-    copy = 0
     if sp.issparse(X):
         need = 12 * X.nnz + 16 * (n + 1)
-        copy = need if need <= 0.25 * budget_entries * KFLOAT else 0
+    else:
+        need = 8 * X.size + 8 * n
+    copy = need if need <= 0.25 * budget_entries * KFLOAT else 0
     assert kr.copy_bytes == copy
     return max(budget_entries - copy // KFLOAT, 2 * n)
 
@@ -146,8 +148,9 @@ def test_budget_raised_to_two_rows_and_respected():
     kr = engine(X, cache_mb=0)
     assert kr.budget_bytes == 2 * 40 * KFLOAT
     kr = engine(X, cache_mb=1)
-    assert kr.budget_bytes == 2**20
-    kr = engine(X, cache_mb=0.5 / 1024)     # 512 bytes = 128 entries
+    assert kr.copy_bytes == 8 * 40 * 5 + 8 * 40     # the dense rows in position order
+    assert kr.budget_bytes == 2**20 - kr.copy_bytes
+    kr = engine(X, cache_mb=0.5 / 1024)     # 512 bytes = 128 entries; no copy
     assert kr.budget_bytes == 512
 
 
@@ -196,8 +199,9 @@ def test_runs_of_swaps_match_one_at_a_time(budget_entries, sparse):
     """swap() defers the cached rows' column swaps until the cache is next read
     (one walk per shrinking pass): runs of up to 40 swaps, some repeating a
     pair or undoing the last one, then a read, against the one-swap-at-a-time
-    model.  Sparse rows are then computed from the copy of X in position
-    order, rebuilt after each run of swaps."""
+    model.  Rows are then computed from the copy of X in position order:
+    sparse X's rebuilt after each run of swaps, dense X's rows swapped in
+    place."""
     n = 50
     X = data(n, seed=4, sparse=sparse)
     kr = engine(X, cache_mb=budget_entries * KFLOAT / 2**20)

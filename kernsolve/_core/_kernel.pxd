@@ -126,14 +126,17 @@ cdef class KernelRows:
     cdef Py_ssize_t epoch, log_base, log_limit
     cdef Py_ssize_t* swap_slot
     cdef int* swap_cut
-    # Sparse X copied in position order (row k = data row perm[k]) so a kernel
-    # row walks memory in order instead of jumping through perm; rebuilt after
-    # swaps, before the next row is computed.  NULL when X is dense or the
-    # copy would take more than its share of the budget (it counts in it).
+    # X's rows copied in position order (row k = data row perm[k]) so a kernel
+    # row walks memory in order instead of jumping through perm.  Sparse X:
+    # rebuilt after swaps, before the next row is computed; dense X: made at
+    # the first row after a swap (at once for picked rows), then swap() swaps
+    # its rows in place.  NULL when the copy would take more than its share
+    # of the budget (it counts in it).
     cdef Rows by_pos
-    cdef double* by_pos_values
-    cdef int32_t* by_pos_indices
-    cdef int64_t* by_pos_indptr
+    cdef bint by_pos_on               # a copy is planned (made when first needed)
+    cdef double* by_pos_values        # dense: n rows of n_features values
+    cdef int32_t* by_pos_indices      # sparse only
+    cdef int64_t* by_pos_indptr       # sparse only
     cdef double* by_pos_norms
     cdef bint by_pos_stale
     cdef int64_t by_pos_nnz           # nonzeros of the rows the positions use

@@ -8,6 +8,7 @@ same entries of the kernel matrix (``_kernel_matrix.pyx``).
 """
 from cython.parallel cimport prange
 from libc.stdlib cimport malloc, calloc, realloc, free, qsort
+from libc.string cimport memcpy
 from libc.stdint cimport uint64_t
 
 import numpy as np
@@ -47,9 +48,28 @@ cdef extern from *:
 cdef enum:
     MAX_PENDING = 4096
 
-# The position-ordered copy of sparse X is made when it takes at most this
-# share of the -m budget, and its bytes come out of the budget (a9a: 5.5 MB,
-# ijcnn1: 8 MB, a 10-class Fashion-MNIST pair of 4000 rows: 19 MB).
+# The position-ordered copy of X is made when it takes at most this share of
+# the -m budget, and its bytes come out of the budget (sparse a9a: 5.5 MB,
+# ijcnn1: 8 MB, a 10-class Fashion-MNIST pair of 4000 rows: 19 MB sparse,
+# 25 MB dense).
+#
+# Why dense X needs it too (issue: SMO on dense rows 3.6x slower than on the
+# same rows sparse).  A one-vs-one pair's rows are interleaved with the other
+# classes' rows in X, and shrinking scatters the active ones further; read
+# through perm, each kernel value reads one whole row (6 KB for 784 features)
+# from somewhere in the whole matrix.  Measured with one thread's CPU time in
+# one process (the same evaluation count either way), 20,000 Fashion-MNIST
+# rows, RBF rows of 4,053 values: the pair's rows read in place, 500 ns a
+# value; the same rows copied together, 141 ns, and 141 ns too in a random
+# order; 4,000 random rows of the matrix 505 ns, 2,000 of them 150 ns; the
+# first 6,000 rows (38 MB, more than the 32 MB L3) 179 ns.  So what costs is
+# the rows' spread, not their order nor their bytes: the likely mechanism
+# (this VM has no hardware counters to confirm it) is that the prefetchers
+# stream consecutive lines, so contiguous rows are one long stream while
+# scattered ones start a short one per row whose first lines wait on memory
+# (perf: 65% of the dense run on one load of the squared-difference loop).
+# Sparse X had the copy, so its rows never paid this.  The copy holds the
+# same doubles, so every kernel value keeps its bits.
 cdef double BY_POSITION_SHARE = 0.25
 
 # Binary rows as bit sets (_bits.h); off only for tests and benchmarks that
@@ -309,12 +329,12 @@ cdef bint _is_binary(const Rows* X, const Py_ssize_t* start, Py_ssize_t n) noexc
     return True
 
 
-# The position-ordered copy of sparse X (_order_by_position) as a job: the
-# row pointers are laid out first, then chunk c copies its share of the rows.
+# The position-ordered copy of X (_order_by_position) as a job: for sparse X
+# the row pointers are laid out first; then chunk c copies its share of the rows.
 cdef struct CopyJob:
     const Rows* X
     const Py_ssize_t* perm
-    const int64_t* to             # the copy's row pointers
+    const int64_t* to             # the copy's row pointers (sparse X)
     double* values
     int32_t* indices
     Py_ssize_t n
@@ -322,15 +342,40 @@ cdef struct CopyJob:
 
 cdef void _copy_rows_job(void* arg, int c, int nc) noexcept nogil:
     cdef CopyJob* j = <CopyJob*>arg
-    cdef Py_ssize_t k, t, r
+    cdef Py_ssize_t k, t, r, d = j.X.n_features
     cdef int64_t a, at
     for k in range((j.n * c) // nc, (j.n * (c + 1)) // nc):
         r = j.perm[k]
+        if not j.X.is_sparse:
+            memcpy(j.values + k * d, j.X.values + r * d, d * sizeof(double))
+            continue
         a = j.X.indptr[r]
         at = j.to[k]
         for t in range(j.X.indptr[r + 1] - a):
             j.values[at + t] = j.X.values[a + t]
             j.indices[at + t] = j.X.indices[a + t]
+
+
+cdef inline double _copy_bytes(const Rows* X, Py_ssize_t n, int64_t nnz) noexcept nogil:
+    """The position-ordered copy's bytes for n rows of X: sparse, 8 a stored
+    value and 4 its column, 8 a row pointer and 8 a norm (and one pointer
+    more); dense, 8 a value and 8 a norm."""
+    if X.is_sparse:
+        return 12.0 * nnz + 16.0 * (n + 1)
+    return 8.0 * n * X.n_features + 8.0 * n
+
+
+cdef inline void _swap_dense_rows(double* values, double* norms, Py_ssize_t d,
+                                  Py_ssize_t p, Py_ssize_t q) noexcept nogil:
+    """Rows p and q of the dense position-ordered copy trade places (one
+    of shrinking's swaps: O(d), where rebuilding the copy is O(n d))."""
+    cdef Py_ssize_t t
+    cdef double x
+    cdef double* a = values + p * d
+    cdef double* b = values + q * d
+    for t in range(d):
+        x = a[t]; a[t] = b[t]; b[t] = x
+    x = norms[p]; norms[p] = norms[q]; norms[q] = x
 
 
 # --------------------------------------------------------------- KernelRows
@@ -349,8 +394,8 @@ cdef class KernelRows:
     degree, gamma, coef0 : parameters of the kernel (LIBSVM's definitions).
     cache_mb : float
         Byte budget in MB (2**20 bytes) of the cached rows and of the
-        position-ordered copy of sparse X (when it is made: at most a quarter
-        of the budget); the rows' part is raised to at least two full rows.
+        position-ordered copy of X (when it is made: at most a quarter of the
+        budget); the rows' part is raised to at least two full rows.
     n_threads : int
         Threads used to compute a row.
     rows : array of int, optional
@@ -488,12 +533,14 @@ cdef class KernelRows:
             cap = _bits_cache_mb_per_word * words * 1048576.0 / <double>sizeof(kfloat)
             if entries > cap:
                 entries = cap
-        # The position-ordered copy of sparse X (nonzeros, row pointers,
-        # norms), when it fits in its share of the budget, which it then uses.
-        cdef double copy_bytes = 12.0 * nnz + 16.0 * (n + 1)
-        if (self.X.is_sparse and kernel_type != PRECOMPUTED and not binary
-                and self.gram == NULL and copy_bytes <= BY_POSITION_SHARE * entries * sizeof(kfloat)):
+        # The position-ordered copy of X (sparse: nonzeros, row pointers and
+        # norms; dense: rows and norms), when it fits in its share of the
+        # budget, which it then uses.
+        cdef double copy_bytes = _copy_bytes(&self.X, n, nnz)
+        if (kernel_type != PRECOMPUTED and not binary and self.gram == NULL
+                and copy_bytes <= BY_POSITION_SHARE * entries * sizeof(kfloat)):
             entries -= copy_bytes / sizeof(kfloat)
+            self.by_pos_on = True
             self.by_pos = self.X      # n_features, is_sparse; arrays set when built
             self.by_pos.n_rows = n
             self.by_pos.values = NULL
@@ -745,7 +792,9 @@ cdef class KernelRows:
         # Columns lo and hi trade places in every cached row (LIBSVM's
         # swap_index): _apply_pending, at the next read of the cache, closes
         # the run of swaps into a batch (see the log above).
-        if self.by_pos.is_sparse:
+        if self.by_pos.values != NULL and not self.by_pos.is_sparse:
+            _swap_dense_rows(self.by_pos_values, self.by_pos_norms, self.X.n_features, p, q)
+        elif self.by_pos_on:
             self.by_pos_stale = True
         if self.n_pending == MAX_PENDING:
             self._apply_pending()
@@ -853,20 +902,25 @@ cdef class KernelRows:
         self.log_at[0] = 0
 
     cdef void _order_by_position(self) noexcept nogil:
-        """Copy sparse X's rows in position order (made at the first swap, then
-        refreshed after swaps: O(nonzeros), once per shrinking pass).  Out of
-        memory: rows are read through perm, as before."""
-        cdef Py_ssize_t n = self.n, k, r, nnz = self.by_pos_nnz
+        """Copy X's rows in position order (made at the first swap or for
+        picked rows; sparse X's is refreshed after swaps: O(nonzeros), once
+        per shrinking pass, dense X's rows are swapped in place by swap()).
+        Out of memory: rows are read through perm, as before."""
+        cdef bint sparse = self.X.is_sparse
+        cdef Py_ssize_t n = self.n, k, r
+        cdef Py_ssize_t values = self.by_pos_nnz if sparse else n * self.X.n_features
         cdef int64_t at = 0
         cdef CopyJob job
         self.by_pos_stale = False
-        if self.by_pos_indptr == NULL:
-            self.by_pos_values = <double*>malloc((nnz if nnz > 0 else 1) * sizeof(double))
-            self.by_pos_indices = <int32_t*>malloc((nnz if nnz > 0 else 1) * sizeof(int32_t))
-            self.by_pos_indptr = <int64_t*>malloc((n + 1) * sizeof(int64_t))
+        if self.by_pos_values == NULL:
+            self.by_pos_values = <double*>malloc((values if values > 0 else 1) * sizeof(double))
             self.by_pos_norms = <double*>malloc(n * sizeof(double))
-            if (self.by_pos_values == NULL or self.by_pos_indices == NULL
-                    or self.by_pos_indptr == NULL or self.by_pos_norms == NULL):
+            if sparse:
+                self.by_pos_indices = <int32_t*>malloc((values if values > 0 else 1)
+                                                       * sizeof(int32_t))
+                self.by_pos_indptr = <int64_t*>malloc((n + 1) * sizeof(int64_t))
+            if (self.by_pos_values == NULL or self.by_pos_norms == NULL
+                    or (sparse and (self.by_pos_indices == NULL or self.by_pos_indptr == NULL))):
                 free(self.by_pos_values)
                 free(self.by_pos_indices)
                 free(self.by_pos_indptr)
@@ -875,14 +929,16 @@ cdef class KernelRows:
                 self.by_pos_indices = NULL
                 self.by_pos_indptr = NULL
                 self.by_pos_norms = NULL
-                self.by_pos.is_sparse = False     # no copy: never try again
+                self.by_pos_on = False     # no copy: never try again
                 self.by_pos.values = NULL
                 return
-        self.by_pos_indptr[0] = 0
+        if sparse:
+            self.by_pos_indptr[0] = 0
         for k in range(n):
             r = self.perm[k]
-            at += self.X.indptr[r + 1] - self.X.indptr[r]
-            self.by_pos_indptr[k + 1] = at
+            if sparse:
+                at += self.X.indptr[r + 1] - self.X.indptr[r]
+                self.by_pos_indptr[k + 1] = at
             self.by_pos_norms[k] = self.sq_norms[r]
         job.X = &self.X
         job.perm = self.perm
@@ -890,7 +946,7 @@ cdef class KernelRows:
         job.values = self.by_pos_values
         job.indices = self.by_pos_indices
         job.n = n
-        if self.team != NULL and self.n_threads > 1 and <double>nnz >= PAR_MIN_WORK:
+        if self.team != NULL and self.n_threads > 1 and <double>values >= PAR_MIN_WORK:
             ks_team_run(self.team, _copy_rows_job, <void*>&job, self.n_threads)
         else:
             _copy_rows_job(<void*>&job, 0, 1)
@@ -971,9 +1027,10 @@ cdef class KernelRows:
     def copy_bytes(self):
         """Bytes of the position-ordered copy of X taken from cache_mb (0
         when none is made): binary X's bit sets, held from the start, or
-        sparse X's copy, held once the first row is computed after a swap
-        (at once for ``rows`` picked out of X)."""
-        return self.by_pos_bytes if self.by_pos.is_sparse or self.bits != NULL else 0
+        X's copy (sparse: 12 bytes a stored value and 16 a row; dense: 8 a
+        value and 8 a row), held once the first row is computed after a
+        swap (at once for ``rows`` picked out of X)."""
+        return self.by_pos_bytes if self.by_pos_on or self.bits != NULL else 0
 
     @property
     def binary(self):

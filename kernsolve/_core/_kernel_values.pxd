@@ -17,6 +17,15 @@ cdef extern from "_exp.h" nogil:
     double ks_exp(double x)
     void ks_exp_block(double* v, Py_ssize_t n)
 
+# ||x - y||^2 of dense rows as direct differences (exact where the norm
+# expansion cancels), one value (ks_sqdist) or a block of rows against one
+# query (ks_sqdist_rows, two rows at a time with AVX2): the same bits either way.
+cdef extern from "_sqdist.h" nogil:
+    double ks_sqdist(const double* a, const double* b, Py_ssize_t n)
+    void ks_sqdist_rows(const double* q, const double* Y, Py_ssize_t d,
+                        const Py_ssize_t* rows, Py_ssize_t start, Py_ssize_t end,
+                        double* out)
+
 cdef extern from *:
     """
     #define KS_SCATTER_MAX_FEATURES ((Py_ssize_t)1 << 22)
@@ -57,38 +66,6 @@ cdef inline double _dot_dense(const double* a, const double* b,
         k += 8
     while k < n:
         s0 += a[k] * b[k]
-        k += 1
-    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
-
-
-cdef inline double _sqdist_dense(const double* a, const double* b,
-                                 Py_ssize_t n) noexcept nogil:
-    # Direct differences: exact where ||a||^2 + ||b||^2 - 2<a,b> cancels.
-    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
-    cdef double s4 = 0.0, s5 = 0.0, s6 = 0.0, s7 = 0.0
-    cdef double d0, d1, d2, d3, d4, d5, d6, d7
-    cdef Py_ssize_t k = 0
-    while k + 8 <= n:
-        d0 = a[k] - b[k]
-        d1 = a[k + 1] - b[k + 1]
-        d2 = a[k + 2] - b[k + 2]
-        d3 = a[k + 3] - b[k + 3]
-        d4 = a[k + 4] - b[k + 4]
-        d5 = a[k + 5] - b[k + 5]
-        d6 = a[k + 6] - b[k + 6]
-        d7 = a[k + 7] - b[k + 7]
-        s0 += d0 * d0
-        s1 += d1 * d1
-        s2 += d2 * d2
-        s3 += d3 * d3
-        s4 += d4 * d4
-        s5 += d5 * d5
-        s6 += d6 * d6
-        s7 += d7 * d7
-        k += 8
-    while k < n:
-        d0 = a[k] - b[k]
-        s0 += d0 * d0
         k += 1
     return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
 
@@ -303,7 +280,7 @@ cdef inline double _pair_base(const KernelParams* kp, const Query* q, const doub
     cdef double base
     if ix == NULL:
         if measure == BASE_SQDIST:
-            base = _sqdist_dense(q.dense, v, m)
+            base = ks_sqdist(q.dense, v, m)
         elif measure == BASE_L1:
             base = _l1_dense(q.dense, v, m)
         else:
@@ -370,6 +347,14 @@ cdef inline void _kernel_block(const KernelParams* kp, const Query* q, const Row
             j = rows[k] if rows != NULL else k
             m = row_ptr(Y, j, &v, &ix)
             out[k - start] = _exponent(kp, _sqdist_scatter(q, v, ix, m, norms[j]))
+        ks_exp_block(out, end - start)
+        return
+    if kp.kind == RBF and not Y.is_sparse and q.dense != NULL:
+        # _pair_base's dense RBF case, a block at a time (ks_sqdist_rows: two
+        # rows at once where the CPU has AVX2): the same operations, the same bits.
+        ks_sqdist_rows(q.dense, Y.values, Y.n_features, rows, start, end, out)
+        for k in range(end - start):
+            out[k] = _exponent(kp, out[k])
         ks_exp_block(out, end - start)
         return
     for k in range(start, end):

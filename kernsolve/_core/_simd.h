@@ -10,6 +10,7 @@
  *   _exp.h            ks_exp_block           scalar, avx2
  *   _cos.h            ks_cos_features        scalar, avx2
  *   _dots.h           ks_dots, ks_dots_rows8 scalar, avx2 (+ FMA)
+ *   _sqdist.h         ks_sqdist_rows         scalar, avx2 (two rows at once)
  *   _bits.h           ks_bits_fill, ks_bits_tile8   scalar, popcnt
  *   _feature_sums.h   ks_feature_sums (double and float)   scalar, avx2, avx512
  *   _block_dots.h     (DSG's prediction sums)
