@@ -32,6 +32,9 @@ __all__ = ["refine"]
 
 _FREED_PER_STEP = 20    # bound variables freed at once (the worst first)
 _BATCH = 256            # kernel rows fetched at a time for the gradient
+_RIDGE = 1e-6           # the free block's least ridge (see refine)
+_REFACTOR_AFTER = 200   # updates of the factor before a slow correction refactorises
+_CONVERGING = 0.9      # a correction step that leaves more of the residual stops them
 
 
 class _Columns:
@@ -111,7 +114,7 @@ class _FreeSystem:
 
     def join(self, i):
         """Add variable ``i``; False (not added) when the bordered block is
-        not numerically positive definite (a repeated row)."""
+        not numerically positive definite."""
         slot = self._columns.slots(np.array([i]))[0]
         h = self._columns.store[np.asarray(self.order, dtype=np.intp), slot]
         if not self._factor.append(np.ascontiguousarray(h),
@@ -158,16 +161,22 @@ def refine(seed, y, C, kernel_row, tol, max_steps, max_free, stats=None):
     g_full = _gradient(kernel_row, y, a)    # Q a - 1 at a_full, every row
     a_full = a.copy()
     g = g_full.copy()                       # Q a - 1 at a, the free rows
-    # A ridge on the free block keeps its system solvable when rows repeat
-    # (a9a's binary rows: equal columns); it moves the gradient by at most
-    # ridge * |step| <= tol / 10, within what the result is checked to.
-    ridge = tol / (10 * float(C.max()))
+    # A ridge on the free block keeps it positive definite, as its Cholesky
+    # factor needs, when rows repeat (a9a's binary rows: equal columns) and
+    # when the float32 kernel values' rounding (2^-24 relative) makes it
+    # slightly indefinite.  The step then solves (Q_FF + ridge I) d = -(g + y b)
+    # and leaves -ridge d in the free rows' gradient; further steps on the
+    # same free set remove it (each multiplies it by ridge / (lambda + ridge)
+    # along an eigenvector of Q_FF) until it is within tol.
+    ridge = max(tol / (10 * float(C.max())), _RIDGE)
     system = _FreeSystem(columns, ridge, stats)
     try:
         system.factorise(np.flatnonzero(free))
     except np.linalg.LinAlgError:
         return a
     stuck = np.zeros(a.size, dtype=bool)    # bound variables that would break the factor
+    stats["stopped"] = "steps"
+    last_residual = np.inf
     for _ in range(max_steps):
         stats["steps"] += 1
         F = np.asarray(system.order, dtype=np.intp)
@@ -179,6 +188,7 @@ def refine(seed, y, C, kernel_row, tol, max_steps, max_free, stats=None):
             b = -(y[F] @ Hg) / (y[F] @ Hy)
             d = -(Hg + b * Hy)
             if not (np.isfinite(b) and np.all(np.isfinite(d))):
+                stats["stopped"] = "singular"
                 break
             # ratio test: the longest step toward the solution inside the box
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -199,26 +209,35 @@ def refine(seed, y, C, kernel_row, tol, max_steps, max_free, stats=None):
             g_full += columns.times(moved, a[moved] - a_full[moved])
             a_full[moved] = a[moved]
         g = g_full.copy()
-        if k and system.updates and np.abs(g[F] + y[F] * b).max() > tol:
-            # the updated factor drifted (rounding over many updates): refactorise
-            # and take the correction step before freeing anything
-            try:
-                system.factorise(F)
-            except np.linalg.LinAlgError:
-                break
+        residual = np.abs(g[F] + y[F] * b).max() if k else 0.0
+        if residual > tol and residual < _CONVERGING * last_residual:
+            # the free rows' gradient is not yet level (the ridge's share, or an
+            # updated factor's rounding): another step on the same free set,
+            # with a fresh factor after many updates
+            last_residual = residual
+            if system.updates > _REFACTOR_AFTER:
+                try:
+                    system.factorise(F)
+                except np.linalg.LinAlgError:
+                    stats["stopped"] = "singular"
+                    break
             continue
+        last_residual = np.inf
         if not k:   # nothing free: the bias anywhere between LIBSVM's two bounds
             v = -y * g
             up = ((y > 0) & (a < C)) | ((y < 0) & (a > 0))
             low = ((y > 0) & (a > 0)) | ((y < 0) & (a < C))
             if not (up.any() and low.any()):
+                stats["stopped"] = "optimal"
                 break
             b = -(v[up].max() + v[low].min()) / 2
         gb = g + y * b
         wrong = ~free & ~stuck & (((a <= 0) & (gb < -tol)) | ((a >= C) & (gb > tol)))
         if not wrong.any():
+            stats["stopped"] = "stuck" if stuck.any() else "optimal"
             break
         if k + min(np.count_nonzero(wrong), _FREED_PER_STEP) > max_free:
+            stats["stopped"] = "max_free"
             break
         worst = np.flatnonzero(wrong)
         worst = worst[np.argsort(-np.abs(gb[worst]), kind="stable")[:_FREED_PER_STEP]]
