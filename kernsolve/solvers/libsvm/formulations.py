@@ -61,7 +61,7 @@ class WarmStart:
     first (:mod:`.active_set`); ``slow`` says whether the last ``start`` was one.
     """
 
-    SLOW_ITERATIONS = 10
+    SLOW_ITERATIONS = 2
 
     def __init__(self, thrifty=False):
         self._solutions = {}
@@ -134,7 +134,7 @@ class WarmStart:
 
 # the active-set refinement's limits: steps, and free variables in its system
 _REFINE_STEPS = 400
-_REFINE_MAX_FREE = 400
+_REFINE_MAX_FREE = 2000
 
 
 def _start(ctx, C, cold, rows=None, y_pm=None):
