@@ -23,6 +23,14 @@ at least as good as the seed, even when it stops at its step limit.  When the
 free variables reach their system's solution, the variables at a bound whose
 gradient says they should move are freed (the worst few at a time) and it goes
 on; it stops when none is left.
+
+The free variables' block is factorised once (Cholesky, with a small ridge)
+and then kept up to date, not refactorised: a variable that is freed borders
+the factor, one that reaches a bound has its row and column deleted
+(:mod:`._cholesky_update`), O(k^2) each for k free variables where a
+factorisation from scratch is O(k^3).  That is what lets it take the 1,300 to
+1,500 free variables of a9a's large-C cells, where a solve from scratch per
+step cost more than SMO's iterations.
 """
 import numpy as np
 

@@ -133,6 +133,8 @@ class WarmStart:
 
 
 # the active-set refinement's limits: steps, and free variables in its system
+# (its factor is updated, not recomputed, so a step costs O(free^2): a9a's
+# large-C cells have 1,300 to 1,500 free variables)
 _REFINE_STEPS = 400
 _REFINE_MAX_FREE = 2000
 
@@ -147,9 +149,11 @@ def _start(ctx, C, cold, rows=None, y_pm=None):
     if y_pm is not None and ctx.warm.slow:
         kernel = _kernel_rows(ctx, rows)
         with one_blas_thread():     # small systems: OpenBLAS's threads only wait
-            seed = refine(seed, y_pm.astype(np.float64), C, kernel.row,
-                          float(ctx.param.eps) / 2, _REFINE_STEPS, _REFINE_MAX_FREE)
-        ctx.warm.drop_gradient()
+            refined = refine(seed, y_pm.astype(np.float64), C, kernel.row,
+                             float(ctx.param.eps) / 2, _REFINE_STEPS, _REFINE_MAX_FREE)
+        if not np.array_equal(refined, seed):   # (it gives up at once on too many free)
+            ctx.warm.drop_gradient()
+        seed = refined
     return seed
 
 
