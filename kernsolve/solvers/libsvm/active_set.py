@@ -28,8 +28,8 @@ The free variables' block is factorised once (Cholesky, with a small ridge)
 and then kept up to date, not refactorised: a variable that is freed borders
 the factor, one that reaches a bound has its row and column deleted
 (:mod:`._cholesky_update`), O(k^2) each for k free variables where a
-factorisation from scratch is O(k^3).  That is what lets it take the 1,300 to
-1,500 free variables of a9a's large-C cells, where a solve from scratch per
+factorisation from scratch is O(k^3).  That is what lets it take the 600 to
+1,200 free variables of a9a's large-C cells, where a solve from scratch per
 step cost more than SMO's iterations.
 """
 import numpy as np
