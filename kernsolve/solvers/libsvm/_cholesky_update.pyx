@@ -122,6 +122,8 @@ cdef class CholeskyFactor:
         x = np.array(b, dtype=np.float64, order="F", ndmin=1)
         if x.shape[0] != self._k:
             raise ValueError(f"the right side has {x.shape[0]} rows, the block {self._k}")
+        if x.size == 0:
+            return x
         cdef double[::1, :] X = x.reshape(self._k, -1, order="F")
         cdef double[:, ::1] R = self._R
         cdef Py_ssize_t k = self._k, m, i, j
