@@ -12,6 +12,7 @@ import pytest
 import kernsolve
 from kernsolve import grid_search, parse_options, read_problem, train
 from kernsolve.model_selection.cv import make_folds, train_rows
+from kernsolve.model_selection.grid import _kernel_pools
 from kernsolve.solvers.libsvm._cholesky_update import CholeskyFactor
 from kernsolve.solvers.libsvm.active_set import _Columns, refine
 from kernsolve.solvers.libsvm.formulations import WarmStart
@@ -81,6 +82,33 @@ def test_warm_grid_same_best_cell_rates_within_a_row(heart):
     # --cold: the exact path, whatever --warm says
     cold = grid_search(y, X, "-q --warm --cold", grid=grid, n_folds=5, n_jobs=2)
     assert [c["rate"] for c in cold.cells] == [c["rate"] for c in exact.cells]
+
+
+def test_kernel_pools_pair_gammas_that_leave_a_core_idle():
+    """Closed form of _kernel_pools: two kernels share a pool when one's tasks
+    do not divide over the cores and both matrices fit; never the unshared group."""
+    groups = {"g1": [0, 1], "g2": [2, 3], "g3": [4, 5]}
+    odd, even = (lambda group: 5), (lambda group: 4)
+    keys = lambda pools: [[key for key, _ in pool] for pool in pools]  # noqa: E731
+    assert keys(_kernel_pools(groups, odd, 2, lambda g: True)) == [["g1", "g2"], ["g3"]]
+    assert keys(_kernel_pools(groups, even, 2, lambda g: True)) == [["g1"], ["g2"], ["g3"]]
+    assert keys(_kernel_pools(groups, odd, 2, lambda g: False)) == [["g1"], ["g2"], ["g3"]]
+    assert keys(_kernel_pools(groups, odd, 1, lambda g: True)) == [["g1"], ["g2"], ["g3"]]
+    assert keys(_kernel_pools({None: [0, 1]}, odd, 2, lambda g: True)) == [[None]]
+
+
+def test_warm_grid_on_two_cores_pools_two_gammas(heart):
+    """With --warm on two cores each gamma has five chains (one per fold):
+    two gammas run as one pool of ten tasks, one thread each, and every rate
+    is the one-core run's (oracle: that run, itself checked against the cold
+    grid above)."""
+    y, X = heart
+    grid = {"c": [2.0 ** v for v in range(-1, 8, 2)], "g": [2.0 ** v for v in (-3, -5, -7)]}
+    two = grid_search(y, X, "-q --warm", grid=grid, n_folds=5, n_jobs=2)
+    one = grid_search(y, X, "-q --warm", grid=grid, n_folds=5, n_jobs=1)
+    assert two.waves == [(10, 2, [1] * 10), (4, 2, [1] * 4), (1, 1, [2])]
+    assert {c["label"]: c["rate"] for c in two.cells} == {c["label"]: c["rate"] for c in one.cells}
+    assert two.summary_line() == one.summary_line()
 
 
 @pytest.mark.parametrize("name", ["SVC", "SVR", "NuSVR"])
