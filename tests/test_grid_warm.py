@@ -12,6 +12,8 @@ import pytest
 import kernsolve
 from kernsolve import grid_search, parse_options, read_problem, train
 from kernsolve.model_selection.cv import make_folds, train_rows
+from kernsolve.model_selection.grid import _kernel_pools
+from kernsolve.solvers.libsvm._cholesky_update import CholeskyFactor
 from kernsolve.solvers.libsvm.active_set import _Columns, refine
 from kernsolve.solvers.libsvm.formulations import WarmStart
 from test_grid_halving import _svmguide1
@@ -80,6 +82,33 @@ def test_warm_grid_same_best_cell_rates_within_a_row(heart):
     # --cold: the exact path, whatever --warm says
     cold = grid_search(y, X, "-q --warm --cold", grid=grid, n_folds=5, n_jobs=2)
     assert [c["rate"] for c in cold.cells] == [c["rate"] for c in exact.cells]
+
+
+def test_kernel_pools_pair_gammas_that_leave_a_core_idle():
+    """Closed form of _kernel_pools: two kernels share a pool when one's tasks
+    do not divide over the cores and both matrices fit; never the unshared group."""
+    groups = {"g1": [0, 1], "g2": [2, 3], "g3": [4, 5]}
+    odd, even = (lambda group: 5), (lambda group: 4)
+    keys = lambda pools: [[key for key, _ in pool] for pool in pools]  # noqa: E731
+    assert keys(_kernel_pools(groups, odd, 2, lambda g: True)) == [["g1", "g2"], ["g3"]]
+    assert keys(_kernel_pools(groups, even, 2, lambda g: True)) == [["g1"], ["g2"], ["g3"]]
+    assert keys(_kernel_pools(groups, odd, 2, lambda g: False)) == [["g1"], ["g2"], ["g3"]]
+    assert keys(_kernel_pools(groups, odd, 1, lambda g: True)) == [["g1"], ["g2"], ["g3"]]
+    assert keys(_kernel_pools({None: [0, 1]}, odd, 2, lambda g: True)) == [[None]]
+
+
+def test_warm_grid_on_two_cores_pools_two_gammas(heart):
+    """With --warm on two cores each gamma has five chains (one per fold):
+    two gammas run as one pool of ten tasks, one thread each, and every rate
+    is the one-core run's (oracle: that run, itself checked against the cold
+    grid above)."""
+    y, X = heart
+    grid = {"c": [2.0 ** v for v in range(-1, 8, 2)], "g": [2.0 ** v for v in (-3, -5, -7)]}
+    two = grid_search(y, X, "-q --warm", grid=grid, n_folds=5, n_jobs=2)
+    one = grid_search(y, X, "-q --warm", grid=grid, n_folds=5, n_jobs=1)
+    assert two.waves == [(10, 2, [1] * 10), (4, 2, [1] * 4), (1, 1, [2])]
+    assert {c["label"]: c["rate"] for c in two.cells} == {c["label"]: c["rate"] for c in one.cells}
+    assert two.summary_line() == one.summary_line()
 
 
 @pytest.mark.parametrize("name", ["SVC", "SVR", "NuSVR"])
@@ -204,6 +233,87 @@ def test_refinement_columns_times_a_step(heart):
         step = rng.standard_normal(size)
         np.testing.assert_allclose(columns.times(idx, step), Q[:, idx] @ step,
                                    rtol=1e-12, atol=1e-12)
+
+
+def test_updated_factor_solves_as_numpy(heart):
+    """The refinement's Cholesky factor, bordered for variables that join and
+    updated by Givens rotations for those that leave, in random order, solves
+    the block's systems as numpy.linalg.solve does on the same block (random
+    SPD blocks, and an RBF kernel block of heart_scale with a small ridge)."""
+    rng = np.random.default_rng(1)
+    y, X = heart
+    Xd = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+    A = rng.standard_normal((80, 80))
+    blocks = [A @ A.T + 80 * np.eye(80), A @ A.T + 1e-3 * np.eye(80),
+              _rbf(Xd[:80], Xd[:80], 0.5) + 1e-6 * np.eye(80)]
+    for H in blocks:
+        factor, order = CholeskyFactor(4), []          # (grows past 4, 8, ...)
+        for step in range(500):
+            if order and (rng.random() < 0.45 or len(order) == H.shape[0]):
+                p = int(rng.integers(len(order)))
+                factor.remove(p)
+                del order[p]
+            else:
+                i = int(rng.choice(np.setdiff1d(np.arange(H.shape[0]), order)))
+                assert factor.append(H[order, i].copy(), H[i, i])
+                order.append(i)
+            assert factor.size == len(order)
+            if order:
+                block = H[np.ix_(order, order)]
+                rhs = rng.standard_normal((len(order), 2))
+                np.testing.assert_allclose(factor.solve(rhs), np.linalg.solve(block, rhs),
+                                           rtol=1e-7, atol=1e-9 * np.abs(rhs).max())
+                R = factor.factor()
+                assert np.array_equal(R, np.triu(R))
+                np.testing.assert_allclose(R.T @ R, block, atol=1e-10 * H.max())
+
+
+def test_updated_factor_refuses_a_dependent_column():
+    """A column in the span of the block's (a repeated row, no ridge): the
+    bordered pivot is not positive; append says so and changes nothing."""
+    B = np.random.default_rng(2).standard_normal((6, 4))
+    H = B @ B.T                                     # rank 4: columns 4, 5 dependent
+    factor = CholeskyFactor()
+    for i in range(4):
+        assert factor.append(H[:i, i].copy(), H[i, i])
+    before = factor.factor()
+    assert not factor.append(H[:4, 4].copy(), H[4, 4] * (1 - 1e-9))
+    assert factor.size == 4 and np.array_equal(factor.factor(), before)
+
+
+@pytest.mark.parametrize("C", [2.0 ** 11, 2.0 ** 15])
+def test_refined_seed_meets_libsvms_rule_at_large_C(svmutil, shared, C):
+    """The refinement as the grid runs it (float32 kernel rows, SMO's tol, the
+    factor updated rather than recomputed) from the seed at C / 4 on 600
+    rows of svmguide1 at large C: LIBSVM's optimality rule holds (numpy's
+    gap on the same float32 kernel values, which SMO checks, within SMO's
+    eps) and the dual objective is libsvm-official's (svm_train to -e 1e-7)."""
+    y, X = _svmguide1(shared)
+    y, X = y[:600], X[:600]
+    gamma, eps = 2.0, 1e-3
+    K = _rbf(X, X, gamma)
+    yp = np.where(y == y[0], 1.0, -1.0)
+    Q = K * np.outer(yp, yp)
+    old = train(y, X, f"-q -c {C / 4} -g {gamma}")
+    alpha_old = np.zeros(y.size)
+    alpha_old[old.support_indices - 1] = np.abs(old.dual_coef[0])
+    seed = np.where(alpha_old >= C / 4, C, alpha_old * 4)
+    K32 = K.astype(np.float32)
+    stats = {}
+    a = refine(seed, yp, np.full(y.size, C), lambda i: K32[i], eps / 2, 2000, 2000, stats)
+    assert stats["stopped"] == "optimal"
+    assert stats["factorisations"] < stats["joins"] + stats["leaves"]     # updated, mostly
+    assert np.all((a >= 0) & (a <= C)) and abs(yp @ a) <= 1e-9 * C
+    v = -yp * ((K32 * np.outer(yp, yp)) @ a - 1.0)
+    up = ((yp > 0) & (a < C)) | ((yp < 0) & (a > 0))
+    low = ((yp > 0) & (a > 0)) | ((yp < 0) & (a < C))
+    assert v[up].max() - v[low].min() <= eps               # SMO stops at once
+    model = svmutil.svm_train(list(y), [list(map(float, r)) for r in X],
+                                     f"-q -c {C} -g {gamma} -e 1e-7")
+    ref = np.zeros(y.size)
+    ref[np.array(model.get_sv_indices()) - 1] = np.abs([c[0] for c in model.get_sv_coef()])
+    objective = lambda alpha: 0.5 * alpha @ Q @ alpha - alpha.sum()  # noqa: E731
+    assert objective(a) == pytest.approx(objective(ref), rel=1e-4)
 
 
 @pytest.mark.skipif(shutil.which("svm-train") is None, reason="needs LIBSVM's svm-train")

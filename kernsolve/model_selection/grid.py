@@ -17,7 +17,9 @@ Kernel values: when the fits can share a kernel matrix (``_cv.sharing_refused``)
 the cells are run kernel by kernel (all the C values and folds of one gamma,
 in job order, then the next gamma in the order it first appears), each
 kernel's matrix computed once, shared by its tasks on threads and dropped
-before the next; the rates and the best cell are the same bits as the
+before the next; two kernels run as one pool of tasks when one kernel's
+tasks would leave a core idle and both matrices fit in ``-m``
+(:func:`_kernel_pools`); the rates and the best cell are the same bits as the
 unshared run (``--cold``), only the order of the output lines differs.
 """
 import contextlib
@@ -39,7 +41,7 @@ from .._params import _LETTERS, _LONG, OptionsLike, parse_options
 from .._typing import ArrayLike, MatrixLike, StrPath
 from ..solvers import all_option_names
 from ..solvers.libsvm.libsvm_rand import cross_validation_folds
-from ..solvers.libsvm.shared_kernel import kernel_of
+from ..solvers.libsvm.shared_kernel import gram_bytes, kernel_of
 
 _MAX_FAILURES_SHOWN = 3     # failed cells named in a GridSearchError message
 
@@ -467,6 +469,24 @@ def _kernel_groups(X, todo, cell_params, backend, say):
     return groups
 
 
+def _kernel_pools(groups, n_tasks, n_cores, fits_two):
+    """The kernel groups as pools whose tasks run together: one kernel each,
+    or two when one kernel's tasks (``n_tasks(group)``) would leave a core
+    idle and two kernel matrices fit in ``-m`` together (``fits_two(group)``):
+    a gamma's five warm chains on two cores run four two at a time, then the
+    fifth alone (its loops over 2,471 rows serial below the parallel
+    threshold); two gammas' ten keep both cores busy."""
+    items = list(groups.items())
+    pools = []
+    while items:
+        pool = [items.pop(0)]
+        key, group = pool[0]
+        if key is not None and items and n_tasks(group) % n_cores and fits_two(group):
+            pool.append(items.pop(0))
+        pools.append(pool)
+    return pools
+
+
 def _c_chains(group, cells):
     """The cells of ``group`` as chains of cells that differ in ``c`` only, each
     in increasing C (for alpha seeding along C), in the order the chains first
@@ -675,11 +695,15 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
             with open(out, encoding="utf-8") as old:    # grid.py appends to it
                 out_file.write(old.read())
         try:
-            for key, group in groups.items():
-                shared = None if key is None else _cv.shared_kernel(
-                    X, cell_params[group[0]], backend, total, say if verbose else None,
-                    f"its {len(group)} cells x {k} folds")
-                tasks = group_tasks(group, shared)
+            for pool in _kernel_pools(
+                    groups, lambda group: len(group_tasks(group, None)), total,
+                    lambda group: 2 * gram_bytes(n) <= cell_params[group[0]].cache_size * 2 ** 20):
+                tasks = []
+                for key, group in pool:
+                    shared = None if key is None else _cv.shared_kernel(
+                        X, cell_params[group[0]], backend, total, say if verbose else None,
+                        f"its {len(group)} cells x {k} folds")
+                    tasks += group_tasks(group, shared)
 
                 def chain_done(t, results, tasks=tasks):
                     for (ci, f), res in zip(tasks[t][1], results):
@@ -687,7 +711,7 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
 
                 waves += _cv.run_tasks(_cv.fit_predict_path, [t[0] for t in tasks], total,
                                        backend, chain_done)
-                del shared, tasks           # one kernel's matrix alive at a time
+                del shared, tasks           # the pool's matrices dropped before the next
         except Exception as exc:  # a worker died: name the cells that did not finish
             if "write_error" in state:      # not a worker: our own output failed
                 raise state["write_error"] from None

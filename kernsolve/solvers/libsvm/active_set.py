@@ -23,13 +23,26 @@ at least as good as the seed, even when it stops at its step limit.  When the
 free variables reach their system's solution, the variables at a bound whose
 gradient says they should move are freed (the worst few at a time) and it goes
 on; it stops when none is left.
+
+The free variables' block is factorised once (Cholesky, with a small ridge)
+and then kept up to date, not refactorised: a variable that is freed borders
+the factor, one that reaches a bound has its row and column deleted
+(:mod:`._cholesky_update`), O(k^2) each for k free variables where a
+factorisation from scratch is O(k^3).  That is what lets it take the 600 to
+1,200 free variables of a9a's large-C cells, where a solve from scratch per
+step cost more than SMO's iterations.
 """
 import numpy as np
+
+from ._cholesky_update import CholeskyFactor
 
 __all__ = ["refine"]
 
 _FREED_PER_STEP = 20    # bound variables freed at once (the worst first)
 _BATCH = 256            # kernel rows fetched at a time for the gradient
+_RIDGE = 1e-6           # the free block's least ridge (see refine)
+_REFACTOR_AFTER = 200   # updates of the factor before a slow correction refactorises
+_CONVERGING = 0.9      # a correction step that leaves more of the residual stops them
 
 
 class _Columns:
@@ -80,7 +93,59 @@ def _gradient(kernel_row, y, a):
     return g
 
 
-def refine(seed, y, C, kernel_row, tol, max_steps, max_free):
+class _FreeSystem:
+    """The free variables' block ``H = Q_FF + ridge I`` and its Cholesky
+    factor, updated as variables join and leave (bordered for one that joins,
+    its row and column deleted for one that leaves: O(k^2) each where a
+    factorisation from scratch is k^3 / 3).  ``order`` lists the free
+    variables in the factor's order."""
+
+    def __init__(self, columns, ridge, stats):
+        self._columns = columns
+        self._ridge = ridge
+        self._stats = stats
+        self._factor = CholeskyFactor()
+        self.order = []
+        self.updates = 0            # joins and leaves since the last factorisation
+
+    def factorise(self, F):
+        """Factorise the block of ``F`` from scratch (LinAlgError when it is not
+        positive definite)."""
+        F = np.asarray(F, dtype=np.intp)
+        slots = self._columns.slots(F)      # (first: it may grow the store)
+        H = self._columns.store[np.ix_(F, slots)]
+        H[np.arange(F.size), np.arange(F.size)] += self._ridge
+        self._factor.reset(H)
+        self.order = list(F)
+        self.updates = 0
+        self._stats["factorisations"] += 1
+
+    def join(self, i):
+        """Add variable ``i``; False (not added) when the bordered block is
+        not numerically positive definite."""
+        slot = self._columns.slots(np.array([i]))[0]
+        h = self._columns.store[np.asarray(self.order, dtype=np.intp), slot]
+        if not self._factor.append(np.ascontiguousarray(h),
+                                   self._columns.store[i, slot] + self._ridge):
+            return False
+        self.order.append(int(i))
+        self.updates += 1
+        self._stats["joins"] += 1
+        return True
+
+    def leave(self, positions):
+        """Take out the variables at ``positions`` of ``order``."""
+        for p in sorted(positions, reverse=True):
+            self._factor.remove(int(p))
+            del self.order[p]
+            self.updates += 1
+            self._stats["leaves"] += 1
+
+    def solve(self, rhs):
+        return self._factor.solve(rhs)
+
+
+def refine(seed, y, C, kernel_row, tol, max_steps, max_free, stats=None):
     """The C-SVC dual's optimum from the feasible ``seed``, or as near as
     ``max_steps`` steps get (a new array; see the module's docstring).
 
@@ -90,8 +155,12 @@ def refine(seed, y, C, kernel_row, tol, max_steps, max_free):
     gradient (with the bias) is beyond ``tol`` on the wrong side (half of SMO's
     ``eps``: a result that stops here meets SMO's stopping rule);
     ``max_free``: give up (return the point reached) rather than solve a
-    system of more free variables.
+    system of more free variables; ``stats``: a dict that receives the
+    counts of steps, factorisations from scratch, joins and leaves.
     """
+    stats = {} if stats is None else stats
+    for name in ("steps", "factorisations", "joins", "leaves"):
+        stats.setdefault(name, 0)
     a = np.array(seed, dtype=np.float64)
     free = (a > 0) & (a < C)
     if np.count_nonzero(free) > max_free:
@@ -100,39 +169,47 @@ def refine(seed, y, C, kernel_row, tol, max_steps, max_free):
     g_full = _gradient(kernel_row, y, a)    # Q a - 1 at a_full, every row
     a_full = a.copy()
     g = g_full.copy()                       # Q a - 1 at a, the free rows
-    # A ridge on the free block keeps its system solvable when rows repeat
-    # (a9a's binary rows: equal columns); it moves the gradient by at most
-    # ridge * |step| <= tol / 10, within what the result is checked to.
-    ridge = tol / (10 * float(C.max()))
+    # A ridge on the free block keeps it positive definite, as its Cholesky
+    # factor needs, when rows repeat (a9a's binary rows: equal columns) and
+    # when the float32 kernel values' rounding (2^-24 relative) makes it
+    # slightly indefinite.  The step then solves (Q_FF + ridge I) d = -(g + y b)
+    # and leaves -ridge d in the free rows' gradient; further steps on the
+    # same free set remove it (each multiplies it by ridge / (lambda + ridge)
+    # along an eigenvector of Q_FF) until it is within tol.
+    ridge = max(tol / (10 * float(C.max())), _RIDGE)
+    system = _FreeSystem(columns, ridge, stats)
+    try:
+        system.factorise(np.flatnonzero(free))
+    except np.linalg.LinAlgError:
+        return a
+    stuck = np.zeros(a.size, dtype=bool)    # bound variables that would break the factor
+    stats["stopped"] = "steps"
+    last_residual = np.inf
     for _ in range(max_steps):
-        F = np.flatnonzero(free)
+        stats["steps"] += 1
+        F = np.asarray(system.order, dtype=np.intp)
         k = F.size
-        if k > max_free:
-            break
         if k:
-            slots = columns.slots(F)          # (first: it may grow the store)
-            QFF = columns.store[np.ix_(F, slots)]
-            A = np.zeros((k + 1, k + 1))
-            A[:k, :k] = QFF
-            A[np.arange(k), np.arange(k)] += ridge
-            A[:k, k] = A[k, :k] = y[F]
-            try:
-                sol = np.linalg.solve(A, np.append(-g[F], 0.0))
-            except np.linalg.LinAlgError:
+            # [H y; y' 0] [d; b] = [-g; 0] through the factor of H:
+            # d = -H^-1 (g + y b), with b from y'd = 0
+            Hg, Hy = system.solve(np.column_stack([g[F], y[F]])).T
+            b = -(y[F] @ Hg) / (y[F] @ Hy)
+            d = -(Hg + b * Hy)
+            if not (np.isfinite(b) and np.all(np.isfinite(d))):
+                stats["stopped"] = "singular"
                 break
-            if not np.all(np.isfinite(sol)):
-                break
-            d, b = sol[:k], sol[k]
             # ratio test: the longest step toward the solution inside the box
             with np.errstate(divide="ignore", invalid="ignore"):
                 room = np.where(d > 0, (C[F] - a[F]) / d, np.where(d < 0, -a[F] / d, np.inf))
             t = min(1.0, float(room.min()))
             a[F] += t * d
-            g[F] += QFF @ (t * d)
+            # Q_FF d = H d - ridge d = -(g + y b) - ridge d: no block product
+            g[F] += t * (-(g[F] + y[F] * b) - ridge * d)
             if t < 1.0:             # those that reached a bound are held there
                 hit = room <= t
                 a[F[hit]] = np.where(d[hit] > 0, C[F[hit]], 0.0)
                 free[F[hit]] = False
+                system.leave(np.flatnonzero(hit))
                 continue
         # the whole gradient, brought up to date with the moves since a_full
         moved = np.flatnonzero(a != a_full)
@@ -140,18 +217,41 @@ def refine(seed, y, C, kernel_row, tol, max_steps, max_free):
             g_full += columns.times(moved, a[moved] - a_full[moved])
             a_full[moved] = a[moved]
         g = g_full.copy()
+        residual = np.abs(g[F] + y[F] * b).max() if k else 0.0
+        if residual > tol and residual < _CONVERGING * last_residual:
+            # the free rows' gradient is not yet level (the ridge's share, or an
+            # updated factor's rounding): another step on the same free set,
+            # with a fresh factor after many updates
+            last_residual = residual
+            if system.updates > _REFACTOR_AFTER:
+                try:
+                    system.factorise(F)
+                except np.linalg.LinAlgError:
+                    stats["stopped"] = "singular"
+                    break
+            continue
+        last_residual = np.inf
         if not k:   # nothing free: the bias anywhere between LIBSVM's two bounds
             v = -y * g
             up = ((y > 0) & (a < C)) | ((y < 0) & (a > 0))
             low = ((y > 0) & (a > 0)) | ((y < 0) & (a < C))
             if not (up.any() and low.any()):
+                stats["stopped"] = "optimal"
                 break
             b = -(v[up].max() + v[low].min()) / 2
         gb = g + y * b
-        wrong = ~free & (((a <= 0) & (gb < -tol)) | ((a >= C) & (gb > tol)))
+        wrong = ~free & ~stuck & (((a <= 0) & (gb < -tol)) | ((a >= C) & (gb > tol)))
         if not wrong.any():
+            stats["stopped"] = "stuck" if stuck.any() else "optimal"
+            break
+        if k + min(np.count_nonzero(wrong), _FREED_PER_STEP) > max_free:
+            stats["stopped"] = "max_free"
             break
         worst = np.flatnonzero(wrong)
         worst = worst[np.argsort(-np.abs(gb[worst]), kind="stable")[:_FREED_PER_STEP]]
-        free[worst] = True
+        for i in worst:
+            if system.join(i):
+                free[i] = True
+            else:
+                stuck[i] = True
     return np.clip(a, 0.0, C)

@@ -55,13 +55,19 @@ class WarmStart:
     several times fewer).  Without a kept gradient (or with bounds not all scaled
     by one ratio) the core computes it.
 
-    A C-SVC sub-problem whose previous solve was slow (more than
-    ``SLOW_ITERATIONS`` SMO iterations per variable: the large-C cells), or
-    refined, has its seed carried on to the optimum by an active-set method
-    first (:mod:`.active_set`); ``slow`` says whether the last ``start`` was one.
+    A C-SVC sub-problem whose previous solve was slow for its free variables
+    (the large-C cells), or refined, has its seed carried on to the optimum
+    by an active-set method first (:mod:`.active_set`); ``slow`` says whether
+    the last ``start`` was one.  Slow: more than ``SLOW_ITERATIONS`` SMO
+    iterations per variable, and its iterations times the variables (each
+    iteration updates every variable's gradient) above the cube of its free
+    variables (the refinement's cost grows so: a few O(free^2) steps per free
+    variable; on a9a[:5000] an SMO iteration of a sub-problem of n variables
+    cost about as much as n of those units, and at C = 2^7 a refinement
+    would cost more than the SMO iterations it saves).
     """
 
-    SLOW_ITERATIONS = 10
+    SLOW_ITERATIONS = 2
 
     def __init__(self, thrifty=False):
         self._solutions = {}
@@ -121,10 +127,11 @@ class WarmStart:
         C: most rows are support vectors, few iterations) and left no gradient
         makes the next one start cold, which is as fast.  With the gradient
         kept the next is always seeded.
-        A slow solve (more than ``SLOW_ITERATIONS`` per variable), or a
-        refined one (its few iterations are the refinement's doing), makes the
-        next start slow (refined)."""
-        slow = self.slow or (n_iter is not None and n_iter > self.SLOW_ITERATIONS * C.size)
+        A slow solve (see the class), or a refined one (its few iterations
+        are the refinement's doing), makes the next start slow (refined)."""
+        free = np.count_nonzero((alpha > 0) & (alpha < C))
+        slow = self.slow or (n_iter is not None and n_iter > self.SLOW_ITERATIONS * C.size
+                             and n_iter * C.size > free ** 3)
         worth = slow or not self.thrifty or n_iter is None or gradient is not None \
             or n_iter > np.count_nonzero(alpha)
         self._solutions[self._next - 1] = (alpha.copy(), C.copy(), slow, worth,
@@ -133,8 +140,10 @@ class WarmStart:
 
 
 # the active-set refinement's limits: steps, and free variables in its system
-_REFINE_STEPS = 400
-_REFINE_MAX_FREE = 400
+# (its factor is updated, not recomputed, so a step costs O(free^2): a9a's
+# large-C cells have 1,300 to 1,500 free variables)
+_REFINE_STEPS = 2000
+_REFINE_MAX_FREE = 2000
 
 
 def _start(ctx, C, cold, rows=None, y_pm=None):
@@ -147,9 +156,11 @@ def _start(ctx, C, cold, rows=None, y_pm=None):
     if y_pm is not None and ctx.warm.slow:
         kernel = _kernel_rows(ctx, rows)
         with one_blas_thread():     # small systems: OpenBLAS's threads only wait
-            seed = refine(seed, y_pm.astype(np.float64), C, kernel.row,
-                          float(ctx.param.eps) / 2, _REFINE_STEPS, _REFINE_MAX_FREE)
-        ctx.warm.drop_gradient()
+            refined = refine(seed, y_pm.astype(np.float64), C, kernel.row,
+                             float(ctx.param.eps) / 2, _REFINE_STEPS, _REFINE_MAX_FREE)
+        if not np.array_equal(refined, seed):   # (it gives up at once on too many free)
+            ctx.warm.drop_gradient()
+        seed = refined
     return seed
 
 
