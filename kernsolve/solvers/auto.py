@@ -40,14 +40,15 @@ from .._validation import _size_text, libsvm_rows, memory_limit
 __all__ = ["SMO_MAX_ROWS", "Problem", "Choice", "describe", "choose", "resolve"]
 
 # Up to this many rows SMO: on full Fashion-MNIST (60,000 rows) it is the most
-# accurate solver in 98.5 s (benchmarks/CURRENT.md#exact-fashion), where EigenPro
-# on 15000 centres is 0.5 points behind in 30 s (#eigenpro-centres), and on a9a
-# and ijcnn1 it is the most accurate and among the fastest (#exact-a9a,
+# accurate solver in 56.9 s (benchmarks/CURRENT.md#smo-fashion-dense), where
+# EigenPro on 15000 centres is 0.5 points behind in 30 s (#eigenpro-centres), and
+# on a9a and ijcnn1 it is the most accurate and among the fastest (#exact-a9a,
 # #exact-ijcnn1; no approximate solver within a point of it on ijcnn1,
-# #tta-ijcnn1-other).  Its time grows faster than the rows (5.7 times for 3
-# times the rows: #smo-fmnist10's 20,000 against #exact-fashion's 60,000), so
-# about 4 minutes at 100,000 rows and hours at a million: a judgement from these
-# rows, not a measured crossover (the 480k/1.2M panel of issue 33 is not run).
+# #tta-ijcnn1-other).  Beyond, its time grows as about n^2.5 (#more-rows-smo:
+# 69.1 / 324.4 / 1198.0 s at 60,000 / 120,000 / 180,000 Fashion-MNIST rows),
+# about 3 minutes at 100,000 rows and hours at 480,000, while EigenPro takes
+# 48 s at 120,000 rows 1.3 points behind (#more-rows-120k-panel): the threshold
+# is where SMO passes a few minutes here, a judgement on that curve.
 SMO_MAX_ROWS = 100_000
 
 # EigenPro on centres as measured (benchmarks/CURRENT.md#eigenpro-centres: 9.99%
