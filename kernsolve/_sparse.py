@@ -119,9 +119,11 @@ class Csr:
 
 
 def _row_numbers(key, n):
-    """The row numbers of an integer, an integer array or a boolean mask, in
+    """The row numbers of a slice, an integer, an integer array or a boolean mask, in
     time of the rows taken (never an array of all ``n``; a mask is ``n`` long
     anyway), negative numbers counted from the end as numpy counts them."""
+    if isinstance(key, slice):
+        return np.arange(*key.indices(n), dtype=np.int64)
     key = np.asarray(key)
     if key.dtype == np.bool_:
         if key.shape != (n,):
