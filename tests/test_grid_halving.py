@@ -29,9 +29,10 @@ def _a9a(shared):
     return y, X
 
 
-def _svmguide1(shared):
-    """Every 5th row of svmguide1, scaled to [-1, 1] per feature (svm-scale's default)."""
-    y, X = read_problem(io.BytesIO(b"".join(shared.lines("svmguide1").splitlines(True)[::5])))
+def _svmguide1(shared, every=5):
+    """Every 5th row (``every``) of svmguide1, scaled to [-1, 1] per feature
+    (svm-scale's default)."""
+    y, X = read_problem(io.BytesIO(b"".join(shared.lines("svmguide1").splitlines(True)[::every])))
     X = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
     lo, hi = X.min(0), X.max(0)
     return y, 2 * (X - lo) / np.where(hi > lo, hi - lo, 1) - 1

@@ -2,9 +2,11 @@
 from the previous C's solution (alpha seeding); the solutions equal the cold
 fits' within the solver's tolerance, the grid's best cell is the same."""
 import io
+import os
 import re
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -16,6 +18,7 @@ from kernsolve.model_selection.grid import _kernel_pools
 from kernsolve.solvers.libsvm._cholesky_update import CholeskyFactor
 from kernsolve.solvers.libsvm.active_set import _Columns, refine
 from kernsolve.solvers.libsvm.formulations import WarmStart
+from conftest import package_env
 from test_grid_halving import _svmguide1
 
 
@@ -95,6 +98,62 @@ def test_kernel_pools_pair_gammas_that_leave_a_core_idle():
     assert keys(_kernel_pools(groups, odd, 2, lambda g: False)) == [["g1"], ["g2"], ["g3"]]
     assert keys(_kernel_pools(groups, odd, 1, lambda g: True)) == [["g1"], ["g2"], ["g3"]]
     assert keys(_kernel_pools({None: [0, 1]}, odd, 2, lambda g: True)) == [[None]]
+
+
+# A child with numpy's OpenBLAS on two threads: it names the BLAS workers (the
+# threads that exist once numpy is loaded, beside the main one), runs a warm
+# grid on two cores, then one product that OpenBLAS does split (the control),
+# and prints how many times the kernel put each worker on a CPU during each.
+_BLAS_WORKERS_CHILD = r"""
+import os, sys, threading
+import numpy as np          # numpy's OpenBLAS starts its workers as it loads
+
+def runs(tid):              # schedstat: the times the thread was put on a CPU
+    with open(f"/proc/self/task/{tid}/schedstat") as f:
+        return int(f.read().split()[2])
+
+def woken(work):
+    before = {t: runs(t) for t in workers}
+    out = work()
+    return out, sum(runs(t) - before[t] for t in workers)
+
+workers = {int(t) for t in os.listdir("/proc/self/task")} - {threading.get_native_id()}
+from kernsolve import grid_search
+data = np.load(sys.argv[1])
+grid = {"c": [2.0, 8.0, 32.0], "g": [1.0]}
+two, in_grid = woken(lambda: grid_search(data["y"], data["X"], "-q --warm", grid=grid,
+                                         n_jobs=2))
+one = grid_search(data["y"], data["X"], "-q --warm", grid=grid, n_jobs=1)
+_, in_control = woken(lambda: np.ones((600, 3000)) @ np.ones(3000))
+print(len(workers), in_grid, in_control,
+      [c["rate"] for c in two.cells] == [c["rate"] for c in one.cells])
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_warm_grid_on_two_cores_never_wakes_blas_threads(shared, tmp_path):
+    """The fits of a warm grid on two cores run side by side, one thread each:
+    their held-out rows' products (``SharedKernel.weighted_sums``) must not
+    start numpy's BLAS threads, which then spun beside them (issue 35: the
+    second worker doubled the CPU time on svmguide1 and gained nothing).
+    Oracle: the kernel's count of the times each BLAS worker thread ran
+    (``/proc``'s schedstat: a count, not a time), zero during the grid, and
+    more than zero for one product that OpenBLAS splits (so the workers are
+    the right threads and a woken one is seen); the rates are the one-core
+    run's."""
+    y, X = _svmguide1(shared, every=1)      # held-out blocks of 618 x 3,089 values
+    data = tmp_path / "rows.npz"
+    np.savez(data, y=y, X=X)
+    done = subprocess.run([sys.executable, "-c", _BLAS_WORKERS_CHILD, str(data)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=600,
+                          env=package_env(OPENBLAS_NUM_THREADS="2", OMP_NUM_THREADS="2"))
+    assert done.returncode == 0, done.stderr
+    n_workers, in_grid, in_control, same_rates = done.stdout.split()
+    if int(n_workers) == 0 or int(in_control) == 0:
+        pytest.skip("numpy's BLAS shows no worker threads of its own (not OpenBLAS "
+                    "on pthreads)")
+    assert int(in_grid) == 0
+    assert same_rates == "True"
 
 
 def test_warm_grid_on_two_cores_pools_two_gammas(heart):
