@@ -38,6 +38,7 @@ from . import cv as _cv
 from .._constants import C_SVC, CLASSIFICATION, EPSILON_SVR, NU_SVR, REGRESSION
 from .._fileutil import output_file
 from .._params import _LETTERS, _LONG, OptionsLike, parse_options
+from .._threads import one_blas_thread
 from .._typing import ArrayLike, MatrixLike, StrPath
 from ..solvers import all_option_names
 from ..solvers.libsvm.libsvm_rand import cross_validation_folds
@@ -709,8 +710,15 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
                     for (ci, f), res in zip(tasks[t][1], results):
                         on_done(ci, f, res)
 
-                waves += _cv.run_tasks(_cv.fit_predict_path, [t[0] for t in tasks], total,
-                                       backend, chain_done)
+                # side by side on shared matrices, the fits' held-out products
+                # (SharedKernel.weighted_sums) keep numpy's BLAS on one thread:
+                # held for the whole pool, so that its thread count does not
+                # toggle between the products and wake its workers ("Two
+                # workers", doc/cross-validation.md)
+                one_blas = total > 1 and any(key is not None for key, _ in pool)
+                with one_blas_thread() if one_blas else contextlib.nullcontext():
+                    waves += _cv.run_tasks(_cv.fit_predict_path, [t[0] for t in tasks],
+                                           total, backend, chain_done)
                 del shared, tasks           # the pool's matrices dropped before the next
         except Exception as exc:  # a worker died: name the cells that did not finish
             if "write_error" in state:      # not a worker: our own output failed
