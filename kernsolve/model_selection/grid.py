@@ -710,12 +710,14 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
                     for (ci, f), res in zip(tasks[t][1], results):
                         on_done(ci, f, res)
 
-                # side by side on shared matrices, the fits' held-out products
+                # the fits' held-out products on shared matrices
                 # (SharedKernel.weighted_sums) keep numpy's BLAS on one thread:
-                # held for the whole pool, so that its thread count does not
-                # toggle between the products and wake its workers ("Two
-                # workers", doc/cross-validation.md)
-                one_blas = total > 1 and any(key is not None for key, _ in pool)
+                # the fits run side by side, each on its share of the cores, and
+                # OpenBLAS's own threads would take the other fit's core and spin
+                # after each product; held for the whole pool, so that its
+                # thread count does not toggle between the products and wake
+                # its workers ("Two workers", doc/cross-validation.md)
+                one_blas = any(key is not None for key, _ in pool)
                 with one_blas_thread() if one_blas else contextlib.nullcontext():
                     waves += _cv.run_tasks(_cv.fit_predict_path, [t[0] for t in tasks],
                                            total, backend, chain_done)

@@ -17,7 +17,6 @@ import numpy as np
 
 from ..._core._kernel import kernel_gram
 from ..._kernels import as_canonical
-from ..._threads import one_blas_thread
 from ..._validation import resolve_gamma
 
 __all__ = ["SharedKernel", "gram_bytes"]
@@ -96,12 +95,9 @@ class SharedKernel:
                 kept["held_out_rows"] = block
         spread = np.bincount(np.asarray(cols, dtype=np.intp), weights=weights,
                              minlength=self.gram.shape[1])
-        # one BLAS thread: the fits that call this run side by side, each on
-        # its share of the cores; OpenBLAS's own threads would take the other
-        # fit's core, and spin after each product (doc/cross-validation.md,
-        # "Two workers")
-        with one_blas_thread():
-            return block @ spread
+        # on one BLAS thread: grid_search holds the limit around the fits that
+        # call this (doc/cross-validation.md, "Two workers")
+        return block @ spread
 
     def solver_rows(self, rows):
         """Rows of ``X`` (and of the matrix) of a sub-problem on the fit's ``rows``
