@@ -46,9 +46,13 @@ Problems (``--configs``, indices or names; default: issue 16's six):
  6    mushrooms       mushrooms (labels 1/2), held-out split              -c 1 -g 0.01
  7    fmnist8         Fashion-MNIST, 8 -> +1, others -> -1; test .t       -c 1000 -g 0.02
  8    fmnist10        Fashion-MNIST first 20000 rows, 10 classes; .t      -c 10 -g 0.02
+ 9    fmnist10-m100   as fmnist10                                         -c 10 -g 0.02 -m 100
+10    fmnist10-40k-   Fashion-MNIST first 40000 rows, 10 classes; .t      -c 10 -g 0.02 -m 100
+      m100
 ====  ==============  ==================================================  ====================
 
-0-2 are issue 3's (100 MB cache, eps 1e-3, shrinking: LIBSVM's defaults);
+9-10 are LIBSVM's default cache on dense rows (the position-ordered copy
+against ``-m``); 0-2 are issue 3's (100 MB cache, eps 1e-3, shrinking: LIBSVM's defaults);
 3-8 are issue 16's, all with ``-m 1000 -e 0.001 -h 1``.  w8a and mushrooms
 have no test file: the rows are split once by
 ``numpy.random.RandomState(16).permutation(n)``, the first ``n // 5`` of it
@@ -118,6 +122,10 @@ CONFIGS = [
          **_ISSUE16),
     dict(name="fmnist10", train="fashion-mnist.scale", test="fashion-mnist.scale.t",
          n_features=784, C=10.0, gamma=0.02, train_rows=20000, **_ISSUE16),
+    dict(name="fmnist10-m100", train="fashion-mnist.scale", test="fashion-mnist.scale.t",
+         n_features=784, C=10.0, gamma=0.02, train_rows=20000, cache_mb=100.0),
+    dict(name="fmnist10-40k-m100", train="fashion-mnist.scale", test="fashion-mnist.scale.t",
+         n_features=784, C=10.0, gamma=0.02, train_rows=40000, cache_mb=100.0),
 ]
 DEFAULT_CONFIGS = ["a9a", "ijcnn1", "w8a", "mushrooms", "fmnist8", "fmnist10"]
 EPS = 0.001

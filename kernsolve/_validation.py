@@ -22,15 +22,7 @@ class name) selects scikit-learn's wording, so both keep the messages their
 users know.  Thread counts are checked by :mod:`kernsolve._threads`.
 """
 import numbers
-import os
 import warnings
-from types import ModuleType
-
-resource: ModuleType | None
-try:
-    import resource
-except ImportError:  # pragma: no cover - not Unix
-    resource = None
 
 import numpy as np
 
@@ -38,6 +30,7 @@ from ._constants import CLASSIFICATION, RBF
 from ._errors import DataConversionWarning, twin
 from ._features import median_gamma
 from ._kernels import Canonical, as_canonical
+from ._memory import memory_limit
 from ._sparse import Csr, issparse, make_csr, scipy_sparse
 
 __all__ = ["DataConversionWarning", "check_X", "libsvm_rows", "check_targets", "check_sample_weight",
@@ -445,17 +438,6 @@ def seed_of(random_state):
 
 
 # ---------------------------------------------------------------- sizes and one class
-
-def memory_limit():
-    """Bytes one allocation may take: half of this machine's memory, or of the
-    process's address-space limit (``ulimit -v``) when that is lower."""
-    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    if resource is not None:
-        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
-        if soft != resource.RLIM_INFINITY:
-            total = min(total, soft)
-    return total // 2
-
 
 def _size_text(n_bytes):
     for unit, size in (("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):

@@ -17,7 +17,8 @@ import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
 import kernsolve
-from kernsolve._core._kernel import KernelRows
+from kernsolve._core import _kernel
+from kernsolve._core._kernel import KernelRows, ordered_copy
 
 MB = 2 ** 20
 RBF = 2
@@ -56,7 +57,11 @@ def test_dense_rows_are_numpys_kernel_and_the_same_bits_on_every_path(vector_pat
     rows = np.arange(1, 300, 2)[::-1]            # interleaved, reversed
     gamma = 0.3 / d
     kr = KernelRows(X, RBF, 3, gamma, 0.0, 1.0, 1, rows)
-    plain = KernelRows(X, RBF, 3, gamma, 0.0, 0.0, 1, rows)   # no copy: through perm
+    previous = ordered_copy(False)
+    try:
+        plain = KernelRows(X, RBF, 3, gamma, 0.0, 0.0, 1, rows)   # no copy: through perm
+    finally:
+        ordered_copy(previous)
     n = rows.size
     assert kr.copy_bytes == 8 * n * d + 8 * n and plain.copy_bytes == 0
     rng = np.random.default_rng(d)
@@ -90,9 +95,11 @@ def test_avx2_pairs_of_rows_give_the_scalar_bits(vector_path):
     assert out["avx2"] == out["scalar"]
 
 
-def test_the_dense_copy_comes_out_of_the_budget():
+def test_the_dense_copy_comes_out_of_the_budget(monkeypatch):
     """The copy takes 8 bytes a value and 8 a row from -m, the rows' budget
-    is the rest; above a quarter of -m no copy is made."""
+    is the rest; above a quarter of -m the copy takes that quarter from -m
+    and the rest beyond it, unless the rest is more than half of what
+    kernsolve allows itself (_memory.memory_limit)."""
     X = random_dense(400, 50, seed=1)
     rows = np.arange(0, 400, 3)
     n = rows.size
@@ -101,8 +108,22 @@ def test_the_dense_copy_comes_out_of_the_budget():
     assert kr.copy_bytes == copy
     assert kr.budget_bytes == (MB - copy) // 4 * 4
     tight = KernelRows(X, RBF, 3, 0.1, 0.0, 3.9 * copy / MB, 2, rows)
-    assert tight.copy_bytes == 0
-    assert tight.budget_bytes == int(3.9 * copy) // 4 * 4
+    assert tight.copy_bytes == copy             # over a quarter of -m: made all the
+    quarter = int(0.25 * 3.9 * copy)            # same, a quarter of -m from the budget
+    assert tight.copy_in_budget_bytes == quarter
+    assert tight.budget_bytes == int((3.9 * copy - quarter) / 4) * 4
+    previous = ordered_copy(False)
+    try:
+        plain = KernelRows(X, RBF, 3, 0.1, 0.0, 1.0, 2, rows)
+    finally:
+        ordered_copy(previous)
+    assert plain.copy_bytes == 0 and plain.budget_bytes == MB
+    beyond = copy - quarter
+    monkeypatch.setattr(_kernel, "memory_limit", lambda: 2 * beyond)
+    assert KernelRows(X, RBF, 3, 0.1, 0.0, 3.9 * copy / MB, 2, rows).copy_bytes == copy
+    monkeypatch.setattr(_kernel, "memory_limit", lambda: 2 * beyond - 2)
+    refused = KernelRows(X, RBF, 3, 0.1, 0.0, 3.9 * copy / MB, 2, rows)
+    assert refused.copy_bytes == 0 and refused.budget_bytes == int(3.9 * copy) // 4 * 4
     whole = KernelRows(X, RBF, 3, 0.1, 0.0, 1.0, 2)     # all rows, in order:
     assert whole.copy_bytes == 8 * 400 * 50 + 8 * 400  # counted from the start
     whole.py_swap(0, 399)

@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
-from kernsolve._core._kernel import KernelRows
+from kernsolve._core._kernel import KernelRows, ordered_copy
 from kernsolve._kernels import kernel_rows
 
 KFLOAT = 4  # bytes per cached kernel value
@@ -82,17 +82,18 @@ def engine(X, cache_mb, n_jobs=1, kernel="rbf"):
 
 def rows_budget(kr, X, budget_entries):
     """The cached rows' budget in entries: -m less the position-ordered copy of
-    the rows (made when it is at most a quarter of -m: sparse, 12 bytes a
-    stored value and 16 a row; dense, 8 a value and 8 a row), at least two
-    full rows."""
+    the rows (sparse, 12 bytes a stored value and 16 a row; dense, 8 a value
+    and 8 a row) up to a quarter of -m (the rest of it is held beyond -m), at
+    least two full rows."""
     n = X.shape[0]
     if sp.issparse(X):
-        need = 12 * X.nnz + 16 * (n + 1)
+        copy = 12 * X.nnz + 16 * (n + 1)
     else:
-        need = 8 * X.size + 8 * n
-    copy = need if need <= 0.25 * budget_entries * KFLOAT else 0
+        copy = 8 * X.size + 8 * n
     assert kr.copy_bytes == copy
-    return max(budget_entries - copy // KFLOAT, 2 * n)
+    in_budget = min(copy, int(0.25 * budget_entries * KFLOAT))
+    assert kr.copy_in_budget_bytes == in_budget
+    return max(int(budget_entries - in_budget / KFLOAT), 2 * n)
 
 
 def check_state(kr, model):
@@ -118,8 +119,13 @@ def read_and_compare(kr, model, fresh, p, length, step=None):
 
 def test_lru_eviction_order_by_hand():
     n = 10
-    # 25 entries: two full rows plus five
-    kr = engine(data(n), cache_mb=100 / 2**20)
+    # 25 entries: two full rows plus five (no position-ordered copy, which
+    # would take a quarter of them)
+    previous = ordered_copy(False)
+    try:
+        kr = engine(data(n), cache_mb=100 / 2**20)
+    finally:
+        ordered_copy(previous)
     assert kr.budget_bytes == 100
     kr.row(0, 10)
     kr.row(1, 5)
@@ -150,8 +156,11 @@ def test_budget_raised_to_two_rows_and_respected():
     kr = engine(X, cache_mb=1)
     assert kr.copy_bytes == 8 * 40 * 5 + 8 * 40     # the dense rows in position order
     assert kr.budget_bytes == 2**20 - kr.copy_bytes
-    kr = engine(X, cache_mb=0.5 / 1024)     # 512 bytes = 128 entries; no copy
-    assert kr.budget_bytes == 512
+    kr = engine(X, cache_mb=0.5 / 1024)     # 512 bytes = 128 entries: the copy
+    assert kr.copy_in_budget_bytes == 128    # takes a quarter, the rest beyond -m
+    assert kr.budget_bytes == 512 - 128
+    kr = engine(X, cache_mb=0.3 / 1024)     # 307 bytes: 230 left, under two rows
+    assert kr.budget_bytes == 2 * 40 * KFLOAT
 
 
 def test_extension_computes_only_the_missing_tail():

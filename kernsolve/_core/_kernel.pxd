@@ -140,7 +140,8 @@ cdef class KernelRows:
     cdef double* by_pos_norms
     cdef bint by_pos_stale
     cdef int64_t by_pos_nnz           # nonzeros of the rows the positions use
-    cdef Py_ssize_t by_pos_bytes      # the copy's share of the budget (or the bit sets')
+    cdef Py_ssize_t by_pos_bytes      # the copy's bytes (or the bit sets')
+    cdef Py_ssize_t by_pos_in_budget  # their part taken from the -m budget
     # Binary X (every value 0 or 1) as bit sets in position order, instead of
     # the copy above: a kernel value is then a popcount and a table lookup
     # (_bits.h), the same bits as the general path.  NULL when X is not binary,

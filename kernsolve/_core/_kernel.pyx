@@ -13,6 +13,7 @@ from libc.stdint cimport uint64_t
 
 import numpy as np
 
+from kernsolve._memory import memory_limit
 from ._rows cimport Rows, as_rows, row_ptr, row_bits
 from ._team cimport ks_team_run, ks_grab
 from ._kernel_values cimport (
@@ -48,10 +49,16 @@ cdef extern from *:
 cdef enum:
     MAX_PENDING = 4096
 
-# The position-ordered copy of X is made when it takes at most this share of
-# the -m budget, and its bytes come out of the budget (sparse a9a: 5.5 MB,
-# ijcnn1: 8 MB, a 10-class Fashion-MNIST pair of 4000 rows: 19 MB sparse,
-# 25 MB dense).
+# The position-ordered copy of X takes its bytes from the -m budget up to this
+# share of it, and the rest in addition to -m (sparse a9a: 5.5 MB, ijcnn1:
+# 8 MB, a 10-class Fashion-MNIST pair of 4000 rows: 19 MB sparse, 25 MB
+# dense; of 8000 rows: 38 MB sparse).  Why not all inside -m: the copy is a
+# copy of data, sized by the data, not a cache; at LIBSVM's default -m 100 a
+# pair of 8000 Fashion-MNIST rows would not get it, and SMO on those rows
+# took 197.6 s without it against 60.2 s with it (1 thread; bench_smo.py's
+# fmnist10-40k-m100; benchmarks/CURRENT.md, smo-copy-m100).  It is left out only when its part beyond -m would
+# take more than COPY_BEYOND_M_SHARE of what kernsolve allows itself
+# (_memory.memory_limit: half of the machine's memory or of ulimit -v).
 #
 # Why dense X needs it too (issue: SMO on dense rows 3.6x slower than on the
 # same rows sparse).  A one-vs-one pair's rows are interleaved with the other
@@ -71,10 +78,13 @@ cdef enum:
 # Sparse X had the copy, so its rows never paid this.  The copy holds the
 # same doubles, so every kernel value keeps its bits.
 cdef double BY_POSITION_SHARE = 0.25
+cdef double COPY_BEYOND_M_SHARE = 0.5
 
-# Binary rows as bit sets (_bits.h); off only for tests and benchmarks that
-# compare with the general path (binary_rows()).
+# Binary rows as bit sets (_bits.h) and the position-ordered copy of X; off
+# only for tests and benchmarks that compare with the general path
+# (binary_rows()) or with the rows read through perm (ordered_copy()).
 cdef bint _binary_rows_on = True
+cdef bint _ordered_copy_on = True
 
 
 def binary_rows(on=None):
@@ -85,6 +95,18 @@ def binary_rows(on=None):
     before = bool(_binary_rows_on)
     if on is not None:
         _binary_rows_on = bool(on)
+    return before
+
+
+def ordered_copy(on=None):
+    """Whether KernelRows made from now on copy X's rows in position order
+    (when memory allows); ``on`` sets it.  Returns the setting before the
+    call.  For the tests and the benchmarks: a value has the same bits with
+    or without the copy."""
+    global _ordered_copy_on
+    before = bool(_ordered_copy_on)
+    if on is not None:
+        _ordered_copy_on = bool(on)
     return before
 
 # With bit sets a kernel value costs about a popcount per word, while a cached
@@ -519,27 +541,32 @@ cdef class KernelRows:
         # the rows' nonzeros and fit in the copy's share of the budget.
         cdef Py_ssize_t words = (self.X.n_features + 63) // 64
         cdef double bits_bytes = 8.0 * words * n + sizeof(kfloat) * (64.0 * words + 1)
+        cdef double share = BY_POSITION_SHARE * entries * sizeof(kfloat)
+        cdef double beyond_limit = COPY_BEYOND_M_SHARE * memory_limit()
         cdef bint binary = False
         cdef double cap
         if (_binary_rows_on and kernel_type != PRECOMPUTED and self.gram == NULL and words > 0
                 and (not self.X.is_sparse or words <= nnz // n)
-                and bits_bytes <= BY_POSITION_SHARE * entries * sizeof(kfloat)):
+                and bits_bytes - min(bits_bytes, share) <= beyond_limit):
             with nogil:
                 binary = _is_binary(&self.X, start, n)
         if binary:
             self._make_bits(words)
-            entries -= bits_bytes / sizeof(kfloat)
             self.by_pos_bytes = <Py_ssize_t>bits_bytes
+            self.by_pos_in_budget = <Py_ssize_t>min(bits_bytes, share)
+            entries -= self.by_pos_in_budget / <double>sizeof(kfloat)
             cap = _bits_cache_mb_per_word * words * 1048576.0 / <double>sizeof(kfloat)
             if entries > cap:
                 entries = cap
         # The position-ordered copy of X (sparse: nonzeros, row pointers and
-        # norms; dense: rows and norms), when it fits in its share of the
-        # budget, which it then uses.
+        # norms; dense: rows and norms): its bytes come out of the budget up
+        # to a quarter of it, the rest is taken beyond -m (within a share of
+        # memory_limit()).
         cdef double copy_bytes = _copy_bytes(&self.X, n, nnz)
-        if (kernel_type != PRECOMPUTED and not binary and self.gram == NULL
-                and copy_bytes <= BY_POSITION_SHARE * entries * sizeof(kfloat)):
-            entries -= copy_bytes / sizeof(kfloat)
+        if (_ordered_copy_on and kernel_type != PRECOMPUTED and not binary and self.gram == NULL
+                and copy_bytes - min(copy_bytes, share) <= beyond_limit):
+            self.by_pos_in_budget = <Py_ssize_t>min(copy_bytes, share)
+            entries -= self.by_pos_in_budget / <double>sizeof(kfloat)
             self.by_pos_on = True
             self.by_pos = self.X      # n_features, is_sparse; arrays set when built
             self.by_pos.n_rows = n
@@ -1015,7 +1042,8 @@ cdef class KernelRows:
     @property
     def budget_bytes(self):
         """The cached rows' budget in bytes: cache_mb less the position-ordered
-        copy's bytes (``copy_bytes``), raised to two full rows."""
+        copy's part taken from it (``copy_in_budget_bytes``), raised to two
+        full rows."""
         return self.budget * sizeof(kfloat)
 
     @property
@@ -1025,12 +1053,18 @@ cdef class KernelRows:
 
     @property
     def copy_bytes(self):
-        """Bytes of the position-ordered copy of X taken from cache_mb (0
-        when none is made): binary X's bit sets, held from the start, or
-        X's copy (sparse: 12 bytes a stored value and 16 a row; dense: 8 a
-        value and 8 a row), held once the first row is computed after a
-        swap (at once for ``rows`` picked out of X)."""
+        """Bytes of the position-ordered copy of X (0 when none is made):
+        binary X's bit sets, held from the start, or X's copy (sparse: 12
+        bytes a stored value and 16 a row; dense: 8 a value and 8 a row),
+        held once the first row is computed after a swap (at once for
+        ``rows`` picked out of X)."""
         return self.by_pos_bytes if self.by_pos_on or self.bits != NULL else 0
+
+    @property
+    def copy_in_budget_bytes(self):
+        """The part of ``copy_bytes`` taken from cache_mb: all of it up to a
+        quarter of cache_mb; the rest is held beyond it."""
+        return self.by_pos_in_budget if self.by_pos_on or self.bits != NULL else 0
 
     @property
     def binary(self):

@@ -35,7 +35,8 @@ from .._constants import (BOUNDED_KERNELS, C_SVC, EPSILON_SVR, FOURIER_KERNELS, 
                           POLY, PRECOMPUTED, PSD_KERNELS, SVM_TYPE_NAMES)
 from .._params import Parameters
 from .._sparse import Csr, is_scipy_sparse
-from .._validation import _size_text, libsvm_rows, memory_limit
+from .._memory import memory_limit
+from .._validation import _size_text, libsvm_rows
 
 __all__ = ["SMO_MAX_ROWS", "Problem", "Choice", "describe", "choose", "resolve"]
 

@@ -5,7 +5,7 @@ line starts without scipy).
 """
 import math
 
-from ..._validation import memory_limit
+from ..._memory import memory_limit
 
 __all__ = ["RESIDUAL_BLOCK", "DEFAULT_CENTRES", "DEFAULT_CENTRES_ROWS", "EXACT_CENTRES",
            "preconditioner_bytes", "default_centres"]

@@ -428,7 +428,7 @@ def _train_one(ctx, rows, target, C, cp=None, cn=None):
 
 
 _COUNTERS = ("n_iter", "n_kernel_evals", "n_cache_hits", "n_cache_misses", "seconds")
-_MEMORY = ("cache_peak_bytes", "cache_budget_bytes", "copy_bytes")
+_MEMORY = ("cache_peak_bytes", "cache_budget_bytes", "copy_bytes", "copy_in_budget_bytes")
 
 
 def _counters(part):

@@ -126,8 +126,9 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
         rho, obj, r, n_iter, n_kernel_evals, n_cache_hits, n_cache_misses,
         seconds, status ("ok" or "max_iter"), gap; cache_peak_bytes (the most
         bytes of cached rows held at once), cache_budget_bytes (the rows'
-        budget) and copy_bytes (the position-ordered copy's share of
-        cache_mb); with timers, the time_* keys.
+        budget), copy_bytes (the position-ordered copy's bytes) and
+        copy_in_budget_bytes (their part taken from cache_mb: up to a
+        quarter of it); with timers, the time_* keys.
     """
     check_team_setting()
     if not isinstance(alpha, np.ndarray) or alpha.dtype != np.float64 \
@@ -232,6 +233,7 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
         "cache_peak_bytes": int(kr.peak_cached_bytes),
         "cache_budget_bytes": int(kr.budget_bytes),
         "copy_bytes": int(kr.copy_bytes),
+        "copy_in_budget_bytes": int(kr.copy_in_budget_bytes),
     }
     if s.timed:
         for key, slot in TIMER_KEYS.items():
