@@ -469,6 +469,45 @@ def test_warm_fits_predict_from_the_shared_matrix(heart, options):
             assert sure.mean() > 0.9
 
 
+@pytest.mark.parametrize("options", ["-g 0.5", "-g 0.5 -w-1 3", "-s 3 -p 0.1 -g 0.5"])
+def test_warm_chain_predicts_its_fits_in_one_product(heart, options, monkeypatch):
+    """A warm chain (``fit_predict_path``) leaves its fits' held-out
+    predictions to one product of the held-out rows by all their
+    coefficients.  Oracle: each of the chain's models (the same fits, caught
+    as ``train`` returns them) and numpy's float64 RBF kernel: LIBSVM's
+    decision function, then its label rule."""
+    from kernsolve.model_selection import cv
+    from kernsolve.solvers.libsvm.shared_kernel import SharedKernel
+    y, X = heart
+    Xd = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+    params = [parse_options(f"{options} -c {C} -q") for C in (0.5, 2.0, 8.0, 32.0)]
+    folds = make_folds(y, 5, 0)
+    shared = SharedKernel.compute(X, params[0], 1)
+    models, real_train = [], cv.train
+    monkeypatch.setattr(cv, "train", lambda *a, **k: models.append(real_train(*a, **k))
+                        or models[-1])
+    products, real_sums = [], SharedKernel.weighted_sums
+    monkeypatch.setattr(SharedKernel, "weighted_sums",
+                        lambda self, rows, w: products.append(np.shape(w)) or
+                        real_sums(self, rows, w))
+    rows, test = train_rows(folds, 1), folds[1]
+    results = cv.fit_predict_path(y, X, None, params, rows, test, False, None, shared,
+                                  True, 1)
+    assert products == [(y.size, len(params))]         # one product for the chain
+    assert len(models) == len(params)
+    for res, model in zip(results, models):
+        assert res["error"] is None and "decision" not in res
+        sv = rows[model.support_indices - 1]
+        decision = _rbf(Xd[test], Xd[sv], 0.5) @ model.dual_coef[0] - model.rho[0]
+        if params[0].svm_type == 3:
+            np.testing.assert_allclose(res["pred"], decision, atol=1e-5)
+        else:
+            sure = np.abs(decision) > 1e-5
+            expected = np.where(decision > 0, model.labels[0], model.labels[1])
+            np.testing.assert_array_equal(res["pred"][sure], expected[sure])
+            assert sure.mean() > 0.9
+
+
 # ---------------------------------------------------------------- carried gradient
 
 def _heart_problem(heart, gamma=0.5):
