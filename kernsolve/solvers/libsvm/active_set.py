@@ -46,24 +46,30 @@ _CONVERGING = 0.9      # a correction step that leaves more of the residual stop
 
 
 class _Columns:
-    """Columns of Q = diag(y) K diag(y) of the variables freed so far (float64)."""
+    """Columns of Q = diag(y) K diag(y) of the variables freed so far (float64).
+
+    Held column by column (Fortran order): a fetched column is written, and a
+    joining variable's entries read, in one contiguous run; in rows (C
+    order) each of its n values fell in a cache line of its own, which made
+    the columns most of a refinement's time on svmguide1 (issue 35)."""
 
     def __init__(self, kernel_row, y):
         self._row = kernel_row
+        self._signs = (y, -y)           # column i is row i times y * y[i]
         self._y = y
         self._slot = np.full(y.size, -1, dtype=np.intp)     # variable -> column of _store
         self._used = 0
-        self._store = np.empty((y.size, 16))
+        self._store = np.empty((y.size, 16), order="F")
 
     def slots(self, idx):
         """The columns of the variables ``idx`` in :attr:`store` (fetched if new)."""
         for i in idx[self._slot[idx] < 0]:
             if self._used == self._store.shape[1]:
-                grown = np.empty((self._y.size, 2 * self._used))
+                grown = np.empty((self._y.size, 2 * self._used), order="F")
                 grown[:, :self._used] = self._store
                 self._store = grown
-            self._store[:, self._used] = self._row(int(i)).astype(np.float64) * \
-                (self._y * self._y[i])
+            np.multiply(self._row(int(i)), self._signs[bool(self._y[i] < 0)],
+                        out=self._store[:, self._used])
             self._slot[i] = self._used
             self._used += 1
         return self._slot[idx]
@@ -249,6 +255,7 @@ def refine(seed, y, C, kernel_row, tol, max_steps, max_free, stats=None):
             break
         worst = np.flatnonzero(wrong)
         worst = worst[np.argsort(-np.abs(gb[worst]), kind="stable")[:_FREED_PER_STEP]]
+        columns.slots(worst)        # (fetched together: one call for the step's joins)
         for i in worst:
             if system.join(i):
                 free[i] = True
