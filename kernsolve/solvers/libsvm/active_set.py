@@ -34,7 +34,7 @@ step cost more than SMO's iterations.
 """
 import numpy as np
 
-from ._cholesky_update import CholeskyFactor
+from ._cholesky_update import CholeskyFactor, free_step
 
 __all__ = ["refine"]
 
@@ -147,8 +147,9 @@ class _FreeSystem:
             self.updates += 1
             self._stats["leaves"] += 1
 
-    def solve(self, rhs):
-        return self._factor.solve(rhs)
+    @property
+    def factor(self):
+        return self._factor
 
 
 def refine(seed, y, C, kernel_row, tol, max_steps, max_free, stats=None):
@@ -168,6 +169,8 @@ def refine(seed, y, C, kernel_row, tol, max_steps, max_free, stats=None):
     for name in ("steps", "factorisations", "joins", "leaves"):
         stats.setdefault(name, 0)
     a = np.array(seed, dtype=np.float64)
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    C = np.ascontiguousarray(C, dtype=np.float64)
     free = (a > 0) & (a < C)
     if np.count_nonzero(free) > max_free:
         return a        # (before the gradient: its kernel rows would be wasted)
@@ -196,26 +199,17 @@ def refine(seed, y, C, kernel_row, tol, max_steps, max_free, stats=None):
         F = np.asarray(system.order, dtype=np.intp)
         k = F.size
         if k:
-            # [H y; y' 0] [d; b] = [-g; 0] through the factor of H:
-            # d = -H^-1 (g + y b), with b from y'd = 0
-            Hg, Hy = system.solve(np.column_stack([g[F], y[F]])).T
-            b = -(y[F] @ Hg) / (y[F] @ Hy)
-            d = -(Hg + b * Hy)
-            if not (np.isfinite(b) and np.all(np.isfinite(d))):
+            # [H y; y' 0] [d; b] = [-g; 0] through the factor of H, and the
+            # ratio test: the longest step toward the solution inside the box
+            # (one compiled call, _cholesky_update.free_step)
+            step = free_step(system.factor, F, a, g, y, C, ridge)
+            if step is None:
                 stats["stopped"] = "singular"
                 break
-            # ratio test: the longest step toward the solution inside the box
-            with np.errstate(divide="ignore", invalid="ignore"):
-                room = np.where(d > 0, (C[F] - a[F]) / d, np.where(d < 0, -a[F] / d, np.inf))
-            t = min(1.0, float(room.min()))
-            a[F] += t * d
-            # Q_FF d = H d - ridge d = -(g + y b) - ridge d: no block product
-            g[F] += t * (-(g[F] + y[F] * b) - ridge * d)
+            t, b, hit = step
             if t < 1.0:             # those that reached a bound are held there
-                hit = room <= t
-                a[F[hit]] = np.where(d[hit] > 0, C[F[hit]], 0.0)
                 free[F[hit]] = False
-                system.leave(np.flatnonzero(hit))
+                system.leave(hit)
                 continue
         # the whole gradient, brought up to date with the moves since a_full
         moved = np.flatnonzero(a != a_full)
