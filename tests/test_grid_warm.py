@@ -15,7 +15,7 @@ import kernsolve
 from kernsolve import grid_search, parse_options, read_problem, train
 from kernsolve.model_selection.cv import make_folds, train_rows
 from kernsolve.model_selection.grid import _kernel_pools
-from kernsolve.solvers.libsvm._cholesky_update import CholeskyFactor
+from kernsolve.solvers.libsvm._cholesky_update import CholeskyFactor, free_step
 from kernsolve.solvers.libsvm.active_set import _Columns, refine
 from kernsolve.solvers.libsvm.formulations import WarmStart
 from conftest import package_env
@@ -328,6 +328,52 @@ def test_updated_factor_solves_as_numpy(heart):
                 R = factor.factor()
                 assert np.array_equal(R, np.triu(R))
                 np.testing.assert_allclose(R.T @ R, block, atol=1e-10 * H.max())
+
+
+@pytest.mark.parametrize("box", [1e3, 0.5])
+def test_free_step_is_the_bordered_systems_solution_cut_by_the_box(heart, box):
+    """``free_step``, the refinement's compiled step: ``d`` and ``b`` solve
+    the bordered system ``[H y; y' 0] [d; b] = [-g; 0]`` (oracle:
+    numpy.linalg.solve on the whole bordered matrix), the move is the
+    longest inside the box (numpy's ratio test), the variables that reach a
+    bound are exactly at it, and the free rows' gradient moves by
+    ``t Q_FF d`` (numpy's product with the block less its ridge).  A wide box
+    takes the whole step (t = 1), a narrow one cuts it."""
+    y, X = heart
+    Xd = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+    yp = np.where(y > 0, 1.0, -1.0)
+    n, ridge = yp.size, 1e-6
+    Q = _rbf(Xd, Xd, 0.5) * np.outer(yp, yp)
+    rng = np.random.default_rng(4)
+    F = np.sort(rng.choice(n, 40, replace=False)).astype(np.intp)
+    C = np.full(n, box)
+    a = rng.uniform(0.2, 0.8, n) * box
+    g = rng.standard_normal(n)
+    H = Q[np.ix_(F, F)] + ridge * np.eye(F.size)
+    factor = CholeskyFactor()
+    factor.reset(H)
+    K = np.zeros((F.size + 1, F.size + 1))
+    K[:-1, :-1], K[:-1, -1], K[-1, :-1] = H, yp[F], yp[F]
+    db = np.linalg.solve(K, np.concatenate([-g[F], [0.0]]))
+    d, b = db[:-1], db[-1]
+    with np.errstate(divide="ignore"):
+        room = np.where(d > 0, (C[F] - a[F]) / d, np.where(d < 0, -a[F] / d, np.inf))
+    t_expected = min(1.0, room.min())
+    a_new, g_new = a.copy(), g.copy()
+    t, b_step, hit = free_step(factor, F, a_new, g_new, yp, C, ridge)
+    assert t == pytest.approx(t_expected, rel=1e-9)
+    assert b_step == pytest.approx(b, rel=1e-9, abs=1e-12)
+    assert (t < 1.0) == (box < 1.0)
+    np.testing.assert_array_equal(hit, np.flatnonzero(room <= t))
+    moved = a[F] + t * d
+    moved[hit] = np.where(d[hit] > 0, box, 0.0)
+    np.testing.assert_allclose(a_new[F], moved, rtol=0, atol=1e-9 * box)
+    assert np.all((a_new[F] >= 0) & (a_new[F] <= box))
+    assert np.all(np.isin(a_new[F[hit]], [0.0, box]))
+    np.testing.assert_allclose(g_new[F], g[F] + t * (Q[np.ix_(F, F)] @ d),
+                               rtol=0, atol=1e-8 * max(1.0, np.abs(g).max()))
+    rest = np.setdiff1d(np.arange(n), F)
+    assert np.array_equal(a_new[rest], a[rest]) and np.array_equal(g_new[rest], g[rest])
 
 
 def test_updated_factor_refuses_a_dependent_column():
