@@ -460,6 +460,44 @@ def test_refined_seed_is_libsvms_optimum(heart, tmp_path, C):
     assert objective == pytest.approx(libsvm_obj, rel=1e-6)
 
 
+@pytest.mark.parametrize("C", [4.0, 16.0, 64.0])
+def test_refinement_takes_and_gives_the_smo_cores_gradient(heart, C):
+    """Given the seed's gradient (rows ``Q seed - 1`` and LIBSVM's ``G_bar``),
+    the refinement starts from it instead of kernel rows and gives the
+    result's, which the SMO core then starts from.  Oracles: numpy's
+    ``Q a - 1`` and ``sum C_j Q_j`` over the variables at their upper bound,
+    from an exact float64 kernel, and the refinement without a gradient
+    (the same optimum)."""
+    y, X = heart
+    Xd = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+    K = _rbf(Xd, Xd, 0.5)
+    yp = np.where(y > 0, 1.0, -1.0)
+    Q = K * np.outer(yp, yp)
+    old = train(y, X, f"-q -c {C / 4} -g 0.5")
+    alpha_old = np.zeros(y.size)
+    alpha_old[old.support_indices - 1] = np.abs(old.dual_coef[0])
+    bounds = np.full(y.size, C)
+    seed = np.where(alpha_old >= C / 4, C, alpha_old * 4)
+
+    def exact_gradient(a):
+        return np.stack([Q @ a - 1.0, Q[:, a >= bounds] @ bounds[a >= bounds]])
+
+    rows, real_row = [], (lambda i: rows.append(i) or K[i])
+    given, out, stats = exact_gradient(seed), np.full((2, y.size), np.nan), {}
+    a = refine(seed, yp, bounds, real_row, 1e-6, 2000, y.size, stats, gradient=given,
+               gradient_out=out)
+    assert stats["joins"] + stats["leaves"] > 0         # the free set changed
+    assert np.count_nonzero((a >= bounds) != (seed >= bounds)) > 0    # and G_bar's
+    # kernel rows only for the variables that joined (their columns), none
+    # for the gradient of every nonzero variable
+    assert len(rows) <= stats["joins"] + np.count_nonzero((seed > 0) & (seed < C))
+    scale = np.abs(Q).sum(axis=1).max() * C
+    np.testing.assert_allclose(out, exact_gradient(a), rtol=0, atol=1e-10 * scale)
+    computed = refine(seed, yp, bounds, lambda i: K[i], 1e-6, 2000, y.size)
+    objective = lambda v: 0.5 * v @ Q @ v - v.sum()     # noqa: E731
+    assert objective(a) == pytest.approx(objective(computed), rel=1e-9)
+
+
 def test_warm_grid_with_refinement_same_rates_as_cold_within_a_row(shared):
     """Large-C cells whose previous C took many SMO iterations are refined
     (WarmStart.slow); on svmguide1's every 5th row (scaled) with LIBSVM's folds
@@ -629,8 +667,10 @@ def test_no_carried_gradient_without_one_ratio_or_after_refinement():
     warm.begin_fit()
     warm.start(3 * C1)
     assert warm.gradient(np.full(3, -1.0)) is not None
-    warm.drop_gradient()                      # the seed was refined
+    warm.replace_gradient(None)               # the seed was refined, no gradient given
     assert warm.gradient(np.full(3, -1.0)) is None
+    warm.replace_gradient(np.full((2, 3), 7.0))   # refined, with the refinement's
+    assert np.array_equal(warm.gradient(np.full(3, -1.0)), np.full((2, 3), 7.0))
     with pytest.raises(ValueError, match="gradient must be"):
         from kernsolve.solvers.smo._solve import solve
         solve(np.eye(3), 2, 3, 0.5, 0.0, np.array([1, -1, 1], np.int8), np.full(3, -1.0),

@@ -152,7 +152,8 @@ class _FreeSystem:
         return self._factor
 
 
-def refine(seed, y, C, kernel_row, tol, max_steps, max_free, stats=None):
+def refine(seed, y, C, kernel_row, tol, max_steps, max_free, stats=None, gradient=None,
+           gradient_out=None):
     """The C-SVC dual's optimum from the feasible ``seed``, or as near as
     ``max_steps`` steps get (a new array; see the module's docstring).
 
@@ -164,6 +165,15 @@ def refine(seed, y, C, kernel_row, tol, max_steps, max_free, stats=None):
     ``max_free``: give up (return the point reached) rather than solve a
     system of more free variables; ``stats``: a dict that receives the
     counts of steps, factorisations from scratch, joins and leaves.
+
+    ``gradient``: the seed's gradient as the SMO core keeps it, rows
+    ``Q seed - 1`` and LIBSVM's ``G_bar`` (``sum C_j Q_j`` over the variables
+    at their upper bound), or None (computed, a kernel row per nonzero
+    variable); with it, ``gradient_out`` (2 x n) receives the result's, for
+    the SMO core to start from (``solve``'s ``gradient``) instead of
+    computing it again: the first row kept up to date through the steps, the
+    second the seed's changed by the variables whose bound changed (all of
+    them free at some step, so their columns are at hand).
     """
     stats = {} if stats is None else stats
     for name in ("steps", "factorisations", "joins", "leaves"):
@@ -175,7 +185,8 @@ def refine(seed, y, C, kernel_row, tol, max_steps, max_free, stats=None):
     if np.count_nonzero(free) > max_free:
         return a        # (before the gradient: its kernel rows would be wasted)
     columns = _Columns(kernel_row, y)
-    g_full = _gradient(kernel_row, y, a)    # Q a - 1 at a_full, every row
+    # Q a - 1 at a_full, every row
+    g_full = _gradient(kernel_row, y, a) if gradient is None else np.array(gradient[0])
     a_full = a.copy()
     g = g_full.copy()                       # Q a - 1 at a, the free rows
     # A ridge on the free block keeps it positive definite, as its Cholesky
@@ -255,4 +266,16 @@ def refine(seed, y, C, kernel_row, tol, max_steps, max_free, stats=None):
                 free[i] = True
             else:
                 stuck[i] = True
-    return np.clip(a, 0.0, C)
+    a = np.clip(a, 0.0, C)
+    if gradient is not None and gradient_out is not None:
+        moved = np.flatnonzero(a != a_full)
+        gradient_out[0] = g_full + columns.times(moved, a[moved] - a_full[moved]) \
+            if moved.size else g_full
+        # G_bar: the seed's, plus (minus) C_j Q_j of each variable that reached
+        # (left) its upper bound
+        was, now = np.asarray(seed) >= C, a >= C
+        changed = np.flatnonzero(was != now)
+        gradient_out[1] = gradient[1] + columns.times(
+            changed, np.where(now[changed], C[changed], -C[changed])) \
+            if changed.size else gradient[1]
+    return a
