@@ -159,6 +159,41 @@ def test_warm_grid_on_two_cores_keeps_blas_on_one_thread(shared, tmp_path):
     assert same_rates == "True"
 
 
+def test_two_cores_compute_a_pools_two_matrices_side_by_side(heart, capsys, monkeypatch):
+    """On two cores a pool of two gammas computes its two shared matrices on
+    two threads at once (one each), not one after the other; the matrices,
+    so every rate, are the one-core run's (oracle: that run's, with every
+    matrix computed in the calling thread), and the verbose lines come in
+    the gammas' order."""
+    import threading
+    from kernsolve.solvers.libsvm.shared_kernel import SharedKernel
+    y, X = heart
+    grid = {"c": [0.5, 2.0, 8.0], "g": [0.125, 0.5, 2.0]}
+    seen, real = [], SharedKernel.compute.__func__
+    together = threading.Barrier(2, timeout=120)    # passed only by two at once
+
+    def compute(cls, X, param, n_threads):
+        seen.append((threading.current_thread().name, n_threads))
+        if len(seen) <= 2 and threading.current_thread().name.startswith("kernsolve-gram"):
+            together.wait()
+        return real(cls, X, param, n_threads)
+    monkeypatch.setattr(SharedKernel, "compute", classmethod(compute))
+    two = grid_search(y, X, "--warm", grid=grid, n_jobs=2)
+    lines_two = [line for line in capsys.readouterr().out.splitlines()
+                 if "computed once" in line]
+    in_two, seen[:] = list(seen), []
+    one = grid_search(y, X, "--warm", grid=grid, n_jobs=1)
+    lines_one = [line for line in capsys.readouterr().out.splitlines()
+                 if "computed once" in line]
+    assert len(in_two) == 3
+    assert sorted(in_two[:2]) == [("kernsolve-gram-0", 1), ("kernsolve-gram-1", 1)]
+    assert not together.broken
+    assert in_two[2] == (threading.current_thread().name, 2)   # the third alone
+    assert all(name == threading.current_thread().name for name, _ in seen)
+    assert lines_two == lines_one and len(lines_one) == 3
+    assert [c["rate"] for c in two.cells] == [c["rate"] for c in one.cells]
+
+
 def test_warm_grid_on_two_cores_pools_two_gammas(heart):
     """With --warm on two cores each gamma has five chains (one per fold):
     two gammas run as one pool of ten tasks, one thread each, and every rate
