@@ -409,6 +409,10 @@ def test_free_step_is_the_bordered_systems_solution_cut_by_the_box(heart, box):
                                rtol=0, atol=1e-8 * max(1.0, np.abs(g).max()))
     rest = np.setdiff1d(np.arange(n), F)
     assert np.array_equal(a_new[rest], a[rest]) and np.array_equal(g_new[rest], g[rest])
+    with pytest.raises(ValueError, match="free variables"):    # none, or not the factor's
+        free_step(CholeskyFactor(), np.empty(0, dtype=np.intp), a, g, yp, C, ridge)
+    with pytest.raises(ValueError, match="free variables"):
+        free_step(factor, F[:-1], a, g, yp, C, ridge)
 
 
 def test_updated_factor_refuses_a_dependent_column():

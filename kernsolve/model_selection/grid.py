@@ -502,9 +502,9 @@ def _pool_kernels(X, pool, cell_params, backend, n_cores, say, n_folds):
         return i, _cv.shared_kernel(X, cell_params[group[0]], backend, threads, say_i,
                                     f"its {len(group)} cells x {n_folds} folds")
     keyed = [i for i, (key, _) in enumerate(pool) if key is not None]
-    out: list[Any] = [None] * len(pool)
+    out = [None] * len(pool)
     if len(keyed) == 2 and n_cores >= 2:
-        lines: dict[int, list] = {i: [] for i in keyed}
+        lines = {i: [] for i in keyed}
         calls = [functools.partial(compute, i, None if say is None else lines[i].append,
                                    n_cores // 2) for i in keyed]
         for i, kernel in run_unordered(calls, 2, "gram"):

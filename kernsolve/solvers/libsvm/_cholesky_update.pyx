@@ -168,8 +168,8 @@ def free_step(CholeskyFactor factor, const Py_ssize_t[::1] F, double[::1] a, dou
     ``t = 1``), or None when the system is singular (``b`` or ``d`` not finite).
     """
     cdef Py_ssize_t k = F.shape[0], i, v
-    if k != factor._k:
-        raise ValueError(f"{k} free variables, the factor {factor._k}")
+    if k != factor._k or k == 0:
+        raise ValueError(f"{k} free variables, the factor {factor._k} (at least one)")
     hg_hy = np.empty((2, k))
     room_array = np.empty(k)
     cdef double[:, ::1] HgHy = hg_hy
