@@ -581,15 +581,23 @@ def test_warm_fits_predict_from_the_shared_matrix(heart, options):
         res = fit_predict(y, X, None, param, rows, test, False, None, shared, 1,
                           warm=WarmStart())
         model = train(y[rows], X[rows], param)     # the same fit (cold: no seed yet)
-        sv = rows[model.support_indices - 1]
-        decision = _rbf(Xd[test], Xd[sv], 0.5) @ model.dual_coef[0] - model.rho[0]
-        if param.svm_type == 3:
-            np.testing.assert_allclose(res["pred"], decision, atol=1e-5)
-        else:
-            sure = np.abs(decision) > 1e-5
-            expected = np.where(decision > 0, model.labels[0], model.labels[1])
-            np.testing.assert_array_equal(res["pred"][sure], expected[sure])
-            assert sure.mean() > 0.9
+        _assert_libsvm_predictions(res["pred"], model, Xd, rows, test)
+
+
+def _assert_libsvm_predictions(pred, model, Xd, rows, test):
+    """``pred`` are LIBSVM's predictions of the rows ``test`` by ``model``
+    (trained on ``rows``, RBF with gamma 0.5), from numpy's float64 kernel:
+    the decision values (SVR), or its label rule where the decision value is
+    not within float32 rounding of zero."""
+    sv = rows[model.support_indices - 1]
+    decision = _rbf(Xd[test], Xd[sv], 0.5) @ model.dual_coef[0] - model.rho[0]
+    if model.param.svm_type == 3:
+        np.testing.assert_allclose(pred, decision, atol=1e-5)
+    else:
+        sure = np.abs(decision) > 1e-5
+        expected = np.where(decision > 0, model.labels[0], model.labels[1])
+        np.testing.assert_array_equal(pred[sure], expected[sure])
+        assert sure.mean() > 0.9
 
 
 @pytest.mark.parametrize("options", ["-g 0.5", "-g 0.5 -w-1 3", "-s 3 -p 0.1 -g 0.5"])
@@ -620,15 +628,7 @@ def test_warm_chain_predicts_its_fits_in_one_product(heart, options, monkeypatch
     assert len(models) == len(params)
     for res, model in zip(results, models):
         assert res["error"] is None and "decision" not in res
-        sv = rows[model.support_indices - 1]
-        decision = _rbf(Xd[test], Xd[sv], 0.5) @ model.dual_coef[0] - model.rho[0]
-        if params[0].svm_type == 3:
-            np.testing.assert_allclose(res["pred"], decision, atol=1e-5)
-        else:
-            sure = np.abs(decision) > 1e-5
-            expected = np.where(decision > 0, model.labels[0], model.labels[1])
-            np.testing.assert_array_equal(res["pred"][sure], expected[sure])
-            assert sure.mean() > 0.9
+        _assert_libsvm_predictions(res["pred"], model, Xd, rows, test)
 
 
 # ---------------------------------------------------------------- carried gradient
