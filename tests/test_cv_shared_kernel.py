@@ -199,23 +199,26 @@ def test_binary_rows_keep_their_bit_sets_instead_of_sharing(a9a, heart):
 
 def test_weighted_sums_are_the_decision_values_of_the_exact_kernel(heart):
     """``SharedKernel.weighted_sums``: held-out rows' sums of weighted kernel
-    values read from whole rows of the float32 matrix.  Oracle: scikit-learn's
-    float64 RBF kernel on the same rows and columns, within float32 rounding;
-    the rows kept in ``kept`` serve a second call with other columns."""
+    values read from whole rows of the float32 matrix, for one weight vector
+    and for the columns of a matrix of them (a warm chain's C values in one
+    product).  Oracle: scikit-learn's float64 RBF kernel on the same rows and
+    columns, within float32 rounding."""
     y, X = heart
     Xd = X.toarray()
     shared = SharedKernel.compute(X, parse_options("-g 0.5"), 1)
     exact = rbf_kernel(Xd, Xd, gamma=0.5)
     rng = np.random.default_rng(3)
     rows = np.sort(rng.choice(y.size, 50, replace=False))
-    kept = {}
-    for n_cols in (120, 30):
+    spread = np.zeros((y.size, 3))          # weights over all the rows, zero off `cols`
+    for j, n_cols in enumerate((120, 30, 75)):
         cols = rng.choice(np.setdiff1d(np.arange(y.size), rows), n_cols, replace=False)
-        weights = rng.standard_normal(n_cols) * 8
-        expected = exact[np.ix_(rows, cols)] @ weights
-        bound = 1e-6 * np.abs(weights).sum()
-        np.testing.assert_allclose(shared.weighted_sums(rows, cols, weights), expected,
+        spread[cols, j] = rng.standard_normal(n_cols) * 8
+        expected = exact[np.ix_(rows, cols)] @ spread[cols, j]
+        bound = 1e-6 * np.abs(spread[:, j]).sum()
+        np.testing.assert_allclose(shared.weighted_sums(rows, spread[:, j]), expected,
                                    rtol=0, atol=bound)
-        np.testing.assert_allclose(shared.weighted_sums(rows, cols, weights, kept),
-                                   expected, rtol=0, atol=bound)
-        assert kept["held_out_rows"].shape == (rows.size, y.size)
+    expected = exact[rows] @ spread
+    together = shared.weighted_sums(rows, spread)
+    assert together.shape == (rows.size, 3)
+    np.testing.assert_allclose(together, expected, rtol=0,
+                               atol=1e-6 * np.abs(spread).sum(axis=0).max())

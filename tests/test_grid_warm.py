@@ -15,7 +15,7 @@ import kernsolve
 from kernsolve import grid_search, parse_options, read_problem, train
 from kernsolve.model_selection.cv import make_folds, train_rows
 from kernsolve.model_selection.grid import _kernel_pools
-from kernsolve.solvers.libsvm._cholesky_update import CholeskyFactor
+from kernsolve.solvers.libsvm._cholesky_update import CholeskyFactor, free_step
 from kernsolve.solvers.libsvm.active_set import _Columns, refine
 from kernsolve.solvers.libsvm.formulations import WarmStart
 from conftest import package_env
@@ -157,6 +157,41 @@ def test_warm_grid_on_two_cores_keeps_blas_on_one_thread(shared, tmp_path):
     assert int(n_products) > 0
     assert in_two == "1"                    # every product of the two-core grid
     assert same_rates == "True"
+
+
+def test_two_cores_compute_a_pools_two_matrices_side_by_side(heart, capsys, monkeypatch):
+    """On two cores a pool of two gammas computes its two shared matrices on
+    two threads at once (one each), not one after the other; the matrices,
+    so every rate, are the one-core run's (oracle: that run's, with every
+    matrix computed in the calling thread), and the verbose lines come in
+    the gammas' order."""
+    import threading
+    from kernsolve.solvers.libsvm.shared_kernel import SharedKernel
+    y, X = heart
+    grid = {"c": [0.5, 2.0, 8.0], "g": [0.125, 0.5, 2.0]}
+    seen, real = [], SharedKernel.compute.__func__
+    together = threading.Barrier(2, timeout=120)    # passed only by two at once
+
+    def compute(cls, X, param, n_threads):
+        seen.append((threading.current_thread().name, n_threads))
+        if len(seen) <= 2 and threading.current_thread().name.startswith("kernsolve-gram"):
+            together.wait()
+        return real(cls, X, param, n_threads)
+    monkeypatch.setattr(SharedKernel, "compute", classmethod(compute))
+    two = grid_search(y, X, "--warm", grid=grid, n_jobs=2)
+    lines_two = [line for line in capsys.readouterr().out.splitlines()
+                 if "computed once" in line]
+    in_two, seen[:] = list(seen), []
+    one = grid_search(y, X, "--warm", grid=grid, n_jobs=1)
+    lines_one = [line for line in capsys.readouterr().out.splitlines()
+                 if "computed once" in line]
+    assert len(in_two) == 3
+    assert sorted(in_two[:2]) == [("kernsolve-gram-0", 1), ("kernsolve-gram-1", 1)]
+    assert not together.broken
+    assert in_two[2] == (threading.current_thread().name, 2)   # the third alone
+    assert all(name == threading.current_thread().name for name, _ in seen)
+    assert lines_two == lines_one and len(lines_one) == 3
+    assert [c["rate"] for c in two.cells] == [c["rate"] for c in one.cells]
 
 
 def test_warm_grid_on_two_cores_pools_two_gammas(heart):
@@ -330,6 +365,56 @@ def test_updated_factor_solves_as_numpy(heart):
                 np.testing.assert_allclose(R.T @ R, block, atol=1e-10 * H.max())
 
 
+@pytest.mark.parametrize("box", [1e3, 0.5])
+def test_free_step_is_the_bordered_systems_solution_cut_by_the_box(heart, box):
+    """``free_step``, the refinement's compiled step: ``d`` and ``b`` solve
+    the bordered system ``[H y; y' 0] [d; b] = [-g; 0]`` (oracle:
+    numpy.linalg.solve on the whole bordered matrix), the move is the
+    longest inside the box (numpy's ratio test), the variables that reach a
+    bound are exactly at it, and the free rows' gradient moves by
+    ``t Q_FF d`` (numpy's product with the block less its ridge).  A wide box
+    takes the whole step (t = 1), a narrow one cuts it."""
+    y, X = heart
+    Xd = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+    yp = np.where(y > 0, 1.0, -1.0)
+    n, ridge = yp.size, 1e-6
+    Q = _rbf(Xd, Xd, 0.5) * np.outer(yp, yp)
+    rng = np.random.default_rng(4)
+    F = np.sort(rng.choice(n, 40, replace=False)).astype(np.intp)
+    C = np.full(n, box)
+    a = rng.uniform(0.2, 0.8, n) * box
+    g = rng.standard_normal(n)
+    H = Q[np.ix_(F, F)] + ridge * np.eye(F.size)
+    factor = CholeskyFactor()
+    factor.reset(H)
+    K = np.zeros((F.size + 1, F.size + 1))
+    K[:-1, :-1], K[:-1, -1], K[-1, :-1] = H, yp[F], yp[F]
+    db = np.linalg.solve(K, np.concatenate([-g[F], [0.0]]))
+    d, b = db[:-1], db[-1]
+    with np.errstate(divide="ignore"):
+        room = np.where(d > 0, (C[F] - a[F]) / d, np.where(d < 0, -a[F] / d, np.inf))
+    t_expected = min(1.0, room.min())
+    a_new, g_new = a.copy(), g.copy()
+    t, b_step, hit = free_step(factor, F, a_new, g_new, yp, C, ridge)
+    assert t == pytest.approx(t_expected, rel=1e-9)
+    assert b_step == pytest.approx(b, rel=1e-9, abs=1e-12)
+    assert (t < 1.0) == (box < 1.0)
+    np.testing.assert_array_equal(hit, np.flatnonzero(room <= t))
+    moved = a[F] + t * d
+    moved[hit] = np.where(d[hit] > 0, box, 0.0)
+    np.testing.assert_allclose(a_new[F], moved, rtol=0, atol=1e-9 * box)
+    assert np.all((a_new[F] >= 0) & (a_new[F] <= box))
+    assert np.all(np.isin(a_new[F[hit]], [0.0, box]))
+    np.testing.assert_allclose(g_new[F], g[F] + t * (Q[np.ix_(F, F)] @ d),
+                               rtol=0, atol=1e-8 * max(1.0, np.abs(g).max()))
+    rest = np.setdiff1d(np.arange(n), F)
+    assert np.array_equal(a_new[rest], a[rest]) and np.array_equal(g_new[rest], g[rest])
+    with pytest.raises(ValueError, match="free variables"):    # none, or not the factor's
+        free_step(CholeskyFactor(), np.empty(0, dtype=np.intp), a, g, yp, C, ridge)
+    with pytest.raises(ValueError, match="free variables"):
+        free_step(factor, F[:-1], a, g, yp, C, ridge)
+
+
 def test_updated_factor_refuses_a_dependent_column():
     """A column in the span of the block's (a repeated row, no ridge): the
     bordered pivot is not positive; append says so and changes nothing."""
@@ -414,6 +499,44 @@ def test_refined_seed_is_libsvms_optimum(heart, tmp_path, C):
     assert objective == pytest.approx(libsvm_obj, rel=1e-6)
 
 
+@pytest.mark.parametrize("C", [4.0, 16.0, 64.0])
+def test_refinement_takes_and_gives_the_smo_cores_gradient(heart, C):
+    """Given the seed's gradient (rows ``Q seed - 1`` and LIBSVM's ``G_bar``),
+    the refinement starts from it instead of kernel rows and gives the
+    result's, which the SMO core then starts from.  Oracles: numpy's
+    ``Q a - 1`` and ``sum C_j Q_j`` over the variables at their upper bound,
+    from an exact float64 kernel, and the refinement without a gradient
+    (the same optimum)."""
+    y, X = heart
+    Xd = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+    K = _rbf(Xd, Xd, 0.5)
+    yp = np.where(y > 0, 1.0, -1.0)
+    Q = K * np.outer(yp, yp)
+    old = train(y, X, f"-q -c {C / 4} -g 0.5")
+    alpha_old = np.zeros(y.size)
+    alpha_old[old.support_indices - 1] = np.abs(old.dual_coef[0])
+    bounds = np.full(y.size, C)
+    seed = np.where(alpha_old >= C / 4, C, alpha_old * 4)
+
+    def exact_gradient(a):
+        return np.stack([Q @ a - 1.0, Q[:, a >= bounds] @ bounds[a >= bounds]])
+
+    rows, real_row = [], (lambda i: rows.append(i) or K[i])
+    given, out, stats = exact_gradient(seed), np.full((2, y.size), np.nan), {}
+    a = refine(seed, yp, bounds, real_row, 1e-6, 2000, y.size, stats, gradient=given,
+               gradient_out=out)
+    assert stats["joins"] + stats["leaves"] > 0         # the free set changed
+    assert np.count_nonzero((a >= bounds) != (seed >= bounds)) > 0    # and G_bar's
+    # kernel rows only for the variables that joined (their columns), none
+    # for the gradient of every nonzero variable
+    assert len(rows) <= stats["joins"] + np.count_nonzero((seed > 0) & (seed < C))
+    scale = np.abs(Q).sum(axis=1).max() * C
+    np.testing.assert_allclose(out, exact_gradient(a), rtol=0, atol=1e-10 * scale)
+    computed = refine(seed, yp, bounds, lambda i: K[i], 1e-6, 2000, y.size)
+    objective = lambda v: 0.5 * v @ Q @ v - v.sum()     # noqa: E731
+    assert objective(a) == pytest.approx(objective(computed), rel=1e-9)
+
+
 def test_warm_grid_with_refinement_same_rates_as_cold_within_a_row(shared):
     """Large-C cells whose previous C took many SMO iterations are refined
     (WarmStart.slow); on svmguide1's every 5th row (scaled) with LIBSVM's folds
@@ -458,15 +581,54 @@ def test_warm_fits_predict_from_the_shared_matrix(heart, options):
         res = fit_predict(y, X, None, param, rows, test, False, None, shared, 1,
                           warm=WarmStart())
         model = train(y[rows], X[rows], param)     # the same fit (cold: no seed yet)
-        sv = rows[model.support_indices - 1]
-        decision = _rbf(Xd[test], Xd[sv], 0.5) @ model.dual_coef[0] - model.rho[0]
-        if param.svm_type == 3:
-            np.testing.assert_allclose(res["pred"], decision, atol=1e-5)
-        else:
-            sure = np.abs(decision) > 1e-5
-            expected = np.where(decision > 0, model.labels[0], model.labels[1])
-            np.testing.assert_array_equal(res["pred"][sure], expected[sure])
-            assert sure.mean() > 0.9
+        _assert_libsvm_predictions(res["pred"], model, Xd, rows, test)
+
+
+def _assert_libsvm_predictions(pred, model, Xd, rows, test):
+    """``pred`` are LIBSVM's predictions of the rows ``test`` by ``model``
+    (trained on ``rows``, RBF with gamma 0.5), from numpy's float64 kernel:
+    the decision values (SVR), or its label rule where the decision value is
+    not within float32 rounding of zero."""
+    sv = rows[model.support_indices - 1]
+    decision = _rbf(Xd[test], Xd[sv], 0.5) @ model.dual_coef[0] - model.rho[0]
+    if model.param.svm_type == 3:
+        np.testing.assert_allclose(pred, decision, atol=1e-5)
+    else:
+        sure = np.abs(decision) > 1e-5
+        expected = np.where(decision > 0, model.labels[0], model.labels[1])
+        np.testing.assert_array_equal(pred[sure], expected[sure])
+        assert sure.mean() > 0.9
+
+
+@pytest.mark.parametrize("options", ["-g 0.5", "-g 0.5 -w-1 3", "-s 3 -p 0.1 -g 0.5"])
+def test_warm_chain_predicts_its_fits_in_one_product(heart, options, monkeypatch):
+    """A warm chain (``fit_predict_path``) leaves its fits' held-out
+    predictions to one product of the held-out rows by all their
+    coefficients.  Oracle: each of the chain's models (the same fits, caught
+    as ``train`` returns them) and numpy's float64 RBF kernel: LIBSVM's
+    decision function, then its label rule."""
+    from kernsolve.model_selection import cv
+    from kernsolve.solvers.libsvm.shared_kernel import SharedKernel
+    y, X = heart
+    Xd = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+    params = [parse_options(f"{options} -c {C} -q") for C in (0.5, 2.0, 8.0, 32.0)]
+    folds = make_folds(y, 5, 0)
+    shared = SharedKernel.compute(X, params[0], 1)
+    models, real_train = [], cv.train
+    monkeypatch.setattr(cv, "train", lambda *a, **k: models.append(real_train(*a, **k))
+                        or models[-1])
+    products, real_sums = [], SharedKernel.weighted_sums
+    monkeypatch.setattr(SharedKernel, "weighted_sums",
+                        lambda self, rows, w: products.append(np.shape(w)) or
+                        real_sums(self, rows, w))
+    rows, test = train_rows(folds, 1), folds[1]
+    results = cv.fit_predict_path(y, X, None, params, rows, test, False, None, shared,
+                                  True, 1)
+    assert products == [(y.size, len(params))]         # one product for the chain
+    assert len(models) == len(params)
+    for res, model in zip(results, models):
+        assert res["error"] is None and "decision" not in res
+        _assert_libsvm_predictions(res["pred"], model, Xd, rows, test)
 
 
 # ---------------------------------------------------------------- carried gradient
@@ -544,8 +706,10 @@ def test_no_carried_gradient_without_one_ratio_or_after_refinement():
     warm.begin_fit()
     warm.start(3 * C1)
     assert warm.gradient(np.full(3, -1.0)) is not None
-    warm.drop_gradient()                      # the seed was refined
+    warm.replace_gradient(None)               # the seed was refined, no gradient given
     assert warm.gradient(np.full(3, -1.0)) is None
+    warm.replace_gradient(np.full((2, 3), 7.0))   # refined, with the refinement's
+    assert np.array_equal(warm.gradient(np.full(3, -1.0)), np.full((2, 3), 7.0))
     with pytest.raises(ValueError, match="gradient must be"):
         from kernsolve.solvers.smo._solve import solve
         solve(np.eye(3), 2, 3, 0.5, 0.0, np.array([1, -1, 1], np.int8), np.full(3, -1.0),

@@ -28,7 +28,7 @@ import functools
 import sys
 import time
 import warnings
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
@@ -251,7 +251,7 @@ def run_tasks(fn, tasks, n_jobs, backend, on_done):
 
 
 def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, prob_folds,
-                shared, n_threads, warm=None, split=None):
+                shared, n_threads, warm=None, split=None, defer=False):
     """One task: train on ``train_idx``, predict ``test_idx``.
 
     ``prob_folds``: the internal probability folds of the fit (``train``'s
@@ -259,9 +259,12 @@ def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, pr
     :class:`SharedKernel` over all the rows of ``X`` the fit reads its kernel
     rows from, or None.  ``warm``: a ``WarmStart`` holding the solution of
     the previous fit on these rows (see :func:`fit_predict_path`), or None.
-    ``split``: a dict that keeps ``X[train_idx]`` and ``X[test_idx]`` (and the
-    held-out rows of the shared matrix) for the next fit on the same rows
-    (slicing sparse rows is a fair part of a small fit), or None.
+    ``split``: a dict that keeps ``X[train_idx]`` and ``X[test_idx]`` for the
+    next fit on the same rows (slicing sparse rows is a fair part of a small
+    fit), or None.  ``defer``: a prediction from the shared matrix
+    (:func:`_predict_from_shared`) is left to the caller: the result has
+    ``"pred": None`` and the fit's ``"decision"`` (a :class:`_SharedDecision`),
+    for one product with the other fits' (:func:`_predict_together`).
     Never raises: a failure comes back as
     ``{"error": "Type: message"}``, so the caller can name the fold and the
     parameters that failed.
@@ -277,22 +280,30 @@ def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, pr
                       n_jobs=n_threads, _folds=prob_folds,
                       _shared=None if shared is None else shared.view(train_idx),
                       _warm=warm)
+        decision = None
         if warm is not None and shared is not None and not probability \
                 and _reads_shared(model):
-            pred = _predict_from_shared(model, shared, train_idx, test_idx, split)
+            decision = _SharedDecision.of(model, shared, train_idx)
+            pred = None if defer else _predict_from_shared(decision, shared, test_idx)
         else:
             opts = f"-q --threads {n_threads}" + (" -b 1" if probability else "")
             pred, _, _ = predict(None, _rows(X, test_idx, split, "test"), model, opts)
         stats = model.stats
-        return {"pred": np.asarray(pred, dtype=np.float64),
-                "seconds": time.perf_counter() - t0,
-                "n_SV": model.n_sv,
-                "n_iter": int(stats.get("n_iter", 0)),
-                "n_threads": n_threads, "error": None}
+        result = {"pred": None if pred is None else np.asarray(pred, dtype=np.float64),
+                  "seconds": time.perf_counter() - t0,
+                  "n_SV": model.n_sv,
+                  "n_iter": int(stats.get("n_iter", 0)),
+                  "n_threads": n_threads, "error": None}
+        if pred is None:
+            result["decision"] = decision
+        return result
     except Exception as exc:  # reported by the caller, with the fold named
-        return {"pred": None, "seconds": time.perf_counter() - t0,
-                "n_threads": n_threads,
-                "error": f"{type(exc).__name__}: {exc}", "error_type": type(exc).__name__}
+        return _failed(exc, time.perf_counter() - t0, n_threads)
+
+
+def _failed(exc, seconds, n_threads):
+    return {"pred": None, "seconds": seconds, "n_threads": n_threads,
+            "error": f"{type(exc).__name__}: {exc}", "error_type": type(exc).__name__}
 
 
 def _rows(X, idx, split, key):
@@ -311,22 +322,60 @@ def _reads_shared(model):
     return (svm_type == C_SVC and len(model.labels) == 2) or svm_type in REGRESSION
 
 
-def _predict_from_shared(model, shared, train_idx, test_idx, split=None):
+class _SharedDecision(NamedTuple):
+    """A fit's decision function over the rows of the shared matrix:
+    ``sum coef K - rho``, as LIBSVM's, with the coefficients spread over all
+    the matrix's rows (zero off the support vectors)."""
+    weights: np.ndarray
+    rho: float
+    labels: tuple | None    # a two-class C-SVC's (first, second) label; None: SVR
+
+    @classmethod
+    def of(cls, model, shared, train_idx):
+        sv_rows = train_idx[model.support_indices - 1]
+        weights = np.bincount(sv_rows, weights=model.dual_coef[0],
+                              minlength=shared.gram.shape[1])
+        regression = int(model.param.svm_type) in REGRESSION
+        return cls(weights, float(model.rho[0]),
+                   None if regression else (model.labels[0], model.labels[1]))
+
+    def predict(self, sums):
+        """The predictions from the held-out rows' ``K @ weights``: the decision
+        value (SVR), or the first label where it is positive, else the second."""
+        decision = sums - self.rho
+        if self.labels is None:
+            return decision
+        return np.where(decision > 0, self.labels[0], self.labels[1]).astype(np.float64)
+
+
+def _predict_from_shared(decision, shared, test_idx):
     """The held-out rows' predictions with the kernel values of the shared
     matrix (the float32 values the fit trained with) instead of computing
     them again: a warm grid's fits, whose rates are the cold ones within the
     solver's tolerance already (at large gamma every row is a support vector
-    and the held-out rows' kernel values were most of a fit's time).  The
-    decision value is ``sum coef K - rho``, as LIBSVM's; a two-class C-SVC
-    predicts its first label when it is positive, the second otherwise.
-    ``split``: as :func:`fit_predict`'s (the held-out rows' kernel values kept
-    there for the next fit)."""
-    sv_rows = train_idx[model.support_indices - 1]
-    decision = shared.weighted_sums(test_idx, sv_rows, model.dual_coef[0], split) - \
-        model.rho[0]
-    if int(model.param.svm_type) in REGRESSION:
-        return decision
-    return np.where(decision > 0, model.labels[0], model.labels[1]).astype(np.float64)
+    and the held-out rows' kernel values were most of a fit's time)."""
+    return decision.predict(shared.weighted_sums(test_idx, decision.weights))
+
+
+def _predict_together(results, shared, test_idx):
+    """The predictions of the fits that :func:`fit_predict` deferred, filled in
+    ``results``: one product of the held-out rows of the shared matrix by all
+    their coefficient columns (the rows read and widened once for a chain's C
+    values, not once per C; a fifth of the warm grid's held-out time on
+    svmguide1, issue 35).  Its time is shared evenly in their ``seconds``."""
+    t0 = time.perf_counter()
+    try:
+        sums = shared.weighted_sums(
+            test_idx, np.column_stack([res["decision"].weights for res in results]))
+    except Exception as exc:  # (a MemoryError): those fits fail, named by the caller
+        for res in results:
+            del res["decision"]
+            res.update(_failed(exc, res["seconds"], res["n_threads"]))
+        return
+    share = (time.perf_counter() - t0) / len(results)
+    for j, res in enumerate(results):
+        res["pred"] = res.pop("decision").predict(sums[:, j])
+        res["seconds"] += share
 
 
 def fit_predict_path(y, X, sample_weight, params, train_idx, test_idx, probability,
@@ -335,12 +384,19 @@ def fit_predict_path(y, X, sample_weight, params, train_idx, test_idx, probabili
     ``params`` in turn, a list of their results.  With ``warm``, each fit
     starts from the previous one's solution (alpha seeding along C: give
     ``params`` in increasing C; a fit after a quick one starts cold, see
-    ``WarmStart.keep``); otherwise each solves from scratch."""
+    ``WarmStart.keep``); otherwise each solves from scratch.  The fits that
+    predict from the shared matrix do it together at the end
+    (:func:`_predict_together`)."""
     start = WarmStart(thrifty=True) if warm else None
     split = {}        # the rows sliced once for all the fits (X[train_idx], X[test_idx])
-    return [fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability,
-                        prob_folds, shared, n_threads, warm=start, split=split)
-            for param in params]
+    results = [fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability,
+                           prob_folds, shared, n_threads, warm=start, split=split,
+                           defer=True)
+               for param in params]
+    deferred = [res for res in results if res.get("decision") is not None]
+    if deferred:
+        _predict_together(deferred, shared, test_idx)
+    return results
 
 
 # --------------------------------------------------------------------------

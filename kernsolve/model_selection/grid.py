@@ -23,6 +23,7 @@ tasks would leave a core idle and both matrices fit in ``-m``
 unshared run (``--cold``), only the order of the output lines differs.
 """
 import contextlib
+import functools
 import itertools
 import math
 import os
@@ -38,7 +39,7 @@ from . import cv as _cv
 from .._constants import C_SVC, CLASSIFICATION, EPSILON_SVR, NU_SVR, REGRESSION
 from .._fileutil import output_file
 from .._params import _LETTERS, _LONG, OptionsLike, parse_options
-from .._threads import one_blas_thread
+from .._threads import one_blas_thread, run_unordered
 from .._typing import ArrayLike, MatrixLike, StrPath
 from ..solvers import all_option_names
 from ..solvers.libsvm.libsvm_rand import cross_validation_folds
@@ -488,6 +489,35 @@ def _kernel_pools(groups, n_tasks, n_cores, fits_two):
     return pools
 
 
+def _pool_kernels(X, pool, cell_params, backend, n_cores, say, n_folds):
+    """The shared matrices of a pool's kernels (:func:`_kernel_pools`), in its
+    order (None: not shared).  A pool of two kernels on two cores or more
+    computes its two matrices side by side, each on its half of the cores:
+    one after the other, with svmguide1's rows computed one at a time (below
+    ``kernel_gram``'s parallel threshold), they left a core idle before each
+    pool (issue 35).  The same bits either way; ``say``'s lines come in the
+    pool's order."""
+    def compute(i, say_i, threads):
+        key, group = pool[i]
+        return i, _cv.shared_kernel(X, cell_params[group[0]], backend, threads, say_i,
+                                    f"its {len(group)} cells x {n_folds} folds")
+    keyed = [i for i, (key, _) in enumerate(pool) if key is not None]
+    out = [None] * len(pool)
+    if len(keyed) == 2 and n_cores >= 2:
+        lines = {i: [] for i in keyed}
+        calls = [functools.partial(compute, i, None if say is None else lines[i].append,
+                                   n_cores // 2) for i in keyed]
+        for i, kernel in run_unordered(calls, 2, "gram"):
+            out[i] = kernel
+        for i in keyed:
+            for line in lines[i]:
+                say(line)
+        return out
+    for i in keyed:
+        out[i] = compute(i, say, n_cores)[1]
+    return out
+
+
 def _c_chains(group, cells):
     """The cells of ``group`` as chains of cells that differ in ``c`` only, each
     in increasing C (for alpha seeding along C), in the order the chains first
@@ -699,12 +729,10 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
             for pool in _kernel_pools(
                     groups, lambda group: len(group_tasks(group, None)), total,
                     lambda group: 2 * gram_bytes(n) <= cell_params[group[0]].cache_size * 2 ** 20):
-                tasks = []
-                for key, group in pool:
-                    shared = None if key is None else _cv.shared_kernel(
-                        X, cell_params[group[0]], backend, total, say if verbose else None,
-                        f"its {len(group)} cells x {k} folds")
-                    tasks += group_tasks(group, shared)
+                shared = _pool_kernels(X, pool, cell_params, backend, total,
+                                       say if verbose else None, k)
+                tasks = [task for (key, group), kernel in zip(pool, shared)
+                         for task in group_tasks(group, kernel)]
 
                 def chain_done(t, results, tasks=tasks):
                     for (ci, f), res in zip(tasks[t][1], results):

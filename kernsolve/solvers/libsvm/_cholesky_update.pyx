@@ -11,13 +11,18 @@ are contiguous.  Removing variable ``p`` drops column ``p`` of ``R``; the rows
 below ``p`` then have one entry under the diagonal, which Givens rotations of
 neighbouring rows clear (the QR column-delete update; Golub and Van Loan,
 section 6.5).
+
+:func:`free_step` is the refinement's step on the free variables in one
+compiled call (the solve, the bias, the ratio test and the moves): a step
+made of numpy calls on 100-odd free variables spent most of its time in
+their overheads, and svmguide1's grid takes some 9,000 of them (issue 35).
 """
 import numpy as np
 
-from libc.math cimport sqrt, hypot
+from libc.math cimport sqrt, hypot, isfinite, INFINITY
 from libc.string cimport memmove
 
-__all__ = ["CholeskyFactor"]
+__all__ = ["CholeskyFactor", "free_step"]
 
 
 cdef class CholeskyFactor:
@@ -125,19 +130,93 @@ cdef class CholeskyFactor:
         if x.size == 0:
             return x
         cdef double[::1, :] X = x.reshape(self._k, -1, order="F")
-        cdef double[:, ::1] R = self._R
-        cdef Py_ssize_t k = self._k, m, i, j
-        cdef double zi, acc
+        cdef Py_ssize_t m
         with nogil:
             for m in range(X.shape[1]):
-                for i in range(k):             # R' z = b
-                    zi = X[i, m] / R[i, i]
-                    X[i, m] = zi
-                    for j in range(i + 1, k):
-                        X[j, m] -= zi * R[i, j]
-                for i in range(k - 1, -1, -1):  # R x = z
-                    acc = X[i, m]
-                    for j in range(i + 1, k):
-                        acc -= R[i, j] * X[j, m]
-                    X[i, m] = acc / R[i, i]
+                self._solve(&X[0, m])
         return x
+
+    cdef void _solve(self, double* x) noexcept nogil:
+        """``x = H^-1 x`` in place (``k`` entries): ``R' z = x``, then ``R x = z``."""
+        cdef double[:, ::1] R = self._R
+        cdef Py_ssize_t k = self._k, i, j
+        cdef double zi, acc
+        for i in range(k):
+            zi = x[i] / R[i, i]
+            x[i] = zi
+            for j in range(i + 1, k):
+                x[j] -= zi * R[i, j]
+        for i in range(k - 1, -1, -1):
+            acc = x[i]
+            for j in range(i + 1, k):
+                acc -= R[i, j] * x[j]
+            x[i] = acc / R[i, i]
+
+
+def free_step(CholeskyFactor factor, const Py_ssize_t[::1] F, double[::1] a, double[::1] g,
+              const double[::1] y, const double[::1] C, double ridge):
+    """One step of the active-set refinement (active_set.refine) on the free
+    variables ``F`` (the factor's variables, in its order), ``a`` and ``g``
+    (the free rows of ``Q a - 1``) moved in place.
+
+    Solves ``[H y; y' 0] [d; b] = [-g; 0]`` through the factor of ``H``
+    (``d = -H^-1 (g + y b)``, ``b`` from ``y'd = 0``), moves ``a`` toward
+    ``a + d`` as far as the box allows (``t = min(1, ratio test)``) and the
+    gradient with it (``Q_FF d = H d - ridge d = -(g + y b) - ridge d``); the
+    variables that reach a bound are set to it exactly.  Returns ``(t, b,
+    hit)``, ``hit`` the positions in ``F`` of those variables (empty when
+    ``t = 1``), or None when the system is singular (``b`` or ``d`` not finite).
+    """
+    cdef Py_ssize_t k = F.shape[0], i, v
+    if k != factor._k or k == 0:
+        raise ValueError(f"{k} free variables, the factor {factor._k} (at least one)")
+    hg_hy = np.empty((2, k))
+    room_array = np.empty(k)
+    cdef double[:, ::1] HgHy = hg_hy
+    cdef double[::1] room = room_array
+    cdef double num = 0.0, den = 0.0, b, d, t = 1.0, r
+    cdef bint finite = True
+    with nogil:
+        for i in range(k):
+            v = F[i]
+            HgHy[0, i] = g[v]
+            HgHy[1, i] = y[v]
+        factor._solve(&HgHy[0, 0])
+        factor._solve(&HgHy[1, 0])
+        for i in range(k):
+            num += y[F[i]] * HgHy[0, i]
+            den += y[F[i]] * HgHy[1, i]
+        b = -num / den
+        finite = isfinite(b)
+        for i in range(k):              # d in HgHy[0]; the ratio test
+            v = F[i]
+            d = -(HgHy[0, i] + b * HgHy[1, i])
+            HgHy[0, i] = d
+            if not isfinite(d):
+                finite = False
+            if d > 0:
+                r = (C[v] - a[v]) / d
+            elif d < 0:
+                r = -a[v] / d
+            else:
+                r = INFINITY
+            room[i] = r
+            if r < t:
+                t = r
+        if finite:
+            for i in range(k):
+                v = F[i]
+                d = HgHy[0, i]
+                a[v] += t * d
+                g[v] += t * (-(g[v] + y[v] * b) - ridge * d)
+    if not finite:
+        return None
+    if not t < 1.0:
+        return t, b, np.empty(0, dtype=np.intp)
+    hit = np.flatnonzero(room_array <= t)
+    cdef Py_ssize_t[::1] h = hit
+    with nogil:
+        for i in range(h.shape[0]):     # held at the bound it reached
+            v = F[h[i]]
+            a[v] = C[v] if HgHy[0, h[i]] > 0 else 0.0
+    return t, b, hit

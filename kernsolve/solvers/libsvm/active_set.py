@@ -34,7 +34,7 @@ step cost more than SMO's iterations.
 """
 import numpy as np
 
-from ._cholesky_update import CholeskyFactor
+from ._cholesky_update import CholeskyFactor, free_step
 
 __all__ = ["refine"]
 
@@ -46,24 +46,30 @@ _CONVERGING = 0.9      # a correction step that leaves more of the residual stop
 
 
 class _Columns:
-    """Columns of Q = diag(y) K diag(y) of the variables freed so far (float64)."""
+    """Columns of Q = diag(y) K diag(y) of the variables freed so far (float64).
+
+    Held column by column (Fortran order): a fetched column is written, and a
+    joining variable's entries read, in one contiguous run; in rows (C
+    order) each of its n values fell in a cache line of its own, which made
+    the columns most of a refinement's time on svmguide1 (issue 35)."""
 
     def __init__(self, kernel_row, y):
         self._row = kernel_row
+        self._signs = (y, -y)           # column i is row i times y * y[i]
         self._y = y
         self._slot = np.full(y.size, -1, dtype=np.intp)     # variable -> column of _store
         self._used = 0
-        self._store = np.empty((y.size, 16))
+        self._store = np.empty((y.size, 16), order="F")
 
     def slots(self, idx):
         """The columns of the variables ``idx`` in :attr:`store` (fetched if new)."""
         for i in idx[self._slot[idx] < 0]:
             if self._used == self._store.shape[1]:
-                grown = np.empty((self._y.size, 2 * self._used))
+                grown = np.empty((self._y.size, 2 * self._used), order="F")
                 grown[:, :self._used] = self._store
                 self._store = grown
-            self._store[:, self._used] = self._row(int(i)).astype(np.float64) * \
-                (self._y * self._y[i])
+            np.multiply(self._row(int(i)), self._signs[bool(self._y[i] < 0)],
+                        out=self._store[:, self._used])
             self._slot[i] = self._used
             self._used += 1
         return self._slot[idx]
@@ -141,11 +147,13 @@ class _FreeSystem:
             self.updates += 1
             self._stats["leaves"] += 1
 
-    def solve(self, rhs):
-        return self._factor.solve(rhs)
+    @property
+    def factor(self):
+        return self._factor
 
 
-def refine(seed, y, C, kernel_row, tol, max_steps, max_free, stats=None):
+def refine(seed, y, C, kernel_row, tol, max_steps, max_free, stats=None, gradient=None,
+           gradient_out=None):
     """The C-SVC dual's optimum from the feasible ``seed``, or as near as
     ``max_steps`` steps get (a new array; see the module's docstring).
 
@@ -157,16 +165,28 @@ def refine(seed, y, C, kernel_row, tol, max_steps, max_free, stats=None):
     ``max_free``: give up (return the point reached) rather than solve a
     system of more free variables; ``stats``: a dict that receives the
     counts of steps, factorisations from scratch, joins and leaves.
+
+    ``gradient``: the seed's gradient as the SMO core keeps it, rows
+    ``Q seed - 1`` and LIBSVM's ``G_bar`` (``sum C_j Q_j`` over the variables
+    at their upper bound), or None (computed, a kernel row per nonzero
+    variable); with it, ``gradient_out`` (2 x n) receives the result's, for
+    the SMO core to start from (``solve``'s ``gradient``) instead of
+    computing it again: the first row kept up to date through the steps, the
+    second the seed's changed by the variables whose bound changed (all of
+    them free at some step, so their columns are at hand).
     """
     stats = {} if stats is None else stats
     for name in ("steps", "factorisations", "joins", "leaves"):
         stats.setdefault(name, 0)
     a = np.array(seed, dtype=np.float64)
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    C = np.ascontiguousarray(C, dtype=np.float64)
     free = (a > 0) & (a < C)
     if np.count_nonzero(free) > max_free:
         return a        # (before the gradient: its kernel rows would be wasted)
     columns = _Columns(kernel_row, y)
-    g_full = _gradient(kernel_row, y, a)    # Q a - 1 at a_full, every row
+    # Q a - 1 at a_full, every row
+    g_full = _gradient(kernel_row, y, a) if gradient is None else np.array(gradient[0])
     a_full = a.copy()
     g = g_full.copy()                       # Q a - 1 at a, the free rows
     # A ridge on the free block keeps it positive definite, as its Cholesky
@@ -190,26 +210,17 @@ def refine(seed, y, C, kernel_row, tol, max_steps, max_free, stats=None):
         F = np.asarray(system.order, dtype=np.intp)
         k = F.size
         if k:
-            # [H y; y' 0] [d; b] = [-g; 0] through the factor of H:
-            # d = -H^-1 (g + y b), with b from y'd = 0
-            Hg, Hy = system.solve(np.column_stack([g[F], y[F]])).T
-            b = -(y[F] @ Hg) / (y[F] @ Hy)
-            d = -(Hg + b * Hy)
-            if not (np.isfinite(b) and np.all(np.isfinite(d))):
+            # [H y; y' 0] [d; b] = [-g; 0] through the factor of H, and the
+            # ratio test: the longest step toward the solution inside the box
+            # (one compiled call, _cholesky_update.free_step)
+            step = free_step(system.factor, F, a, g, y, C, ridge)
+            if step is None:
                 stats["stopped"] = "singular"
                 break
-            # ratio test: the longest step toward the solution inside the box
-            with np.errstate(divide="ignore", invalid="ignore"):
-                room = np.where(d > 0, (C[F] - a[F]) / d, np.where(d < 0, -a[F] / d, np.inf))
-            t = min(1.0, float(room.min()))
-            a[F] += t * d
-            # Q_FF d = H d - ridge d = -(g + y b) - ridge d: no block product
-            g[F] += t * (-(g[F] + y[F] * b) - ridge * d)
+            t, b, hit = step
             if t < 1.0:             # those that reached a bound are held there
-                hit = room <= t
-                a[F[hit]] = np.where(d[hit] > 0, C[F[hit]], 0.0)
                 free[F[hit]] = False
-                system.leave(np.flatnonzero(hit))
+                system.leave(hit)
                 continue
         # the whole gradient, brought up to date with the moves since a_full
         moved = np.flatnonzero(a != a_full)
@@ -249,9 +260,22 @@ def refine(seed, y, C, kernel_row, tol, max_steps, max_free, stats=None):
             break
         worst = np.flatnonzero(wrong)
         worst = worst[np.argsort(-np.abs(gb[worst]), kind="stable")[:_FREED_PER_STEP]]
+        columns.slots(worst)        # (fetched together: one call for the step's joins)
         for i in worst:
             if system.join(i):
                 free[i] = True
             else:
                 stuck[i] = True
-    return np.clip(a, 0.0, C)
+    a = np.clip(a, 0.0, C)
+    if gradient is not None and gradient_out is not None:
+        moved = np.flatnonzero(a != a_full)
+        gradient_out[0] = g_full + columns.times(moved, a[moved] - a_full[moved]) \
+            if moved.size else g_full
+        # G_bar: the seed's, plus (minus) C_j Q_j of each variable that reached
+        # (left) its upper bound
+        was, now = np.asarray(seed) >= C, a >= C
+        changed = np.flatnonzero(was != now)
+        gradient_out[1] = gradient[1] + columns.times(
+            changed, np.where(now[changed], C[changed], -C[changed])) \
+            if changed.size else gradient[1]
+    return a

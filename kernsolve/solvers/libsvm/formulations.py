@@ -74,7 +74,8 @@ class WarmStart:
         self._next = 0
         self.slow = False
         self.thrifty = thrifty      # start cold after a quick solve (see keep)
-        self._carried = None        # (previous G and G_bar, ratio) of the last seed
+        # (previous G and G_bar, ratio) of the last seed, or (its gradient, None)
+        self._carried = None
 
     def begin_fit(self):
         self._next = 0
@@ -106,15 +107,18 @@ class WarmStart:
         """The last seed's gradient for the SMO core (``solve``'s ``gradient``:
         rows ``Q seed + p`` and ``G_bar``) from the kept solution's, or None
         (the core computes it): none kept, bounds not scaled by one ratio, or
-        the seed changed since (:meth:`drop_gradient`)."""
+        the seed moved since without one (:meth:`replace_gradient`)."""
         if self._carried is None:
             return None
+        if self._carried[1] is None:        # given as it is (replace_gradient)
+            return self._carried[0]
         (G, G_bar), r = self._carried
         return np.stack([r * (G - p) + p, r * G_bar])
 
-    def drop_gradient(self):
-        """The seed was moved (refined): its gradient is no longer the kept one's."""
-        self._carried = None
+    def replace_gradient(self, gradient):
+        """The seed was moved (refined): its gradient is ``gradient`` (the
+        refinement's, the same rows), or unknown (None: the core computes it)."""
+        self._carried = None if gradient is None else (gradient, None)
 
     def keep(self, alpha, C, n_iter=None, gradient=None):
         """The solution of the sub-problem ``start`` was last called for, the
@@ -155,11 +159,16 @@ def _start(ctx, C, cold, rows=None, y_pm=None):
         return cold
     if y_pm is not None and ctx.warm.slow:
         kernel = _kernel_rows(ctx, rows)
+        # the seed's gradient, when carried, starts the refinement, and the
+        # refinement's result's starts the SMO core (C-SVC: p = -1)
+        carried = ctx.warm.gradient(np.full(seed.size, -1.0))
+        gradient = None if carried is None else np.empty_like(carried)
         with one_blas_thread():     # small systems: OpenBLAS's threads only wait
             refined = refine(seed, y_pm.astype(np.float64), C, kernel.row,
-                             float(ctx.param.eps) / 2, _REFINE_STEPS, _REFINE_MAX_FREE)
+                             float(ctx.param.eps) / 2, _REFINE_STEPS, _REFINE_MAX_FREE,
+                             gradient=carried, gradient_out=gradient)
         if not np.array_equal(refined, seed):   # (it gives up at once on too many free)
-            ctx.warm.drop_gradient()
+            ctx.warm.replace_gradient(gradient)
         seed = refined
     return seed
 

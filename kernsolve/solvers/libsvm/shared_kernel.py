@@ -74,30 +74,24 @@ class SharedKernel:
             raise ValueError(f"_shared: the fit's kernel {kernel_of(param, n_features)} "
                              f"is not the shared one {self.kernel}")
 
-    def weighted_sums(self, rows, cols, weights, kept=None):
-        """``K[rows][:, cols] @ weights`` in float64 (``rows``, ``cols``: rows of
-        ``X``): the decision values of held-out ``rows`` from the coefficients
-        ``weights`` of the support vectors ``cols``.
+    def weighted_sums(self, rows, weights):
+        """``K[rows] @ weights`` in float64 (``rows``: rows of ``X``; ``weights``:
+        a vector or the columns of a matrix over all the matrix's columns): the
+        decision values of held-out ``rows`` from coefficients spread over all
+        the rows (zero off the support vectors).
 
         Whole rows of the matrix are taken (contiguous copies, widened to
-        float64) and multiplied by the weights spread over all the columns
-        (zero off ``cols``): a fancy-indexed ``K[np.ix_(rows, cols)]`` costs
-        several times more (an index computed per element) and was a fifth of
-        a warm grid's time.  ``kept``: a dict in which the widened rows are
-        kept for the next call with the same ``rows`` (a fold's fits along C:
-        then each is one matrix-vector product; they take ``8 len(rows) n``
-        bytes, beside the float32 matrix's ``4 n^2``).
+        float64): a fancy-indexed ``K[np.ix_(rows, cols)]`` costs several times
+        more (an index computed per element) and was a fifth of a warm grid's
+        time.  A grid's chain gives all its C values' coefficients at once
+        (``kernsolve.model_selection.cv.fit_predict_path``): the rows are then
+        read and widened once for one matrix product, where a product per C
+        read them once per C.
         """
-        block = None if kept is None else kept.get("held_out_rows")
-        if block is None:
-            block = self.gram.take(np.asarray(rows, dtype=np.intp), axis=0).astype(np.float64)
-            if kept is not None:
-                kept["held_out_rows"] = block
-        spread = np.bincount(np.asarray(cols, dtype=np.intp), weights=weights,
-                             minlength=self.gram.shape[1])
+        block = self.gram.take(np.asarray(rows, dtype=np.intp), axis=0).astype(np.float64)
         # on one BLAS thread: grid_search holds the limit around the fits that
         # call this (doc/cross-validation.md, "Two workers")
-        return block @ spread
+        return block @ weights
 
     def solver_rows(self, rows):
         """Rows of ``X`` (and of the matrix) of a sub-problem on the fit's ``rows``
