@@ -336,7 +336,7 @@ def fit_predict_path(y, X, sample_weight, params, train_idx, test_idx, probabili
     starts from the previous one's solution (alpha seeding along C: give
     ``params`` in increasing C; a fit after a quick one starts cold, see
     ``WarmStart.keep``); otherwise each solves from scratch."""
-    start = WarmStart(thrifty=True) if warm else None
+    start = WarmStart(thrifty=True, same_rows=True) if warm else None
     split = {}        # the rows sliced once for all the fits (X[train_idx], X[test_idx])
     return [fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability,
                         prob_folds, shared, n_threads, warm=start, split=split)
