@@ -1016,6 +1016,34 @@ cdef class KernelRows:
             o[k] = r[k]
         return out
 
+    def restart(self, rows):
+        """Put the positions back in the order of ``rows`` (data rows of X: the
+        ones the positions hold now, in any order), keeping the cached rows,
+        and zero the counters: the next solve of the same sub-problem starts
+        as on a new engine but finds the rows the last one computed.  A warm
+        grid's chain (the fits of one fold along C) solves the same
+        sub-problem at each C and reuses one engine so (``WarmStart``).  The
+        swaps are shrinking's own (:meth:`swap`), so every cached value keeps
+        its bits.  ValueError unless ``rows`` holds the positions' rows."""
+        want_arr = np.ascontiguousarray(rows, dtype=np.intp)
+        cdef Py_ssize_t n = self.n, p, q, r
+        now = np.array(<Py_ssize_t[:n]> self.perm) if n else np.empty(0, dtype=np.intp)
+        if want_arr.ndim != 1 or not np.array_equal(np.sort(want_arr), np.sort(now)):
+            raise ValueError("restart: rows must be the data rows the positions hold")
+        at_arr = np.full(self.X.n_rows, -1, dtype=np.intp)
+        at_arr[now] = np.arange(n, dtype=np.intp)
+        cdef const Py_ssize_t[::1] want = want_arr
+        cdef Py_ssize_t[::1] at = at_arr
+        with nogil:
+            for p in range(n):
+                r = want[p]
+                q = at[r]
+                if q != p:
+                    at[self.perm[p]] = q
+                    self.swap(p, q)
+                    at[r] = p
+        self.reset_counters()
+
     def py_swap(self, Py_ssize_t p, Py_ssize_t q):
         """Exchange positions p and q (data, diagonal and cache), as SMO's shrinking does."""
         self._check_position(p)

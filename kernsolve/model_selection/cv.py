@@ -387,7 +387,7 @@ def fit_predict_path(y, X, sample_weight, params, train_idx, test_idx, probabili
     ``WarmStart.keep``); otherwise each solves from scratch.  The fits that
     predict from the shared matrix do it together at the end
     (:func:`_predict_together`)."""
-    start = WarmStart(thrifty=True) if warm else None
+    start = WarmStart(thrifty=True, same_rows=True) if warm else None
     split = {}        # the rows sliced once for all the fits (X[train_idx], X[test_idx])
     results = [fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability,
                            prob_folds, shared, n_threads, warm=start, split=split,

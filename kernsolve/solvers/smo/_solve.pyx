@@ -50,7 +50,7 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
           *, bint svr=False, double eps=1e-3, bint shrinking=True, bint nu=False,
           bint bias=True, double cache_mb=100.0, int n_threads=1, max_iter=None,
           progress=None, timers=None, rows=None, gram=None, gradient=None,
-          gradient_out=None):
+          gradient_out=None, KernelRows engine=None):
     """Solve LIBSVM's dual problem with SMO.
 
     Minimises ``0.5 a'Qa + p'a`` subject to ``y'a = Delta`` (the initial
@@ -114,6 +114,12 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
         and ``r G_bar``).
     gradient_out : writable C-contiguous float64 ndarray of shape (2, m), optional
         Receives the solution's gradient (the rows of ``gradient``).
+    engine : KernelRows or None
+        A kernel engine over the same X, kernel, ``cache_mb`` and rows (in any
+        order) from an earlier solve: put back in ``rows``' order
+        (``KernelRows.restart``) and used with the rows it has cached, so a
+        row the earlier solve computed is a cache hit (a warm grid's chain
+        along C).  None: a new engine.
     timers : bool or None
         True adds the phase timers' seconds to the result (``time_kernel_rows``,
         ``time_select``, ``time_gradient``, ``time_shrink``, ``time_sync``);
@@ -195,8 +201,14 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
     if gradient_out is not None:
         end_gradient = _as_gradient("gradient_out", gradient_out, m)
 
-    cdef KernelRows kr = KernelRows(X, kernel_type, degree, gamma, coef0,
-                                    cache_mb, n_threads, rows, gram)
+    cdef KernelRows kr
+    if engine is None:
+        kr = KernelRows(X, kernel_type, degree, gamma, coef0, cache_mb, n_threads, rows, gram)
+    else:       # the caller's engine over the same rows and kernel, its cache kept
+        if engine.n != n:
+            raise ValueError(f"engine: {engine.n} rows, the problem {n}")
+        engine.restart(np.arange(n, dtype=np.intp) if rows is None else rows)
+        kr = engine
     cdef _SMO s = _SMO()
     s.setup(kr, y, p, alpha, C, svr, nu, bias, shrinking, eps, n_threads, max_iter)
     if gradient is not None:
