@@ -212,3 +212,24 @@ def test_figure_extrapolates_the_exact_solvers_only_beyond_their_runs(tmp_path):
                            "f(4k)=4000", "--out-dir", str(tmp_path / "out")], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_sbp_row_records_its_work(tmp_path):
+    """An SBP run's row carries the solver's counts (the arithmetic of its cost
+    at larger sizes, doc/sbp.md): T = ceil(E n) iterations on the binary slice
+    (the closed form of doc/sbp.md's stopping rule), and the kernel evaluations
+    and rows computed that kernsolve.train counts on the same rows here."""
+    import math
+
+    import kernsolve
+    shared_path("a9a")
+    epochs = 0.25
+    proc = bench(tmp_path, "--methods", "sbp", "--budgets", f"sbp={epochs}",
+                 "--json", str(tmp_path / "s.json"))
+    assert proc.returncode == 0, proc.stderr
+    row, = load_rows(tmp_path / "s.json")
+    assert row["status"] == "ok" and row["n_iter"] == math.ceil(epochs * ROWS)
+    X, y = svmlight("a9a")
+    model = kernsolve.train(y, X, row["call"] + " -q", n_jobs=1)
+    assert row["n_kernel_evals"] == model.stats["n_kernel_evals"] > 0
+    assert 0 < row["n_cache_misses"] == model.stats["n_cache_misses"] <= row["n_iter"]
