@@ -7,8 +7,8 @@
 # F120K, F480K, F1200K: make_big_file.py fashion-mnist.scale FILE --rows N
 # (the first rows of each are Fashion-MNIST itself). STEP: growth, 480k,
 # 1200k, 1200k-nystroem, dsg-stream, dsg-480k, sbp (default: growth 480k
-# 1200k; the others are left out to keep the list near an hour: about 25,
-# 40 and 25 minutes). Every run appends its JSON row to OUT.json; then
+# 1200k; the others are lists of their own, each about as long). Every run
+# appends its JSON row to OUT.json; then
 #
 #   python examples/more_rows.py OUT.json OLD.json ... \
 #       --n-train "fashion+dense(aug_default_120k)=120000" \
