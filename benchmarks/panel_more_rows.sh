@@ -6,9 +6,9 @@
 #
 # F120K, F480K, F1200K: make_big_file.py fashion-mnist.scale FILE --rows N
 # (the first rows of each are Fashion-MNIST itself). STEP: growth, 480k,
-# 1200k, 1200k-nystroem, dsg-stream, dsg-480k, sbp (default: growth 480k
-# 1200k; the others are lists of their own, each about as long). Every run
-# appends its JSON row to OUT.json; then
+# 1200k, 1200k-nystroem, dsg-stream, dsg-480k, dsg-1200k, sbp (default:
+# growth 480k 1200k; the others are lists of their own, each about as long).
+# Every run appends its JSON row to OUT.json; then
 #
 #   python examples/more_rows.py OUT.json OLD.json ... \
 #       --n-train "fashion+dense(aug_default_120k)=120000" \
@@ -70,6 +70,11 @@ for step in $STEPS; do
                 # features grow with the iterations: 16 times the 120k run's time)
         run $BENCH --dense --train-file "$F480K" --methods cdsg,dsg \
             --budgets dsg=6 --budgets cdsg=6 --options dsg="$DSG" --options cdsg="$DSG" ;;
+    dsg-1200k)  # in memory, sparse rows (5.4 GB as CSR), one pass: the streamed
+                # runs' models bit for bit (doc/dsg.md), reading outside the time
+        run $BENCH --train-file "$F1200K" --methods dsg,udsg,cdsg \
+            --budgets dsg=1 --budgets udsg=1 --budgets cdsg=1 \
+            --options dsg="$DSG" --options udsg="$DSG" --options cdsg="$DSG" ;;
     sbp)        # SBP one-vs-one (45 pairs), the C -> nu rule: the 60k originals
                 # and the 120k file (see doc/sbp.md, "Many classes, many rows")
         run $BENCH --train-file "$F120K" --train-rows 60000 --methods sbp \
@@ -77,6 +82,6 @@ for step in $STEPS; do
         run $BENCH --train-file "$F120K" --methods sbp \
             --budgets sbp=$SBP_EPOCHS --options sbp="$SBP" ;;
     *) echo "$0: unknown step $step (growth, 480k, 1200k, 1200k-nystroem, dsg-stream," \
-            "dsg-480k, sbp)" >&2; exit 2 ;;
+            "dsg-480k, dsg-1200k, sbp)" >&2; exit 2 ;;
     esac
 done

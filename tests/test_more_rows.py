@@ -99,6 +99,9 @@ def test_train_rows_and_stream(tmp_path):
     proc = bench(tmp_path, "--methods", "dsg", "--budgets", "dsg=1", "--train-rows", "120",
                  "--json", str(tmp_path / "mem.json"))
     assert proc.returncode == 0, proc.stderr
+    # both runs write the same prediction file (same data, method and budget)
+    with open(load_rows(tmp_path / "mem.json")[0]["predictions"]) as f:
+        in_memory = f.read()
     proc = bench(tmp_path, "--methods", "dsg", "--budgets", "dsg=1", "--train-rows", "120",
                  "--options", "dsg=--stream", "--json", str(tmp_path / "stream.json"))
     assert proc.returncode == 0, proc.stderr
@@ -108,8 +111,8 @@ def test_train_rows_and_stream(tmp_path):
         assert r["status"] == "ok" and r["n_train"] == 120 and r["train_rows"] == 120
         assert r["n_test"] == ROWS and r["data"] == f"a9a[:{ROWS}][train:120]"
     assert stream["call"].endswith("--stream")
-    with open(mem["predictions"]) as a, open(stream["predictions"]) as b:
-        assert a.read() == b.read()
+    with open(stream["predictions"]) as f:
+        assert f.read() == in_memory and len(in_memory.split()) == ROWS
 
 
 def test_thundersvm_run(tmp_path):
