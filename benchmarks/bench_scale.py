@@ -101,8 +101,8 @@ Times (each run's JSON row; the tables and the figure use ``train_s``):
 
 A kernsolve run's row also has the solver's work, summed over the pairs:
 ``n_iter``, ``n_kernel_evals`` and ``n_cache_misses`` (kernel rows computed),
-where the model's statistics have them: counts that do not depend on the
-machine's load.
+DSG's ``feature_evals``, where the model's statistics have them: counts that
+do not depend on the machine's load.
 
 ``--max-time S`` skips a method's remaining budgets once one took more than
 S seconds to train (they are recorded as skipped); ``--timeout S`` kills a
@@ -135,6 +135,7 @@ several invocations (one data set each) make one table.
 """
 import argparse
 import json
+import numbers
 import os
 import sys
 import tempfile
@@ -274,9 +275,9 @@ def _predict_kernsolve(args, model, yt, Xt, read_s, train_s, n_train):
     # the work, summed over the one-vs-one pairs: counts a machine's load
     # does not change, for a run's cost at other sizes (SBP's arithmetic)
     stats = getattr(model, "stats", None) or {}
-    for key in ("n_iter", "n_kernel_evals", "n_cache_misses"):
-        if isinstance(stats.get(key), int):
-            info[key] = stats[key]
+    for key in ("n_iter", "n_kernel_evals", "n_cache_misses", "feature_evals"):
+        if isinstance(stats.get(key), numbers.Integral):
+            info[key] = int(stats[key])
     info["n_train"] = int(n_train)
     return yt, pred, read_s, train_s, predict_s, info
 

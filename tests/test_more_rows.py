@@ -111,6 +111,9 @@ def test_train_rows_and_stream(tmp_path):
         assert r["status"] == "ok" and r["n_train"] == 120 and r["train_rows"] == 120
         assert r["n_test"] == ROWS and r["data"] == f"a9a[:{ROWS}][train:120]"
     assert stream["call"].endswith("--stream")
+    # the same work counted both ways (ceil(120 / 64) = 2 batches of the default size)
+    assert mem["n_iter"] == stream["n_iter"] == 2
+    assert mem["feature_evals"] == stream["feature_evals"] > 0
     with open(stream["predictions"]) as f:
         assert f.read() == in_memory and len(in_memory.split()) == ROWS
 
