@@ -7,7 +7,7 @@
 # F120K, F480K, F1200K: make_big_file.py fashion-mnist.scale FILE --rows N
 # (the first rows of each are Fashion-MNIST itself). STEP: growth, 480k,
 # 1200k, 1200k-nystroem, dsg-stream, dsg-480k, dsg-1200k, sbp (default:
-# growth 480k 1200k; the others are lists of their own, each about as long).
+# growth 480k 1200k; each of the others is a list of its own).
 # Every run appends its JSON row to OUT.json; then
 #
 #   python examples/more_rows.py OUT.json OLD.json ... \
