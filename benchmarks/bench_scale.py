@@ -99,6 +99,11 @@ Times (each run's JSON row; the tables and the figure use ``train_s``):
   training, predicting, writing the predictions).
 * ``maxrss_mb``: the child's peak resident memory (data included).
 
+A kernsolve run's row also has the solver's work, summed over the pairs:
+``n_iter``, ``n_kernel_evals`` and ``n_cache_misses`` (kernel rows computed),
+DSG's ``feature_evals``, where the model's statistics have them: counts that
+do not depend on the machine's load.
+
 ``--max-time S`` skips a method's remaining budgets once one took more than
 S seconds to train (they are recorded as skipped); ``--timeout S`` kills a
 run (recorded as a timeout, the method's larger budgets skipped).  A run that
@@ -130,6 +135,7 @@ several invocations (one data set each) make one table.
 """
 import argparse
 import json
+import numbers
 import os
 import sys
 import tempfile
@@ -266,6 +272,12 @@ def _predict_kernsolve(args, model, yt, Xt, read_s, train_s, n_train):
         v = getattr(model, key, None)
         if isinstance(v, (int, float)):
             info[key] = v
+    # the work, summed over the one-vs-one pairs: counts a machine's load
+    # does not change, for a run's cost at other sizes (SBP's arithmetic)
+    stats = getattr(model, "stats", None) or {}
+    for key in ("n_iter", "n_kernel_evals", "n_cache_misses", "feature_evals"):
+        if isinstance(stats.get(key), numbers.Integral):
+            info[key] = int(stats[key])
     info["n_train"] = int(n_train)
     return yt, pred, read_s, train_s, predict_s, info
 

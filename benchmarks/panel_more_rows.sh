@@ -6,9 +6,9 @@
 #
 # F120K, F480K, F1200K: make_big_file.py fashion-mnist.scale FILE --rows N
 # (the first rows of each are Fashion-MNIST itself). STEP: growth, 480k,
-# 1200k, 1200k-nystroem (default: growth 480k 1200k; 1200k-nystroem is the
-# one run left out to keep the list near an hour). Every run appends its JSON
-# row to OUT.json; then
+# 1200k, 1200k-nystroem, dsg-stream, dsg-480k, dsg-1200k, sbp (default:
+# growth 480k 1200k; each of the others is a list of its own).
+# Every run appends its JSON row to OUT.json; then
 #
 #   python examples/more_rows.py OUT.json OLD.json ... \
 #       --n-train "fashion+dense(aug_default_120k)=120000" \
@@ -25,6 +25,9 @@ shift 4
 STEPS=${*:-growth 480k 1200k}
 BENCH="python benchmarks/bench_scale.py --datasets fashion --threads 2 --json $OUT --timeout 3600"
 EIGENPRO="--subsample 3000 --lambda 1e-7 --precision half"
+DSG="--precision single -m 3000"
+SBP="-m 3000"
+SBP_EPOCHS=0.5,2
 
 run() { echo "+ $*"; "$@"; }
 
@@ -55,6 +58,30 @@ for step in $STEPS; do
     1200k-nystroem)
         run $BENCH --dense --train-file "$F1200K" --methods nystroem-sgd \
             --budgets nystroem-sgd=4000 --sgd-epochs 1 ;;
-    *) echo "$0: unknown step $step (growth, 480k, 1200k, 1200k-nystroem)" >&2; exit 2 ;;
+    dsg-stream) # one pass read from the file (reading in the training time):
+                # DSG, UDSG, CDSG at 480k; DSG, CDSG at 1.2M (UDSG: step 1200k)
+        run $BENCH --train-file "$F480K" --methods dsg,udsg,cdsg \
+            --budgets dsg=1 --budgets udsg=1 --budgets cdsg=1 \
+            --options dsg="$DSG --stream" --options udsg="$DSG --stream" \
+            --options cdsg="$DSG --stream"
+        run $BENCH --train-file "$F1200K" --methods dsg,cdsg --budgets dsg=1 --budgets cdsg=1 \
+            --options dsg="$DSG --stream" --options cdsg="$DSG --stream" ;;
+    dsg-480k)   # in memory, dense, 6 epochs: beside UDSG's 480k row (its
+                # features grow with the iterations: 16 times the 120k run's time)
+        run $BENCH --dense --train-file "$F480K" --methods cdsg,dsg \
+            --budgets dsg=6 --budgets cdsg=6 --options dsg="$DSG" --options cdsg="$DSG" ;;
+    dsg-1200k)  # in memory, sparse rows (5.4 GB as CSR), one pass: the streamed
+                # runs' models bit for bit (doc/dsg.md), reading outside the time
+        run $BENCH --train-file "$F1200K" --methods dsg,udsg,cdsg \
+            --budgets dsg=1 --budgets udsg=1 --budgets cdsg=1 \
+            --options dsg="$DSG" --options udsg="$DSG" --options cdsg="$DSG" ;;
+    sbp)        # SBP one-vs-one (45 pairs), the C -> nu rule: the 60k originals
+                # and the 120k file (see doc/sbp.md, "Many classes, many rows")
+        run $BENCH --train-file "$F120K" --train-rows 60000 --methods sbp \
+            --budgets sbp=$SBP_EPOCHS --options sbp="$SBP"
+        run $BENCH --train-file "$F120K" --methods sbp \
+            --budgets sbp=$SBP_EPOCHS --options sbp="$SBP" ;;
+    *) echo "$0: unknown step $step (growth, 480k, 1200k, 1200k-nystroem, dsg-stream," \
+            "dsg-480k, dsg-1200k, sbp)" >&2; exit 2 ;;
     esac
 done

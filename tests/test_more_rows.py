@@ -99,6 +99,9 @@ def test_train_rows_and_stream(tmp_path):
     proc = bench(tmp_path, "--methods", "dsg", "--budgets", "dsg=1", "--train-rows", "120",
                  "--json", str(tmp_path / "mem.json"))
     assert proc.returncode == 0, proc.stderr
+    # both runs write the same prediction file (same data, method and budget)
+    with open(load_rows(tmp_path / "mem.json")[0]["predictions"]) as f:
+        in_memory = f.read()
     proc = bench(tmp_path, "--methods", "dsg", "--budgets", "dsg=1", "--train-rows", "120",
                  "--options", "dsg=--stream", "--json", str(tmp_path / "stream.json"))
     assert proc.returncode == 0, proc.stderr
@@ -108,8 +111,11 @@ def test_train_rows_and_stream(tmp_path):
         assert r["status"] == "ok" and r["n_train"] == 120 and r["train_rows"] == 120
         assert r["n_test"] == ROWS and r["data"] == f"a9a[:{ROWS}][train:120]"
     assert stream["call"].endswith("--stream")
-    with open(mem["predictions"]) as a, open(stream["predictions"]) as b:
-        assert a.read() == b.read()
+    # the same work counted both ways (ceil(120 / 64) = 2 batches of the default size)
+    assert mem["n_iter"] == stream["n_iter"] == 2
+    assert mem["feature_evals"] == stream["feature_evals"] > 0
+    with open(stream["predictions"]) as f:
+        assert f.read() == in_memory and len(in_memory.split()) == ROWS
 
 
 def test_thundersvm_run(tmp_path):
@@ -212,3 +218,24 @@ def test_figure_extrapolates_the_exact_solvers_only_beyond_their_runs(tmp_path):
                            "f(4k)=4000", "--out-dir", str(tmp_path / "out")], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_sbp_row_records_its_work(tmp_path):
+    """An SBP run's row carries the solver's counts (the arithmetic of its cost
+    at larger sizes, doc/sbp.md): T = ceil(E n) iterations on the binary slice
+    (the closed form of doc/sbp.md's stopping rule), and the kernel evaluations
+    and rows computed that kernsolve.train counts on the same rows here."""
+    import math
+
+    import kernsolve
+    shared_path("a9a")
+    epochs = 0.25
+    proc = bench(tmp_path, "--methods", "sbp", "--budgets", f"sbp={epochs}",
+                 "--json", str(tmp_path / "s.json"))
+    assert proc.returncode == 0, proc.stderr
+    row, = load_rows(tmp_path / "s.json")
+    assert row["status"] == "ok" and row["n_iter"] == math.ceil(epochs * ROWS)
+    X, y = svmlight("a9a")
+    model = kernsolve.train(y, X, row["call"] + " -q", n_jobs=1)
+    assert row["n_kernel_evals"] == model.stats["n_kernel_evals"] > 0
+    assert 0 < row["n_cache_misses"] == model.stats["n_cache_misses"] <= row["n_iter"]
