@@ -670,14 +670,17 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
     warm = bool(param.warm) and not param.cold and svm_type in (C_SVC, EPSILON_SVR, NU_SVR)
     n_tasks = len(todo) * k         # (cell, fold) pairs; a task runs a chain of cells
 
+    def group_chains(group):
+        """A kernel's cells as chains: one cell each, or with --warm the cells
+        that differ in C only, C increasing."""
+        return _c_chains(group, cells) if warm else [[ci] for ci in group]
+
     def group_tasks(group, shared):
-        """The tasks of a kernel's cells: (chain of cells, fold) each (a chain is
-        one cell, or with --warm the cells that differ in C only, C increasing)."""
-        chains = _c_chains(group, cells) if warm else [[ci] for ci in group]
+        """The tasks of a kernel's cells: (chain of cells, fold) each."""
         return [((y, X, sw, [cell_params[ci] for ci in chain], _cv.train_rows(folds, f),
                   folds[f], probability, None if prob_folds is None else prob_folds[f],
                   shared, warm), [(ci, f) for ci in chain])
-                for chain in chains for f in range(k)]
+                for chain in group_chains(group) for f in range(k)]
     targets = {ci: np.full(n, np.nan) for ci in todo}
     remaining = {ci: k for ci in todo}
     fold_seconds = {ci: 0.0 for ci in todo}
@@ -727,7 +730,7 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
                 out_file.write(old.read())
         try:
             for pool in _kernel_pools(
-                    groups, lambda group: len(group_tasks(group, None)), total,
+                    groups, lambda group: len(group_chains(group)) * k, total,
                     lambda group: 2 * gram_bytes(n) <= cell_params[group[0]].cache_size * 2 ** 20):
                 shared = _pool_kernels(X, pool, cell_params, backend, total,
                                        say if verbose else None, k)
