@@ -15,7 +15,9 @@ the test file whole); drawn as a hollow marker at that time with the error it
 reached at the largest size it ran, and labelled so.  Extrapolated times are
 never mixed with measured ones: the CSV's ``kind`` column and the printed
 tables keep them apart.  Rows with ``train_rows`` (the growth runs) feed the
-fit only; the columns are the sizes of the other rows.
+fit only; the columns are the sizes of the other rows.  A run that read its
+rows from the file as it trained (``--stream`` in its call) is a method of
+its own (``dsg --stream``), beside the same method's in-memory runs.
 
 Usage::
 
@@ -50,17 +52,24 @@ def power_law(ns, ts):
     return math.exp(my - b * mx), b
 
 
+def method_name(row):
+    """The method of a row, ``METHOD --stream`` when it read its rows from the
+    file as it trained: a curve of its own beside the in-memory runs."""
+    streamed = "--stream" in (row.get("call") or "").split()
+    return row["method"] + (" --stream" if streamed else "")
+
+
 def measured(paths, n_train_of):
     """The measured points: the last ok row of each (data, method, budget)."""
     out = []
-    for r in _output.bench_rows(paths, lambda r: (r["data"], r["method"], r.get("budget"))):
+    for r in _output.bench_rows(paths, lambda r: (r["data"], method_name(r), r.get("budget"))):
         n = r.get("n_train") or n_train_of.get(r["data"])
         if not n:
             raise SystemExit(f"{r['data']}: its rows have no n_train (written before "
                              "bench_scale.py recorded it): give --n-train DATA=N")
         out.append({"dataset": r.get("dataset", r["data"]), "n_train": int(n),
                     "kind": "measured", "growth": bool(r.get("train_rows")),
-                    "method": r["method"], "tool": r.get("tool", ""),
+                    "method": method_name(r), "tool": r.get("tool", ""),
                     "budget_name": r.get("budget_name") or "", "budget": r.get("budget"),
                     "exact": bool(r.get("exact")), "train_s": r["train_s"],
                     "test_error": r["test_error"], "maxrss_mb": r.get("maxrss_mb"),

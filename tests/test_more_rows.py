@@ -239,3 +239,17 @@ def test_sbp_row_records_its_work(tmp_path):
     model = kernsolve.train(y, X, row["call"] + " -q", n_jobs=1)
     assert row["n_kernel_evals"] == model.stats["n_kernel_evals"] > 0
     assert 0 < row["n_cache_misses"] == model.stats["n_cache_misses"] <= row["n_iter"]
+
+
+def test_streamed_runs_are_a_method_of_their_own(tmp_path):
+    """A --stream run and an in-memory run of the same data, method and budget
+    are two points (two curves), not the later one replacing the earlier."""
+    memory = dict(_row("f(64k)", "dsg", 64000, 30.0, 14.0, budget=1),
+                  call="--solver dsg --epochs 1 -m 3000")
+    stream = dict(memory, call="--solver dsg --epochs 1 -m 3000 --stream", train_s=20.0,
+                  test_error=14.5)
+    with open(tmp_path / "rows.json", "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in (memory, stream))
+    points = figure_module().measured([str(tmp_path / "rows.json")], {})
+    assert sorted((p["method"], p["train_s"], p["test_error"]) for p in points) == [
+        ("dsg", 30.0, 14.0), ("dsg --stream", 20.0, 14.5)]
