@@ -65,6 +65,27 @@ def test_beyond_the_crossover_eigenpro_on_default_centres():
     assert _choice("-m 500", _problem(n)).cache_mb is None
 
 
+@pytest.mark.parametrize("n", [240000, 480000, 1_200_000])
+def test_no_more_centres_than_the_memory_keeps_k_for(n):
+    """Beyond the centres whose K(X, C) (2 n p bytes in half precision) fits
+    beside the dense rows and the preconditioner, every iteration would
+    compute it again: the most that fit, but not below the 15000 measured at
+    480,000 and 1.2 million rows."""
+    from kernsolve.solvers.eigenpro.centres import preconditioner_bytes
+    memory = 12 * GIB
+    root = round(15000 * np.sqrt(n / 60000))
+    beside = memory - 8 * n * 784 - preconditioner_bytes(root, 3000)
+    kept = beside // (2 * n)
+    choice = _choice("-g 0.02", _problem(n, memory=memory))
+    assert choice.solver == "eigenpro"
+    p = choice.options["centers"]
+    assert p == max(kept, 15000) < root
+    assert f"not the square-root rule's {root}" in choice.reason
+    assert f"beyond the {kept} whose K(X, C) the memory keeps" in choice.reason
+    # K(X, C) kept as far as it fits
+    assert choice.cache_mb == min(2 * n * p, beside) // 2 ** 20
+
+
 def test_options_eigenpro_refuses_leave_it_to_random_features():
     # -c is SMO's and DSG's (lambda = 1/(C n)); EigenPro refuses it, so auto does not pick it
     choice = _choice("-c 10 -g 0.02", _problem(200000))
@@ -116,8 +137,11 @@ def test_memory_caps_the_centres_and_decides():
     n = 10 ** 6
     # the default p at a million rows is 61237; 1 GiB less the rows (8 n d = 160 MB
     # at d = 20) holds 8 p (3000 + 512) bytes of the preconditioner for p = 32522 at most
+    beside_rows = GIB - 8 * n * 20
+    assert default_centres(n, 3000, beside_rows) == beside_rows // (8 * (3000 + 512)) == 32522
+    # and nothing is left for K(X, C): the 15000 centres measured at such sizes
     choice = _choice("", _problem(n, d=20, memory=GIB))
-    assert choice.options["centers"] == (GIB - 8 * n * 20) // (8 * (3000 + 512)) == 32522
+    assert choice.options["centers"] == 15000 and "beyond the 0 whose" in choice.reason
     # the rows made dense do not fit: random features
     assert _choice("", _problem(n, d=200, memory=GIB)).solver == "udsg"
 

@@ -61,6 +61,14 @@ CENTRES_SUBSAMPLE = 3000
 CENTRES_LAMBDA = 1e-7
 CENTRES_ITERATIONS = 30
 CENTRES_BYTES = {"half": 2, "single": 4}
+# Beyond the centres whose K(X, C) the memory keeps, each of the 30 iterations
+# computes K(X, C) again (n p kernel values a pass: 135 s at 1.2 million rows
+# and 15000 centres, benchmarks/CURRENT.md#more-rows-1200k-panel), so the
+# square-root rule's 42426 centres at 480,000 rows and 67082 at 1.2 million
+# would take hours; there the count measured at those sizes (#more-rows-480k-panel:
+# 11.20% in 148 s; #more-rows-1200k-panel) and no more.  Where more than it
+# is kept, the square-root rule (the 120,000-row runs: 21213 centres).
+MEASURED_CENTRES = 15000
 
 # The random-feature solver beyond: UDSG gave the lowest error of the three on
 # Fashion-MNIST (benchmarks/CURRENT.md#tta-fashion-udsg) and is within 0.3
@@ -166,13 +174,21 @@ def _centres(param, problem):
     if p == 0 or fixed > problem.memory:
         return None, (f"EigenPro's rows made dense take {_size_text(problem.dense_bytes)} "
                       f"of the {_size_text(problem.memory)} at hand")
+    root, kept = p, (problem.memory - fixed) // (CENTRES_BYTES[precision] * n)
+    p = min(root, max(kept, MEASURED_CENTRES))
+    why = f"{p} centres = 15000 sqrt(n / 60000) capped by memory"
+    if p < root:
+        why = (f"{p} centres, not the square-root rule's {root}: beyond the {kept} whose "
+               "K(X, C) the memory keeps, every iteration would compute it again; " +
+               ("the most it keeps" if p == kept else
+                f"{MEASURED_CENTRES} as measured at 480,000 and 1.2 million rows"))
     options = {"centers": p, "subsample": q, "lambda": CENTRES_LAMBDA,
                "epochs": CENTRES_ITERATIONS, "precision": precision}
     cache_mb = None
     if param.cache_size == Parameters().cache_size:   # -m not given: what fits
         blocks = CENTRES_BYTES[precision] * n * p
         cache_mb = float(max(param.cache_size, min(blocks, problem.memory - fixed) // 2 ** 20))
-    return (options, cache_mb), f"{p} centres = 15000 sqrt(n / 60000) capped by memory"
+    return (options, cache_mb), why
 
 
 def choose(param, problem, candidates=None, weighted=False):
