@@ -159,18 +159,23 @@ def main(argv=None):
         return
     from matplotlib.ticker import NullFormatter
     columns = sorted({(p["dataset"], p["n_train"]) for p in points if not p["growth"]})
-    methods = sorted({p["method"] for p in points})     # a method's colour: fixed by name
+    methods = sorted({p["method"] for p in points})
+    # a method's colour, fixed by name: the dark shade of a tab20 pair, its
+    # --stream runs the light shade of the same pair
+    bases = sorted({m.removesuffix(" --stream") for m in methods})
+    shade = {m: 2 * bases.index(m.removesuffix(" --stream")) + m.endswith(" --stream")
+             for m in methods}
     colours = plt.get_cmap("tab20")
     fig, axes = plt.subplots(2, len(columns), figsize=(4.8 * len(columns), 8.0),
                              squeeze=False)
     for k, (dataset, n) in enumerate(columns):
         top, bottom = axes[0][k], axes[1][k]
-        for i, method in enumerate(methods):
+        for method in methods:
             here = [p for p in points if (p["dataset"], p["n_train"], p["method"]) ==
                     (dataset, n, method) and not p["growth"]]
             runs = sorted((p for p in here if p["kind"] == "measured"),
                           key=lambda p: p["budget"] or 0)
-            style = dict(color=colours(i % 20), label=method)
+            style = dict(color=colours(shade[method] % 20), label=method)
             if runs:
                 errors = [p["test_error"] for p in runs]
                 _output.draw_method(top, [p["train_s"] for p in runs], errors,
@@ -181,7 +186,7 @@ def main(argv=None):
                 if p["kind"] == "extrapolated":
                     top.plot([p["train_s"]], [p["test_error"]], linestyle="none",
                              marker="*", markersize=13, markerfacecolor="none",
-                             color=colours(i % 20),
+                             color=colours(shade[method] % 20),
                              label=f"{method} (time extrapolated; error at "
                                    f"{p['error_at_rows']:,} rows)")
         top.set_xscale("log")
