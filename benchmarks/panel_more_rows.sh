@@ -10,14 +10,10 @@
 # growth 480k 1200k; each of the others is a list of its own).
 # Every run appends its JSON row to OUT.json; then
 #
-#   python examples/more_rows.py OUT.json OLD.json ... \
-#       --n-train "fashion+dense(aug_default_120k)=120000" \
-#       --n-train "fashion+dense(aug120k)=120000" --n-train "fashion+dense(aug480k)=480000"
+#   python examples/more_rows.py examples/more_rows.json OUT.json
 #
-# draws the figure with the rows measured before (120,000: EigenPro, UDSG,
-# RBFSampler, SMO, then Nystroem; 480,000: EigenPro, UDSG; the names are
-# their data names, written before bench_scale.py recorded n_train). What each step
-# gives: benchmarks/README.md, "More rows".
+# draws the figure with every row measured before (examples/more_rows.json).
+# What each step gives: benchmarks/README.md, "More rows".
 set -e
 [ $# -ge 4 ] || { echo "usage: $0 OUT.json F120K F480K F1200K [STEP ...]" >&2; exit 2; }
 OUT=$1 F120K=$2 F480K=$3 F1200K=$4
