@@ -14,7 +14,8 @@ same data and options on the same machine give the same choice:
    among the fastest to its answer.
 2. Beyond, **EigenPro on centres** (FALKON) with the measured command's
    settings and :func:`~kernsolve.solvers.eigenpro.centres.default_centres`
-   centres, when its kernel and options apply (a positive semi-definite
+   centres (at most those whose K(X, C) the memory keeps, and not fewer than
+   :data:`MEASURED_CENTRES`), when its kernel and options apply (a positive semi-definite
    kernel; -c, -e, -h, -p at their defaults: it refuses them) and the rows
    made dense and its preconditioner fit the memory at hand.
 3. Else **UDSG** (random features, from the rows as given: sparse stays
