@@ -15,8 +15,8 @@ same data and options on the same machine give the same choice:
 2. Beyond, **EigenPro on centres** (FALKON) with the measured command's
    settings and :func:`~kernsolve.solvers.eigenpro.centres.default_centres`
    centres (at most those whose K(X, C) the memory keeps, and not fewer than
-   :data:`MEASURED_CENTRES`), when its kernel and options apply (a positive semi-definite
-   kernel; -c, -e, -h, -p at their defaults: it refuses them) and the rows
+   ``DEFAULT_CENTRES``), when its kernel and options apply (a positive
+   semi-definite kernel; -c, -e, -h, -p at their defaults: it refuses them) and the rows
    made dense and its preconditioner fit the memory at hand.
 3. Else **UDSG** (random features, from the rows as given: sparse stays
    sparse), when its kernel applies (rbf, Laplacian); else SMO.
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import AUTO, spec_for
-from .eigenpro.centres import default_centres, preconditioner_bytes
+from .eigenpro.centres import DEFAULT_CENTRES, default_centres, preconditioner_bytes
 from .._constants import (BOUNDED_KERNELS, C_SVC, EPSILON_SVR, FOURIER_KERNELS, KERNEL_NAMES,
                           POLY, PRECOMPUTED, PSD_KERNELS, SVM_TYPE_NAMES)
 from .._params import Parameters
@@ -66,10 +66,10 @@ CENTRES_BYTES = {"half": 2, "single": 4}
 # computes K(X, C) again (n p kernel values a pass: 135 s at 1.2 million rows
 # and 15000 centres, benchmarks/CURRENT.md#more-rows-1200k-panel), so the
 # square-root rule's 42426 centres at 480,000 rows and 67082 at 1.2 million
-# would take hours; there the count measured at those sizes (#more-rows-480k-panel:
-# 11.20% in 148 s; #more-rows-1200k-panel) and no more.  Where more than it
-# is kept, the square-root rule (the 120,000-row runs: 21213 centres).
-MEASURED_CENTRES = 15000
+# would take hours; there the rule's own base count DEFAULT_CENTRES (15000, the
+# count measured at those sizes: #more-rows-480k-panel, 11.20% in 148 s;
+# #more-rows-1200k-panel) and no more.  Where more than it is kept, the
+# square-root rule (the 120,000-row runs: 21213 centres).
 
 # The random-feature solver beyond: UDSG gave the lowest error of the three on
 # Fashion-MNIST (benchmarks/CURRENT.md#tta-fashion-udsg) and is within 0.3
@@ -176,13 +176,13 @@ def _centres(param, problem):
         return None, (f"EigenPro's rows made dense take {_size_text(problem.dense_bytes)} "
                       f"of the {_size_text(problem.memory)} at hand")
     root, kept = p, (problem.memory - fixed) // (CENTRES_BYTES[precision] * n)
-    p = min(root, max(kept, MEASURED_CENTRES))
+    p = min(root, max(kept, DEFAULT_CENTRES))
     why = f"{p} centres = 15000 sqrt(n / 60000) capped by memory"
     if p < root:
         why = (f"{p} centres, not the square-root rule's {root}: beyond the {kept} whose "
                "K(X, C) the memory keeps, every iteration would compute it again; " +
                ("the most it keeps" if p == kept else
-                f"{MEASURED_CENTRES} as measured at 480,000 and 1.2 million rows"))
+                f"{DEFAULT_CENTRES} as measured at 480,000 and 1.2 million rows"))
     options = {"centers": p, "subsample": q, "lambda": CENTRES_LAMBDA,
                "epochs": CENTRES_ITERATIONS, "precision": precision}
     cache_mb = None
