@@ -18,6 +18,7 @@ beside their loops; doc/threads.md lists them all.
 """
 import contextlib
 import os
+import sys
 import queue
 import threading
 import warnings
@@ -135,9 +136,10 @@ class _BlasLimit:
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.controller = None      # made at first use (see _blas_controller)
+        self.controller = None      # made at first use (see _controller)
+        self.with_scipy = False     # the controller holds scipy's BLAS
         self.holders = 0
-        self.limiter = None
+        self.limiters = []          # the limits in force, restored by the last holder
 
     @staticmethod
     def _free_control():
@@ -147,24 +149,55 @@ class _BlasLimit:
         if clear is not None:
             clear(force=True)
 
-    def enter(self):
+    def _limit(self, controller):
+        self._free_control()
+        try:
+            self.limiters.append(controller.limit(limits=1, user_api="blas"))
+        finally:
+            self._free_control()
+
+    def _controller(self, scipy):
+        """The threadpoolctl controller (the lock held), made at first use.
+
+        Made at first use, not at import: it lists the BLAS libraries loaded
+        when it is made, and making it scans the process's libraries, which
+        ``import kernsolve`` should not pay for.  scipy's BLAS is loaded
+        (``_core._blas.load``) only for a holder that calls it (``scipy``):
+        loading it imports scipy.linalg, 0.12 s of a 1.7 s grid on two
+        workers whose fits use numpy's BLAS only (issue 35).  When a holder
+        needs it while others hold a limit without it, the new controller's
+        libraries that the old one did not list get the limit too."""
+        if self.controller is not None and (self.with_scipy or not scipy):
+            return self.controller
+        from threadpoolctl import ThreadpoolController    # at first use, as the controller
+        if scipy:
+            _blas.load()
+        new = ThreadpoolController()
+        if self.holders and self.controller is not None:
+            known = {lib.filepath for lib in self.controller.lib_controllers}
+            added = [lib.filepath for lib in new.lib_controllers if lib.filepath not in known]
+            if added:
+                self._limit(new.select(filepath=added))
+        self.controller = new
+        self.with_scipy = scipy or "scipy.linalg" in sys.modules
+        return new
+
+    def enter(self, scipy=True):
         with self.lock:
+            controller = self._controller(scipy)
             if self.holders == 0:
-                self._free_control()
-                try:
-                    self.limiter = _blas_controller_locked().limit(limits=1, user_api="blas")
-                finally:
-                    self._free_control()
+                self._limit(controller)
             self.holders += 1
 
     def exit(self):
         with self.lock:
             self.holders -= 1
             if self.holders == 0:
-                limiter, self.limiter = self.limiter, None
+                limiters, self.limiters = self.limiters, []
                 self._free_control()
                 try:
-                    limiter.restore_original_limits()
+                    for limiter in reversed(limiters):
+                        limiter.restore_original_limits()
                 finally:
                     self._free_control()
 
@@ -172,37 +205,19 @@ class _BlasLimit:
 _BLAS = _BlasLimit()
 
 
-def _blas_controller_locked():
-    """The threadpoolctl controller (``_BLAS.lock`` held), made at first use.
-
-    Made at first use, not at import: it lists the BLAS libraries loaded when
-    it is made (numpy's, and scipy's, which ``_core._blas.load`` loads
-    first: scipy is not imported before its dgemm is needed), and making it
-    scans the process's libraries, which ``import kernsolve`` should not pay for.
-    """
-    if _BLAS.controller is None:
-        _blas.load()
-        from threadpoolctl import ThreadpoolController    # at first use, as the controller
-        _BLAS.controller = ThreadpoolController()
-    return _BLAS.controller
-
-
-def _blas_controller():
-    """The threadpoolctl controller, made at first use and cached."""
-    with _BLAS.lock:
-        return _blas_controller_locked()
-
-
 @contextlib.contextmanager
-def one_blas_thread():
+def one_blas_thread(scipy=True):
     """A context that keeps numpy's and scipy's BLAS on one thread.
 
     Our own threads run the tiles (or there is one small product): one BLAS
     thread per call makes the bits independent of the thread count.  Safe
     under Python threads: while any thread is inside, BLAS runs on one
     thread; when the last one leaves, the count the first one found is back.
+    ``scipy=False``: the code inside calls numpy's BLAS only (an SMO fit's
+    products), so scipy's need not be loaded for it (it is limited too if
+    it was loaded already, or when a holder inside needs it).
     """
-    _BLAS.enter()
+    _BLAS.enter(scipy)
     try:
         yield
     finally:

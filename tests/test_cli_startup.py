@@ -311,6 +311,40 @@ def test_public_api_keeps_scipy_matrices(tmp_path, heart):
                                   kernsolve.predict(y, X, dsg, "-q")[0])
 
 
+def test_one_blas_thread_for_numpy_alone_then_scipy_inside(tmp_path):
+    # one_blas_thread(scipy=False) (a grid's fits: numpy's BLAS only) does not
+    # import scipy (0.12 s of a small grid); a holder inside that needs
+    # scipy's BLAS loads it, and it runs on one thread too until the last
+    # holder leaves, when every count is back (oracle: threadpoolctl's report)
+    code = textwrap.dedent("""\
+        import sys
+        import numpy   # numpy's BLAS loaded, as for any fit
+        from threadpoolctl import threadpool_info
+        from kernsolve._threads import one_blas_thread
+
+        def blas():
+            return {i["filepath"]: i["num_threads"] for i in threadpool_info()
+                    if i["user_api"] == "blas"}
+
+        with one_blas_thread(scipy=False):
+            assert "scipy" not in sys.modules
+            numpy_only = blas()
+            with one_blas_thread():
+                both = blas()
+            after_inner = blas()
+        after = blas()
+        print(numpy_only, both, after_inner, after)
+        assert len(numpy_only) == 1 and set(numpy_only.values()) == {1}
+        assert any("scipy.libs" in path for path in both) and set(both.values()) == {1}
+        assert after_inner == both
+        assert set(after.values()) == {2} and set(after) == set(both)
+        """)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path,
+                          env=package_env(OPENBLAS_NUM_THREADS="2"), capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def test_one_blas_thread_reaches_scipys_blas_loaded_late(tmp_path):
     # scipy (and its OpenBLAS) is no longer loaded by import kernsolve: the
     # BLAS limit must still reach it, or the dense kernel matrix's dgemm would

@@ -14,7 +14,6 @@ import pytest
 import kernsolve
 from kernsolve import grid_search, parse_options, read_problem, train
 from kernsolve.model_selection.cv import make_folds, train_rows
-from kernsolve.model_selection.grid import _kernel_pools
 from kernsolve.solvers.libsvm._cholesky_update import CholeskyFactor, free_step
 from kernsolve.solvers.libsvm.active_set import _Columns, refine
 from kernsolve.solvers.libsvm.formulations import WarmStart
@@ -87,19 +86,6 @@ def test_warm_grid_same_best_cell_rates_within_a_row(heart):
     assert [c["rate"] for c in cold.cells] == [c["rate"] for c in exact.cells]
 
 
-def test_kernel_pools_pair_gammas_that_leave_a_core_idle():
-    """Closed form of _kernel_pools: two kernels share a pool when one's tasks
-    do not divide over the cores and both matrices fit; never the unshared group."""
-    groups = {"g1": [0, 1], "g2": [2, 3], "g3": [4, 5]}
-    odd, even = (lambda group: 5), (lambda group: 4)
-    keys = lambda pools: [[key for key, _ in pool] for pool in pools]  # noqa: E731
-    assert keys(_kernel_pools(groups, odd, 2, lambda g: True)) == [["g1", "g2"], ["g3"]]
-    assert keys(_kernel_pools(groups, even, 2, lambda g: True)) == [["g1"], ["g2"], ["g3"]]
-    assert keys(_kernel_pools(groups, odd, 2, lambda g: False)) == [["g1"], ["g2"], ["g3"]]
-    assert keys(_kernel_pools(groups, odd, 1, lambda g: True)) == [["g1"], ["g2"], ["g3"]]
-    assert keys(_kernel_pools({None: [0, 1]}, odd, 2, lambda g: True)) == [[None]]
-
-
 # A child with numpy's BLAS on two threads runs a warm grid on two cores and
 # records, as each fit's held-out product starts, the BLAS thread count that
 # threadpoolctl reports (the oracle), then the rates of the one-core run.
@@ -136,7 +122,7 @@ print(before, after, len(seen), ",".join(map(str, in_two)),
 def test_warm_grid_on_two_cores_keeps_blas_on_one_thread(shared, tmp_path):
     """The fits of a warm grid on two cores run side by side, one thread each:
     their held-out rows' products (``SharedKernel.weighted_sums``) must run
-    with numpy's BLAS on one thread, held for the whole pool of fits, or its
+    with numpy's BLAS on one thread, held for the whole run of fits, or its
     workers spin beside them (issue 35: the second worker doubled the CPU time
     on svmguide1 and gained nothing; per product, the limit's toggling still
     woke them).  Oracle: threadpoolctl's report of the BLAS thread count as
@@ -159,12 +145,12 @@ def test_warm_grid_on_two_cores_keeps_blas_on_one_thread(shared, tmp_path):
     assert same_rates == "True"
 
 
-def test_two_cores_compute_a_pools_two_matrices_side_by_side(heart, capsys, monkeypatch):
-    """On two cores a pool of two gammas computes its two shared matrices on
-    two threads at once (one each), not one after the other; the matrices,
-    so every rate, are the one-core run's (oracle: that run's, with every
-    matrix computed in the calling thread), and the verbose lines come in
-    the gammas' order."""
+def test_two_cores_compute_two_matrices_side_by_side(heart, capsys, monkeypatch):
+    """On two cores the first two gammas' shared matrices are computed on the
+    two workers at once (one thread each), not one after the other, and every
+    matrix on a worker (kernsolve.model_selection._rolling); the matrices, so
+    every rate, are the one-core run's (oracle: that run's), and the verbose
+    lines come in the gammas' order."""
     import threading
     from kernsolve.solvers.libsvm.shared_kernel import SharedKernel
     y, X = heart
@@ -172,38 +158,42 @@ def test_two_cores_compute_a_pools_two_matrices_side_by_side(heart, capsys, monk
     seen, real = [], SharedKernel.compute.__func__
     together = threading.Barrier(2, timeout=120)    # passed only by two at once
 
-    def compute(cls, X, param, n_threads):
+    def compute(cls, X, param, n_threads, out=None):
         seen.append((threading.current_thread().name, n_threads))
-        if len(seen) <= 2 and threading.current_thread().name.startswith("kernsolve-gram"):
+        if two_cores and len(seen) <= 2:
             together.wait()
-        return real(cls, X, param, n_threads)
+        return real(cls, X, param, n_threads, out=out)
     monkeypatch.setattr(SharedKernel, "compute", classmethod(compute))
+    two_cores = True
     two = grid_search(y, X, "--warm", grid=grid, n_jobs=2)
     lines_two = [line for line in capsys.readouterr().out.splitlines()
                  if "computed once" in line]
-    in_two, seen[:] = list(seen), []
+    in_two, seen[:], two_cores = list(seen), [], False
     one = grid_search(y, X, "--warm", grid=grid, n_jobs=1)
     lines_one = [line for line in capsys.readouterr().out.splitlines()
                  if "computed once" in line]
     assert len(in_two) == 3
-    assert sorted(in_two[:2]) == [("kernsolve-gram-0", 1), ("kernsolve-gram-1", 1)]
+    assert sorted(in_two[:2]) == [("kernsolve-grid-0", 1), ("kernsolve-grid-1", 1)]
     assert not together.broken
-    assert in_two[2] == (threading.current_thread().name, 2)   # the third alone
-    assert all(name == threading.current_thread().name for name, _ in seen)
+    # the third: on one thread beside the other worker's fits, or on both
+    # when that worker had nothing left to do
+    assert in_two[2][0].startswith("kernsolve-grid-") and in_two[2][1] in (1, 2)
+    assert seen == [("kernsolve-grid-0", 1)] * 3
     assert lines_two == lines_one and len(lines_one) == 3
     assert [c["rate"] for c in two.cells] == [c["rate"] for c in one.cells]
 
 
-def test_warm_grid_on_two_cores_pools_two_gammas(heart):
-    """With --warm on two cores each gamma has five chains (one per fold):
-    two gammas run as one pool of ten tasks, one thread each, and every rate
-    is the one-core run's (oracle: that run, itself checked against the cold
-    grid above)."""
+def test_warm_grid_on_two_cores_runs_every_chain_on_one_thread(heart):
+    """With --warm on two cores each gamma has five chains (one per fold): the
+    fifteen chains of three gammas run on two workers of one thread each,
+    without a pause between gammas, and every rate is the one-core run's
+    (oracle: that run, itself checked against the cold grid above)."""
     y, X = heart
     grid = {"c": [2.0 ** v for v in range(-1, 8, 2)], "g": [2.0 ** v for v in (-3, -5, -7)]}
     two = grid_search(y, X, "-q --warm", grid=grid, n_folds=5, n_jobs=2)
     one = grid_search(y, X, "-q --warm", grid=grid, n_folds=5, n_jobs=1)
-    assert two.waves == [(10, 2, [1] * 10), (4, 2, [1] * 4), (1, 1, [2])]
+    assert two.waves == [(15, 2, [1] * 15)]
+    assert one.waves == [(15, 1, [1] * 15)]
     assert {c["label"]: c["rate"] for c in two.cells} == {c["label"]: c["rate"] for c in one.cells}
     assert two.summary_line() == one.summary_line()
 

@@ -1132,7 +1132,8 @@ cdef class KernelRows:
 
 # ------------------------------------------------------------ kernel_gram
 
-def kernel_gram(X, int kernel_type, int degree, double gamma, double coef0, int n_threads):
+def kernel_gram(X, int kernel_type, int degree, double gamma, double coef0, int n_threads,
+                out=None):
     """The float32 kernel matrix over all rows of X, as ``KernelRows`` rows hold it.
 
     Row ``i`` is what a ``KernelRows`` over X computes for data row ``i``
@@ -1140,12 +1141,21 @@ def kernel_gram(X, int kernel_type, int degree, double gamma, double coef0, int 
     matrix (``KernelRows(..., gram=G)``) sees the same bits as one that
     computes them.  Cross-validation computes it once for all the folds and
     C values of a kernel (``kernsolve.solvers.libsvm.shared_kernel``).
+    ``out``: an n x n C-contiguous float32 array to write it in (a grid's
+    matrix of the last kernel, whose pages are already the process's: a new
+    one of svmguide1's 36 MB costs the kernel's page zeroing, a sixth of the
+    matrix's time), or None for a new one.
     """
     if kernel_type == PRECOMPUTED:
         raise ValueError("kernel_gram: a precomputed kernel is its own matrix")
     cdef KernelRows kr = KernelRows(X, kernel_type, degree, gamma, coef0, 0.0, n_threads)
     cdef Py_ssize_t n = kr.n, p
-    out = np.empty((n, n), dtype=np.float32)
+    if out is None:
+        out = np.empty((n, n), dtype=np.float32)
+    elif not (isinstance(out, np.ndarray) and out.shape == (n, n)
+              and out.dtype == np.float32 and out.flags.c_contiguous and out.flags.writeable):
+        raise ValueError(f"kernel_gram: out must be a writeable C-contiguous {n} x {n} "
+                         f"float32 array")
     cdef kfloat[:, ::1] G = out
     with nogil:
         for p in range(n):

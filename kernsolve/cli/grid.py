@@ -299,7 +299,8 @@ def main(argv):
         client = Client(settings["scheduler"])
         backend = "dask"
 
-    y, X = read_problem(dataset, for_training=True)
+    # kernsolve's own CSR rows, as kernsolve-train's: no scipy import (doc/cli.md, "Start-up time")
+    y, X = read_problem(dataset, for_training=True, _scipy=False)
     y = np.asarray(y, dtype=np.float64)
     check_rows_for_folds(dataset, len(y))
     try:

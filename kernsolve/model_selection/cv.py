@@ -462,17 +462,17 @@ def _bit_set_rows(X, kernel_type):
     return n > 0 and bool(np.all((values == 0.0) | (values == 1.0)))
 
 
-def shared_kernel(X, param, backend, n_threads, say=None, what="the fits"):
+def shared_kernel(X, param, backend, n_threads, say=None, what="the fits", out=None):
     """The :class:`SharedKernel` of ``param``'s kernel over the rows of ``X`` for
     fits running on threads, or None when they cannot share one
     (:func:`sharing_refused`).  ``say(line)``, when given, is told which (for
-    the verbose output)."""
+    the verbose output); ``out``: memory for the matrix (``kernel_gram``'s)."""
     reason = sharing_refused(X, param, backend)
     if reason is not None:
         if say is not None:
             say(f"kernel values not shared ({reason}): each of {what} computes its own")
         return None
-    shared = SharedKernel.compute(X, param, n_threads)
+    shared = SharedKernel.compute(X, param, n_threads, out=out)
     if say is not None:
         n = X.shape[0]
         kind, _, gamma, _ = shared.kernel

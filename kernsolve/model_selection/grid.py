@@ -23,7 +23,6 @@ tasks would leave a core idle and both matrices fit in ``-m``
 unshared run (``--cold``), only the order of the output lines differs.
 """
 import contextlib
-import functools
 import itertools
 import math
 import os
@@ -36,10 +35,11 @@ from typing import Any, Mapping
 import numpy as np
 
 from . import cv as _cv
+from ._rolling import run_rolling
 from .._constants import C_SVC, CLASSIFICATION, EPSILON_SVR, NU_SVR, REGRESSION
 from .._fileutil import output_file
 from .._params import _LETTERS, _LONG, OptionsLike, parse_options
-from .._threads import one_blas_thread, run_unordered
+from .._threads import one_blas_thread
 from .._typing import ArrayLike, MatrixLike, StrPath
 from ..solvers import all_option_names
 from ..solvers.libsvm.libsvm_rand import cross_validation_folds
@@ -471,51 +471,62 @@ def _kernel_groups(X, todo, cell_params, backend, say):
     return groups
 
 
-def _kernel_pools(groups, n_tasks, n_cores, fits_two):
-    """The kernel groups as pools whose tasks run together: one kernel each,
-    or two when one kernel's tasks (``n_tasks(group)``) would leave a core
-    idle and two kernel matrices fit in ``-m`` together (``fits_two(group)``):
-    a gamma's five warm chains on two cores run four two at a time, then the
-    fifth alone (its loops over 2,471 rows serial below the parallel
-    threshold); two gammas' ten keep both cores busy."""
-    items = list(groups.items())
-    pools = []
-    while items:
-        pool = [items.pop(0)]
-        key, group = pool[0]
-        if key is not None and items and n_tasks(group) % n_cores and fits_two(group):
-            pool.append(items.pop(0))
-        pools.append(pool)
-    return pools
+def _run_shared(X, groups, group_tasks, cell_params, n_cores, backend, say, n_folds,
+                on_done):
+    """Run the tasks of kernel groups that share matrices (``group_tasks(group,
+    kernel)``: ``(arguments of fit_predict_path, [(cell, fold), ...])`` each),
+    a group's matrix computed just before its tasks and dropped after them, as
+    many matrices at once as there are workers and ``-m`` holds
+    (:func:`kernsolve.model_selection._rolling.run_rolling`); a dropped
+    matrix's memory is the next one's.  ``on_done(cell, fold, result)`` as each
+    fit finishes; returns the waves (one: every task, one worker each).
+    """
+    n = X.shape[0]
+    chain_cells = [[cells for _, cells in group_tasks(group, None)] for group in groups]
+    n_tasks = sum(len(tasks) for tasks in chain_cells)
+    n_workers = max(1, min(n_cores, n_tasks))
+    n_threads = max(1, n_cores // n_workers)
+    room = int(cell_params[groups[0][0]].cache_size * 2 ** 20 // gram_bytes(n))
+    spare = []          # the memory of dropped matrices, for the next ones
 
+    def make(g, threads):
+        lines = []
+        try:
+            out = spare.pop()
+        except IndexError:
+            out = None
+        kernel = _cv.shared_kernel(X, cell_params[groups[g][0]], backend, threads,
+                                   lines.append, f"its {len(groups[g])} cells x {n_folds} folds",
+                                   out=out)
+        return kernel, group_tasks(groups[g], kernel), lines
 
-def _pool_kernels(X, pool, cell_params, backend, n_cores, say, n_folds):
-    """The shared matrices of a pool's kernels (:func:`_kernel_pools`), in its
-    order (None: not shared).  A pool of two kernels on two cores or more
-    computes its two matrices side by side, each on its half of the cores:
-    one after the other, with svmguide1's rows computed one at a time (below
-    ``kernel_gram``'s parallel threshold), they left a core idle before each
-    pool (issue 35).  The same bits either way; ``say``'s lines come in the
-    pool's order."""
-    def compute(i, say_i, threads):
-        key, group = pool[i]
-        return i, _cv.shared_kernel(X, cell_params[group[0]], backend, threads, say_i,
-                                    f"its {len(group)} cells x {n_folds} folds")
-    keyed = [i for i, (key, _) in enumerate(pool) if key is not None]
-    out = [None] * len(pool)
-    if len(keyed) == 2 and n_cores >= 2:
-        lines = {i: [] for i in keyed}
-        calls = [functools.partial(compute, i, None if say is None else lines[i].append,
-                                   n_cores // 2) for i in keyed]
-        for i, kernel in run_unordered(calls, 2, "gram"):
-            out[i] = kernel
-        for i in keyed:
-            for line in lines[i]:
-                say(line)
-        return out
-    for i in keyed:
-        out[i] = compute(i, say, n_cores)[1]
-    return out
+    def run(t, made, threads):
+        return _cv.fit_predict_path(*made[1][t][0], threads)
+
+    def on_made(g, made):
+        for line in made[2] if say is not None else ():
+            say(line)
+
+    def chain_done(g, t, results):
+        for (ci, f), res in zip(chain_cells[g][t], results):
+            on_done(ci, f, res)
+
+    def on_drop(g, made):
+        if made[0] is not None:
+            spare.append(made[0].gram)
+
+    # the fits' held-out products on shared matrices
+    # (SharedKernel.weighted_sums) keep numpy's BLAS on one thread: the fits
+    # run side by side, each on its share of the cores, and OpenBLAS's own
+    # threads would take the other fit's core and spin after each product;
+    # held for the whole run, so that its thread count does not toggle and
+    # wake its workers ("Two workers", doc/cross-validation.md); numpy's BLAS
+    # only: scipy's is not loaded for it
+    with one_blas_thread(scipy=False):
+        run_rolling([list(range(len(tasks))) for tasks in chain_cells], n_workers,
+                    n_threads, min(n_workers, room), make, run, on_made, chain_done,
+                    on_drop)
+    return [(n_tasks, n_workers, [n_threads] * n_tasks)]
 
 
 def _c_chains(group, cells):
@@ -729,30 +740,17 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
             with open(out, encoding="utf-8") as old:    # grid.py appends to it
                 out_file.write(old.read())
         try:
-            for pool in _kernel_pools(
-                    groups, lambda group: len(group_chains(group)) * k, total,
-                    lambda group: 2 * gram_bytes(n) <= cell_params[group[0]].cache_size * 2 ** 20):
-                shared = _pool_kernels(X, pool, cell_params, backend, total,
-                                       say if verbose else None, k)
-                tasks = [task for (key, group), kernel in zip(pool, shared)
-                         for task in group_tasks(group, kernel)]
+            if None in groups:      # nothing shared: one list of tasks, as cross_validation's
+                tasks = group_tasks(groups[None], None)
 
-                def chain_done(t, results, tasks=tasks):
+                def chain_done(t, results):
                     for (ci, f), res in zip(tasks[t][1], results):
                         on_done(ci, f, res)
-
-                # the fits' held-out products on shared matrices
-                # (SharedKernel.weighted_sums) keep numpy's BLAS on one thread:
-                # the fits run side by side, each on its share of the cores, and
-                # OpenBLAS's own threads would take the other fit's core and spin
-                # after each product; held for the whole pool, so that its
-                # thread count does not toggle between the products and wake
-                # its workers ("Two workers", doc/cross-validation.md)
-                one_blas = any(key is not None for key, _ in pool)
-                with one_blas_thread() if one_blas else contextlib.nullcontext():
-                    waves += _cv.run_tasks(_cv.fit_predict_path, [t[0] for t in tasks],
-                                           total, backend, chain_done)
-                del shared, tasks           # the pool's matrices dropped before the next
+                waves += _cv.run_tasks(_cv.fit_predict_path, [t[0] for t in tasks], total,
+                                       backend, chain_done)
+            else:
+                waves += _run_shared(X, list(groups.values()), group_tasks, cell_params,
+                                     total, backend, say if verbose else None, k, on_done)
         except Exception as exc:  # a worker died: name the cells that did not finish
             if "write_error" in state:      # not a worker: our own output failed
                 raise state["write_error"] from None

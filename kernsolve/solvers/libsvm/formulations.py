@@ -191,7 +191,9 @@ def _start(ctx, C, cold, rows=None, y_pm=None):
         # refinement's result's starts the SMO core (C-SVC: p = -1)
         carried = ctx.warm.gradient(np.full(seed.size, -1.0))
         gradient = None if carried is None else np.empty_like(carried)
-        with one_blas_thread():     # small systems: OpenBLAS's threads only wait
+        # small systems: OpenBLAS's threads only wait; numpy's BLAS only (no
+        # scipy.linalg import for it)
+        with one_blas_thread(scipy=False):
             refined = refine(seed, y_pm.astype(np.float64), C, kernel.row,
                              float(ctx.param.eps) / 2, _REFINE_STEPS, _REFINE_MAX_FREE,
                              gradient=carried, gradient_out=gradient)

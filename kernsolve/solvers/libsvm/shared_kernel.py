@@ -48,11 +48,12 @@ class SharedKernel:
         self.index = index      # the fit's rows as rows of X (None: all of X)
 
     @classmethod
-    def compute(cls, X, param, n_threads):
-        """The matrix of ``param``'s kernel over the rows of ``X`` (canonical or not)."""
+    def compute(cls, X, param, n_threads, out=None):
+        """The matrix of ``param``'s kernel over the rows of ``X`` (canonical or
+        not), written in ``out`` when given (``kernel_gram``'s)."""
         Xc = as_canonical(X)
         kernel = kernel_of(param, Xc.shape[1])
-        return cls(Xc, kernel_gram(Xc, *kernel, n_threads), kernel)
+        return cls(Xc, kernel_gram(Xc, *kernel, n_threads, out=out), kernel)
 
     @property
     def nbytes(self):
