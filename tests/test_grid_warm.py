@@ -405,6 +405,59 @@ def test_free_step_is_the_bordered_systems_solution_cut_by_the_box(heart, box):
         free_step(factor, F[:-1], a, g, yp, C, ridge)
 
 
+@pytest.mark.parametrize("box, budget", [(0.5, 1000), (0.5, 3), (1e3, 1000)])
+def test_level_steps_are_free_steps_until_one_goes_all_the_way(heart, box, budget):
+    """``level_steps`` (the refinement's run of steps in one compiled call) is
+    ``free_step`` repeated in Python, the variables that reach a bound taken
+    out of the factor (last position first) and of the free set, until a step
+    goes all the way or the budget ends (oracle: that loop, as the refinement
+    ran it before; the same bits, the same factor)."""
+    from kernsolve.solvers.libsvm._cholesky_update import LEVEL, STEPS, level_steps
+    y, X = heart
+    Xd = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+    yp = np.where(y > 0, 1.0, -1.0)
+    n, ridge = yp.size, 1e-6
+    Q = _rbf(Xd, Xd, 0.5) * np.outer(yp, yp)
+    rng = np.random.default_rng(5)
+    F = np.sort(rng.choice(n, 60, replace=False)).astype(np.intp)
+    C = np.full(n, box)
+    a0 = rng.uniform(0.05, 0.95, n) * box
+    g0 = rng.standard_normal(n)
+
+    def factor_of():
+        factor = CholeskyFactor()
+        factor.reset(Q[np.ix_(F, F)] + ridge * np.eye(F.size), F)
+        return factor
+
+    ours, a, g = factor_of(), a0.copy(), g0.copy()
+    free = np.zeros(n, dtype=bool)
+    free[F] = True
+    steps, left, outcome, t, b = level_steps(ours, a, g, yp, C, ridge, free.view(np.uint8),
+                                             budget)
+    oracle, a_o, g_o, order = factor_of(), a0.copy(), g0.copy(), list(F)
+    free_o = np.zeros(n, dtype=bool)
+    free_o[F] = True
+    taken = gone = 0
+    while taken < budget:
+        taken += 1
+        t_o, b_o, hit = free_step(oracle, np.asarray(order, dtype=np.intp), a_o, g_o, yp, C,
+                                  ridge)
+        if not t_o < 1.0:
+            break
+        free_o[np.asarray(order)[hit]] = False
+        for p in sorted(hit, reverse=True):
+            oracle.remove(int(p))
+            del order[p]
+            gone += 1
+    assert (steps, left) == (taken, gone) and left > 0 or box > 1
+    assert outcome == (LEVEL if t_o == 1.0 else STEPS)
+    if outcome == LEVEL:
+        assert (t, b) == (t_o, b_o)
+    assert np.array_equal(a, a_o) and np.array_equal(g, g_o) and np.array_equal(free, free_o)
+    assert np.array_equal(ours.variables, np.asarray(order)) and ours.size == oracle.size
+    assert np.array_equal(ours.factor(), oracle.factor())
+
+
 def test_updated_factor_refuses_a_dependent_column():
     """A column in the span of the block's (a repeated row, no ridge): the
     bordered pivot is not positive; append says so and changes nothing."""

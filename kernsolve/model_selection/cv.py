@@ -231,6 +231,12 @@ def run_tasks(fn, tasks, n_jobs, backend, on_done):
     """
     total = resolve_n_jobs(n_jobs)
     waves = plan_waves(len(tasks), total)
+    with _kernel.free_memory_kept():        # the fits' freed memory for the next fits
+        _run_waves(fn, tasks, waves, backend, on_done)
+    return waves
+
+
+def _run_waves(fn, tasks, waves, backend, on_done):
     pos = 0
     for count, workers, threads in waves:
         args = [(pos + t, fn, tasks[pos + t], threads[t]) for t in range(count)]
@@ -247,7 +253,6 @@ def run_tasks(fn, tasks, n_jobs, backend, on_done):
             for index, result in run_unordered(calls, workers, "fold"):
                 on_done(index, result)
         pos += count
-    return waves
 
 
 def fit_predict(y, X, sample_weight, param, train_idx, test_idx, probability, prob_folds,

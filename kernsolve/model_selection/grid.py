@@ -39,6 +39,7 @@ from ._rolling import run_rolling
 from .._constants import C_SVC, CLASSIFICATION, EPSILON_SVR, NU_SVR, REGRESSION
 from .._fileutil import output_file
 from .._params import _LETTERS, _LONG, OptionsLike, parse_options
+from .._core._kernel import free_memory_kept
 from .._threads import one_blas_thread
 from .._typing import ArrayLike, MatrixLike, StrPath
 from ..solvers import all_option_names
@@ -522,7 +523,7 @@ def _run_shared(X, groups, group_tasks, cell_params, n_cores, backend, say, n_fo
     # held for the whole run, so that its thread count does not toggle and
     # wake its workers ("Two workers", doc/cross-validation.md); numpy's BLAS
     # only: scipy's is not loaded for it
-    with one_blas_thread(scipy=False):
+    with one_blas_thread(scipy=False), free_memory_kept():
         run_rolling([list(range(len(tasks))) for tasks in chain_cells], n_workers,
                     n_threads, min(n_workers, room), make, run, on_made, chain_done,
                     on_drop)

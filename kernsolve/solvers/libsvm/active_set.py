@@ -34,7 +34,7 @@ step cost more than SMO's iterations.
 """
 import numpy as np
 
-from ._cholesky_update import CholeskyFactor, free_step
+from ._cholesky_update import SINGULAR, STEPS, CholeskyFactor, level_steps
 
 __all__ = ["refine"]
 
@@ -64,15 +64,24 @@ class _Columns:
     def slots(self, idx):
         """The columns of the variables ``idx`` in :attr:`store` (fetched if new)."""
         for i in idx[self._slot[idx] < 0]:
-            if self._used == self._store.shape[1]:
-                grown = np.empty((self._y.size, 2 * self._used), order="F")
-                grown[:, :self._used] = self._store
-                self._store = grown
-            np.multiply(self._row(int(i)), self._signs[bool(self._y[i] < 0)],
-                        out=self._store[:, self._used])
-            self._slot[i] = self._used
-            self._used += 1
+            self._fetch(int(i))
         return self._slot[idx]
+
+    def slot(self, i):
+        """The column of variable ``i`` (fetched if new)."""
+        s = int(self._slot[i])
+        return s if s >= 0 else self._fetch(i)
+
+    def _fetch(self, i):
+        if self._used == self._store.shape[1]:
+            grown = np.empty((self._y.size, 2 * self._used), order="F")
+            grown[:, :self._used] = self._store
+            self._store = grown
+        np.multiply(self._row(i), self._signs[bool(self._y[i] < 0)],
+                    out=self._store[:, self._used])
+        self._slot[i] = self._used
+        self._used += 1
+        return self._used - 1
 
     @property
     def store(self):
@@ -103,15 +112,14 @@ class _FreeSystem:
     """The free variables' block ``H = Q_FF + ridge I`` and its Cholesky
     factor, updated as variables join and leave (bordered for one that joins,
     its row and column deleted for one that leaves: O(k^2) each where a
-    factorisation from scratch is k^3 / 3).  ``order`` lists the free
-    variables in the factor's order."""
+    factorisation from scratch is k^3 / 3).  The factor keeps the free
+    variables in its order (``factor.variables``)."""
 
     def __init__(self, columns, ridge, stats):
         self._columns = columns
         self._ridge = ridge
         self._stats = stats
-        self._factor = CholeskyFactor()
-        self.order = []
+        self.factor = CholeskyFactor()
         self.updates = 0            # joins and leaves since the last factorisation
 
     def factorise(self, F):
@@ -121,35 +129,20 @@ class _FreeSystem:
         slots = self._columns.slots(F)      # (first: it may grow the store)
         H = self._columns.store[np.ix_(F, slots)]
         H[np.arange(F.size), np.arange(F.size)] += self._ridge
-        self._factor.reset(H)
-        self.order = list(F)
+        self.factor.reset(H, F)
         self.updates = 0
         self._stats["factorisations"] += 1
 
     def join(self, i):
         """Add variable ``i``; False (not added) when the bordered block is
         not numerically positive definite."""
-        slot = self._columns.slots(np.array([i]))[0]
-        h = self._columns.store[np.asarray(self.order, dtype=np.intp), slot]
-        if not self._factor.append(np.ascontiguousarray(h),
-                                   self._columns.store[i, slot] + self._ridge):
+        slot = self._columns.slot(i)
+        store = self._columns.store
+        if not self.factor.append_column(store, slot, store[i, slot] + self._ridge, i):
             return False
-        self.order.append(int(i))
         self.updates += 1
         self._stats["joins"] += 1
         return True
-
-    def leave(self, positions):
-        """Take out the variables at ``positions`` of ``order``."""
-        for p in sorted(positions, reverse=True):
-            self._factor.remove(int(p))
-            del self.order[p]
-            self.updates += 1
-            self._stats["leaves"] += 1
-
-    @property
-    def factor(self):
-        return self._factor
 
 
 def refine(seed, y, C, kernel_row, tol, max_steps, max_free, stats=None, gradient=None,
@@ -205,23 +198,26 @@ def refine(seed, y, C, kernel_row, tol, max_steps, max_free, stats=None, gradien
     stuck = np.zeros(a.size, dtype=bool)    # bound variables that would break the factor
     stats["stopped"] = "steps"
     last_residual = np.inf
-    for _ in range(max_steps):
-        stats["steps"] += 1
-        F = np.asarray(system.order, dtype=np.intp)
+    steps_left = max_steps
+    while steps_left > 0:
+        # [H y; y' 0] [d; b] = [-g; 0] through the factor of H, and the ratio
+        # test: the longest step toward the solution inside the box; the
+        # variables that reach a bound are held there and leave the free
+        # set, step after step until one goes all the way (one compiled
+        # call, _cholesky_update.level_steps)
+        steps, left, outcome, t, b = level_steps(system.factor, a, g, y, C, ridge,
+                                                 free.view(np.uint8), steps_left)
+        steps_left -= steps
+        stats["steps"] += steps
+        stats["leaves"] += left
+        system.updates += left
+        if outcome == SINGULAR:
+            stats["stopped"] = "singular"
+            break
+        if outcome == STEPS:
+            break
+        F = system.factor.variables
         k = F.size
-        if k:
-            # [H y; y' 0] [d; b] = [-g; 0] through the factor of H, and the
-            # ratio test: the longest step toward the solution inside the box
-            # (one compiled call, _cholesky_update.free_step)
-            step = free_step(system.factor, F, a, g, y, C, ridge)
-            if step is None:
-                stats["stopped"] = "singular"
-                break
-            t, b, hit = step
-            if t < 1.0:             # those that reached a bound are held there
-                free[F[hit]] = False
-                system.leave(hit)
-                continue
         # the whole gradient, brought up to date with the moves since a_full
         moved = np.flatnonzero(a != a_full)
         if moved.size:
