@@ -12,7 +12,7 @@ from sklearn.metrics.pairwise import polynomial_kernel, rbf_kernel
 
 import kernsolve
 from kernsolve import cross_validation, grid_search, parse_options, read_problem, train
-from kernsolve._core._kernel import KernelRows, kernel_gram
+from kernsolve._core._kernel import KernelRows, _gram_mirrored, kernel_gram
 from kernsolve._kernels import as_canonical
 from kernsolve.model_selection.cv import make_folds, train_rows
 from kernsolve.solvers.libsvm.shared_kernel import SharedKernel
@@ -54,6 +54,34 @@ def test_kernel_gram_is_the_engine_rows_and_the_kernel(heart):
                                                     coef0=1.0), rtol=1e-6)
     with pytest.raises(ValueError, match="precomputed kernel is its own matrix"):
         kernel_gram(np.eye(3), 4, 3, 0.0, 0.0, 1)
+
+
+@pytest.mark.parametrize("rows", ["dense", "same columns", "other columns"])
+@pytest.mark.parametrize("kind, degree, gamma, coef0", [
+    (0, 3, 0.0, 0.0), (1, 3, 0.3, 1.0), (2, 3, 0.7, 0.0), (3, 3, 0.05, -0.5),
+    (5, 3, 0.4, 0.0)])
+def test_kernel_gram_mirrored_or_not_is_every_engine_row(rows, kind, degree, gamma, coef0):
+    """The matrix is computed above its diagonal and mirrored where each
+    pair's two orders are the same bits (dense rows, sparse rows that all
+    hold the same columns; kernels of <x, y> or ||x - y||^2), and whole
+    otherwise: either way every row is the row a KernelRows computes for
+    that data row, bit for bit (oracle: those rows, every one; the Laplacian
+    and rows of other columns are the cases whose two orders differ)."""
+    rng = np.random.default_rng(kind)
+    A = rng.standard_normal((150, 40))
+    if rows == "dense":
+        X = A
+    elif rows == "same columns":     # every row nonzero in the same 30 of 40 columns
+        A[:, ::4] = 0.0
+        X = sp.csr_matrix(A)
+    else:
+        A[rng.random(A.shape) < 0.4] = 0.0
+        X = sp.csr_matrix(A)
+    Xc = as_canonical(X)
+    assert _gram_mirrored(Xc, kind) == (rows != "other columns" and kind != 5)
+    G = kernel_gram(Xc, kind, degree, gamma, coef0, 1)
+    engine = KernelRows(Xc, kind, degree, gamma, coef0, 100.0, 1)
+    np.testing.assert_array_equal(G, np.array([engine.row(p) for p in range(150)]))
 
 
 def _assert_same_model(a, b):
