@@ -163,6 +163,39 @@ def test_cross_validation_runs_without_joblib_and_matches_the_api(tmp_path, hear
         assert lines == [f"Cross Validation Accuracy = {r.accuracy:g}%"]
 
 
+# kernsolve-grid on a LIBSVM file with shared kernel matrices (--warm, two
+# workers): no scipy either (its rows stay kernsolve's CSR; the fits' BLAS
+# limit loads only numpy's), nor joblib, concurrent.futures or logging.
+GRID_CHILD = textwrap.dedent("""\
+    import sys
+    from kernsolve.cli import grid
+    code = grid.cli(sys.argv[1:])
+    print(code, sorted(m for m in sys.modules if m.split(".")[0] in
+                       ("joblib", "scipy", "concurrent", "logging")))
+    """)
+
+
+def test_grid_runs_without_scipy_and_matches_the_api(tmp_path, heart):
+    """Oracle: kernsolve.grid_search in this process on the same rows and
+    options (its best line and every cell's rate in the output file)."""
+    y, X = heart
+    train = _split_files(tmp_path, y, X)[0]
+    out = tmp_path / "grid.out"
+    args = ["--warm", "--threads", "2", "-log2c", "-1,5,2", "-log2g", "-5,-1,2", "-png", "null",
+            "-out", str(out), "-q", train]
+    proc = subprocess.run([sys.executable, "-c", GRID_CHILD] + args, cwd=tmp_path,
+                          env=package_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    *lines, last = proc.stdout.splitlines()
+    assert last == "0 []"
+    r = kernsolve.grid_search(*kernsolve.read_problem(train), "--warm -q", n_jobs=2,
+                              grid={"c": [0.5, 2.0, 8.0, 32.0], "g": [2.0 ** -5, 2.0 ** -3, 0.5]})
+    assert lines[-1] == r.summary_line().rstrip("\n")
+    rates = {line.rsplit(" rate=", 1)[0]: float(line.rsplit("=", 1)[1])
+             for line in out.read_text().splitlines()}
+    assert rates == {c["label"]: c["rate"] for c in r.cells}
+
+
 def test_precomputed_kernel_without_scipy(tmp_path, heart):
     y, X = heart
     D = X.toarray()

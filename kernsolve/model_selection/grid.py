@@ -16,11 +16,12 @@ order the tasks finished in.
 Kernel values: when the fits can share a kernel matrix (``_cv.sharing_refused``),
 the cells are run kernel by kernel (all the C values and folds of one gamma,
 in job order, then the next gamma in the order it first appears), each
-kernel's matrix computed once, shared by its tasks on threads and dropped
-before the next; two kernels run as one pool of tasks when one kernel's
-tasks would leave a core idle and both matrices fit in ``-m``
-(:func:`_kernel_pools`); the rates and the best cell are the same bits as the
-unshared run (``--cold``), only the order of the output lines differs.
+kernel's matrix computed once just before its tasks, shared by them on
+threads and dropped after them, as many matrices at once as there are
+workers and ``-m`` holds (:func:`_run_shared`, :mod:`._rolling`: a worker that
+finds room makes the next kernel's matrix while the others go on); the rates
+and the best cell are the same bits as the unshared run (``--cold``), only
+the order of the output lines differs.
 """
 import contextlib
 import itertools
