@@ -184,3 +184,38 @@ def test_engines_keep_freed_memory_for_the_next_while_held():
     with free_memory_kept():
         pass
     assert _trim_count() == before + 2
+
+
+@pytest.mark.parametrize("C", [0.5, 32.0])
+def test_early_shrinking_reaches_the_optimum_of_libsvms_schedule(heart, C):
+    """``first_shrink`` (a warm grid's fits shrink after 100 iterations, not
+    LIBSVM's min(l, 1000)): from a cold start and from a seed (the solution at
+    C / 8 scaled), the solve meets LIBSVM's stopping rule with numpy's float64
+    kernel (oracle) and reaches LIBSVM's schedule's objective to the solver's
+    tolerance; 1000 is LIBSVM's schedule itself, bit for bit; below 1 is refused."""
+    y, X = heart
+    Xc = as_canonical(X)
+    yp = np.where(y > 0, 1, -1).astype(np.int8)
+    n = yp.size
+    p = np.full(n, -1.0)
+    Q = rbf_kernel(X.toarray(), gamma=0.5) * np.outer(yp, yp)
+    bounds = np.full(n, C)
+    seed = np.zeros(n)
+    solve(Xc, 2, 3, 0.5, 0.0, yp, p, seed, np.full(n, C / 8))
+    seed *= 8
+    for start in (np.zeros(n), seed):
+        libsvm, default, early = start.copy(), start.copy(), start.copy()
+        ref = solve(Xc, 2, 3, 0.5, 0.0, yp, p, libsvm, bounds, first_shrink=1000)
+        same = solve(Xc, 2, 3, 0.5, 0.0, yp, p, default, bounds)
+        np.testing.assert_array_equal(default, libsvm)
+        assert (same["rho"], same["n_iter"]) == (ref["rho"], ref["n_iter"])
+        solve(Xc, 2, 3, 0.5, 0.0, yp, p, early, bounds, first_shrink=5)
+        g = Q @ early + p
+        v = -yp * g
+        up = ((yp > 0) & (early < C)) | ((yp < 0) & (early > 0))
+        low = ((yp > 0) & (early > 0)) | ((yp < 0) & (early < C))
+        assert v[up].max() - v[low].min() <= 1e-3 + 1e-4 * C
+        objective = lambda a: 0.5 * a @ Q @ a + p @ a      # noqa: E731
+        assert objective(early) == pytest.approx(objective(libsvm), rel=1e-4, abs=1e-6)
+    with pytest.raises(ValueError, match="first_shrink must be >= 1"):
+        solve(Xc, 2, 3, 0.5, 0.0, yp, p, np.zeros(n), bounds, first_shrink=0)

@@ -381,6 +381,7 @@ cdef class _SMO:
     cdef LowPick* low
     cdef OnePick* one
     cdef bint svr, nu, bias, shrinking, unshrink
+    cdef Py_ssize_t first_shrink     # iterations before the first shrinking (LIBSVM: 1000)
     cdef double eps
     cdef int n_threads
     # Per-iteration loops run in parallel only while that is measured to be

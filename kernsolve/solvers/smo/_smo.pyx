@@ -196,6 +196,7 @@ cdef class _SMO:
         self.nu = nu
         self.bias = bias
         self.shrinking = shrinking
+        self.first_shrink = 1000
         self.eps = eps
         self.n_threads = n_threads if n_threads > 0 else 1
         self.max_iter = max_iter
@@ -990,7 +991,7 @@ cdef class _SMO:
         rc = self.init_gradient()
         if rc < 0:
             return rc
-        counter = min(l, 1000) + 1
+        counter = min(l, self.first_shrink) + 1
         while self.n_iter < self.max_iter:
             counter -= 1
             if counter == 0:

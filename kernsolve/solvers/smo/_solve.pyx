@@ -50,7 +50,7 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
           *, bint svr=False, double eps=1e-3, bint shrinking=True, bint nu=False,
           bint bias=True, double cache_mb=100.0, int n_threads=1, max_iter=None,
           progress=None, timers=None, rows=None, gram=None, gradient=None,
-          gradient_out=None, KernelRows engine=None):
+          gradient_out=None, KernelRows engine=None, Py_ssize_t first_shrink=1000):
     """Solve LIBSVM's dual problem with SMO.
 
     Minimises ``0.5 a'Qa + p'a`` subject to ``y'a = Delta`` (the initial
@@ -120,6 +120,11 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
         (``KernelRows.restart``) and used with the rows it has cached, so a
         row the earlier solve computed is a cache hit (a warm grid's chain
         along C).  None: a new engine.
+    first_shrink : int
+        Iterations before the first shrinking (then every ``min(m, 1000)``, as
+        LIBSVM's).  LIBSVM waits ``min(m, 1000)``; a warm start along C, whose
+        seed is near its optimum, gains by shrinking sooner (its first
+        iterations then sweep the active set, not all m variables).
     timers : bool or None
         True adds the phase timers' seconds to the result (``time_kernel_rows``,
         ``time_select``, ``time_gradient``, ``time_shrink``, ``time_sync``);
@@ -211,6 +216,9 @@ def solve(X, int kernel_type, int degree, double gamma, double coef0, y, p, alph
         kr = engine
     cdef _SMO s = _SMO()
     s.setup(kr, y, p, alpha, C, svr, nu, bias, shrinking, eps, n_threads, max_iter)
+    if first_shrink < 1:
+        raise ValueError(f"first_shrink must be >= 1, got {first_shrink}")
+    s.first_shrink = first_shrink
     if gradient is not None:
         s.G_start = &start_gradient[0, 0]
     s.progress = progress
