@@ -181,8 +181,9 @@ class WarmStart:
 # iterations, no longer sweep all l variables at every one (svmguide1's
 # default grid: its chains' time 2.22 s -> 1.79-1.87 s at one thread; 100
 # to 200 iterations did best, 50 and 400 less well; 3 of its 339,790
-# held-out predictions changed, within the solver's tolerance).  Any other
-# cold solve keeps LIBSVM's schedule, so its model is LIBSVM's.
+# held-out predictions changed, three cells' rates by one row, within the
+# solver's tolerance).  Any other cold solve keeps LIBSVM's schedule, so its
+# model is LIBSVM's.
 _EARLY_SHRINK = 100
 
 # the active-set refinement's limits: steps, and free variables in its system
