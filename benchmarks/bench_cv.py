@@ -24,7 +24,10 @@ Runs, one after the other on the same machine, each in its own Python process:
    halving over the cells: its best line may name another cell, within 0.5
    points on the test problems) and LIBSVM's ``grid.py``
    (Debian's ``svm-grid`` with ``/usr/bin/svm-train``; its worker count is
-   the constant ``nr_local_worker``, set in a copy of the script).  Each run is
+   the constant ``nr_local_worker``, set in a copy of the script), and
+   ``grid.py-ks``: the same ``grid.py`` driving ``kernsolve-train`` (with
+   ``--libsvm-folds --threads 1``) in place of ``svm-train``, the drop-in path
+   of item 4 (a process per cell; not in the default ``--tools``).  Each run is
    a process of its own (``benchlib.run_process``: wall, CPU, peak RSS); the
    best lines are compared and a difference is reported.
 
@@ -56,6 +59,7 @@ import json
 import lzma
 import os
 import resource
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -74,7 +78,7 @@ ONE_VS_REST = {"fashion8": ("fashion-mnist.scale", 8)}
 # --tools: the short names of the vs-grid-py runs
 TOOL_KEYS = {"kernsolve-grid": "shared", "kernsolve-grid --cold": "cold",
              "kernsolve-grid --warm": "warm", "kernsolve-grid --halving": "halving",
-             "grid.py": "grid.py"}
+             "grid.py": "grid.py", "grid.py + kernsolve-train": "grid.py-ks"}
 # issue 35's four problems (item 5)
 ISSUE35_DATASETS = "svmguide1,a9a:5000,ijcnn1:10000,fashion8:5000"
 GRID_LOG2C = [-1.0, 0.0, 1.0]
@@ -193,6 +197,18 @@ def _grid_py_copy(workdir, workers):
     return path
 
 
+def _kernsolve_svm_train(workdir):
+    """An executable for grid.py's ``-svmtrain``: kernsolve-train (the tree's,
+    through the run's environment) with LIBSVM's folds and one thread per
+    grid.py worker, the drop-in path of issue 35 item 4."""
+    path = os.path.join(workdir, "kernsolve-svm-train")
+    with open(path, "w") as f:
+        f.write(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m kernsolve.cli.train "
+                "--libsvm-folds --threads 1 \"$@\"\n")
+    os.chmod(path, 0o755)
+    return path
+
+
 def _vs_grid_py_data(workdir, spec):
     """The file of ``name`` or ``name:rows`` (svmguide1 scaled by svm-scale;
     ``fashion8``: Fashion-MNIST's class 8 against the rest, ONE_VS_REST)."""
@@ -230,6 +246,9 @@ def _vs_grid_py(args, work, record):
                 "kernsolve-grid --halving": ours + ["--halving"],
                 "grid.py": [sys.executable, _grid_py_copy(work, workers),
                             "-svmtrain", SVM_TRAIN, "-gnuplot", "null"],
+                "grid.py + kernsolve-train": [sys.executable, _grid_py_copy(work, workers),
+                                              "-svmtrain", _kernsolve_svm_train(work),
+                                              "-gnuplot", "null"],
             }
             runs = {name: argv for name, argv in runs.items()
                     if TOOL_KEYS[name] in args.tools.split(",")}
@@ -323,9 +342,10 @@ def main(argv=None):
                     help="vs-grid-py: comma-separated name or name:rows of the shared data "
                          "(fashion8: Fashion-MNIST's class 8 against the rest), or issue35 "
                          f"for {ISSUE35_DATASETS} (default {VS_GRID_PY_DATASETS})")
-    ap.add_argument("--tools", default=",".join(TOOL_KEYS.values()),
+    ap.add_argument("--tools", default=",".join(v for v in TOOL_KEYS.values()
+                                                if v != "grid.py-ks"),
                     help="vs-grid-py: the runs, comma-separated among "
-                         f"{','.join(TOOL_KEYS.values())} (default all)")
+                         f"{','.join(TOOL_KEYS.values())} (default all but grid.py-ks)")
     ap.add_argument("--workers", default="1,2",
                     help="vs-grid-py: comma-separated worker counts (default 1,2)")
     ap.add_argument("--grid-rows", type=int, default=None,

@@ -13,7 +13,8 @@ bits under any policy.
 import contextlib
 import os
 
-__all__ = ["USER_VARIABLES", "POLICY", "openmp_loading", "applied"]
+__all__ = ["USER_VARIABLES", "POLICY", "openmp_loading", "applied", "BLAS_TIMEOUT_VARIABLES",
+           "BLAS_TIMEOUT", "blas_loading"]
 
 #: Variables by which a user chooses how OpenMP threads wait: when either is
 #: set, kernsolve leaves the environment alone.
@@ -45,3 +46,33 @@ def openmp_loading(environ=os.environ):
 def applied():
     """The wait policy in effect, for ``kernsolve.show_config()``."""
     return _applied or "libgomp's default"
+
+
+#: Variables by which a user chooses how long OpenBLAS's threads wait busy
+#: for work before they sleep: when either is set, kernsolve leaves it alone.
+BLAS_TIMEOUT_VARIABLES = ("OPENBLAS_THREAD_TIMEOUT", "GOTO_THREAD_TIMEOUT")
+
+#: OpenBLAS's shortest wait, 2^4 cycles (its default is 2^28, about 0.1 s).
+BLAS_TIMEOUT = "4"
+
+
+@contextlib.contextmanager
+def blas_loading(environ=os.environ):
+    """Around a command's first numpy import, which loads numpy's OpenBLAS:
+    its threads sleep at once after their work instead of waiting busy for
+    about 0.1 s (unless the user chose).  They start waiting as the library
+    loads, so every command spent 0.1 s of CPU on another core during its
+    start: a tenth of a core-second per cell of LIBSVM's grid.py run with
+    kernsolve-train on two workers, beside the other worker's fits (issue 35
+    item 4).  kernsolve's own BLAS calls run on one BLAS thread anyway
+    (``one_blas_thread``).  Only numpy's library: the variable is removed
+    again after it loads, so libraries loaded later and child processes see
+    the user's environment unchanged.  Speed only, never the bits."""
+    if any(name in environ for name in BLAS_TIMEOUT_VARIABLES):
+        yield
+        return
+    environ["OPENBLAS_THREAD_TIMEOUT"] = BLAS_TIMEOUT
+    try:
+        yield
+    finally:
+        environ.pop("OPENBLAS_THREAD_TIMEOUT", None)

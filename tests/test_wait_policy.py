@@ -89,3 +89,37 @@ def test_same_model_bytes_under_any_wait_policy(tmp_path):
                        check=True, timeout=120)
         models.append(out.read_bytes())
     assert models[0] == models[1] == models[2]
+
+
+# numpy's OpenBLAS in a command's process (issue 35 item 4): oracle, the
+# library's own report of the timeout it read when it loaded
+# (openblas_thread_timeout(): 0 for its default).
+BLAS_PROBE = ("import os, sys, ctypes\n"
+              "first = sys.argv[1]\n"
+              "if first == 'numpy':\n"
+              "    import numpy\n"
+              "import kernsolve.cli\n"
+              "import threadpoolctl\n"
+              "lib = [i['filepath'] for i in threadpoolctl.threadpool_info()\n"
+              "       if i['user_api'] == 'blas' and 'numpy' in i['filepath']][0]\n"
+              "print(ctypes.CDLL(lib).openblas_thread_timeout(),\n"
+              "      os.environ.get('OPENBLAS_THREAD_TIMEOUT'))\n")
+
+
+@pytest.mark.parametrize("first, env, expected", [
+    ("cli", {}, "4 None"),                                   # a command's process
+    ("cli", {"OPENBLAS_THREAD_TIMEOUT": "10"}, "10 10"),     # the user's choice
+    ("numpy", {}, "0 None"),                                 # numpy loaded before: untouched
+])
+def test_commands_tell_numpys_openblas_not_to_wait_busy(tmp_path, first, env, expected):
+    pytest.importorskip("threadpoolctl")
+    base = package_env(**env)
+    for name in ("OPENBLAS_THREAD_TIMEOUT", "GOTO_THREAD_TIMEOUT"):
+        if name not in env:
+            base.pop(name, None)
+    p = subprocess.run([sys.executable, "-c", BLAS_PROBE, first], env=base, cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    if "openblas" not in p.stderr and p.stdout.strip() == "":
+        pytest.skip("numpy's BLAS is not OpenBLAS")
+    assert p.stdout.strip() == expected

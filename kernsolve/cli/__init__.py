@@ -12,3 +12,10 @@ command                LIBSVM tool              module
 Each also runs as ``python -m kernsolve.cli.train`` (etc.). See ``doc/cli.md``.
 The submodules are not imported here, so ``python -m`` runs them cleanly.
 """
+import sys
+
+from .._wait_policy import blas_loading
+
+if "numpy" not in sys.modules:      # a command's process: numpy loads here, its
+    with blas_loading():            # OpenBLAS threads told not to wait busy
+        import numpy  # noqa: F401
