@@ -355,6 +355,19 @@ def test_updated_factor_solves_as_numpy(heart):
                 np.testing.assert_allclose(R.T @ R, block, atol=1e-10 * H.max())
 
 
+def _free_block(heart, seed, k, share, box, ridge=1e-6):
+    """heart_scale's C-SVC block: (y, Q, k free variables F, bounds C, a point
+    a inside them at ``share`` of the box, a gradient g, ridge)."""
+    y, X = heart
+    Xd = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+    yp = np.where(y > 0, 1.0, -1.0)
+    Q = _rbf(Xd, Xd, 0.5) * np.outer(yp, yp)
+    rng = np.random.default_rng(seed)
+    F = np.sort(rng.choice(yp.size, k, replace=False)).astype(np.intp)
+    a = rng.uniform(share[0], share[1], yp.size) * box
+    return yp, Q, F, np.full(yp.size, box), a, rng.standard_normal(yp.size), ridge
+
+
 @pytest.mark.parametrize("box", [1e3, 0.5])
 def test_free_step_is_the_bordered_systems_solution_cut_by_the_box(heart, box):
     """``free_step``, the refinement's compiled step: ``d`` and ``b`` solve
@@ -364,16 +377,8 @@ def test_free_step_is_the_bordered_systems_solution_cut_by_the_box(heart, box):
     bound are exactly at it, and the free rows' gradient moves by
     ``t Q_FF d`` (numpy's product with the block less its ridge).  A wide box
     takes the whole step (t = 1), a narrow one cuts it."""
-    y, X = heart
-    Xd = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
-    yp = np.where(y > 0, 1.0, -1.0)
-    n, ridge = yp.size, 1e-6
-    Q = _rbf(Xd, Xd, 0.5) * np.outer(yp, yp)
-    rng = np.random.default_rng(4)
-    F = np.sort(rng.choice(n, 40, replace=False)).astype(np.intp)
-    C = np.full(n, box)
-    a = rng.uniform(0.2, 0.8, n) * box
-    g = rng.standard_normal(n)
+    yp, Q, F, C, a, g, ridge = _free_block(heart, 4, 40, (0.2, 0.8), box)
+    n = yp.size
     H = Q[np.ix_(F, F)] + ridge * np.eye(F.size)
     factor = CholeskyFactor()
     factor.reset(H)
@@ -413,16 +418,8 @@ def test_level_steps_are_free_steps_until_one_goes_all_the_way(heart, box, budge
     goes all the way or the budget ends (oracle: that loop, as the refinement
     ran it before; the same bits, the same factor)."""
     from kernsolve.solvers.libsvm._cholesky_update import LEVEL, STEPS, level_steps
-    y, X = heart
-    Xd = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
-    yp = np.where(y > 0, 1.0, -1.0)
-    n, ridge = yp.size, 1e-6
-    Q = _rbf(Xd, Xd, 0.5) * np.outer(yp, yp)
-    rng = np.random.default_rng(5)
-    F = np.sort(rng.choice(n, 60, replace=False)).astype(np.intp)
-    C = np.full(n, box)
-    a0 = rng.uniform(0.05, 0.95, n) * box
-    g0 = rng.standard_normal(n)
+    yp, Q, F, C, a0, g0, ridge = _free_block(heart, 5, 60, (0.05, 0.95), box)
+    n = yp.size
 
     def factor_of():
         factor = CholeskyFactor()
