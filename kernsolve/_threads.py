@@ -18,8 +18,8 @@ beside their loops; doc/threads.md lists them all.
 """
 import contextlib
 import os
-import sys
 import queue
+import sys
 import threading
 import warnings
 from typing import Any

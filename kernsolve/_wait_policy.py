@@ -61,10 +61,9 @@ def blas_loading(environ=os.environ):
     """Around a command's first numpy import, which loads numpy's OpenBLAS:
     its threads sleep at once after their work instead of waiting busy for
     about 0.1 s (unless the user chose).  They start waiting as the library
-    loads, so every command spent 0.1 s of CPU on another core during its
-    start: a tenth of a core-second per cell of LIBSVM's grid.py run with
-    kernsolve-train on two workers, beside the other worker's fits (issue 35
-    item 4).  kernsolve's own BLAS calls run on one BLAS thread anyway
+    loads, so every command spent about 0.1 s of CPU on another core during
+    its start: on each cell of LIBSVM's grid.py run with kernsolve-train on
+    two workers, beside the other worker's fits (issue 35 item 4).  kernsolve's own BLAS calls run on one BLAS thread anyway
     (``one_blas_thread``).  Only numpy's library: the variable is removed
     again after it loads, so libraries loaded later and child processes see
     the user's environment unchanged.  Speed only, never the bits."""

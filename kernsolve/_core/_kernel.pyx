@@ -48,8 +48,7 @@ cdef extern from *:
 # Engines that go while a run of many short sub-problems holds this (a grid's
 # chains, kernsolve.model_selection) leave the memory to the process until the
 # run ends: each trim handed back the pages the next chain's cache then took
-# again, and the kernel zeroed every one of them (a grid on svmguide1 spent
-# about 2% of its CPU time zeroing them).
+# again, and the kernel zeroed every one of them first.
 cdef Py_ssize_t _trim_holders = 0
 cdef bint _trim_owed = False
 cdef Py_ssize_t _trims = 0     # memory handed back so far (for the tests)
@@ -1185,8 +1184,8 @@ def kernel_gram(X, int kernel_type, int degree, double gamma, double coef0, int 
     C values of a kernel (``kernsolve.solvers.libsvm.shared_kernel``).
     ``out``: an n x n C-contiguous float32 array to write it in (a grid's
     matrix of the last kernel, whose pages are already the process's: a new
-    one of svmguide1's 36 MB costs the kernel's page zeroing, a sixth of the
-    matrix's time), or None for a new one.
+    one of svmguide1's 36 MB costs the kernel's page zeroing first), or None
+    for a new one.
     """
     if kernel_type == PRECOMPUTED:
         raise ValueError("kernel_gram: a precomputed kernel is its own matrix")

@@ -7,11 +7,11 @@ its tasks (the chains of C values, one per fold), which all read it.  Only
 ``slots`` matrices fit in ``-m`` together.  Run pool after pool (compute a
 few matrices, run their tasks, drop them, compute the next), a pool's last
 task ran alone while the other cores waited for it, and every matrix was
-computed while no task ran: on svmguide1 at two workers a fifth of the grid's
-wall time (issue 35).  Here a worker that finds a free slot makes the next
-group's value at once, while the other workers go on with the tasks of the
-groups already made, and a slot is free again as soon as its group's last
-task ends: no core waits for a pool.
+computed while no task ran (issue 35, svmguide1 on two workers).  Here a
+worker that finds a free slot makes the next group's value at once, while
+the other workers go on with the tasks of the groups already made, and a
+slot is free again as soon as its group's last task ends: no core waits for
+a pool.
 
 A free worker takes, in this order: the next group's value, when a slot is
 free; else the next task of the earliest group whose value is made.  A value
@@ -44,7 +44,7 @@ class _Plan:
         return len(self.made) + len(self.making)
 
     def take(self):
-        """The next piece of work, ``("make", g)`` or ``("task", g, t)``, or None."""
+        """The next piece of work, ``("make", g, None)`` or ``("task", g, t)``, or None."""
         if self.next_group < len(self.groups) and self.alive() < self.slots:
             g = self.next_group
             self.next_group += 1

@@ -16,6 +16,9 @@ section 6.5).
 compiled call (the solve, the bias, the ratio test and the moves): a step
 made of numpy calls on 100-odd free variables spent most of its time in
 their overheads, and svmguide1's grid takes some 9,000 of them (issue 35).
+:func:`level_steps`, what the refinement calls, takes those steps one after
+the other while variables reach a bound and leave the factor, until one
+step goes all the way (most of the steps are such).
 """
 import numpy as np
 
@@ -287,8 +290,8 @@ def level_steps(CholeskyFactor factor, double[::1] a, double[::1] g, const doubl
                 Py_ssize_t max_steps):
     """:func:`free_step` on the factor's variables, again and again while some
     reach a bound (each taken out of the factor and of ``free``, the others
-    keeping their order, as the refinement did step by step in Python: 7,600
-    of svmguide1's 9,300 steps were such), at most ``max_steps`` steps.
+    keeping their order, as the refinement did step by step in Python: most
+    of its steps on svmguide1's grid were such), at most ``max_steps`` steps.
 
     Returns ``(steps, left, outcome, t, b)``: the steps taken (the last one
     included), the variables taken out, :data:`LEVEL` (the last step had

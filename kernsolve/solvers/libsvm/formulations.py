@@ -179,11 +179,10 @@ class WarmStart:
 # seed is near its optimum, so most variables can leave the active set at
 # once, and the small-C fits of a chain, which take a few hundred
 # iterations, no longer sweep all l variables at every one (svmguide1's
-# default grid: its chains' time 2.22 s -> 1.79-1.87 s at one thread; 100
-# to 200 iterations did best, 50 and 400 less well; 3 of its 339,790
-# held-out predictions changed, three cells' rates by one row, within the
-# solver's tolerance).  Any other cold solve keeps LIBSVM's schedule, so its
-# model is LIBSVM's.
+# default grid: 100 to 200 iterations did best, 50 and 400 less well; three
+# of its 110 cells' rates moved by one row, within the solver's tolerance;
+# benchmarks/CURRENT.md#grid-s23-svmguide1 for the grid with it).  Any other
+# cold solve keeps LIBSVM's schedule, so its model is LIBSVM's.
 _EARLY_SHRINK = 100
 
 # the active-set refinement's limits: steps, and free variables in its system
