@@ -473,10 +473,11 @@ def _kernel_groups(X, todo, cell_params, backend, say):
     return groups
 
 
-def _run_shared(X, groups, group_tasks, cell_params, n_cores, backend, say, n_folds,
-                on_done):
+def _run_shared(X, groups, group_cells, group_tasks, cell_params, n_cores, backend, say,
+                n_folds, on_done):
     """Run the tasks of kernel groups that share matrices (``group_tasks(group,
-    kernel)``: ``(arguments of fit_predict_path, [(cell, fold), ...])`` each),
+    kernel)``: ``(arguments of fit_predict_path, [(cell, fold), ...])`` each,
+    the pairs ``group_cells(group)``'s, known before the matrix is),
     a group's matrix computed just before its tasks and dropped after them, as
     many matrices at once as there are workers and ``-m`` holds
     (:func:`kernsolve.model_selection._rolling.run_rolling`); a dropped
@@ -484,7 +485,7 @@ def _run_shared(X, groups, group_tasks, cell_params, n_cores, backend, say, n_fo
     fit finishes; returns the waves (one: every task, one worker each).
     """
     n = X.shape[0]
-    chain_cells = [[cells for _, cells in group_tasks(group, None)] for group in groups]
+    chain_cells = [group_cells(group) for group in groups]
     n_tasks = sum(len(tasks) for tasks in chain_cells)
     n_workers = max(1, min(n_cores, n_tasks))
     n_threads = max(1, n_cores // n_workers)
@@ -688,12 +689,18 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
         that differ in C only, C increasing."""
         return _c_chains(group, cells) if warm else [[ci] for ci in group]
 
+    def group_cells(group):
+        """The (cell, fold) pairs of each of a kernel's tasks: a chain of cells
+        on one fold each."""
+        return [[(ci, f) for ci in chain] for chain in group_chains(group) for f in range(k)]
+
     def group_tasks(group, shared):
-        """The tasks of a kernel's cells: (chain of cells, fold) each."""
-        return [((y, X, sw, [cell_params[ci] for ci in chain], _cv.train_rows(folds, f),
-                  folds[f], probability, None if prob_folds is None else prob_folds[f],
-                  shared, warm), [(ci, f) for ci in chain])
-                for chain in group_chains(group) for f in range(k)]
+        """The tasks of a kernel's cells: (arguments of fit_predict_path,
+        group_cells' pairs) each."""
+        return [((y, X, sw, [cell_params[ci] for ci, _ in pairs],
+                  _cv.train_rows(folds, pairs[0][1]), folds[pairs[0][1]], probability,
+                  None if prob_folds is None else prob_folds[pairs[0][1]], shared, warm), pairs)
+                for pairs in group_cells(group)]
     targets = {ci: np.full(n, np.nan) for ci in todo}
     remaining = {ci: k for ci in todo}
     fold_seconds = {ci: 0.0 for ci in todo}
@@ -751,8 +758,9 @@ def grid_search(y: ArrayLike, X: MatrixLike, base_options: OptionsLike = "",
                 waves += _cv.run_tasks(_cv.fit_predict_path, [t[0] for t in tasks], total,
                                        backend, chain_done)
             else:
-                waves += _run_shared(X, list(groups.values()), group_tasks, cell_params,
-                                     total, backend, say if verbose else None, k, on_done)
+                waves += _run_shared(X, list(groups.values()), group_cells, group_tasks,
+                                     cell_params, total, backend, say if verbose else None, k,
+                                     on_done)
         except Exception as exc:  # a worker died: name the cells that did not finish
             if "write_error" in state:      # not a worker: our own output failed
                 raise state["write_error"] from None
